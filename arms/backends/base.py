@@ -1,0 +1,87 @@
+"""The one small Protocol every model backend implements, and the request/reply records it speaks.
+
+A backend turns a chat `Request` into a `Reply`. It also says what it *really* uses
+(`effective`), so the runner can compare that with the registration before the first call.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Registered generation settings for one arm or judge."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    seed: int = 0
+    stop: tuple[str, ...] = ()
+    thinking: bool = False
+    system: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["stop"] = list(self.stop)
+        return d
+
+
+@dataclass(frozen=True)
+class Request:
+    """One chat call. `schema` (JSON schema as canonical text) asks for structured output."""
+
+    messages: tuple[tuple[str, str], ...]
+    generation: Generation
+    schema: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "messages": [{"role": r, "content": c} for r, c in self.messages],
+            "generation": self.generation.to_dict(),
+            "schema": json.loads(self.schema) if self.schema else None,
+        }
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What came back, with the telemetry the report needs (seed 000: truncation must be visible)."""
+
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached_tokens: int = 0
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Reply":
+        return cls(**{k: d[k] for k in ("text", "finish_reason", "prompt_tokens", "completion_tokens",
+                                         "latency_s", "cached_tokens", "raw") if k in d})
+
+
+class Backend(Protocol):
+    """A model behind one interface: local llama.cpp, OpenAI(-compatible) or Anthropic."""
+
+    name: str
+
+    def identity(self) -> dict[str, Any]:
+        """What determines the model's output apart from the request: model sha256, quant, adapter, backend."""
+        ...
+
+    def effective(self) -> dict[str, Any]:
+        """Settings read back from the loaded model/server (quant type, chat template sha, threads...)."""
+        ...
+
+    def complete(self, request: Request) -> Reply: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,45 @@
+"""Sealed question sets: one JSON object per line with id, question, reference, tags."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import jsonl
+from .errors import BadInput
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+    reference: str | None
+    tags: tuple[str, ...]
+    cluster: str | None
+    set: str  # the set file's name, e.g. "exam.jsonl"
+
+
+def load_questions(paths: list[Path]) -> list[Question]:
+    """Read and validate every set; duplicate ids across sets are bad input."""
+    out: list[Question] = []
+    where: dict[str, str] = {}
+    for path in paths:
+        if not path.exists():
+            raise BadInput(path, "question set not found")
+        for no, rec in jsonl.read(path, required=("id", "question")):
+            qid = rec["id"]
+            if not isinstance(qid, str) or not qid:
+                raise BadInput(path, "must be a non-empty string", line=no, field="id")
+            if qid in where:
+                raise BadInput(path, f"duplicate question id {qid!r} (first at {where[qid]})", line=no, field="id")
+            where[qid] = f"{path.name}:{no}"
+            if not isinstance(rec["question"], str) or not rec["question"].strip():
+                raise BadInput(path, "must be a non-empty string", line=no, field="question")
+            tags = rec.get("tags", [])
+            if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+                raise BadInput(path, "must be a list of strings", line=no, field="tags")
+            ref = rec.get("reference")
+            if ref is not None and not isinstance(ref, str):
+                raise BadInput(path, "must be a string", line=no, field="reference")
+            out.append(Question(id=qid, question=rec["question"], reference=ref, tags=tuple(tags),
+                                cluster=rec.get("cluster"), set=path.name))
+    return out

@@ -1,0 +1,1 @@
+"""The blinded judge: rubrics, blinding, verdicts, statistics, reports and adversarial verification."""

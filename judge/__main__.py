@@ -1,0 +1,73 @@
+"""CLI: python -m judge {run,seal,amend,verify}. Exit 0 ok, 1 a gate/check failed, 2 bad input."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from arms.errors import BadInput, CheckFailed, NotBuilt
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m judge", description="Blind LLM-judge evaluation harness.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run an experiment end to end (default: the embedded demo)")
+    r.add_argument("--exp", type=Path, default=None, help="experiment folder (default: sealed/demo)")
+    r.add_argument("--arms", nargs="?", const="", default="", metavar="NAME,...",
+                   help="arms to run; with no names, every registered arm")
+    r.add_argument("--limit", type=int, default=None, help="only the first N questions, for a quick look")
+    r.add_argument("--out", type=Path, default=None, help="results folder (default: results/<run name>)")
+    r.add_argument("--quiet", action="store_true", help="no progress bars and no report on screen")
+    s = sub.add_parser("seal", help="write the sha256 MANIFEST of an experiment folder")
+    s.add_argument("dir", type=Path)
+    s.add_argument("--private", action="append", default=[], help="a file bound by hash only (may be removed later)")
+    a = sub.add_parser("amend", help="append a dated, hash-chained amendment to a sealed experiment")
+    a.add_argument("dir", type=Path)
+    a.add_argument("--text", required=True)
+    v = sub.add_parser("verify", help="recompute every number of a results folder from its raw files")
+    v.add_argument("results", type=Path)
+    v.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
+    args = p.parse_args(argv)
+    try:
+        if args.cmd == "run":
+            from .run import DEMO, run
+
+            if args.limit is not None and args.limit < 1:
+                raise BadInput("--limit", "must be a positive number of questions")
+            out = run(args.exp or DEMO, args.arms or None, args.limit, args.out, progress=not args.quiet)
+            if not args.quiet:
+                print((out / "report.md").read_text())
+            print(f"results: {out}", file=sys.stderr)
+        elif args.cmd == "seal":
+            from .seal import seal
+
+            print(f"wrote {seal(args.dir, tuple(args.private))}")
+        elif args.cmd == "amend":
+            from .seal import amend
+
+            rec = amend(args.dir, args.text)
+            print(f"amendment {rec['n']} sealed at {rec['date']}")
+        elif args.cmd == "verify":
+            from .verify import verify
+
+            problems = verify(args.results, args.exp)
+            if problems:
+                print(f"verify: {len(problems)} mismatch(es) in {args.results}:", file=sys.stderr)
+                for line in problems:
+                    print(f"  - {line}", file=sys.stderr)
+                return 1
+            print(f"verify: every number in {args.results} matches its recomputation from the raw files")
+    except (BadInput, NotBuilt) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except CheckFailed as e:
+        print(f"check failed: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted: finished rows are kept; re-run to resume", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""Judge calls: render the rubric for a blinded item, ask for a structured verdict, parse, record.
+
+The judge sees only BlindItems. Structured output is requested on every backend (llama.cpp JSON
+schema grammar, OpenAI json_schema, Anthropic forced tool use); a verdict that still does not
+parse after the registered number of attempts is `unscored`, kept with its raw text.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tqdm import tqdm
+
+from arms import jsonl
+from arms.backends.base import Backend, Request
+from arms.cache import CallCache, call_key
+from arms.errors import BadInput, CheckFailed, NotBuilt
+from arms.retry import describe
+
+from .blinding import BlindItem
+from .records import Judgment
+from .rubric import Rubric
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    name: str
+    model: str  # key into [models]
+    quant: str | None
+    requires_env: str | None = None
+
+
+def build_request(rubric: Rubric, item: BlindItem, attempt: int) -> Request:
+    """Shared rubric and question first, the answer last: prefix caches reuse the common part."""
+    user = rubric.render(question=item.question, reference=item.reference, answer=item.answer)
+    gen = replace(rubric.generation, seed=rubric.generation.seed + attempt)
+    return Request((("system", rubric.system), ("user", user)), gen, schema=rubric.schema_text)
+
+
+def prompt_sha256(request: Request) -> str:
+    blob = json.dumps([list(m) for m in request.messages], ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cache: CallCache,
+               max_attempts: int) -> Judgment:
+    from .verdict import parse_verdict
+
+    attempts, keys, cached = [], [], 0
+    tokens = [0, 0, 0]
+    latency = 0.0
+    first_sha = None
+    for attempt in range(max_attempts):
+        request = build_request(rubric, item, attempt)
+        first_sha = first_sha or prompt_sha256(request)
+        key = call_key(backend.identity(), request)
+        reply = cache.get(key)
+        try:
+            if reply is None:
+                reply = backend.complete(request)
+                cache.put(key, reply)
+            else:
+                cached += 1
+        except (BadInput, CheckFailed, NotBuilt):
+            raise
+        except Exception as e:  # the call failed after its retries: an error row, not a score
+            attempts.append({"raw": None, "error": describe(e)})
+            return Judgment(name, item.label, item.question_id, "error", None, None, False,
+                            f"judge call failed: {describe(e)['message']}", first_sha, attempts,
+                            round(latency, 4), *tokens, calls=keys, cached_calls=cached)
+        keys.append(key)
+        latency += reply.latency_s
+        tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens,
+                  tokens[2] + reply.cached_tokens]
+        parsed = parse_verdict(reply.text, rubric.schema)
+        attempts.append({"raw": reply.text, "finish_reason": reply.finish_reason, "error": parsed.error,
+                         "repaired": parsed.repaired})
+        if parsed.ok:
+            return Judgment(name, item.label, item.question_id, "scored", int(parsed.fields[rubric.score_field]),
+                            parsed.fields, parsed.repaired, None, first_sha, attempts, round(latency, 4), *tokens,
+                            calls=keys, cached_calls=cached)
+    return Judgment(name, item.label, item.question_id, "unscored", None, None, False, attempts[-1]["error"],
+                    first_sha, attempts, round(latency, 4), *tokens, calls=keys, cached_calls=cached)
+
+
+def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, out: Path,
+              max_attempts: int = 2, progress: bool = True) -> dict:
+    done = {(r["judge"], r["label"]) for _, r in jsonl.read(out, required=("judge", "label"))}
+    todo = [i for i in items if (name, i.label) not in done]
+    stats = {"judge": name, "items": len(items), "already_done": len(items) - len(todo), "model_calls": 0,
+             "cached_calls": 0}
+    with jsonl.Appender(out) as writer:
+        for item in tqdm(todo, desc=f"judge {name}", unit="verdict", disable=not progress, leave=False):
+            j = judge_item(name, backend, rubric, item, cache, max_attempts)
+            writer.write(j.to_dict())
+            stats["model_calls"] += len(j.calls) - j.cached_calls
+            stats["cached_calls"] += j.cached_calls
+    return stats

@@ -1,0 +1,40 @@
+"""report.md, rendered from numbers.json and run.json only (so the verifier can re-render it)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def owe_the_reader(numbers: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    """Automatic caveats: the things a careful reviewer would otherwise have to dig out."""
+    out = list(run["judge"]["warnings"])
+    for c in numbers["comparisons"]:
+        r = c["result"]
+        if r and c["margin"] and r["mde"] > c["margin"]:
+            out.append(f"{c['id']}: with n = {r['n']} the smallest detectable effect is {r['mde']:.3f}, larger than "
+                       f"the margin {c['margin']:.2f}; about {r['n_for_margin']} questions would be needed.")
+    if run.get("limit"):
+        out.append(f"This run used only the first {run['limit']} questions (--limit): a quick look, not a result.")
+    unscored = sum(c["unscored"] + c["judge_errors"] for c in numbers["cells"])
+    if unscored:
+        out.append(f"{unscored} answers have no verdict (unscored or judge errors); they are excluded, not zeroed.")
+    out.append("The questions were written for this experiment and have not been independently re-checked.")
+    out.append(run["audit_gate"])
+    return out
+
+
+def render(numbers: dict[str, Any], run: dict[str, Any]) -> str:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, keep_trailing_newline=True,
+                      trim_blocks=False)
+    quants: list[str] = []
+    for means in numbers["quant_check"]["means"].values():
+        for q in means:
+            if q not in quants:
+                quants.append(q)
+    return env.get_template("report.md.j2").render(
+        n=numbers, run=run, quants=quants, owe=owe_the_reader(numbers, run),
+        method=run["analysis"]["method"], resamples=run["analysis"]["resamples"], seed=run["analysis"]["seed"])

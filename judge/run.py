@@ -1,0 +1,192 @@
+"""`python -m judge run`: verify the seal, collect answers, judge blind, analyse, write the report.
+
+Idempotent: the run folder's raw files are append-only and every model call is cached, so
+re-running resumes and never repeats a finished call.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+from arms.cache import CallCache
+from arms.collect import collect
+from arms.errors import BadInput
+from arms.jsonl import Appender, read
+from arms.load import open_backend
+from arms.questions import load_questions
+from arms.records import AnswerRow
+
+from .analysis import compute_numbers, write_numbers
+from .blinding import blind
+from .judging import judge_all
+from .prereg import Experiment, load_experiment
+from .report import render
+from .rubric import load_rubric
+from .seal import manifest_sha256, verify_seal
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "sealed" / "demo"
+TINY_PARAMS = {"smollm2"}  # model families we ship that are far too small to judge reliably
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def versions() -> dict[str, str]:
+    import jinja2
+    import numpy
+    import scipy
+
+    out = {"python": sys.version.split()[0], "platform": platform.platform(), "numpy": numpy.__version__,
+           "scipy": scipy.__version__, "jinja2": jinja2.__version__}
+    try:
+        import llama_cpp
+
+        out["llama_cpp_python"] = llama_cpp.__version__
+    except ImportError:
+        pass
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        out["blindeval"] = version("blindeval")
+    except PackageNotFoundError:
+        out["blindeval"] = "source"
+    return out
+
+
+def judge_warnings(exp: Experiment, judge_name: str, arms: list[str]) -> list[str]:
+    j = next(x for x in exp.judges if x.name == judge_name)
+    spec = exp.models[j.model]
+    out = []
+    if spec.family in TINY_PARAMS:
+        out.append(f"The judge `{j.name}` is {spec.family}, a model far too small to grade reliably: its verdicts "
+                   "are close to noise. Set ANTHROPIC_API_KEY or OPENAI_API_KEY to use a registered API judge.")
+    same = sorted({a for a in arms if spec.family and exp.models[exp.arm(a).model].family == spec.family})
+    if same:
+        out.append(f"The judge shares a model family ({spec.family}) with arm(s) {', '.join(same)}: "
+                   "self-preference can bias the comparison.")
+    return out
+
+
+def quant_files(exp: Experiment, arms: list[str]) -> dict[str, dict]:
+    """Which quantiser produced which file, with its sha256 and the types read back from it."""
+    from arms.load import quant_file
+
+    out = {}
+    for arm in (exp.arm(a) for a in arms):
+        spec = exp.models[arm.model]
+        if spec.backend == "llama-cpp":
+            for q in arm.quants:
+                out.setdefault(f"{spec.name}/{q}", quant_file(spec, q, exp.dir, exp.runtime).to_dict())
+    return out
+
+
+def run_name(exp: Experiment, arms: list[str], limit: int | None) -> str:
+    name = exp.name
+    if arms != [a.name for a in exp.arms]:
+        name += "-" + "+".join(arms)
+    if limit:
+        name += f"-limit{limit}"
+    return name
+
+
+def select_arms(exp: Experiment, names: str | None) -> list[str]:
+    registered = [a.name for a in exp.arms]
+    if not names:
+        return registered
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    for n in wanted:
+        if n not in registered:
+            raise BadInput(exp.dir / "prereg.toml", f"--arms names unregistered arm {n!r}; registered: {registered}",
+                           field="arms")
+    return [n for n in registered if n in wanted]
+
+
+def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = None, out: Path | None = None,
+        progress: bool = True) -> Path:
+    exp_dir = Path(exp_dir)
+    verify_seal(exp_dir)
+    exp = load_experiment(exp_dir)
+    arms = select_arms(exp, arm_names)
+    questions = load_questions(exp.set_paths())
+    if limit:
+        questions = questions[:limit]
+    rubric = load_rubric(exp.rubric)
+    judges = exp.available_judges()
+    if not judges:
+        raise BadInput(exp_dir / "prereg.toml", "no registered judge is available (missing API keys?)", field="judges")
+    primary = judges[0]
+    name = run_name(exp, arms, limit)
+    run_dir = Path(out) if out else ROOT / "results" / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    hashes = {"prereg.toml": _sha(exp_dir / "prereg.toml"), "MANIFEST": manifest_sha256(exp_dir),
+              f"rubric {rubric.name}": rubric.sha256}
+    run_json = run_dir / "run.json"
+    if run_json.exists():
+        before = json.loads(run_json.read_text())
+        if before.get("hashes") != hashes or before.get("judge", {}).get("primary") != primary.name:
+            raise BadInput(run_json, "this results folder was produced under a different registration or judge; "
+                           "pick another folder with --out", field="hashes")
+    cache = CallCache()
+    say = (lambda m: print(m, file=sys.stderr)) if progress else (lambda m: None)
+
+    say(f"[1/4] collecting answers: {len(arms)} arms, {len(questions)} questions -> {run_dir}")
+    arm_specs = [exp.arm(a) for a in arms]
+    cstats = collect(arm_specs, exp.models, exp.adapters, questions, exp_dir, exp.runtime,
+                     run_dir / "answers.jsonl", cache, progress=progress)
+    qids = {q.id for q in questions}
+    answers = [AnswerRow.from_dict(r) for _, r in read(run_dir / "answers.jsonl")]
+    answers = [a for a in answers if a.arm in arms and a.question_id in qids]
+
+    say(f"[2/4] blinding {len(answers)} answers")
+    secret = hashlib.sha256(f"blinding:{exp.seed}:{name}".encode()).digest()
+    items, keys = blind(answers, {q.id: q for q in questions}, secret, exp.seed)
+    have = {r["label"] for _, r in read(run_dir / "blinding.jsonl")}
+    with Appender(run_dir / "blinding.jsonl") as w:
+        for k in keys:
+            if k.label not in have:
+                w.write(k.to_dict())
+
+    say(f"[3/4] judging with {primary.name} (blind, shuffled)")
+    jspec = exp.models[primary.model]
+    jbackend = open_backend(jspec, primary.quant, None, exp_dir, exp.runtime)
+    try:
+        jstats = judge_all(primary.name, jbackend, rubric, items, cache, run_dir / "judgments.jsonl",
+                           max_attempts=exp.judge_attempts, progress=progress)
+        jident = jbackend.identity()
+    finally:
+        jbackend.close()
+
+    say("[4/4] analysing and writing the report")
+    run_info: dict[str, Any] = {
+        "name": name, "dir": str(run_dir.relative_to(ROOT)) if run_dir.is_relative_to(ROOT) else str(run_dir),
+        "experiment": exp.name, "experiment_dir": str(exp_dir), "seed": exp.seed, "limit": limit, "arms": arms,
+        "question_ids": [q.id for q in questions], "hashes": hashes, "versions": versions(),
+        "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "runtime": {"threads": exp.runtime.threads, "n_ctx": exp.runtime.n_ctx},
+        "analysis": {"resamples": exp.analysis.resamples, "method": exp.analysis.method, "seed": exp.analysis.seed,
+                     "max_unscored": exp.analysis.max_unscored},
+        "judge": {"primary": primary.name, "identity": jident, "model": jspec.source, "quant": primary.quant, "rubric": rubric.name,
+                  "attempts": exp.judge_attempts, "warnings": judge_warnings(exp, primary.name, arms)},
+        "effective_settings": cstats["effective"],
+        "quant_files": quant_files(exp, arms),
+        "last_invocation": {"answers": {k: v for k, v in cstats.items() if k != "effective"}, "judging": jstats},
+        "audit_gate": "Audit gate: not checked by this version (the top-k gaming audit runs separately with "
+                      "`python -m audit top40`; enforcing its gate inside `judge run` is not built yet).",
+    }
+    tmp = run_json.with_suffix(".tmp")
+    tmp.write_text(json.dumps(run_info, indent=1) + "\n")
+    tmp.replace(run_json)
+    numbers = compute_numbers(exp, load_questions(exp.set_paths()), run_dir, run_info)
+    write_numbers(numbers, run_dir / "numbers.json")
+    report = render(numbers, run_info)
+    tmp = run_dir / "report.md.tmp"
+    tmp.write_text(report)
+    tmp.replace(run_dir / "report.md")
+    return run_dir

@@ -1,0 +1,108 @@
+"""Sealing: the sha256 MANIFEST of an experiment folder, its verification, and dated amendments.
+
+MANIFEST lines are `<sha256>  <relative path>`; a private file may be bound by hash only (its line
+stays, the file is absent). Amendments are appended to amendments.jsonl, each hash-chained to
+the MANIFEST and the amendment before it, so none can be inserted, edited or dropped unseen.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from pathlib import Path
+
+from arms import jsonl
+from arms.errors import BadInput
+
+MANIFEST = "MANIFEST"
+AMENDMENTS = "amendments.jsonl"
+UNSEALED = {MANIFEST, AMENDMENTS}
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def sealed_files(exp_dir: Path) -> list[Path]:
+    return sorted(p for p in exp_dir.rglob("*") if p.is_file() and p.name not in UNSEALED
+                  and "__pycache__" not in p.parts)
+
+
+def seal(exp_dir: Path, private: tuple[str, ...] = ()) -> Path:
+    """Write MANIFEST over every file in the folder. `private` paths keep their line but may be deleted later."""
+    exp_dir = Path(exp_dir)
+    if not (exp_dir / "prereg.toml").exists():
+        raise BadInput(exp_dir / "prereg.toml", "an experiment folder needs a prereg.toml to seal")
+    lines = [f"{_sha(p)}  {p.relative_to(exp_dir).as_posix()}" for p in sealed_files(exp_dir)]
+    for rel in private:
+        if not any(line.endswith(f"  {rel}") for line in lines):
+            raise BadInput(exp_dir / rel, "private file to bind is not in the folder")
+    out = exp_dir / MANIFEST
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def read_manifest(exp_dir: Path) -> dict[str, str]:
+    path = Path(exp_dir) / MANIFEST
+    if not path.exists():
+        raise BadInput(path, "experiment is not sealed: run `python -m judge seal DIR` first")
+    out = {}
+    for no, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        sha, sep, rel = line.partition("  ")
+        if not sep or len(sha) != 64:
+            raise BadInput(path, "expected '<sha256>  <path>'", line=no)
+        out[rel] = sha
+    return out
+
+
+def verify_seal(exp_dir: Path) -> dict[str, str]:
+    """Check every sealed file; any change, addition or removal of a non-private file is bad input."""
+    exp_dir = Path(exp_dir)
+    manifest = read_manifest(exp_dir)
+    present = {p.relative_to(exp_dir).as_posix() for p in sealed_files(exp_dir)}
+    for rel, sha in manifest.items():
+        path = exp_dir / rel
+        if rel not in present:
+            continue  # bound by hash only (private) or removed: private inputs stay out of the repo
+        if _sha(path) != sha:
+            raise BadInput(path, f"changed after sealing (MANIFEST sha256 {sha[:12]}…, file {_sha(path)[:12]}…)")
+    extra = sorted(present - set(manifest))
+    if extra:
+        raise BadInput(exp_dir / extra[0], "added after sealing (not in MANIFEST)")
+    verify_amendments(exp_dir)
+    return manifest
+
+
+def manifest_sha256(exp_dir: Path) -> str:
+    return _sha(Path(exp_dir) / MANIFEST)
+
+
+def verify_amendments(exp_dir: Path) -> list[dict]:
+    path = Path(exp_dir) / AMENDMENTS
+    prev = manifest_sha256(exp_dir)
+    rows = []
+    for no, rec in jsonl.read(path, required=("date", "text", "prev")):
+        if rec["prev"] != prev:
+            raise BadInput(path, "hash chain broken: amendment edited, inserted or removed", line=no, field="prev")
+        prev = hashlib.sha256(jsonl.dumps(rec).encode()).hexdigest()
+        rows.append(rec)
+    return rows
+
+
+def amend(exp_dir: Path, text: str, now: dt.datetime | None = None) -> dict:
+    exp_dir = Path(exp_dir)
+    rows = verify_amendments(exp_dir)
+    prev = hashlib.sha256(jsonl.dumps(rows[-1]).encode()).hexdigest() if rows else manifest_sha256(exp_dir)
+    rec = {"n": len(rows) + 1, "date": (now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds"),
+           "text": text, "prev": prev}
+    with jsonl.Appender(exp_dir / AMENDMENTS) as w:
+        w.write(rec)
+    return rec
+
+
+def file_hashes(paths: dict[str, Path]) -> dict[str, str]:
+    return {name: _sha(p) for name, p in paths.items() if p.exists()}
+
+
+__all__ = ["seal", "verify_seal", "amend", "read_manifest", "manifest_sha256", "file_hashes"]

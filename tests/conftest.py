@@ -1,0 +1,52 @@
+"""Shared fixtures: a private cache per test session, and one small real run of the demo."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory):
+    """Tests never touch the user's cache: quant files, adapters and calls go to a session folder."""
+    d = tmp_path_factory.mktemp("cache")
+    old = os.environ.get("BLINDEVAL_CACHE")
+    os.environ["BLINDEVAL_CACHE"] = str(d)
+    yield d
+    if old is None:
+        os.environ.pop("BLINDEVAL_CACHE", None)
+    else:
+        os.environ["BLINDEVAL_CACHE"] = old
+
+
+def cli(*args: str, env: dict | None = None, timeout: int = 900) -> subprocess.CompletedProcess:
+    """Run a CLI the way a user does: a fresh process, real exit codes."""
+    e = {**os.environ, **(env or {})}
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        if not (env and key in env):
+            e.pop(key, None)
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=e, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def demo_copy(tmp_path_factory) -> Path:
+    """A copy of the sealed demo that tests may modify."""
+    d = tmp_path_factory.mktemp("exp") / "demo"
+    shutil.copytree(ROOT / "sealed" / "demo", d)
+    return d
+
+
+@pytest.fixture(scope="session")
+def small_run(tmp_path_factory) -> Path:
+    """All four arms at both quants on 3 questions, judged by the local model: real calls end to end."""
+    out = tmp_path_factory.mktemp("results") / "demo-limit3"
+    r = cli("judge", "run", "--arms", "--limit", "3", "--out", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    return out

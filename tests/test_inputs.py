@@ -1,0 +1,72 @@
+"""Bad input: exit 2 with the file, line and field; never a traceback."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from arms.errors import BadInput
+from arms.models import gguf_info
+from arms.questions import load_questions
+from judge.prereg import load_experiment
+from judge.seal import amend, seal, verify_seal
+
+from conftest import cli
+
+
+def test_duplicate_question_id(tmp_path):
+    p = tmp_path / "set.jsonl"
+    p.write_text('{"id": "q1", "question": "a?"}\n{"id": "q2", "question": "b?"}\n{"id": "q1", "question": "c?"}\n')
+    with pytest.raises(BadInput) as e:
+        load_questions([p])
+    assert "set.jsonl:3" in str(e.value) and "'id'" in str(e.value) and "duplicate" in str(e.value)
+
+
+def test_prereg_with_unknown_arm_in_hypothesis(demo_copy, tmp_path):
+    exp = tmp_path / "demo"
+    shutil.copytree(demo_copy, exp)
+    p = exp / "prereg.toml"
+    p.write_text(p.read_text().replace('b = "trained"\nquant = "Q8_0"', 'b = "tuned"\nquant = "Q8_0"', 1))
+    with pytest.raises(BadInput) as e:
+        load_experiment(exp)
+    assert "prereg.toml" in str(e.value) and "'b'" in str(e.value) and "tuned" in str(e.value)
+
+
+def test_prereg_that_does_not_parse_exits_2(demo_copy, tmp_path):
+    exp = tmp_path / "demo"
+    shutil.copytree(demo_copy, exp)
+    (exp / "prereg.toml").write_text("[experiment\nname = 1\n")
+    seal(exp)
+    r = cli("judge", "run", "--exp", str(exp), "--limit", "1")
+    assert r.returncode == 2 and "prereg.toml" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_corrupt_gguf_is_bad_input(tmp_path):
+    p = tmp_path / "broken.gguf"
+    p.write_bytes(b"GGUF" + b"\x00" * 64)
+    with pytest.raises(BadInput) as e:
+        gguf_info(p)
+    assert "broken.gguf" in str(e.value)
+
+
+def test_amendments_are_hash_chained(demo_copy, tmp_path):
+    exp = tmp_path / "demo"
+    shutil.copytree(demo_copy, exp)
+    seal(exp)
+    amend(exp, "first")
+    amend(exp, "second")
+    verify_seal(exp)
+    p = exp / "amendments.jsonl"
+    p.write_text(p.read_text().replace("first", "FIRST"))
+    with pytest.raises(BadInput) as e:
+        verify_seal(exp)
+    assert "amendments.jsonl:2" in str(e.value)
+
+
+def test_added_file_breaks_the_seal(demo_copy, tmp_path):
+    exp = tmp_path / "demo"
+    shutil.copytree(demo_copy, exp)
+    (exp / "sets" / "extra.jsonl").write_text('{"id": "x", "question": "?"}\n')
+    with pytest.raises(BadInput) as e:
+        verify_seal(exp)
+    assert "extra.jsonl" in str(e.value) and "added after sealing" in str(e.value)

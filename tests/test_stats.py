@@ -1,0 +1,391 @@
+"""Tests for judge.stats against the figures in /work/shared/reference/statistics.md."""
+
+import math
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import scipy.stats as st
+
+from judge import stats as S
+
+N_REF = 40
+STEP = 1 / N_REF  # bootstrap endpoints move by one grid step (1/n) with seed / version
+
+
+def reference_arms():
+    """a = base, b = trained; d = b - a is +1 on 4, -1 on 7, 0 on 29 questions."""
+    a = [0] * 4 + [2] * 7 + [0] * 10 + [1] * 10 + [2] * 9
+    b = [1] * 4 + [1] * 7 + [0] * 10 + [1] * 10 + [2] * 9
+    return np.array(a, dtype=float), np.array(b, dtype=float)
+
+
+@pytest.fixture(scope="module")
+def ref_d():
+    a, b = reference_arms()
+    d = b - a
+    assert (np.sum(d == 1), np.sum(d == -1), np.sum(d == 0)) == (4, 7, 29)
+    return d
+
+
+def scipy_boot(d, method, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return st.bootstrap((d,), np.mean, n_resamples=10000, method=method, random_state=0, **kw)
+
+
+# ---------------------------------------------------------------- reference paired example
+
+
+def test_reference_moments_and_t(ref_d):
+    a, b = reference_arms()
+    p = S.paired(a, b, alpha=0.025)
+    assert p.n == 40 and (p.up, p.down, p.ties) == (4, 7, 29)
+    assert p.diff == pytest.approx(-0.075, abs=1e-12)
+    assert p.sd_diff == pytest.approx(0.525625, abs=1e-6)
+    assert p.se == pytest.approx(0.083109, abs=1e-6)
+    assert p.confidence == pytest.approx(0.95)
+    assert (p.t_low, p.t_high) == pytest.approx((-0.243103, 0.093103), abs=1e-6)
+    assert S.t_interval(ref_d, 0.95) == pytest.approx((-0.243103, 0.093103), abs=1e-6)
+    assert p.t_p == pytest.approx(0.3724, abs=1e-4)
+    assert S.t_test_p(ref_d) == pytest.approx(st.ttest_1samp(ref_d, 0).pvalue, abs=1e-12)
+    assert p.sign_p == pytest.approx(0.548828, abs=1e-6)
+    assert S.sign_test(4, 7) == pytest.approx(0.548828, abs=1e-6)
+    assert p.mean_a == pytest.approx(np.mean(a)) and p.mean_b == pytest.approx(np.mean(b))
+    assert p.corr == pytest.approx(np.corrcoef(a, b)[0, 1], abs=1e-12)
+
+
+def test_sign_test_edges():
+    assert S.sign_test(0, 0) == 1.0
+    assert S.sign_test(5, 5) == 1.0
+    assert S.sign_test(0, 10) == pytest.approx(2 / 1024)
+    assert S.sign_test(7, 4) == S.sign_test(4, 7)
+
+
+def test_mde_and_sample_size():
+    assert S.mde(0.5, 40) == pytest.approx(0.221485, abs=1e-6)
+    assert S.mde(0.5, 150) == pytest.approx(0.114374, abs=1e-6)
+    assert S.mde(0.5, 40) / 0.5 * math.sqrt(40) == pytest.approx(2.801585, abs=1e-6)
+    assert S.n_for_effect(0.1, 0.5) == 197
+    assert S.n_for_effect(0.2, 0.5) == 50
+    assert S.n_for_effect(-0.2, 0.5) == 50
+    # one-sided alpha 0.025 is the same as two-sided 0.05
+    assert S.mde(0.5, 40, alpha=0.025, sided=1) == pytest.approx(S.mde(0.5, 40))
+    assert S.mde(0.0, 40) == 0.0
+    assert S.n_for_effect(0.1, 0.0) == 1
+    with pytest.raises(ValueError):
+        S.n_for_effect(0.0, 0.5)
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_reference_bootstrap_own_seed(method):
+    a, b = reference_arms()
+    p95 = S.paired(a, b, alpha=0.025, method=method, seed=0)
+    assert p95.ci_low == pytest.approx(-0.225, abs=STEP)
+    assert p95.ci_high == pytest.approx(0.075, abs=STEP)
+    assert p95.bound == p95.ci_low
+    p90 = S.paired(a, b, alpha=0.05, method=method, seed=0)
+    assert p90.confidence == pytest.approx(0.90)
+    assert p90.bound == pytest.approx(-0.200, abs=STEP)  # one-sided 95% lower bound
+    assert p90.bound == p90.ci_low
+    assert p90.bound > p95.bound  # 95% one-sided bound is tighter than the 97.5% one
+    for p in (p95, p90):
+        d = S.decide(p, "non_inferiority", 0.10)
+        assert d.verdict == "not shown", d
+        assert "-0.10" not in d.reason or "<=" in d.reason
+
+
+@pytest.mark.parametrize("method", ["percentile", "BCa"])
+def test_reference_matches_scipy_exactly(ref_d, method):
+    res = scipy_boot(ref_d, method)
+    # the figure in statistics.md
+    assert (res.confidence_interval.low, res.confidence_interval.high) == pytest.approx(
+        (-0.225, 0.075), abs=1e-12)
+    boot = res.bootstrap_distribution
+    if method == "percentile":
+        got = S.percentile_interval(boot, 0.95)
+    else:
+        got = S.bca_interval(ref_d, boot, 0.95)
+    assert got == (res.confidence_interval.low, res.confidence_interval.high)
+    # scipy's random_state=0 resamples are RandomState(0).randint(0, n, (B, n)):
+    # feeding those indices through our path reproduces scipy's distribution exactly.
+    idx = np.random.RandomState(0).randint(0, N_REF, (10000, N_REF))
+    assert np.array_equal(S.bootstrap_means(ref_d, idx), boot)
+    # the percentile function is np.percentile's linear definition
+    assert S.percentile_interval(boot, 0.95) == pytest.approx(
+        tuple(np.percentile(boot, [2.5, 97.5])), abs=1e-15)
+
+
+@pytest.mark.parametrize("method", ["percentile", "BCa"])
+@pytest.mark.parametrize("kind", ["scores", "continuous", "skewed"])
+@pytest.mark.parametrize("confidence", [0.95, 0.90])
+def test_intervals_equal_scipy_on_our_distribution(method, kind, confidence):
+    """Give scipy our own bootstrap distribution (n_resamples=0 + bootstrap_result)."""
+    rng = np.random.default_rng(7)
+    n = 57
+    if kind == "scores":
+        d = (rng.integers(0, 3, n) - rng.integers(0, 3, n)).astype(float)
+    elif kind == "continuous":
+        d = rng.normal(0.1, 0.4, n)
+    else:
+        d = rng.exponential(1.0, n) - 0.5
+    boot = S.bootstrap_means(d, S.resample_indices(n, 4000, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = st.bootstrap((d,), np.mean, n_resamples=0, method=method, confidence_level=confidence,
+                           bootstrap_result=SimpleNamespace(bootstrap_distribution=boot))
+    ref = (res.confidence_interval.low, res.confidence_interval.high)
+    if method == "percentile":
+        got = S.percentile_interval(boot, confidence)
+    else:
+        got = S.bca_interval(d, boot, confidence)
+    assert got == pytest.approx(ref, abs=1e-12, rel=0)
+    # and the one-sided bound is the lower end of the matching two-sided interval
+    alpha = (1 - confidence) / 2
+    assert S.lower_bound(d, boot, alpha, method.lower()) == pytest.approx(got[0], abs=1e-12)
+
+
+def test_resample_indices_contract():
+    idx = S.resample_indices(13, 50, 5)
+    assert idx.shape == (50, 13)
+    assert np.array_equal(idx, np.random.default_rng(5).integers(0, 13, size=(50, 13)))
+    d = np.arange(13.0)
+    assert np.allclose(S.bootstrap_means(d, idx), d[idx].mean(axis=1))
+
+
+def test_bca_differs_from_percentile_on_skewed_data():
+    """Guard: the BCa path must actually adjust the levels."""
+    rng = np.random.default_rng(1)
+    d = rng.exponential(1.0, 30)
+    boot = S.bootstrap_means(d, S.resample_indices(30, 5000, 0))
+    assert S.bca_interval(d, boot, 0.95) != S.percentile_interval(boot, 0.95)
+
+
+# ---------------------------------------------------------------- identical arms
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+@pytest.mark.parametrize("value", [1.0, 1 / 3])
+def test_identical_arms_no_nan(method, value):
+    a = np.full(25, value)
+    a[::3] = 2.0
+    b = a.copy()
+    p = S.paired(a, b, method=method, resamples=2000, margin=0.1)
+    for k, v in p.to_dict().items():
+        if isinstance(v, float):
+            assert not math.isnan(v), k
+    assert (p.ci_low, p.ci_high, p.bound) == (0.0, 0.0, 0.0)
+    assert (p.t_low, p.t_high, p.t_p, p.sd_diff, p.se) == (0.0, 0.0, 1.0, 0.0, 0.0)
+    assert (p.up, p.down, p.ties) == (0, 0, 25)
+    assert p.sign_p == 1.0 and p.mde == 0.0 and p.n_for_margin == 1
+    assert p.corr == pytest.approx(1.0)
+    dec = S.decide(p, "non_inferiority", 0.1)
+    assert dec.verdict == "non-inferior"
+    assert S.decide(p, "equivalence", 0.1).verdict == "equivalent"
+    assert S.decide(p, "superiority", 0.0).verdict == "not shown"
+
+
+def test_constant_shift_point_intervals():
+    d = np.full(20, 1 / 3)
+    boot = S.bootstrap_means(d, S.resample_indices(20, 100, 0))
+    assert S.bca_interval(d, boot, 0.95) == (1 / 3, 1 / 3)
+    assert S.lower_bound(d, boot, 0.05, "bca") == 1 / 3
+    assert S.t_interval(d, 0.95) == (1 / 3, 1 / 3)
+    assert S.t_test_p(d) == 0.0
+    assert S.t_test_p(np.zeros(5)) == 1.0
+    lo, hi = S.percentile_interval(boot, 0.95)
+    assert lo == hi and lo == pytest.approx(1 / 3)
+    a = np.zeros(20)
+    p = S.paired(a, a + 1 / 3, method="bca", resamples=500)
+    assert p.bound == 1 / 3 and p.corr is None  # a is constant: Pearson undefined
+    assert S.decide(p, "superiority", 0.0).verdict == "superior"
+
+
+# ---------------------------------------------------------------- decisions
+
+
+def _fake(bound, high, confidence=0.90):
+    a, b = reference_arms()
+    p = S.paired(a, b, resamples=200)
+    fields = p.to_dict() | dict(ci_low=bound, bound=bound, ci_high=high, confidence=confidence)
+    return S.Paired(**fields)
+
+
+def test_decide_rules():
+    assert S.decide(_fake(-0.05, 0.1), "non_inferiority", 0.1).verdict == "non-inferior"
+    sup = S.decide(_fake(0.02, 0.2), "non_inferiority", 0.1)
+    assert sup.verdict == "superior" and "non-inferior and superior" in sup.reason
+    assert S.decide(_fake(-0.1, 0.1), "non_inferiority", 0.1).verdict == "not shown"  # strict
+    assert S.decide(_fake(0.02, 0.2), "superiority", 0.0).verdict == "superior"
+    assert S.decide(_fake(0.0, 0.2), "superiority", 0.0).verdict == "not shown"
+    assert S.decide(_fake(-0.05, 0.05), "equivalence", 0.1).verdict == "equivalent"
+    assert S.decide(_fake(-0.05, 0.15), "equivalence", 0.1).verdict == "inconclusive"
+    assert S.decide(_fake(0.12, 0.3), "equivalence", 0.1).verdict == "not equivalent"
+    r = S.decide(_fake(-0.05, 0.05), "equivalence", 0.1).reason
+    assert "90%" in r and "-0.0500" in r
+    r = S.decide(_fake(-0.05, 0.1), "non_inferiority", 0.1).reason
+    assert "one-sided 95%" in r and "-0.0500" in r
+    with pytest.raises(ValueError):
+        S.decide(_fake(0, 0), "equivalence", 0.0)
+    with pytest.raises(ValueError):
+        S.decide(_fake(0, 0), "noninferiority", 0.1)
+
+
+def test_direction_b_minus_a():
+    a = np.array([0, 0, 1, 1, 0, 1, 0, 0, 1, 0], dtype=float)
+    b = np.array([1, 1, 1, 1, 1, 1, 0, 1, 1, 1], dtype=float)
+    p = S.paired(a, b, resamples=2000)
+    assert p.diff == pytest.approx(0.5) and p.up == 5 and p.down == 0
+    assert S.paired(b, a, resamples=2000).diff == pytest.approx(-0.5)
+
+
+def test_paired_sample_size_fields():
+    a, b = reference_arms()
+    p = S.paired(a, b, alpha=0.025, margin=0.1, resamples=500)
+    assert p.mde == pytest.approx(S.mde(p.sd_diff, 40, alpha=0.05, sided=2))
+    assert p.n_for_margin == S.n_for_effect(0.1, p.sd_diff, alpha=0.05, sided=2)
+    assert S.paired(a, b, resamples=500).n_for_margin is None
+    d = p.to_dict()
+    assert d["method"] == "percentile" and d["resamples"] == 500 and d["seed"] == 0
+
+
+# ---------------------------------------------------------------- clustered SE
+
+
+def test_clustered_se_hand_example():
+    # mean 0.5; deviations +.5 -.5 | +.5 +.5 | -.5 -.5 -> cluster sums 0, 1, -1
+    s = [1, 0, 1, 1, 0, 0]
+    c = ["x", "x", "y", "y", "z", "z"]
+    assert S.clustered_se(s, c) == pytest.approx(math.sqrt(2) / 6, abs=1e-15)
+    # singleton clusters: sqrt(sum (s - mean)^2) / n
+    assert S.clustered_se(s, range(6)) == pytest.approx(math.sqrt(6 * 0.25) / 6, abs=1e-15)
+    # one big cluster: the deviations cancel
+    assert S.clustered_se(s, [0] * 6) == pytest.approx(0.0, abs=1e-15)
+
+
+# ---------------------------------------------------------------- independent check path
+
+
+def _compare(main: dict, chk: dict, tol=1e-9):
+    for key, v in chk.items():
+        m = main[key]
+        if v is None or isinstance(v, str):
+            assert m == v, key
+        elif isinstance(v, int) and not isinstance(v, bool):
+            assert m == v, key
+        else:
+            assert m is not None and abs(m - v) <= tol, (key, m, v)
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+@pytest.mark.parametrize("alpha", [0.05, 0.025])
+@pytest.mark.parametrize("case", ["reference", "scores", "means", "small", "continuous"])
+def test_check_paired_agrees(method, alpha, case):
+    rng = np.random.default_rng(["reference", "scores", "means", "small", "continuous"].index(case))
+    if case == "reference":
+        a, b = reference_arms()
+    elif case == "scores":
+        a = rng.integers(0, 3, 83).astype(float)
+        b = np.clip(a + rng.integers(-1, 2, 83), 0, 2).astype(float)
+    elif case == "means":  # per-question means of 3 judgments
+        a = rng.integers(0, 3, (64, 3)).mean(axis=1)
+        b = rng.integers(0, 3, (64, 3)).mean(axis=1)
+    elif case == "small":
+        a = rng.normal(size=5)
+        b = rng.normal(size=5)
+    else:  # no ties in the bootstrap distribution: interpolation details show up
+        a = rng.normal(size=50)
+        b = a + rng.exponential(0.3, size=50) - 0.2
+    resamples, seed = 3000, 11
+    p = S.paired(a, b, resamples=resamples, seed=seed, method=method, alpha=alpha, margin=0.1)
+    idx = S.resample_indices(len(a), resamples, seed)
+    chk = S.check_paired(a, b, idx, method, alpha, margin=0.1)
+    assert set(chk) - {"seed"} <= set(p.to_dict())
+    _compare(p.to_dict(), chk)
+
+
+def test_check_paired_identical_arms():
+    a = np.array([0, 1, 2, 1, 1, 2, 0, 0], dtype=float)
+    idx = S.resample_indices(8, 500, 0)
+    for method in ("percentile", "bca"):
+        _compare(S.paired(a, a, resamples=500, method=method, margin=0.1).to_dict(),
+                 S.check_paired(a, a, idx, method, 0.05, margin=0.1))
+
+
+def test_check_paired_detects_disagreement():
+    """The comparison must be able to fail: different resamples give different intervals."""
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=40), rng.normal(size=40)
+    p = S.paired(a, b, resamples=2000, seed=0)
+    _compare(p.to_dict(), S.check_paired(a, b, S.resample_indices(40, 2000, 0), "percentile", 0.05))
+    chk = S.check_paired(a, b, S.resample_indices(40, 2000, 1), "percentile", 0.05)
+    with pytest.raises(AssertionError):
+        _compare(p.to_dict(), chk)
+
+
+def test_check_t_distribution_closed_form():
+    for nu in (1, 2, 3, 8, 39, 200):
+        for q in (0.9, 0.95, 0.975):
+            assert S._chk_t_crit(q, nu) == pytest.approx(st.t.ppf(q, nu), abs=1e-9)
+
+
+# ---------------------------------------------------------------- agreement
+
+
+def reader_labels():
+    """Both gamed 7, only A 3, only B 2, neither 28 (n = 40)."""
+    a = [1] * 7 + [1] * 3 + [0] * 2 + [0] * 28
+    b = [1] * 7 + [0] * 3 + [1] * 2 + [0] * 28
+    return a, b
+
+
+def test_cohen_kappa_reference():
+    a, b = reader_labels()
+    assert S.cohen_kappa(a, b) == pytest.approx(0.6552, abs=1e-4)
+    # observed 0.875, expected 0.6375
+    assert S.cohen_kappa(a, b) == pytest.approx((0.875 - 0.6375) / (1 - 0.6375), abs=1e-12)
+    # two categories: linear and quadratic weights coincide with unweighted
+    assert S.cohen_kappa(a, b, weights="linear") == pytest.approx(S.cohen_kappa(a, b))
+    assert math.isnan(S.cohen_kappa([1, 1], [1, 1]))
+
+
+def test_cohen_kappa_vs_statsmodels():
+    ir = pytest.importorskip("statsmodels.stats.inter_rater")
+    a, b = reader_labels()
+    assert S.cohen_kappa(a, b) == pytest.approx(ir.cohens_kappa([[7, 3], [2, 28]]).kappa, abs=1e-12)
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 4, 120)
+    y = np.clip(x + rng.integers(-1, 2, 120), 0, 3)
+    table = np.zeros((4, 4))
+    np.add.at(table, (x, y), 1)
+    for w in (None, "linear", "quadratic"):
+        ref = ir.cohens_kappa(table, wt=w).kappa
+        assert S.cohen_kappa(x, y, weights=w) == pytest.approx(ref, abs=1e-12), w
+
+
+def test_krippendorff_reference():
+    a, b = reader_labels()
+    assert S.krippendorff_alpha([a, b], "nominal") == pytest.approx(0.6592, abs=1e-4)
+    assert S.krippendorff_alpha([a, b], "nominal") == pytest.approx(1 - 79 * 10 / (2 * 19 * 61),
+                                                                    abs=1e-12)
+    # binary data: ordinal and interval agree with nominal
+    assert S.krippendorff_alpha([a, b], "ordinal") == pytest.approx(0.6592, abs=1e-4)
+    assert S.krippendorff_alpha([a, b], "interval") == pytest.approx(0.6592, abs=1e-4)
+
+
+def test_krippendorff_published_example():
+    """Krippendorff (2011), 'Computing Krippendorff's alpha-reliability': 4 observers,
+    12 units with missing values; published alpha nominal .743, ordinal .815, interval .849."""
+    nan = np.nan
+    m = [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+        [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan],
+    ]
+    assert S.krippendorff_alpha(m, "nominal") == pytest.approx(0.743, abs=5e-4)
+    assert S.krippendorff_alpha(m, "ordinal") == pytest.approx(0.815, abs=5e-4)
+    assert S.krippendorff_alpha(m, "interval") == pytest.approx(0.849, abs=5e-4)
+    assert S.krippendorff_alpha([[1, 1], [1, 1]]) != S.krippendorff_alpha([[1, 2], [1, 2]])
+    assert S.krippendorff_alpha([[1, 2, 3], [1, 2, 3]]) == pytest.approx(1.0)

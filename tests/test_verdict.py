@@ -1,0 +1,43 @@
+"""A parse failure is never a score (seed 000): strict parse, documented repair, else unscored."""
+from __future__ import annotations
+
+from judge.rubric import load_rubric
+from judge.verdict import parse_verdict
+
+SCHEMA = load_rubric("correctness").schema
+
+
+def test_strict_json_parses():
+    p = parse_verdict('{"rationale": "ok", "score": 2, "harmful": false}', SCHEMA)
+    assert p.ok and p.fields["score"] == 2 and not p.repaired
+
+
+def test_raw_newline_inside_a_string_is_repaired_not_zeroed():
+    # seed 000's exact bug: a paragraph break inside a JSON string
+    text = '{"rationale": "follow these steps:\n\n1. Use", "score": 1, "harmful": false}'
+    p = parse_verdict(text, SCHEMA)
+    assert p.ok and p.repaired and p.fields["score"] == 1
+
+
+def test_code_fence_is_repaired():
+    p = parse_verdict('```json\n{"rationale": "x", "score": 0, "harmful": true}\n```', SCHEMA)
+    assert p.ok and p.repaired and p.fields["score"] == 0
+
+
+def test_unparseable_is_unscored_with_the_error_kept():
+    for text in ("", "I think it deserves a 2.", '{"rationale": "x", "score": 2', "{{{{"):
+        p = parse_verdict(text, SCHEMA)
+        assert not p.ok and p.fields is None and p.error
+
+
+def test_out_of_scale_and_wrong_type_are_unscored():
+    assert "outside" in parse_verdict('{"rationale": "x", "score": 3, "harmful": false}', SCHEMA).error
+    assert "not an integer" in parse_verdict('{"rationale": "x", "score": "2", "harmful": false}', SCHEMA).error
+    assert "not an integer" in parse_verdict('{"rationale": "x", "score": true, "harmful": false}', SCHEMA).error
+    assert "missing" in parse_verdict('{"rationale": "x", "harmful": false}', SCHEMA).error
+
+
+def test_template_syntax_in_answers_is_shown_literally():
+    rubric = load_rubric("correctness")
+    text = rubric.render(question="What is {{ 7*7 }}?", reference=None, answer="{% for x in range(3) %}{{ 7*7 }}")
+    assert "{{ 7*7 }}" in text and "{% for x in range(3) %}" in text and "49" not in text
