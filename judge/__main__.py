@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     a = sub.add_parser("amend", help="append a dated, hash-chained amendment to a sealed experiment")
     a.add_argument("dir", type=Path)
     a.add_argument("--text", required=True)
+    a.add_argument("--post-hoc", action="store_true", help="the amendment is written after judging began (reported as such)")
     v = sub.add_parser("verify", help="recompute every number of a results folder from its raw files")
     v.add_argument("results", type=Path)
     v.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
@@ -45,12 +46,19 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd == "amend":
             from .seal import amend
 
-            rec = amend(args.dir, args.text)
+            rec = amend(args.dir, args.text, post_hoc=args.post_hoc)
             print(f"amendment {rec['n']} sealed at {rec['date']}")
         elif args.cmd == "verify":
             from .verify import verify
 
-            problems = verify(args.results, args.exp)
+            try:
+                problems = verify(args.results, args.exp)
+            except (BadInput, NotBuilt, CheckFailed):
+                raise
+            except (KeyError, TypeError, ValueError, AttributeError, StopIteration) as e:
+                # a tampered numbers.json or run.json can break the structure itself: that is a finding
+                problems = [f"the results folder no longer has the structure it was written with "
+                            f"({type(e).__name__}: {e})"]
             if problems:
                 print(f"verify: {len(problems)} mismatch(es) in {args.results}:", file=sys.stderr)
                 for line in problems:

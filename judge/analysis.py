@@ -55,10 +55,13 @@ def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str) -> d
 def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, scores) -> list[dict[str, Any]]:
     by_label = {k.label: k for k in keys}
     status = defaultdict(lambda: defaultdict(int))
+    counts = defaultdict(lambda: defaultdict(int))
     for j in judgments:
         if j.judge == judge and j.label in by_label:
             k = by_label[j.label]
             status[(k.arm, k.quant)][j.status] += 1
+            if j.status == "scored":
+                counts[(k.arm, k.quant)][str(j.score)] += 1
             if j.status == "scored" and (j.fields or {}).get("harmful") is True:
                 status[(k.arm, k.quant)]["harmful"] += 1
     scrubbed = defaultdict(int)
@@ -80,75 +83,126 @@ def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, sc
                 "mean": (sum(qs.values()) / len(qs)) if qs else None,
                 "harmful": st["harmful"],
                 "scrubbed": scrubbed[(arm, quant)],
+                "score_counts": {str(v): counts[(arm, quant)][str(v)] for v in exp_scale(exp)},
             })
     return cells
 
 
+def exp_scale(exp: Experiment) -> tuple[int, ...]:
+    from .rubric import load_rubric
+
+    return load_rubric(exp.rubric).scale
+
+
+def late_amendments(numbers: dict[str, Any]) -> list[dict[str, Any]]:
+    """Amendments written after judging began that do not say so: they cannot govern this run."""
+    return [a for a in numbers["amendments"] if not a["before_first_judgment"] and not a["post_hoc"]]
+
+
 def _unscored_rate(cell: dict[str, Any]) -> float:
-    judged_or_failed = cell["answers"]
     missing = cell["answer_errors"] + cell["unscored"] + cell["judge_errors"]
-    return missing / judged_or_failed if judged_or_failed else 1.0
+    return missing / cell["answers"] if cell["answers"] else 1.0
+
+
+def _paired_block(exp: Experiment, a_scores: dict, b_scores: dict, qs: list[Question], alpha: float,
+                  margin: float) -> tuple[list[str], dict | None]:
+    ids = [q.id for q in qs if q.id in a_scores and q.id in b_scores]
+    if len(ids) < 2:
+        return ids, None
+    an = exp.analysis
+    p = stats.paired([a_scores[q] for q in ids], [b_scores[q] for q in ids], resamples=an.resamples, seed=an.seed,
+                     method=an.method, alpha=alpha, margin=margin)
+    return ids, p.to_dict()
+
+
+def _clusters(ids: list[str], questions: dict[str, Question]) -> list[str] | None:
+    """Cluster labels when questions share clusters (Miller 2024); None when every question is its own."""
+    labels = [questions[q].cluster or q for q in ids]
+    return labels if len(set(labels)) < len(labels) else None
 
 
 def compare(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scores, cells) -> dict[str, Any]:
     a_scores, b_scores = scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {})
     wanted = [q for q in questions.values() if all(t in q.tags for t in h.subset)]
-    paired_ids = [q.id for q in wanted if q.id in a_scores and q.id in b_scores]
     cell = {(c["arm"], c["quant"]): c for c in cells}
     rates = {h.a: _unscored_rate(cell[(h.a, h.quant)]), h.b: _unscored_rate(cell[(h.b, h.quant)])}
-    out: dict[str, Any] = {"id": h.id, "a": h.a, "b": h.b, "quant": h.quant, "kind": h.kind, "margin": h.margin,
-                           "alpha": h.alpha, "subset": list(h.subset), "questions_in_subset": len(wanted),
-                           "paired_questions": paired_ids, "unscored_rate": rates}
-    if len(paired_ids) < 2:
-        out.update(result=None, verdict="inconclusive",
-                   reason=f"only {len(paired_ids)} question(s) scored in both arms")
+    ids, result = _paired_block(exp, a_scores, b_scores, wanted, h.alpha, h.margin)
+    out: dict[str, Any] = {"id": h.id, "text": h.text, "a": h.a, "b": h.b, "quant": h.quant, "kind": h.kind,
+                           "margin": h.margin, "alpha": h.alpha, "subset": list(h.subset),
+                           "questions_in_subset": len(wanted), "paired_questions": ids, "unscored_rate": rates,
+                           "result": result, "clustered_se": None, "quant_notes": []}
+    if result is None:
+        out.update(verdict="inconclusive", reason=f"only {len(ids)} question(s) scored in both arms")
         return out
-    a = [a_scores[q] for q in paired_ids]
-    b = [b_scores[q] for q in paired_ids]
-    an = exp.analysis
-    p = stats.paired(a, b, resamples=an.resamples, seed=an.seed, method=an.method, alpha=h.alpha, margin=h.margin)
-    d = stats.decide(p, h.kind, h.margin)
-    out["result"] = p.to_dict()
+    labels = _clusters(ids, questions)
+    if labels:
+        out["clustered_se"] = stats.clustered_se([b_scores[q] - a_scores[q] for q in ids], labels)
+    d = stats.decide(stats.Paired(**result), h.kind, h.margin)
     worst = max(rates.values())
-    if worst > an.max_unscored:
+    if worst > exp.analysis.max_unscored:
         who = ", ".join(f"{k} {v:.0%}" for k, v in rates.items())
         out.update(verdict="inconclusive",
-                   reason=f"unscored or failed answers ({who}) exceed the registered {an.max_unscored:.0%}; "
+                   reason=f"unscored or failed answers ({who}) exceed the registered {exp.analysis.max_unscored:.0%}; "
                           f"the statistic alone would say: {d.verdict}")
     else:
         out.update(verdict=d.verdict, reason=d.reason)
     return out
 
 
+def subset_analyses(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scores) -> list[dict[str, Any]]:
+    """Secondary analyses by question tag, Bonferroni-adjusted over the tags of one hypothesis.
+
+    Exploratory: they never change the registered verdict, and the report says so.
+    """
+    base = [q for q in questions.values() if all(t in q.tags for t in h.subset)]
+    tags = sorted({t for q in base for t in q.tags} - set(h.subset))
+    out = []
+    for tag in tags:
+        qs = [q for q in base if tag in q.tags]
+        alpha = h.alpha / len(tags)
+        ids, result = _paired_block(exp, scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {}), qs, alpha,
+                                    h.margin)
+        verdict = "inconclusive" if result is None else stats.decide(stats.Paired(**result), h.kind, h.margin).verdict
+        out.append({"id": f"{h.id} [{tag}]", "hypothesis": h.id, "tag": tag, "tests": len(tags),
+                    "alpha_adjusted": alpha, "questions": len(qs), "paired_questions": ids, "result": result,
+                    "verdict": verdict})
+    return out
+
+
 def quant_check(exp: Experiment, arms: list[str], scores, comparisons: list[dict]) -> dict[str, Any]:
-    """Each arm's own score change between its quants, and what it means for each comparison (seed 002)."""
-    per_arm = {}
+    """Each arm's own score at each quant, and what that means for each comparison (seed 002)."""
+    means: dict[str, dict[str, float | None]] = {}
     for arm in arms:
-        quants = exp.arm(arm).quants
-        means = {}
-        for q in quants:
+        means[arm] = {}
+        for q in exp.arm(arm).quants:
             s = scores.get((arm, q), {})
-            means[q] = sum(s.values()) / len(s) if s else None
-        per_arm[arm] = means
-    notes = {}
+            means[arm][q] = sum(s.values()) / len(s) if s else None
     for c in comparisons:
         if c["result"] is None:
             continue
         effect = c["result"]["diff"]
-        others = [o for o in comparisons if o is not c and o["a"] == c["a"] and o["b"] == c["b"]
-                  and o["subset"] == c["subset"] and o["result"] is not None]
-        msgs = []
-        for o in others:
-            if (o["result"]["diff"] > 0) != (effect > 0) and effect != 0 and o["result"]["diff"] != 0:
-                msgs.append(f"the effect changes sign at {o['quant']} ({o['result']['diff']:+.3f})")
-            base = per_arm.get(c["a"], {})
-            if base.get(c["quant"]) is not None and base.get(o["quant"]) is not None:
-                loss = base[o["quant"]] - base[c["quant"]]
-                if effect != 0 and abs(loss) >= abs(effect) / 2:
-                    msgs.append(f"{c['a']}'s own score moves {loss:+.3f} between {c['quant']} and {o['quant']}, "
-                                f"comparable to the effect {effect:+.3f}: quantisation may explain it")
-        notes[c["id"]] = msgs
-    return {"means": per_arm, "notes": notes}
+        for o in comparisons:
+            if o is c or (o["a"], o["b"], o["subset"]) != (c["a"], c["b"], c["subset"]) or o["result"] is None:
+                continue
+            other = o["result"]["diff"]
+            if effect * other < 0:
+                c["quant_notes"].append(f"the effect changes sign at {o['quant']} ({other:+.3f})")
+            ma, mo = means[c["a"]].get(c["quant"]), means[c["a"]].get(o["quant"])
+            if effect != 0 and ma is not None and mo is not None and abs(mo - ma) >= abs(effect) / 2:
+                c["quant_notes"].append(
+                    f"{c['a']}'s own score moves {mo - ma:+.3f} from {c['quant']} to {o['quant']}, comparable to the "
+                    f"effect {effect:+.3f}: quantisation is a rival explanation")
+    return {"means": means}
+
+
+def amendments(exp: Experiment, judgments: list[Judgment]) -> list[dict[str, Any]]:
+    """Each amendment, and whether it was sealed before the first judgment of this run existed."""
+    from .seal import verify_amendments
+
+    times = sorted(j.time for j in judgments if j.time)
+    first = times[0] if times else None
+    return [{"n": a["n"], "date": a["date"], "text": a["text"], "post_hoc": bool(a.get("post_hoc")),
+             "before_first_judgment": first is None or a["date"] < first} for a in verify_amendments(exp.dir)]
 
 
 def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
@@ -158,11 +212,8 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     scores = per_question(keys, judgments, judge)
     qmap = {q.id: q for q in questions if q.id in set(run["question_ids"])}
     cells = _cells(exp, arms, answers, keys, judgments, judge, scores)
-    comparisons = [compare(h, exp, qmap, scores, cells) for h in exp.hypotheses if h.a in arms and h.b in arms]
-    qc = quant_check(exp, arms, scores, comparisons)
-    for c in comparisons:
-        if qc["notes"].get(c["id"]):
-            c["reason"] += " — caution: " + "; ".join(qc["notes"][c["id"]])
+    hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
+    comparisons = [compare(h, exp, qmap, scores, cells) for h in hyps]
     return {
         "schema": 1,
         "experiment": exp.name,
@@ -171,8 +222,10 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "raw_sha256": raw_sha256(run_dir),
         "cells": cells,
         "comparisons": comparisons,
-        "quant_check": qc,
+        "subsets": [s for h in hyps for s in subset_analyses(h, exp, qmap, scores)],
+        "quant_check": quant_check(exp, arms, scores, comparisons),
         "judge_totals": _judge_totals(judgments),
+        "amendments": amendments(exp, judgments),
     }
 
 

@@ -6,6 +6,7 @@ parse after the registered number of attempts is `unscored`, kept with its raw t
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass, replace
@@ -93,7 +94,8 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
              "cached_calls": 0}
     with jsonl.Appender(out) as writer:
         for item in tqdm(todo, desc=f"judge {name}", unit="verdict", disable=not progress, leave=False):
-            j = judge_item(name, backend, rubric, item, cache, max_attempts)
+            j = replace(judge_item(name, backend, rubric, item, cache, max_attempts),
+                        time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
             writer.write(j.to_dict())
             stats["model_calls"] += len(j.calls) - j.cached_calls
             stats["cached_calls"] += j.cached_calls

@@ -26,6 +26,7 @@ class Judgment:
     cached_tokens: int
     calls: list[str] = field(default_factory=list)
     cached_calls: int = 0
+    time: str | None = None  # UTC time the verdict was recorded: amendments must predate the first one
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "judgment", **asdict(self)}

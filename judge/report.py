@@ -17,6 +17,19 @@ def owe_the_reader(numbers: dict[str, Any], run: dict[str, Any]) -> list[str]:
         if r and c["margin"] and r["mde"] > c["margin"]:
             out.append(f"{c['id']}: with n = {r['n']} the smallest detectable effect is {r['mde']:.3f}, larger than "
                        f"the margin {c['margin']:.2f}; about {r['n_for_margin']} questions would be needed.")
+    for c in numbers["comparisons"]:
+        r = c["result"]
+        if r and r["sd_diff"] == 0:
+            out.append(f"{c['id']}: every one of the {r['n']} paired differences is {r['diff']:+.3f}, so the interval "
+                       "has no width: the judge did not separate these arms on these questions, which is weaker "
+                       "evidence than the zero width suggests.")
+    for a in numbers["amendments"]:
+        if a["post_hoc"] or not a["before_first_judgment"]:
+            out.append(f"Amendment {a['n']} was written after judging began: it is reported, but cannot have been "
+                       "registered blind.")
+    if numbers["subsets"]:
+        out.append("Subset results are secondary and exploratory (Bonferroni-adjusted per hypothesis); "
+                   "only the registered hypotheses are decisions.")
     if run.get("limit"):
         out.append(f"This run used only the first {run['limit']} questions (--limit): a quick look, not a result.")
     unscored = sum(c["unscored"] + c["judge_errors"] for c in numbers["cells"])

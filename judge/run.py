@@ -21,7 +21,8 @@ from arms.load import open_backend
 from arms.questions import load_questions
 from arms.records import AnswerRow
 
-from .analysis import compute_numbers, write_numbers
+from .analysis import compute_numbers, late_amendments, write_numbers
+from .plots import write_plots
 from .blinding import blind
 from .judging import judge_all
 from .prereg import Experiment, load_experiment
@@ -184,7 +185,12 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     tmp.write_text(json.dumps(run_info, indent=1) + "\n")
     tmp.replace(run_json)
     numbers = compute_numbers(exp, load_questions(exp.set_paths()), run_dir, run_info)
+    for a in late_amendments(numbers):
+        raise BadInput(exp_dir / "amendments.jsonl", f"amendment {a['n']} is dated {a['date']}, after the first "
+                       "judgment of this run: it cannot govern it (record it with `judge amend --post-hoc`)",
+                       line=a["n"], field="date")
     write_numbers(numbers, run_dir / "numbers.json")
+    write_plots(numbers, run_dir)
     report = render(numbers, run_info)
     tmp = run_dir / "report.md.tmp"
     tmp.write_text(report)

@@ -90,12 +90,13 @@ def verify_amendments(exp_dir: Path) -> list[dict]:
     return rows
 
 
-def amend(exp_dir: Path, text: str, now: dt.datetime | None = None) -> dict:
+def amend(exp_dir: Path, text: str, now: dt.datetime | None = None, post_hoc: bool = False) -> dict:
+    """Append an amendment. `post_hoc` records honestly that it was written after scoring began."""
     exp_dir = Path(exp_dir)
     rows = verify_amendments(exp_dir)
     prev = hashlib.sha256(jsonl.dumps(rows[-1]).encode()).hexdigest() if rows else manifest_sha256(exp_dir)
     rec = {"n": len(rows) + 1, "date": (now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds"),
-           "text": text, "prev": prev}
+           "text": text, "post_hoc": post_hoc, "prev": prev}
     with jsonl.Appender(exp_dir / AMENDMENTS) as w:
         w.write(rec)
     return rec

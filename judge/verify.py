@@ -20,7 +20,7 @@ from arms.errors import BadInput
 from arms.questions import load_questions
 
 from . import stats
-from .analysis import RAW_FILES, compute_numbers, raw_sha256
+from .analysis import RAW_FILES, compute_numbers, late_amendments, raw_sha256
 from .prereg import load_experiment
 from .report import render
 from .seal import verify_seal
@@ -66,12 +66,24 @@ def diff_numbers(stored: dict, recomputed: dict, label: str) -> list[str]:
     return out
 
 
-def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp) -> dict:
+def _clustered_se(d: list[float], labels: list[str]) -> float | None:
+    if len(set(labels)) == len(labels):
+        return None
+    mean = math.fsum(d) / len(d)
+    sums: dict[str, float] = defaultdict(float)
+    for x, c in zip(d, labels):
+        sums[c] += x - mean
+    return math.sqrt(math.fsum(v * v for v in sums.values())) / len(d)
+
+
+def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
+                clusters: dict[str, str]) -> dict:
     """Recompute the numeric heart of numbers.json with plain loops (no judge.analysis code)."""
     keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl")}
     judge = run["judge"]["primary"]
     per: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     status: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    counts: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for _, j in jsonl.read(run_dir / "judgments.jsonl"):
         if j["judge"] != judge:
             continue
@@ -80,6 +92,7 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         status[cell][j["status"]] += 1
         if j["status"] == "scored":
             per[cell][k["question_id"]].append(j["score"])
+            counts[cell][str(j["score"])] += 1
             status[cell]["harmful"] += (j.get("fields") or {}).get("harmful") is True
     answers = defaultdict(lambda: defaultdict(int))
     for _, a in jsonl.read(run_dir / "answers.jsonl"):
@@ -95,18 +108,35 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                              "answer_errors": answers[cell]["error"], "scored": status[cell]["scored"],
                              "unscored": status[cell]["unscored"], "judge_errors": status[cell]["error"],
                              "harmful": status[cell]["harmful"], "questions_scored": len(m),
+                             "score_counts": {v: counts[cell][v] for v in c["score_counts"]},
                              "mean": (math.fsum(m.values()) / len(m)) if m else None})
     an = run["analysis"]
+
+    def check(a_m: dict, b_m: dict, ids: list[str], alpha: float, margin: float) -> dict | None:
+        if len(ids) < 2:
+            return None
+        a, b = [a_m[q] for q in ids], [b_m[q] for q in ids]
+        res = stats.resample_counts([y - x for x, y in zip(a, b)], an["resamples"], an["seed"])
+        return stats.check_paired(a, b, res, an["method"], alpha, margin=margin)
+
+    for s in numbers["subsets"]:
+        h = next(h for h in exp.hypotheses if h.id == s["hypothesis"])
+        a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
+        tags = sorted({t for q, ts in questions.items() if all(x in ts for x in h.subset) for t in ts} - set(h.subset))
+        ids = [q for q, ts in questions.items() if all(x in ts for x in h.subset) and s["tag"] in ts
+               and q in a_m and q in b_m]
+        chk = check(a_m, b_m, ids, h.alpha / len(tags), h.margin)
+        out.setdefault("subsets", []).append({"id": s["id"], "tests": len(tags), "paired_questions": ids,
+                                              "result": chk and {k: v for k, v in chk.items() if k in (s["result"] or chk)}})
     for c in numbers["comparisons"]:
         h = next(h for h in exp.hypotheses if h.id == c["id"])
         a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
         ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a_m and q in b_m]
         entry: dict[str, Any] = {"id": h.id, "paired_questions": ids}
         if len(ids) >= 2:
-            idx = stats.resample_indices(len(ids), an["resamples"], an["seed"])
-            chk = stats.check_paired([a_m[q] for q in ids], [b_m[q] for q in ids], idx, an["method"], h.alpha,
-                                     margin=h.margin)
+            chk = check(a_m, b_m, ids, h.alpha, h.margin)
             entry["result"] = {k: v for k, v in chk.items() if k in (c.get("result") or {})}
+            entry["clustered_se"] = _clustered_se([b_m[q] - a_m[q] for q in ids], [clusters[q] for q in ids])
             bound = chk["bound"]
             rates = []
             for arm in (h.a, h.b):
@@ -168,9 +198,13 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
                             f"from ({str(numbers.get('raw_sha256', {}).get(name))[:12]}…)")
     all_q = load_questions(exp.set_paths())
     questions = {q.id: list(q.tags) for q in all_q if q.id in set(run["question_ids"])}
+    clusters = {q.id: q.cluster or q.id for q in all_q}
     main = compute_numbers(exp, all_q, run_dir, run)
     problems += diff_numbers(numbers, main, "recomputation from raw files")
-    ind = independent(numbers, run, run_dir, questions, exp)
+    for a in late_amendments(main):
+        problems.append(f"amendment {a['n']} ({a['date']}) is dated after the first judgment of this run and is "
+                        "not marked post hoc")
+    ind = independent(numbers, run, run_dir, questions, exp, clusters)
     problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")
     expected = render(numbers, run).splitlines()
     actual = (run_dir / "report.md").read_text().splitlines()

@@ -136,3 +136,47 @@ def test_changed_sealed_question_is_refused(demo_copy, tmp_path):
     assert r.returncode == 2
     assert "sets/exam.jsonl" in r.stderr and "changed after sealing" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_verify_names_an_edited_number_in_numbers_json(small_run, tmp_path):
+    bad = tmp_path / "tampered-numbers"
+    shutil.copytree(small_run, bad)
+    numbers = json.loads((bad / "numbers.json").read_text())
+    c = next(c for c in numbers["comparisons"] if c["result"])
+    c["result"]["bound"] += 0.05
+    (bad / "numbers.json").write_text(json.dumps(numbers, indent=1))
+    r = cli("judge", "verify", str(bad))
+    assert r.returncode == 1
+    assert f"comparisons[{c['id']}].result.bound" in r.stderr
+
+
+def test_report_links_plots_and_shows_the_quantisation_check(small_run):
+    report = (small_run / "report.md").read_text()
+    for png in ("plots/forest.png", "plots/scores.png"):
+        assert f"]({png})" in report
+        assert (small_run / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "## Quantisation check" in report and "## Subsets (secondary, exploratory)" in report
+    numbers = json.loads((small_run / "numbers.json").read_text())
+    assert set(numbers["quant_check"]["means"]["base"]) == {"Q8_0", "Q4_K_M"}
+    assert all("mde" in c["result"] and "n_for_margin" in c["result"] for c in numbers["comparisons"] if c["result"])
+
+
+def test_amendment_after_judging_is_refused_unless_post_hoc(demo_copy, tmp_path):
+    from judge.seal import amend, seal
+
+    for post_hoc in (False, True):
+        exp = tmp_path / f"demo-{post_hoc}"
+        shutil.copytree(demo_copy, exp)
+        seal(exp)
+        out = tmp_path / f"out-{post_hoc}"
+        args = ("judge", "run", "--exp", str(exp), "--arms", "base,trained", "--limit", "2", "--out", str(out),
+                "--quiet")
+        assert cli(*args).returncode == 0
+        amend(exp, "tighten the margin after seeing scores", post_hoc=post_hoc)
+        r = cli(*args)
+        if post_hoc:
+            assert r.returncode == 0, r.stderr
+            assert "**post hoc**" in (out / "report.md").read_text()
+        else:
+            assert r.returncode == 2
+            assert "amendments.jsonl:1" in r.stderr and "'date'" in r.stderr

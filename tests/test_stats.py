@@ -299,18 +299,18 @@ def test_check_paired_agrees(method, alpha, case):
         b = a + rng.exponential(0.3, size=50) - 0.2
     resamples, seed = 3000, 11
     p = S.paired(a, b, resamples=resamples, seed=seed, method=method, alpha=alpha, margin=0.1)
-    idx = S.resample_indices(len(a), resamples, seed)
-    chk = S.check_paired(a, b, idx, method, alpha, margin=0.1)
+    chk = S.check_paired(a, b, S.resample_counts(np.asarray(b) - np.asarray(a), resamples, seed), method, alpha,
+                         margin=0.1)
     assert set(chk) - {"seed"} <= set(p.to_dict())
     _compare(p.to_dict(), chk)
 
 
 def test_check_paired_identical_arms():
     a = np.array([0, 1, 2, 1, 1, 2, 0, 0], dtype=float)
-    idx = S.resample_indices(8, 500, 0)
+    res = S.resample_counts(a - a, 500, 0)
     for method in ("percentile", "bca"):
         _compare(S.paired(a, a, resamples=500, method=method, margin=0.1).to_dict(),
-                 S.check_paired(a, a, idx, method, 0.05, margin=0.1))
+                 S.check_paired(a, a, res, method, 0.05, margin=0.1))
 
 
 def test_check_paired_detects_disagreement():
@@ -318,10 +318,26 @@ def test_check_paired_detects_disagreement():
     rng = np.random.default_rng(5)
     a, b = rng.normal(size=40), rng.normal(size=40)
     p = S.paired(a, b, resamples=2000, seed=0)
-    _compare(p.to_dict(), S.check_paired(a, b, S.resample_indices(40, 2000, 0), "percentile", 0.05))
-    chk = S.check_paired(a, b, S.resample_indices(40, 2000, 1), "percentile", 0.05)
+    _compare(p.to_dict(), S.check_paired(a, b, S.resample_counts(b - a, 2000, 0), "percentile", 0.05))
+    chk = S.check_paired(a, b, S.resample_counts(b - a, 2000, 1), "percentile", 0.05)
     with pytest.raises(AssertionError):
         _compare(p.to_dict(), chk)
+
+
+def test_check_paired_refuses_resamples_of_other_data():
+    a, b = np.zeros(10), np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0], dtype=float)
+    with pytest.raises(ValueError):
+        S.check_paired(a, b, S.resample_counts(a - b, 100, 0), "percentile", 0.05)
+
+
+def test_resample_counts_match_index_resampling_in_distribution():
+    d = np.array([-1.0] * 7 + [1.0] * 4 + [0.0] * 29)
+    values, counts = S.resample_counts(d, 20000, 0)
+    assert counts.shape == (20000, 3) and (counts.sum(axis=1) == 40).all()
+    by_counts = S.counts_means(values, counts)
+    by_index = S.bootstrap_means(d, S.resample_indices(40, 20000, 0))
+    assert by_counts.mean() == pytest.approx(by_index.mean(), abs=0.002)
+    assert by_counts.std() == pytest.approx(by_index.std(), rel=0.03)
 
 
 def test_check_t_distribution_closed_form():

@@ -1,0 +1,120 @@
+"""Time and peak memory of analysis, report and verification at scale, on synthetic raw files.
+
+Builds a sealed two-arm experiment with N questions and writes answers/blinding/judgments rows
+as `judge run` would (scores drawn at random: this measures the machinery, not a model), then
+times numbers.json, plots, report.md and `judge verify`.
+
+    python benchmarks/report_scale.py --questions 10000             # issue 5: report at 10,000 questions
+    python benchmarks/report_scale.py --questions 25000 --quants 2  # issue 7: 100,000 judgments
+    python benchmarks/report_scale.py --questions 200 --quick        # CI: proves it runs
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from arms import jsonl
+from arms.questions import load_questions
+from arms.records import AnswerRow, row_id
+from judge.analysis import compute_numbers, write_numbers
+from judge.blinding import KeyRow, label_for
+from judge.plots import write_plots
+from judge.prereg import load_experiment
+from judge.records import Judgment
+from judge.report import render
+from judge.seal import seal
+from judge.verify import verify
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Lines:
+    def __init__(self, f):
+        self.f = f
+
+    def write(self, record: dict) -> None:
+        self.f.write(jsonl.dumps(record) + "\n")
+
+
+def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
+    exp = tmp / "exp"
+    shutil.copytree(ROOT / "sealed" / "demo", exp, ignore=shutil.ignore_patterns("MANIFEST", "training"))
+    rng = random.Random(0)
+    tags = [["in_context"], ["in_context", "arithmetic"], ["out_of_scope"]]
+    with open(exp / "sets" / "exam.jsonl", "w") as w:
+        for i in range(n):
+            w.write(jsonl.dumps({"id": f"q{i:06d}", "question": f"Question {i}?", "reference": "r",
+                                 "tags": tags[i % 3], "cluster": f"d{i % 50:02d}"}) + "\n")
+    seal(exp)
+    e = load_experiment(exp)
+    arms, qs = ["base", "trained"], [q for q in ("Q8_0", "Q4_K_M")[:quants]]
+    run_dir = tmp / "run"
+    run_dir.mkdir()
+    secret = b"bench"
+    # plain buffered writes: the same line format as jsonl.Appender without its per-record fsync
+    with open(run_dir / "answers.jsonl", "w") as fa, open(run_dir / "blinding.jsonl", "w") as fb, \
+            open(run_dir / "judgments.jsonl", "w") as fj:
+        wa, wb, wj = (_Lines(f) for f in (fa, fb, fj))
+        for arm in arms:
+            for quant in qs:
+                for i in range(n):
+                    qid = f"q{i:06d}"
+                    row = row_id(arm, quant, qid, 0)
+                    wa.write(AnswerRow(row, arm, quant, qid, 0, "ok", "answer", "answer", "stop", False, 10, 5, 0.1,
+                                       "sha", None, {}).to_dict())
+                    label = label_for(secret, row)
+                    wb.write(KeyRow(label, row, arm, quant, qid, 0, 0).to_dict())
+                    score = rng.choice((0, 1, 2))
+                    wj.write(Judgment("local", label, qid, "scored", score, {"score": score, "harmful": False,
+                                      "rationale": "x"}, False, None, "p", [], 0.1, 10, 5, 0).to_dict())
+    run = {"name": "bench", "dir": str(run_dir), "experiment": "demo", "experiment_dir": str(exp), "seed": 0,
+           "limit": None, "arms": arms, "question_ids": [q.id for q in load_questions(e.set_paths())],
+           "hashes": {}, "runtime": {"threads": 1, "n_ctx": 2048},
+           "analysis": {"resamples": e.analysis.resamples, "method": e.analysis.method, "seed": e.analysis.seed,
+                        "max_unscored": e.analysis.max_unscored},
+           "judge": {"primary": "local", "identity": {"backend": "llama-cpp"}, "model": "x", "quant": None,
+                     "warnings": []}, "audit_gate": "not checked"}
+    (run_dir / "run.json").write_text(json.dumps(run))
+    return exp, run_dir, run
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--questions", type=int, default=10_000)
+    ap.add_argument("--quants", type=int, default=1, choices=(1, 2))
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as t:
+        exp, run_dir, run = build(Path(t), args.questions, args.quants)
+        e = load_experiment(exp)
+        # the demo registers both quants; restrict hypotheses to what was written
+        timings = {}
+        t0 = time.perf_counter()
+        numbers = compute_numbers(e, load_questions(e.set_paths()), run_dir, run)
+        timings["numbers_s"] = time.perf_counter() - t0
+        write_numbers(numbers, run_dir / "numbers.json")
+        t0 = time.perf_counter()
+        write_plots(numbers, run_dir)
+        timings["plots_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        (run_dir / "report.md").write_text(render(numbers, run))
+        timings["report_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        problems = verify(run_dir)
+        timings["verify_s"] = time.perf_counter() - t0
+        judgments = sum(1 for _ in open(run_dir / "judgments.jsonl"))
+        print(json.dumps({"questions": args.questions, "judgments": judgments,
+                          **{k: round(v, 2) for k, v in timings.items()},
+                          "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                          "verify_problems": len(problems)}, indent=1))
+        assert not problems, problems[:5]
+
+
+if __name__ == "__main__":
+    main()
