@@ -1,4 +1,10 @@
-"""CLI: python -m arms quantize [--exp DIR] — derive every registered quant file and show what it really is."""
+"""CLI: python -m arms {quantize,collect}. Exit 0 ok, 1 a check failed, 2 bad input.
+
+`quantize` derives every registered quant file and shows what it really is (type read back,
+sha256, recipe). `collect` runs answer collection alone — no judging — into OUT/answers.jsonl
+and writes OUT/collection.json with what the invocation did; `python -m judge run` does the same
+collection as its first stage.
+"""
 from __future__ import annotations
 
 import argparse
@@ -6,38 +12,86 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import BadInput, CheckFailed
+from .errors import BadInput, CheckFailed, NotBuilt
+
+DEMO = Path(__file__).resolve().parent.parent / "sealed" / "demo"
+
+
+def _quantize(args) -> None:
+    from judge.prereg import load_experiment
+
+    from .load import quant_file
+
+    exp = load_experiment(args.exp)
+    done = set()
+    for arm in exp.arms:
+        spec = exp.models[arm.model]
+        if spec.backend != "llama-cpp":
+            continue
+        for quant in arm.quants:
+            if (spec.name, quant) not in done:
+                done.add((spec.name, quant))
+                print(json.dumps({"model": spec.name, **quant_file(spec, quant, exp.dir, exp.runtime).to_dict()}))
+
+
+def _collect(args) -> None:
+    from judge.prereg import load_experiment
+    from judge.seal import verify_seal
+
+    from .cache import CallCache
+    from .collect import collect
+    from .questions import load_questions
+
+    verify_seal(args.exp)
+    exp = load_experiment(args.exp)
+    registered = [a.name for a in exp.arms]
+    wanted = [n.strip() for n in (args.arms or "").split(",") if n.strip()] or registered
+    for name in wanted:
+        if name not in registered:
+            raise BadInput(exp.dir / "prereg.toml", f"--arms names unregistered arm {name!r}; registered: {registered}",
+                           field="arms")
+    if args.limit is not None and args.limit < 1:
+        raise BadInput("--limit", "must be a positive number of questions")
+    questions = load_questions(exp.set_paths())[: args.limit]
+    args.out.mkdir(parents=True, exist_ok=True)
+    cache = CallCache()
+    try:
+        stats = collect([exp.arm(n) for n in registered if n in wanted], exp.models, exp.adapters, questions, exp.dir,
+                        exp.runtime, args.out / "answers.jsonl", cache, progress=not args.quiet)
+    finally:
+        cache.close()
+    record = {"experiment": exp.name, "arms": wanted, "limit": args.limit, "effective_settings": stats.pop("effective"),
+              "last_invocation": {"answers": stats}}
+    tmp = args.out / "collection.json.tmp"
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(args.out / "collection.json")
+    print(f"answers: {args.out / 'answers.jsonl'} ({stats['rows_total']} rows, {stats['model_calls']} new model calls, "
+          f"{stats['errors']} errors)", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m arms")
     sub = p.add_subparsers(dest="cmd", required=True)
     q = sub.add_parser("quantize", help="derive the registered quants of every llama-cpp model of an experiment")
-    q.add_argument("--exp", type=Path, default=Path(__file__).resolve().parent.parent / "sealed" / "demo")
+    q.add_argument("--exp", type=Path, default=DEMO)
+    c = sub.add_parser("collect", help="collect answers only (resumable), without judging")
+    c.add_argument("--exp", type=Path, default=DEMO)
+    c.add_argument("--arms", default="", metavar="NAME,...", help="arms to run (default: every registered arm)")
+    c.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    c.add_argument("--out", type=Path, required=True, help="folder for answers.jsonl and collection.json")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     try:
-        from judge.prereg import load_experiment
-
-        from .load import quant_file
-
-        exp = load_experiment(args.exp)
-        done = set()
-        for arm in exp.arms:
-            spec = exp.models[arm.model]
-            if spec.backend != "llama-cpp":
-                continue
-            for quant in arm.quants:
-                if (spec.name, quant) in done:
-                    continue
-                done.add((spec.name, quant))
-                qf = quant_file(spec, quant, exp.dir, exp.runtime)
-                print(json.dumps({"model": spec.name, **qf.to_dict()}))
-    except BadInput as e:
+        _quantize(args) if args.cmd == "quantize" else _collect(args)
+    except (BadInput, NotBuilt) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except CheckFailed as e:
         print(f"check failed: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("interrupted: finished rows are kept; re-run to resume", file=sys.stderr)
+        return 130
     return 0
 
 

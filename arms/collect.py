@@ -3,27 +3,30 @@
 answers.jsonl is append-only; a row that is already there is never redone, and every model call
 goes through the content-addressed cache, so an interrupted run resumes without repeating a
 finished call. A call that fails after its retries becomes an `error` row with the cause, never an
-empty answer.
+empty answer. HTTP backends answer several questions at once (bounded by the model's registered
+concurrency) but rows are still written in task order: a kill leaves a prefix, and the calls
+finished beyond it are in the cache.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tqdm import tqdm
 
 from . import jsonl
 from .backends.base import Backend, Reply, Request
 from .cache import CallCache, call_key
-from .errors import BadInput, CheckFailed, NotBuilt
 from .glue import GlueResult, load_glue
-from .load import Runtime, open_backend
+from .load import open_backend
 from .questions import Question
 from .records import AnswerRow, row_id
-from .retry import describe
-from .spec import AdapterSpec, ArmSpec, ModelSpec
+from .retry import describe, is_call_failure
+from .settings import row_effective, verify_settings
+from .spec import AdapterSpec, ArmSpec, ModelSpec, Runtime
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,10 @@ class Task:
     @property
     def row(self) -> str:
         return row_id(self.arm.name, self.quant, self.question.id, self.sample)
+
+    @property
+    def seed(self) -> int:
+        return self.arm.generation.seed + self.sample
 
 
 class Caller:
@@ -50,16 +57,10 @@ class Caller:
         self.latency = 0.0
 
     def __call__(self, messages: list[tuple[str, str]]) -> Reply:
-        g = self.task.arm.generation
-        gen = type(g)(**{**g.__dict__, "seed": g.seed + self.task.sample})
-        request = Request(tuple((r, c) for r, c in messages), gen)
+        request = Request(tuple((r, c) for r, c in messages), replace(self.task.arm.generation, seed=self.task.seed))
         key = call_key(self.backend.identity(), request)
-        reply = self.cache.get(key)
-        if reply is None:
-            reply = self.backend.complete(request)
-            self.cache.put(key, reply)
-        else:
-            self.cached += 1
+        reply, cached = self.cache.get_or_call(key, lambda: self.backend.complete(request))
+        self.cached += cached
         self.keys.append(key)
         self.last = reply
         self.tokens[0] += reply.prompt_tokens
@@ -73,46 +74,46 @@ def plain_messages(arm: ArmSpec, question: Question) -> list[tuple[str, str]]:
     return ([("system", system)] if system else []) + [("user", question.question)]
 
 
-def verify_settings(backend: Backend, arm: ArmSpec, quant: str, adapter: AdapterSpec | None, runtime: Runtime) -> dict:
-    """Read back what the backend will really use and refuse when it differs from the registration."""
-    eff = backend.effective()
-    if eff.get("backend") != "llama-cpp":
-        return eff
-    problems = []
-    if quant != "source" and eff["file_type"] != f"MOSTLY_{quant}":
-        problems.append(f"quant: registered {quant}, model file says {eff['file_type']}")
-    if bool(adapter) != bool(eff["lora_path"]):
-        problems.append(f"adapter: registered {adapter.name if adapter else None}, loaded {eff['lora_path']}")
-    if eff["n_threads"] != runtime.threads or eff["n_threads_batch"] != runtime.threads:
-        problems.append(f"threads: registered {runtime.threads}, llama.cpp uses {eff['n_threads']}/{eff['n_threads_batch']}")
-    if problems:
-        raise CheckFailed(f"arm {arm.name!r} at {quant}: settings differ from the registration: " + "; ".join(problems))
-    return eff
+def prompt_order(tasks: list[Task]) -> list[Task]:
+    """Order so consecutive prompts share the longest prefix, which llama.cpp reuses from its KV cache.
+
+    Same arm (system prompt, glue) together, questions by text (shared openings), and the K samples
+    of one question back to back (the whole prompt is reused). Stable, so the order is deterministic.
+    """
+    return sorted(tasks, key=lambda t: (t.arm.glue or "", t.arm.generation.system or "", t.arm.name,
+                                        t.question.question, t.question.id, t.sample))
+
+
+def _group_key(t: Task) -> tuple:
+    return (t.arm.model, t.quant, t.arm.adapters)
 
 
 def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[str, AdapterSpec],
             questions: list[Question], exp_dir: Path, runtime: Runtime, out: Path, cache: CallCache,
-            progress: bool = True) -> dict[str, Any]:
-    done = {rec["row"] for _, rec in jsonl.read(out, required=("row",))}
+            progress: bool = True, order: Callable[[list[Task]], list[Task]] = prompt_order) -> dict[str, Any]:
+    """Answer every missing row into `out`; return what this invocation did, and the effective settings."""
+    existing = [rec for _, rec in jsonl.read(out, required=("row",))]
+    done = {rec["row"] for rec in existing}
     tasks = [Task(a, q, qu, s) for a in arms for q in a.quants for qu in questions for s in range(a.samples)]
     todo = [t for t in tasks if t.row not in done]
-    # one model load per (model, quant, adapter); questions in order inside a group
-    groups: dict[tuple, list[Task]] = {}
+    groups: dict[tuple, list[Task]] = {}  # one model load per (model, quant, adapters)
     for t in todo:
-        groups.setdefault((t.arm.model, t.quant, t.arm.adapter), []).append(t)
-    stats = {"rows_total": len(tasks), "rows_already_done": len(tasks) - len(todo), "model_calls": 0,
-             "cached_calls": 0, "errors": 0, "effective": {}}
+        groups.setdefault(_group_key(t), []).append(t)
+    stats: dict[str, Any] = {"rows_total": len(tasks), "rows_already_done": len(tasks) - len(todo), "model_calls": 0,
+                             "cached_calls": 0, "errors": 0, "effective": _recorded_effective(existing)}
     bar = tqdm(total=len(todo), desc="answers", unit="ans", disable=not progress, leave=False)
     with jsonl.Appender(out) as writer:
-        for (model, quant, adapter_name), group in groups.items():
-            adapter = adapters.get(adapter_name) if adapter_name else None
-            backend = open_backend(models[model], quant, adapter, exp_dir, runtime)
+        for (model_name, quant, adapter_names), group in groups.items():
+            model = models[model_name]
+            specs = tuple(adapters[a] for a in adapter_names)
+            backend = open_backend(model, quant, specs, exp_dir, runtime)
             try:
+                effective = {}
                 for arm in {t.arm.name: t.arm for t in group}.values():
-                    stats["effective"][f"{arm.name}/{quant}"] = verify_settings(backend, arm, quant, adapter, runtime)
-                for t in group:
-                    caller = Caller(backend, cache, t)
-                    row = _answer(t, caller, exp_dir, backend)
+                    effective[arm.name] = verify_settings(backend, arm, quant, model, specs, runtime)
+                    stats["effective"][f"{arm.name}/{quant}"] = effective[arm.name]
+                workers = 1 if model.backend == "llama-cpp" else model.concurrency
+                for t, row, caller in _run(order(group), backend, cache, exp_dir, effective, workers):
                     writer.write(row.to_dict())
                     stats["model_calls"] += len(caller.keys) - caller.cached
                     stats["cached_calls"] += caller.cached
@@ -124,11 +125,37 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
     return stats
 
 
-def _answer(t: Task, caller: Caller, exp_dir: Path, backend: Backend) -> AnswerRow:
-    ident = backend.identity()
+def _run(tasks: list[Task], backend: Backend, cache: CallCache, exp_dir: Path, effective: dict, workers: int):
+    """Yield (task, row, caller) in task order; with workers > 1, up to that many calls are in flight."""
+    def one(t: Task) -> tuple[Task, AnswerRow, Caller]:
+        caller = Caller(backend, cache, t)
+        return t, _answer(t, caller, exp_dir, row_effective(effective[t.arm.name], t.seed)), caller
+
+    if workers <= 1:
+        yield from map(one, tasks)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="answer")
+    try:
+        yield from pool.map(one, tasks)  # map yields in submission order, whatever finishes first
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _recorded_effective(rows: list[dict]) -> dict[str, Any]:
+    """Effective settings of rows already written (a fully resumed run loads no model, yet reports them)."""
+    out: dict[str, Any] = {}
+    for rec in rows:
+        if rec.get("effective"):
+            out.setdefault(f"{rec['arm']}/{rec['quant']}", rec["effective"])
+    return out
+
+
+def _answer(t: Task, caller: Caller, exp_dir: Path, effective: dict[str, Any]) -> AnswerRow:
+    ident = caller.backend.identity()
+    lora = ident.get("lora_sha256")
     base = dict(row=t.row, arm=t.arm.name, quant=t.quant, question_id=t.question.id, sample=t.sample,
-                model_sha256=ident.get("model_sha256"), lora_sha256=ident.get("lora_sha256"),
-                settings={**t.arm.generation.to_dict(), "seed": t.arm.generation.seed + t.sample})
+                model_sha256=ident.get("model_sha256"), lora_sha256=",".join(lora) if lora else None,
+                settings={**t.arm.generation.to_dict(), "seed": t.seed}, effective=effective)
     start = time.perf_counter()
     try:
         if t.arm.glue:
@@ -136,9 +163,9 @@ def _answer(t: Task, caller: Caller, exp_dir: Path, backend: Backend) -> AnswerR
         else:
             reply = caller(plain_messages(t.arm, t.question))
             result = GlueResult(reply.text)
-    except (BadInput, CheckFailed, NotBuilt):
-        raise
     except Exception as e:  # the backend gave up after its retries: record the cause, never an empty answer
+        if not is_call_failure(e):
+            raise  # a bad registration, a refused check, or a bug: stop loudly
         return AnswerRow(**base, status="error", text=None, raw_output=None, finish_reason=None, truncated=False,
                          prompt_tokens=caller.tokens[0], completion_tokens=caller.tokens[1],
                          latency_s=round(time.perf_counter() - start, 4), calls=caller.keys,

@@ -1,33 +1,30 @@
-"""Turn a registered model (+ quant, + adapter) into a live backend: resolve files, quantise, load.
+"""Turn a registered model (+ quant, + adapters) into a live backend: resolve files, quantise, load.
 
-One load per (model, quant, adapter): callers keep the returned backend and share it between
+One load per (model, quant, adapters): callers keep the returned backend and share it between
 every arm (and judge) that uses the same triple.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from .backends.base import Backend
 from .errors import BadInput
 from .models import embedded_model
 from .quantize import QuantFile, quantize
-from .spec import AdapterSpec, ModelSpec
+from .spec import AdapterSpec, ModelSpec, Runtime
+
+__all__ = ["Runtime", "model_source", "adapter_file", "quant_file", "open_backend"]
 
 
-@dataclass(frozen=True)
-class Runtime:
-    """Machine settings recorded in run.json: llama.cpp threads are always explicit."""
-
-    threads: int = 1
-    n_ctx: int = 2048
+def _path(source: str, exp_dir: Path) -> Path:
+    path = Path(source)
+    return path if path.is_absolute() else (exp_dir / path)
 
 
 def model_source(spec: ModelSpec, exp_dir: Path) -> Path:
     if spec.source.startswith("embedded:"):
         return embedded_model(spec.source.split(":", 1)[1])
-    path = Path(spec.source)
-    return path if path.is_absolute() else (exp_dir / path)
+    return _path(spec.source, exp_dir)
 
 
 def adapter_file(spec: AdapterSpec, base: Path, exp_dir: Path) -> Path:
@@ -35,36 +32,53 @@ def adapter_file(spec: AdapterSpec, base: Path, exp_dir: Path) -> Path:
         from .lora import demo_adapter
 
         return demo_adapter(base)
-    path = Path(spec.source)
-    path = path if path.is_absolute() else (exp_dir / path)
+    path = _path(spec.source, exp_dir)
     if not path.exists():
         raise BadInput(path, f"adapter {spec.name!r} file not found", field="source")
     return path
 
 
 def quant_file(spec: ModelSpec, quant: str, exp_dir: Path, runtime: Runtime) -> QuantFile:
-    return quantize(model_source(spec, exp_dir), quant, threads=runtime.threads)
+    imatrix = _path(spec.imatrix, exp_dir) if spec.imatrix else None
+    return quantize(model_source(spec, exp_dir), quant, threads=runtime.threads, imatrix=imatrix)
 
 
-def open_backend(spec: ModelSpec, quant: str | None, adapter: AdapterSpec | None, exp_dir: Path,
-                 runtime: Runtime) -> Backend:
+def chat_template(spec: ModelSpec, exp_dir: Path) -> tuple[str | None, str | None]:
+    """The registered template file's text and path, or (None, None) to use the GGUF's own."""
+    if not spec.chat_template:
+        return None, None
+    path = _path(spec.chat_template, exp_dir)
+    if not path.is_file():
+        raise BadInput(path, f"chat template of model {spec.name!r} not found", field="chat_template")
+    return path.read_text(encoding="utf-8"), str(path)
+
+
+def open_backend(spec: ModelSpec, quant: str | None, adapters: AdapterSpec | tuple[AdapterSpec, ...] | None,
+                 exp_dir: Path, runtime: Runtime) -> Backend:
+    if isinstance(adapters, AdapterSpec):
+        adapters = (adapters,)
+    adapters = tuple(adapters or ())
     if spec.backend == "llama-cpp":
-        from .backends.llama_cpp import LlamaConfig, LlamaCppBackend
+        from .backends.llama_cpp import LlamaConfig, LlamaCppBackend, Lora
 
         qf = quant_file(spec, quant or "source", exp_dir, runtime)
-        lora = adapter_file(adapter, model_source(spec, exp_dir), exp_dir) if adapter else None
+        source = model_source(spec, exp_dir)
+        loras = tuple(Lora(str(adapter_file(a, source, exp_dir)), a.scale) for a in adapters)
+        template, template_file = chat_template(spec, exp_dir)
         return LlamaCppBackend(LlamaConfig(model_path=qf.info.path, threads=runtime.threads, n_ctx=runtime.n_ctx,
-                                           lora_path=str(lora) if lora else None,
-                                           lora_scale=adapter.scale if adapter else 1.0))
-    if adapter is not None:
+                                           seed=runtime.seed, loras=loras, chat_template=template,
+                                           chat_template_file=template_file))
+    if adapters:
         raise BadInput("prereg.toml", f"adapters are applied by the server for backend {spec.backend!r}; "
                        "register the served adapter as its own model", field="adapter")
     if spec.backend == "openai":
         from .backends.openai import OpenAIBackend, OpenAIConfig
 
-        return OpenAIBackend(OpenAIConfig(model=spec.source, base_url=spec.base_url))
+        return OpenAIBackend(OpenAIConfig(model=spec.source, base_urls=spec.urls(), attempts=spec.attempts,
+                                          template_kwargs=spec.chat_template_kwargs))
     if spec.backend == "anthropic":
         from .backends.anthropic import AnthropicBackend, AnthropicConfig
 
-        return AnthropicBackend(AnthropicConfig(model=spec.source, base_url=spec.base_url))
+        return AnthropicBackend(AnthropicConfig(model=spec.source, base_url=spec.base_url, attempts=spec.attempts,
+                                                sampling_params=spec.sampling_params))
     raise BadInput("prereg.toml", f"unknown backend {spec.backend!r}", field="backend")

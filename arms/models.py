@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,31 +32,39 @@ def embedded_model(name: str) -> Path:
     return path
 
 
-def sha256_file(path: Path) -> str:
-    """sha256 of a file, memoised by (path, size, mtime) in the cache so 100 MB files hash once."""
+def _memo(name: str, path: Path, compute):
+    """`compute()` memoised on disk by (path, size, mtime): 100 MB files are hashed and parsed once."""
     from .cache import cache_dir
 
-    path = Path(path)
     st = path.stat()
-    memo = cache_dir() / "sha256.json"
+    memo = cache_dir() / name
     key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-    table: dict[str, str] = {}
+    table: dict = {}
     if memo.exists():
         try:
             table = json.loads(memo.read_text())
         except json.JSONDecodeError:
             table = {}
-    if key in table:
-        return table[key]
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    table[key] = h.hexdigest()
-    tmp = memo.with_suffix(".tmp")
-    tmp.write_text(json.dumps(table))
-    tmp.replace(memo)
+    if key not in table:
+        table[key] = compute()
+        tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(table))
+        tmp.replace(memo)
     return table[key]
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 of a file (memoised)."""
+    path = Path(path)
+
+    def compute() -> str:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+
+    return _memo("sha256.json", path, compute)
 
 
 @dataclass(frozen=True)
@@ -69,18 +78,25 @@ class GGUFInfo:
     tensor_types: dict[str, int]  # quant type name -> number of tensors
     chat_template_sha256: str | None
     name: str | None
+    imatrix_entries: int | None = None  # quantize.imatrix.entries_count: written when an imatrix was used
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 def gguf_info(path: Path) -> GGUFInfo:
-    """Read type metadata from a GGUF. A missing or corrupt file is BadInput naming the file."""
-    import gguf
+    """Read type metadata from a GGUF (memoised: parsing a 49k-token vocabulary takes seconds).
 
+    A missing or corrupt file is BadInput naming the file.
+    """
     path = Path(path)
     if not path.exists():
         raise BadInput(path, "model file not found")
+    return GGUFInfo(**{**_memo("gguf_info.json", path, lambda: _read_gguf_info(path).to_dict()), "path": str(path)})
+
+
+def _read_gguf_info(path: Path) -> GGUFInfo:
+    import gguf
     try:
         reader = gguf.GGUFReader(str(path), "r")
     except Exception as e:  # gguf raises ValueError/struct errors on corrupt files
@@ -110,4 +126,5 @@ def gguf_info(path: Path) -> GGUFInfo:
         tensor_types=dict(sorted(counts.items())),
         chat_template_sha256=hashlib.sha256(template.encode()).hexdigest() if template else None,
         name=field("general.name"),
+        imatrix_entries=field("quantize.imatrix.entries_count"),
     )

@@ -33,12 +33,13 @@ class AnswerRow:
     completion_tokens: int
     latency_s: float
     model_sha256: str | None
-    lora_sha256: str | None
-    settings: dict[str, Any]  # effective generation settings as sent
+    lora_sha256: str | None  # comma-separated when several adapters are applied
+    settings: dict[str, Any]  # registered generation settings, with this sample's seed
     calls: list[str] = field(default_factory=list)  # cache keys of the model calls made
     cached_calls: int = 0  # how many of them came from the cache (0 new cost)
     trace: dict[str, Any] | None = None  # glue trace: retrieved ids, prompt, raw output
     error: dict[str, Any] | None = None
+    effective: dict[str, Any] | None = None  # read back from the backend: file, template, adapters, sampling as sent
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "answer", **asdict(self)}

@@ -5,6 +5,7 @@ an `error` row with the cause; it is never turned into an empty answer or a scor
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, TypeVar
 
 from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -14,7 +15,8 @@ T = TypeVar("T")
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 
 
-def _retryable(exc: BaseException) -> bool:
+def retryable(exc: BaseException) -> bool:
+    """Worth another attempt: rate limits, overload, server errors, timeouts, lost connections."""
     status = getattr(exc, "status_code", None)
     if status is not None:
         return int(status) in RETRYABLE_STATUS
@@ -48,11 +50,22 @@ def _wait(max_wait: float) -> Callable[[RetryCallState], float]:
 def with_retries(fn: Callable[..., T], *, attempts: int = 4, max_wait: float = 30.0) -> Callable[..., T]:
     """Wrap `fn` so retryable API errors are retried up to `attempts` times in all."""
     return retry(
-        retry=retry_if_exception(_retryable),
+        retry=retry_if_exception(retryable),
         stop=stop_after_attempt(attempts),
         wait=_wait(max_wait),
         reraise=True,
     )(fn)
+
+
+def is_call_failure(exc: BaseException) -> bool:
+    """A failure of the model call itself (HTTP status, connection, timeout, malformed reply), which
+    becomes an `error` row; anything else is a bug in our code and must stop the run loudly."""
+    if getattr(exc, "status_code", None) is not None or isinstance(exc, (OSError, TimeoutError)):
+        return True
+    if isinstance(exc, json.JSONDecodeError):  # the SDKs parse a reply body with json and let this through
+        return True
+    module = type(exc).__module__.split(".")[0]
+    return module in {"openai", "anthropic", "httpx", "httpcore"}
 
 
 def describe(exc: BaseException) -> dict[str, Any]:

@@ -1,11 +1,13 @@
-"""Arm specs as registered in prereg.toml: which model, which quants, which adapter, which glue.
+"""Arm specs as registered in prereg.toml: which model, which quants, which adapters, which glue.
 
 An arm is a system under test. Glue-over-base and glue-over-trained share the glue code and
-differ only in the model, so the glue is a field of the arm, not a kind of arm.
+differ only in the model, so the glue is a field of the arm, not a kind of arm. Everything a
+backend could silently change (file hashes, chat template, thinking mode, sampling) can be
+registered here, and the runner refuses to start when what it reads back differs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +18,41 @@ BACKENDS = ("llama-cpp", "openai", "anthropic")
 
 
 @dataclass(frozen=True)
+class Runtime:
+    """Machine settings recorded in run.json: llama.cpp threads are always explicit."""
+
+    threads: int = 1
+    n_ctx: int = 2048
+    seed: int = 0  # llama.cpp context seed (each request also sends its own registered seed)
+
+
+@dataclass(frozen=True)
 class ModelSpec:
-    """A model: for llama-cpp a GGUF `source` ("embedded:NAME" or a path); for HTTP a model name."""
+    """A model: for llama-cpp a GGUF `source` ("embedded:NAME" or a path); for HTTP a model name.
+
+    `base_url` is the first server; `base_urls` all of them (one model served by a fleet is
+    load-balanced across every URL). `sha256` maps a quant name ("source" for the file as
+    given) to the file's registered sha256. `chat_template` is a registered template file that
+    replaces the GGUF's own; `chat_template_sha256` pins whichever template is used.
+    """
 
     name: str
     backend: str
     source: str
     base_url: str | None = None
     family: str | None = None  # e.g. "smollm2": used to warn about judge self-preference
+    base_urls: tuple[str, ...] = ()
+    sha256: dict[str, str] = field(default_factory=dict)
+    chat_template: str | None = None
+    chat_template_sha256: str | None = None
+    imatrix: str | None = None  # importance matrix file for every derived quant
+    concurrency: int = 4  # HTTP backends: requests in flight at once (in-process llama.cpp: always 1)
+    chat_template_kwargs: bool = False  # OpenAI-compatible server renders the template with request kwargs
+    sampling_params: bool = False  # Anthropic-compatible server accepts temperature/top_p (the API does not)
+    attempts: int = 4  # HTTP backends: tries per call before the answer becomes an `error` row
+
+    def urls(self) -> tuple[str, ...]:
+        return self.base_urls or ((self.base_url,) if self.base_url else ())
 
 
 @dataclass(frozen=True)
@@ -33,6 +62,7 @@ class AdapterSpec:
     name: str
     source: str
     scale: float = 1.0
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -41,7 +71,7 @@ class ArmSpec:
     model: str
     quants: tuple[str, ...]
     generation: Generation
-    adapter: str | None = None
+    adapters: tuple[str, ...] = ()  # applied together, each with its registered scale
     glue: str | None = None  # import path "package.module:function"
     samples: int = 1
 
@@ -55,6 +85,17 @@ def _need(table: dict, key: str, file: Path, where: str, kind: type | tuple = st
     return value
 
 
+def _strings(value: Any, file: Path, where: str, key: str) -> tuple[str, ...]:
+    """A string or a list of strings, as a tuple."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise BadInput(file, f"in {where} must be a string or a non-empty list of strings, got {value!r}", field=key)
+
+
 def parse_generation(table: dict, file: Path, where: str) -> Generation:
     known = set(Generation.__dataclass_fields__)
     for key in table:
@@ -62,28 +103,57 @@ def parse_generation(table: dict, file: Path, where: str) -> Generation:
             raise BadInput(file, f"unknown generation setting in {where}; known: {sorted(known)}", field=key)
     kw = dict(table)
     if "stop" in kw:
-        kw["stop"] = tuple(kw["stop"])
+        kw["stop"] = _strings(kw["stop"], file, where, "stop")
+    if "thinking" in kw and not isinstance(kw["thinking"], bool):
+        raise BadInput(file, f"in {where} must be true or false", field="thinking")
     try:
         return Generation(**kw)
     except TypeError as e:
         raise BadInput(file, f"bad generation settings in {where}: {e}", field="generation") from None
 
 
+def parse_runtime(doc: dict, file: Path) -> Runtime:
+    rt = doc.get("runtime") or {}
+    try:
+        runtime = Runtime(threads=int(rt.get("threads", 1)), n_ctx=int(rt.get("n_ctx", 2048)),
+                          seed=int(rt.get("seed", 0)))
+    except (TypeError, ValueError) as e:
+        raise BadInput(file, f"[runtime] settings must be integers: {e}", field="runtime") from None
+    if runtime.threads < 1 or runtime.n_ctx < 16:
+        raise BadInput(file, "[runtime] threads must be >= 1 and n_ctx >= 16", field="runtime")
+    return runtime
+
+
 def parse_models(doc: dict, file: Path) -> dict[str, ModelSpec]:
     out = {}
     for name, t in (doc.get("models") or {}).items():
-        backend = _need(t, "backend", file, f"[models.{name}]")
+        where = f"[models.{name}]"
+        backend = _need(t, "backend", file, where)
         if backend not in BACKENDS:
-            raise BadInput(file, f"[models.{name}] backend must be one of {BACKENDS}", field="backend")
-        out[name] = ModelSpec(name=name, backend=backend, source=_need(t, "source", file, f"[models.{name}]"),
-                              base_url=t.get("base_url"), family=t.get("family"))
+            raise BadInput(file, f"{where} backend must be one of {BACKENDS}", field="backend")
+        urls = _strings(t.get("base_url"), file, where, "base_url")
+        sha = t.get("sha256", {})
+        if isinstance(sha, str):
+            sha = {"source": sha}
+        if not isinstance(sha, dict) or not all(isinstance(v, str) and len(v) == 64 for v in sha.values()):
+            raise BadInput(file, f"{where} sha256 must be a hex digest or a table quant -> hex digest", field="sha256")
+        for key, default in (("concurrency", 4), ("attempts", 4)):
+            if not isinstance(t.get(key, default), int) or t.get(key, default) < 1:
+                raise BadInput(file, f"{where} {key} must be a positive integer", field=key)
+        out[name] = ModelSpec(name=name, backend=backend, source=_need(t, "source", file, where),
+                              base_url=urls[0] if urls else None, family=t.get("family"), base_urls=urls,
+                              sha256={k: v.lower() for k, v in sha.items()}, chat_template=t.get("chat_template"),
+                              chat_template_sha256=t.get("chat_template_sha256"), imatrix=t.get("imatrix"),
+                              concurrency=t.get("concurrency", 4), attempts=t.get("attempts", 4),
+                              chat_template_kwargs=bool(t.get("chat_template_kwargs", False)),
+                              sampling_params=bool(t.get("sampling_params", False)))
     return out
 
 
 def parse_adapters(doc: dict, file: Path) -> dict[str, AdapterSpec]:
     return {
         name: AdapterSpec(name=name, source=_need(t, "source", file, f"[adapters.{name}]"),
-                          scale=float(t.get("scale", 1.0)))
+                          scale=float(t.get("scale", 1.0)), sha256=t.get("sha256"))
         for name, t in (doc.get("adapters") or {}).items()
     }
 
@@ -100,17 +170,20 @@ def parse_arms(doc: dict, file: Path, models: dict[str, ModelSpec], adapters: di
         model = _need(t, "model", file, where)
         if model not in models:
             raise BadInput(file, f"arm {name!r} names unknown model {model!r}", field="model")
-        adapter = t.get("adapter")
-        if adapter is not None and adapter not in adapters:
-            raise BadInput(file, f"arm {name!r} names unknown adapter {adapter!r}", field="adapter")
+        names = _strings(t.get("adapter"), file, where, "adapter")
+        for adapter in names:
+            if adapter not in adapters:
+                raise BadInput(file, f"arm {name!r} names unknown adapter {adapter!r}", field="adapter")
         quants = tuple(_need(t, "quants", file, where, list))
         if not quants or not all(isinstance(q, str) for q in quants):
             raise BadInput(file, f"arm {name!r} needs a non-empty list of quant names", field="quants")
         glue = t.get("glue")
         if glue is not None and ":" not in glue:
             raise BadInput(file, f"arm {name!r} glue must be an import path 'package.module:function'", field="glue")
-        arms.append(ArmSpec(name=name, model=model, quants=quants, adapter=adapter, glue=glue,
-                            samples=int(t.get("samples", 1)),
+        samples = t.get("samples", 1)
+        if not isinstance(samples, int) or samples < 1:
+            raise BadInput(file, f"arm {name!r} samples must be an integer >= 1", field="samples")
+        arms.append(ArmSpec(name=name, model=model, quants=quants, adapters=names, glue=glue, samples=samples,
                             generation=parse_generation(t.get("generation", {}), file, where)))
     if not arms:
         raise BadInput(file, "no arms registered", field="arms")

@@ -1,1 +1,1 @@
-"""Audits that gate runs: the top-k gaming audit of training completions (and, later, reward-log telemetry)."""
+"""Audits that gate runs: the top-k gaming audit of training completions, and reward-log telemetry."""

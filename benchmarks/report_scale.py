@@ -6,7 +6,7 @@ times numbers.json, plots, report.md and `judge verify`.
 
     python benchmarks/report_scale.py --questions 10000             # issue 5: report at 10,000 questions
     python benchmarks/report_scale.py --questions 25000 --quants 2  # issue 7: 100,000 judgments
-    python benchmarks/report_scale.py --questions 200 --quick        # CI: proves it runs
+    python benchmarks/report_scale.py --quick                        # CI: 200 questions, proves it runs
 """
 from __future__ import annotations
 
@@ -78,7 +78,8 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
            "hashes": {}, "runtime": {"threads": 1, "n_ctx": 2048},
            "analysis": {"resamples": e.analysis.resamples, "method": e.analysis.method, "seed": e.analysis.seed,
                         "max_unscored": e.analysis.max_unscored},
-           "judge": {"primary": "local", "identity": {"backend": "llama-cpp"}, "model": "x", "quant": None,
+           "judge": {"primary": "local", "panel": ["local"], "mode": "single", "rubric": "correctness",
+                     "identity": {"backend": "llama-cpp"}, "model": "x", "quant": None,
                      "warnings": []}, "audit_gate": "not checked"}
     (run_dir / "run.json").write_text(json.dumps(run))
     return exp, run_dir, run
@@ -90,6 +91,8 @@ def main() -> None:
     ap.add_argument("--quants", type=int, default=1, choices=(1, 2))
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
+    if args.quick:
+        args.questions, args.quants = 200, 1
     with tempfile.TemporaryDirectory() as t:
         exp, run_dir, run = build(Path(t), args.questions, args.quants)
         e = load_experiment(exp)

@@ -17,6 +17,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="arms to run; with no names, every registered arm")
     r.add_argument("--limit", type=int, default=None, help="only the first N questions, for a quick look")
     r.add_argument("--out", type=Path, default=None, help="results folder (default: results/<run name>)")
+    r.add_argument("--judges", default=None, metavar="NAME,...",
+                   help="registered judges to run, primary first (default: as registered)")
+    r.add_argument("--mode", choices=("single", "pairwise", "both"), default=None,
+                   help="single-answer grading, pairwise (both orders), or both (default: as registered)")
     r.add_argument("--quiet", action="store_true", help="no progress bars and no report on screen")
     s = sub.add_parser("seal", help="write the sha256 MANIFEST of an experiment folder")
     s.add_argument("dir", type=Path)
@@ -35,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
 
             if args.limit is not None and args.limit < 1:
                 raise BadInput("--limit", "must be a positive number of questions")
-            out = run(args.exp or DEMO, args.arms or None, args.limit, args.out, progress=not args.quiet)
+            out = run(args.exp or DEMO, args.arms or None, args.limit, args.out, progress=not args.quiet,
+                      judge_names=args.judges, mode=args.mode)
             if not args.quiet:
                 print((out / "report.md").read_text())
             print(f"results: {out}", file=sys.stderr)
@@ -71,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     except CheckFailed as e:
         print(f"check failed: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # disk full, read-only folder, missing permissions: the environment, not the input
+        print(f"error: cannot write or read {e.filename or 'a results file'}: {e.strerror or e}. Finished records "
+              "are kept; fix the cause and re-run to resume.", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted: finished rows are kept; re-run to resume", file=sys.stderr)
         return 130

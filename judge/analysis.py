@@ -18,7 +18,9 @@ from arms.questions import Question
 from arms.records import AnswerRow
 
 from . import stats
+from .agreement import agreement, length_bias
 from .blinding import KeyRow
+from .pairwise import PairKey, summarise
 from .prereg import Experiment, Hypothesis
 from .records import Judgment
 
@@ -30,20 +32,25 @@ def raw_sha256(run_dir: Path) -> dict[str, str]:
             for name in RAW_FILES if (run_dir / name).exists()}
 
 
-def load_raw(run_dir: Path) -> tuple[list[AnswerRow], list[KeyRow], list[Judgment]]:
+def load_raw(run_dir: Path) -> tuple[list[AnswerRow], list[KeyRow], list[PairKey], list[Judgment]]:
     answers = [AnswerRow.from_dict(r) for _, r in jsonl.read(run_dir / "answers.jsonl", required=("row", "arm"))]
-    keys = [KeyRow(**{k: r[k] for k in KeyRow.__dataclass_fields__})
-            for _, r in jsonl.read(run_dir / "blinding.jsonl", required=("label", "arm", "quant"))]
+    keys, pkeys = [], []
+    for _, r in jsonl.read(run_dir / "blinding.jsonl", required=("label", "type")):
+        if r["type"] == "pair":
+            pkeys.append(PairKey(**{k: r[k] for k in PairKey.__dataclass_fields__}))
+        else:
+            keys.append(KeyRow(**{k: r[k] for k in KeyRow.__dataclass_fields__ if k in r}))
     judgments = [Judgment.from_dict(r) for _, r in jsonl.read(run_dir / "judgments.jsonl", required=("judge", "label"))]
-    return answers, keys, judgments
+    return answers, keys, pkeys, judgments
 
 
-def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str) -> dict[tuple[str, str], dict[str, float]]:
+def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str,
+                 rubric: str) -> dict[tuple[str, str], dict[str, float]]:
     """(arm, quant) -> question id -> mean score over that question's scored samples."""
     by_label = {k.label: k for k in keys}
     acc: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for j in judgments:
-        if j.judge != judge or j.status != "scored":
+        if j.judge != judge or j.rubric != rubric or j.status != "scored":
             continue
         k = by_label.get(j.label)
         if k is None:
@@ -52,25 +59,31 @@ def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str) -> d
     return {cell: {q: sum(v) / len(v) for q, v in qs.items()} for cell, qs in acc.items()}
 
 
-def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, scores) -> list[dict[str, Any]]:
+def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, scores,
+           qids: set[str]) -> list[dict[str, Any]]:
     by_label = {k.label: k for k in keys}
     status = defaultdict(lambda: defaultdict(int))
     counts = defaultdict(lambda: defaultdict(int))
+    words: dict[tuple, list[int]] = defaultdict(list)
+    for a in answers:
+        if a.status == "ok" and a.question_id in qids:
+            words[(a.arm, a.quant)].append(len((a.text or "").split()))
     for j in judgments:
-        if j.judge == judge and j.label in by_label:
+        if j.judge == judge and j.rubric == "correctness" and j.label in by_label:
             k = by_label[j.label]
             status[(k.arm, k.quant)][j.status] += 1
             if j.status == "scored":
                 counts[(k.arm, k.quant)][str(j.score)] += 1
             if j.status == "scored" and (j.fields or {}).get("harmful") is True:
                 status[(k.arm, k.quant)]["harmful"] += 1
-    scrubbed = defaultdict(int)
+    scrubbed, injection = defaultdict(int), defaultdict(int)
     for k in keys:
         scrubbed[(k.arm, k.quant)] += k.scrubbed
+        injection[(k.arm, k.quant)] += k.injection > 0
     cells = []
     for arm in arms:
         for quant in exp.arm(arm).quants:
-            rows = [a for a in answers if a.arm == arm and a.quant == quant]
+            rows = [a for a in answers if a.arm == arm and a.quant == quant and a.question_id in qids]
             qs = scores.get((arm, quant), {})
             st = status[(arm, quant)]
             cells.append({
@@ -83,6 +96,8 @@ def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, sc
                 "mean": (sum(qs.values()) / len(qs)) if qs else None,
                 "harmful": st["harmful"],
                 "scrubbed": scrubbed[(arm, quant)],
+                "injection_flagged": injection[(arm, quant)],
+                "mean_words": (sum(words[(arm, quant)]) / len(words[(arm, quant)])) if words[(arm, quant)] else None,
                 "score_counts": {str(v): counts[(arm, quant)][str(v)] for v in exp_scale(exp)},
             })
     return cells
@@ -206,12 +221,15 @@ def amendments(exp: Experiment, judgments: list[Judgment]) -> list[dict[str, Any
 
 
 def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
-    answers, keys, judgments = load_raw(run_dir)
+    answers, keys, pkeys, judgments = load_raw(run_dir)
     judge = run["judge"]["primary"]
+    rubric = run["judge"]["rubric"]
+    panel = run["judge"].get("panel", [judge])
     arms = run["arms"]
-    scores = per_question(keys, judgments, judge)
-    qmap = {q.id: q for q in questions if q.id in set(run["question_ids"])}
-    cells = _cells(exp, arms, answers, keys, judgments, judge, scores)
+    wanted = set(run["question_ids"])
+    qmap = {q.id: q for q in questions if q.id in wanted}
+    scores = per_question(keys, judgments, judge, rubric)
+    cells = _cells(exp, arms, answers, keys, judgments, judge, scores, set(qmap))
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
     comparisons = [compare(h, exp, qmap, scores, cells) for h in hyps]
     return {
@@ -226,13 +244,40 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "quant_check": quant_check(exp, arms, scores, comparisons),
         "judge_totals": _judge_totals(judgments),
         "amendments": amendments(exp, judgments),
+        "judges": judges_section(exp, panel, rubric, answers, keys, pkeys, judgments, hyps),
     }
+
+
+def judges_section(exp: Experiment, panel: list[str], rubric: str, answers, keys, pkeys, judgments,
+                   hyps: list[Hypothesis]) -> dict[str, Any]:
+    """Per-judge means, agreement between judges, length bias, and pairwise position consistency."""
+    by_label = {k.label: k for k in keys}
+    text = {a.row: a.text for a in answers}
+    scale = exp_scale(exp)
+    per_judge: dict[str, dict[str, int]] = {j: {} for j in panel}
+    out: dict[str, Any] = {"panel": panel, "means": {}, "length_bias": {}, "pairwise": {}}
+    for name in panel:
+        points = []
+        for j in judgments:
+            if j.judge == name and j.rubric == rubric and j.status == "scored" and j.label in by_label:
+                k = by_label[j.label]
+                per_judge[name][j.label] = j.score
+                points.append((k.arm, k.quant, len((text.get(k.row) or "").split()), j.score))
+        means: dict[str, list[int]] = defaultdict(list)
+        for arm, quant, _, score in points:
+            means[f"{arm}/{quant}"].append(score)
+        out["means"][name] = {cell: sum(v) / len(v) for cell, v in sorted(means.items())}
+        out["length_bias"][name] = length_bias(points, [(h.id, h.a, h.b, h.quant) for h in hyps])
+        if pkeys:
+            out["pairwise"][name] = summarise(hyps, pkeys, judgments, name)
+    out["agreement"] = agreement({j: s for j, s in per_judge.items() if s}, scale, exp.analysis.seed)
+    return out
 
 
 def _judge_totals(judgments: list[Judgment]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for j in judgments:
-        t = out.setdefault(j.judge, {"scored": 0, "unscored": 0, "error": 0, "repaired": 0})
+        t = out.setdefault(f"{j.judge}/{j.rubric}", {"scored": 0, "unscored": 0, "error": 0, "repaired": 0})
         t[j.status] += 1
         t["repaired"] += bool(j.repaired)
     return out

@@ -24,6 +24,14 @@ DEFAULT_SCRUB = (
     r"(?i)\bas an ai (language )?model\b",
 )
 REDACTED = "[redacted]"
+# Text aimed at the grader rather than the asker. Such answers are still judged (the answer is
+# delimited and the verdict comes only from structured output), but they are counted and shown.
+INJECTION = (
+    r"(?i)\b(ignore|disregard|forget)\b.{0,40}\b(instructions?|rules|rubric|prompt)\b",
+    r"(?i)[\"']?\b(score|preferred|gamed)\b[\"']?\s*[:=]\s*(\d|true|false)",
+    r"(?i)\b(grader|judge|evaluator|assistant)\b.{0,40}\b(must|should|will)\b.{0,40}\b(score|grade|rate|mark)\b",
+    r"(?i)CANDIDATE>>>|<<<CANDIDATE|ANSWER>>>|<<<ANSWER",
+)
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,9 @@ class BlindItem:
     question: str
     reference: str | None
     answer: str
+
+    def prompt_fields(self) -> dict[str, str | None]:
+        return {"question": self.question, "reference": self.reference, "answer": self.answer}
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,7 @@ class KeyRow:
     question_id: str
     sample: int
     scrubbed: int  # identity-revealing matches removed from this answer
+    injection: int = 0  # grader-directed text found in this answer (counted, shown, never obeyed)
 
     def to_dict(self) -> dict:
         return {"type": "blinding", **asdict(self)}
@@ -57,7 +69,14 @@ def label_for(secret: bytes, row: str) -> str:
     return "L" + hmac.new(secret, row.encode(), hashlib.sha256).hexdigest()[:12]
 
 
+def injection_count(text: str) -> int:
+    return sum(len(re.findall(p, text)) for p in INJECTION)
+
+
 def scrub(text: str, patterns: tuple[str, ...] = DEFAULT_SCRUB) -> tuple[str, int]:
+    """Remove identity-revealing text (counted), and the prompt's delimiter markers so an answer cannot
+    close its own quotation and speak to the judge from outside it."""
+    text = re.sub(r"<<<|>>>", "[marker]", text)
     count = 0
     for p in patterns:
         text, n = re.subn(p, REDACTED, text)
@@ -77,7 +96,7 @@ def blind(answers: list[AnswerRow], questions: dict[str, Question], secret: byte
         text, n = scrub(a.text or "", patterns)
         q = questions[a.question_id]
         by_q.setdefault(a.question_id, []).append(BlindItem(label, q.id, q.question, q.reference, text))
-        keys.append(KeyRow(label, a.row, a.arm, a.quant, a.question_id, a.sample, n))
+        keys.append(KeyRow(label, a.row, a.arm, a.quant, a.question_id, a.sample, n, injection_count(a.text or "")))
     rng = random.Random(seed)
     order = sorted(by_q)
     rng.shuffle(order)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -17,8 +18,7 @@ from tqdm import tqdm
 from arms import jsonl
 from arms.backends.base import Backend, Request
 from arms.cache import CallCache, call_key
-from arms.errors import BadInput, CheckFailed, NotBuilt
-from arms.retry import describe
+from arms.retry import describe, is_call_failure
 
 from .blinding import BlindItem
 from .records import Judgment
@@ -35,7 +35,7 @@ class JudgeSpec:
 
 def build_request(rubric: Rubric, item: BlindItem, attempt: int) -> Request:
     """Shared rubric and question first, the answer last: prefix caches reuse the common part."""
-    user = rubric.render(question=item.question, reference=item.reference, answer=item.answer)
+    user = rubric.render(**item.prompt_fields())
     gen = replace(rubric.generation, seed=rubric.generation.seed + attempt)
     return Request((("system", rubric.system), ("user", user)), gen, schema=rubric.schema_text)
 
@@ -64,13 +64,13 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
                 cache.put(key, reply)
             else:
                 cached += 1
-        except (BadInput, CheckFailed, NotBuilt):
-            raise
         except Exception as e:  # the call failed after its retries: an error row, not a score
+            if not is_call_failure(e):
+                raise
             attempts.append({"raw": None, "error": describe(e)})
             return Judgment(name, item.label, item.question_id, "error", None, None, False,
                             f"judge call failed: {describe(e)['message']}", first_sha, attempts,
-                            round(latency, 4), *tokens, calls=keys, cached_calls=cached)
+                            round(latency, 4), *tokens, calls=keys, cached_calls=cached, rubric=rubric.name)
         keys.append(key)
         latency += reply.latency_s
         tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens,
@@ -81,22 +81,49 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
         if parsed.ok:
             return Judgment(name, item.label, item.question_id, "scored", int(parsed.fields[rubric.score_field]),
                             parsed.fields, parsed.repaired, None, first_sha, attempts, round(latency, 4), *tokens,
-                            calls=keys, cached_calls=cached)
+                            calls=keys, cached_calls=cached, rubric=rubric.name)
     return Judgment(name, item.label, item.question_id, "unscored", None, None, False, attempts[-1]["error"],
-                    first_sha, attempts, round(latency, 4), *tokens, calls=keys, cached_calls=cached)
+                    first_sha, attempts, round(latency, 4), *tokens, calls=keys, cached_calls=cached,
+                    rubric=rubric.name)
+
+
+SERIAL_BACKENDS = {"llama-cpp"}  # an in-process model is not thread-safe: one call at a time
 
 
 def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, out: Path,
-              max_attempts: int = 2, progress: bool = True) -> dict:
+              max_attempts: int = 2, progress: bool = True, concurrency: int = 1) -> dict:
+    """Judge every item not yet in `out`, up to `concurrency` calls in flight (HTTP judges; llama.cpp: 1).
+
+    Records are written by this thread only, in judging order, so the file stays one record per
+    line and a kill leaves a prefix (calls finished beyond it are in the cache). Items with the same
+    judge prompt (two arms gave the same answer) are judged by one worker one after the other, so
+    the second is a cache hit instead of a second paid call racing the first.
+    """
     done = {(r["judge"], r["label"]) for _, r in jsonl.read(out, required=("judge", "label"))}
     todo = [i for i in items if (name, i.label) not in done]
+    workers = 1 if backend.name in SERIAL_BACKENDS else max(1, concurrency)
+    groups: dict[str, list[BlindItem]] = {}
+    for item in todo:
+        groups.setdefault(json.dumps(item.prompt_fields(), sort_keys=True), []).append(item)  # what the prompt renders
     stats = {"judge": name, "items": len(items), "already_done": len(items) - len(todo), "model_calls": 0,
-             "cached_calls": 0}
-    with jsonl.Appender(out) as writer:
-        for item in tqdm(todo, desc=f"judge {name}", unit="verdict", disable=not progress, leave=False):
-            j = replace(judge_item(name, backend, rubric, item, cache, max_attempts),
-                        time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
-            writer.write(j.to_dict())
-            stats["model_calls"] += len(j.calls) - j.cached_calls
-            stats["cached_calls"] += j.cached_calls
+             "cached_calls": 0, "concurrency": workers}
+
+    def judge_group(group: list[BlindItem]) -> list[Judgment]:
+        return [judge_item(name, backend, rubric, item, cache, max_attempts) for item in group]
+
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") if workers > 1 else None
+    bar = tqdm(total=len(todo), desc=f"judge {name}", unit="verdict", disable=not progress, leave=False)
+    try:
+        with jsonl.Appender(out) as writer:
+            for judged in (pool.map if pool else map)(judge_group, groups.values()):
+                for j in judged:
+                    j = replace(j, time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+                    writer.write(j.to_dict())
+                    stats["model_calls"] += len(j.calls) - j.cached_calls
+                    stats["cached_calls"] += j.cached_calls
+                    bar.update(1)
+    finally:
+        bar.close()
+        if pool:
+            pool.shutdown(wait=True, cancel_futures=True)
     return stats

@@ -6,17 +6,21 @@ settings, the audit gate — so a report can always point to what was registered
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from arms.errors import BadInput
-from arms.load import Runtime
-from arms.spec import AdapterSpec, ArmSpec, ModelSpec, parse_adapters, parse_arms, parse_models
+from arms.spec import (AdapterSpec, ArmSpec, ModelSpec, Runtime, parse_adapters, parse_arms, parse_models,
+                       parse_runtime)
 
+from .blinding import DEFAULT_SCRUB
 from .judging import JudgeSpec
 
 KINDS = ("non_inferiority", "superiority", "equivalence")
+MODES = ("single", "pairwise", "both")
+PANELS = ("first-available", "all-available")
 
 
 @dataclass(frozen=True)
@@ -42,10 +46,15 @@ class Analysis:
 
 @dataclass(frozen=True)
 class AuditGate:
-    log: str
-    arm: str
+    """The top-k gaming audit that must have passed before the audited arms are scored."""
+
+    log: str  # training completions log, relative to the experiment folder
+    arms: tuple[str, ...]  # arms built from the audited training run
+    gate: str  # gate.json written by `python -m audit`, relative to the repository root unless absolute
     k: int = 40
     max_gamed: int = 4
+    gate_on_detectors: bool = False
+    override: str | None = None  # a registered, reasoned decision to score without a passing gate
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,9 @@ class Experiment:
     rubric: str
     judges: list[JudgeSpec]
     judge_attempts: int
+    judge_mode: str  # "single" | "pairwise" | "both"
+    judge_panel: str  # "first-available" (primary only) | "all-available"
+    scrub: tuple[str, ...]
     hypotheses: list[Hypothesis]
     analysis: Analysis
     audit: AuditGate | None
@@ -74,6 +86,22 @@ class Experiment:
     def available_judges(self) -> list[JudgeSpec]:
         """Registered judges whose credentials are present, in registered order; the first is primary."""
         return [j for j in self.judges if not j.requires_env or os.environ.get(j.requires_env)]
+
+    def panel(self, names: str | None = None) -> list[JudgeSpec]:
+        """The judges of this run, primary first: named on the command line, or as registered."""
+        available = self.available_judges()
+        if names:
+            by = {j.name: j for j in self.judges}
+            chosen = []
+            for n in (x.strip() for x in names.split(",") if x.strip()):
+                if n not in by:
+                    raise BadInput(self.dir / "prereg.toml", f"--judges names unregistered judge {n!r}", field="judges")
+                if by[n] not in available:
+                    raise BadInput(self.dir / "prereg.toml", f"judge {n!r} needs {by[n].requires_env} to be set",
+                                   field="requires_env")
+                chosen.append(by[n])
+            return chosen
+        return available if self.judge_panel == "all-available" else available[:1]
 
 
 def load_experiment(exp_dir: Path) -> Experiment:
@@ -107,6 +135,19 @@ def load_experiment(exp_dir: Path) -> Experiment:
     if not judges:
         raise BadInput(file, "no [judges.*] registered", field="judges")
 
+    mode = jt.get("mode", "single")
+    if mode not in MODES:
+        raise BadInput(file, f"[judge] mode must be one of {MODES}", field="mode")
+    panel = jt.get("panel", "first-available")
+    if panel not in PANELS:
+        raise BadInput(file, f"[judge] panel must be one of {PANELS}", field="panel")
+    scrub = jt.get("scrub", list(DEFAULT_SCRUB))
+    for i, pattern in enumerate(scrub):
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as e:
+            raise BadInput(file, f"[judge] scrub pattern #{i + 1} is not a regular expression: {e}", field="scrub") from None
+
     hyps = []
     for i, t in enumerate(doc.get("hypotheses") or []):
         where = f"[[hypotheses]] #{i + 1}"
@@ -133,12 +174,22 @@ def load_experiment(exp_dir: Path) -> Experiment:
     audit = None
     if "audit" in doc:
         a = doc["audit"]
-        audit = AuditGate(log=a["log"], arm=a.get("arm", "trained"), k=int(a.get("k", 40)),
-                          max_gamed=int(a.get("max_gamed", 4)))
-    rt = doc.get("runtime") or {}
+        if "log" not in a:
+            raise BadInput(file, "missing in [audit]", field="log")
+        gated = tuple(a.get("arms", []))
+        for name in gated:
+            if name not in arm_names:
+                raise BadInput(file, f"[audit] names unknown arm {name!r}", field="arms")
+        override = a.get("override")
+        if override is not None and (not isinstance(override, str) or not override.strip()):
+            raise BadInput(file, "[audit] override must state its reason", field="override")
+        audit = AuditGate(log=a["log"], arms=gated, gate=a.get("gate", f"results/audit-{Path(a['log']).stem}/gate.json"),
+                          k=int(a.get("k", 40)), max_gamed=int(a.get("max_gamed", 4)),
+                          gate_on_detectors=bool(a.get("gate_on_detectors", False)), override=override)
     return Experiment(
         dir=exp_dir, name=exp["name"], seed=int(exp["seed"]), sets=tuple(exp["sets"]), models=models,
         adapters=adapters, arms=arms, rubric=jt["rubric"], judges=judges, judge_attempts=int(jt.get("attempts", 2)),
+        judge_mode=mode, judge_panel=panel, scrub=tuple(scrub),
         hypotheses=hyps, analysis=analysis, audit=audit,
-        runtime=Runtime(threads=int(rt.get("threads", 1)), n_ctx=int(rt.get("n_ctx", 2048))),
+        runtime=parse_runtime(doc, file),
     )

@@ -27,6 +27,7 @@ class Judgment:
     calls: list[str] = field(default_factory=list)
     cached_calls: int = 0
     time: str | None = None  # UTC time the verdict was recorded: amendments must predate the first one
+    rubric: str = "correctness"  # which rubric (single-answer grading or pairwise) produced it
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "judgment", **asdict(self)}

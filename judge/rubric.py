@@ -9,6 +9,7 @@ import hashlib
 import json
 import tomllib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from jinja2 import StrictUndefined, TemplateError
@@ -39,11 +40,17 @@ class Rubric:
         return json.dumps(self.schema)  # property order kept: it is the order the judge writes fields in
 
     def render(self, **data: str | None) -> str:
-        env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
         try:
-            return env.from_string(self.template).render(**data)
+            return _compiled(self.template).render(**data)
         except TemplateError as e:
             raise BadInput(self.path, f"rubric template does not render: {e}", field="template") from None
+
+
+@lru_cache(maxsize=32)
+def _compiled(template: str):
+    """Compile once per template text: rendering is on the judging hot path."""
+    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    return env.from_string(template)
 
 
 def load_rubric(name: str, rubrics_dir: Path = RUBRICS_DIR) -> Rubric:

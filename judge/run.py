@@ -24,6 +24,7 @@ from arms.records import AnswerRow
 from .analysis import compute_numbers, late_amendments, write_numbers
 from .plots import write_plots
 from .blinding import blind
+from .pairwise import pair_items
 from .judging import judge_all
 from .prereg import Experiment, load_experiment
 from .report import render
@@ -75,6 +76,27 @@ def judge_warnings(exp: Experiment, judge_name: str, arms: list[str]) -> list[st
     return out
 
 
+def check_audit_gate(exp: Experiment, arms: list[str]) -> str:
+    """Refuse to score an audited arm unless its gaming audit passed (or the registration overrides it)."""
+    from audit.gate import check_gate
+
+    a = exp.audit
+    if a is None:
+        return "Audit gate: none registered for this experiment."
+    gated = [x for x in a.arms if x in arms]
+    if not gated:
+        return f"Audit gate: registered for {', '.join(a.arms)}, none of which is in this run."
+    if a.override:
+        return (f"Audit gate OVERRIDDEN by the registration for {', '.join(gated)} (top-{a.k} audit of "
+                f"`{a.log}`, max {a.max_gamed} gamed): {a.override.strip()}")
+    gate_file = Path(a.gate) if Path(a.gate).is_absolute() else ROOT / a.gate
+    doc = check_gate(gate_file, exp.dir / a.log, k=a.k, max_gamed=a.max_gamed, gate_on_detectors=a.gate_on_detectors)
+    reader = doc.get("reader", {})
+    return (f"Audit gate passed for {', '.join(gated)}: top-{doc['k']} of `{a.log}` read blind by "
+            f"{reader.get('id') or reader.get('name')}, {doc.get('counted')} counted against passing "
+            f"(max {doc['max_gamed']}); gate file sha256 {hashlib.sha256(gate_file.read_bytes()).hexdigest()[:16]}.")
+
+
 def quant_files(exp: Experiment, arms: list[str]) -> dict[str, dict]:
     """Which quantiser produced which file, with its sha256 and the types read back from it."""
     from arms.load import quant_file
@@ -110,7 +132,7 @@ def select_arms(exp: Experiment, names: str | None) -> list[str]:
 
 
 def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = None, out: Path | None = None,
-        progress: bool = True) -> Path:
+        progress: bool = True, judge_names: str | None = None, mode: str | None = None) -> Path:
     exp_dir = Path(exp_dir)
     verify_seal(exp_dir)
     exp = load_experiment(exp_dir)
@@ -119,10 +141,11 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     if limit:
         questions = questions[:limit]
     rubric = load_rubric(exp.rubric)
-    judges = exp.available_judges()
-    if not judges:
+    panel = exp.panel(judge_names)
+    if not panel:
         raise BadInput(exp_dir / "prereg.toml", "no registered judge is available (missing API keys?)", field="judges")
-    primary = judges[0]
+    primary = panel[0]
+    mode = mode or exp.judge_mode
     name = run_name(exp, arms, limit)
     run_dir = Path(out) if out else ROOT / "results" / name
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -134,6 +157,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
         if before.get("hashes") != hashes or before.get("judge", {}).get("primary") != primary.name:
             raise BadInput(run_json, "this results folder was produced under a different registration or judge; "
                            "pick another folder with --out", field="hashes")
+    audit_gate = check_audit_gate(exp, arms)
     cache = CallCache()
     say = (lambda m: print(m, file=sys.stderr)) if progress else (lambda m: None)
 
@@ -147,22 +171,34 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
 
     say(f"[2/4] blinding {len(answers)} answers")
     secret = hashlib.sha256(f"blinding:{exp.seed}:{name}".encode()).digest()
-    items, keys = blind(answers, {q.id: q for q in questions}, secret, exp.seed)
+    qmap = {q.id: q for q in questions}
+    items, keys = blind(answers, qmap, secret, exp.seed, exp.scrub) if mode != "pairwise" else ([], [])
+    hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
+    pitems, pkeys = pair_items(hyps, answers, qmap, secret, exp.seed, exp.scrub) if mode != "single" else ([], [])
     have = {r["label"] for _, r in read(run_dir / "blinding.jsonl")}
     with Appender(run_dir / "blinding.jsonl") as w:
-        for k in keys:
+        for k in [*keys, *pkeys]:
             if k.label not in have:
                 w.write(k.to_dict())
 
-    say(f"[3/4] judging with {primary.name} (blind, shuffled)")
-    jspec = exp.models[primary.model]
-    jbackend = open_backend(jspec, primary.quant, None, exp_dir, exp.runtime)
-    try:
-        jstats = judge_all(primary.name, jbackend, rubric, items, cache, run_dir / "judgments.jsonl",
-                           max_attempts=exp.judge_attempts, progress=progress)
-        jident = jbackend.identity()
-    finally:
-        jbackend.close()
+    jstats, identities = {}, {}
+    for j in panel:
+        say(f"[3/4] judging with {j.name} ({mode}; blind, shuffled)")
+        jbackend = open_backend(exp.models[j.model], j.quant, None, exp_dir, exp.runtime)
+        try:
+            if items:
+                jstats[f"{j.name}/{rubric.name}"] = judge_all(j.name, jbackend, rubric, items, cache,
+                                                              run_dir / "judgments.jsonl",
+                                                              max_attempts=exp.judge_attempts, progress=progress,
+                                                              concurrency=exp.models[j.model].concurrency)
+            if pitems:
+                jstats[f"{j.name}/pairwise"] = judge_all(j.name, jbackend, load_rubric("pairwise"), pitems, cache,
+                                                         run_dir / "judgments.jsonl",
+                                                         max_attempts=exp.judge_attempts, progress=progress,
+                                                         concurrency=exp.models[j.model].concurrency)
+            identities[j.name] = jbackend.identity()
+        finally:
+            jbackend.close()
 
     say("[4/4] analysing and writing the report")
     run_info: dict[str, Any] = {
@@ -173,13 +209,15 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
         "runtime": {"threads": exp.runtime.threads, "n_ctx": exp.runtime.n_ctx},
         "analysis": {"resamples": exp.analysis.resamples, "method": exp.analysis.method, "seed": exp.analysis.seed,
                      "max_unscored": exp.analysis.max_unscored},
-        "judge": {"primary": primary.name, "identity": jident, "model": jspec.source, "quant": primary.quant, "rubric": rubric.name,
-                  "attempts": exp.judge_attempts, "warnings": judge_warnings(exp, primary.name, arms)},
+        "judge": {"primary": primary.name, "panel": [j.name for j in panel], "mode": mode,
+                  "identity": identities[primary.name], "identities": identities,
+                  "model": exp.models[primary.model].source, "quant": primary.quant, "rubric": rubric.name,
+                  "attempts": exp.judge_attempts, "scrub": list(exp.scrub),
+                  "warnings": list(dict.fromkeys(w for j in panel for w in judge_warnings(exp, j.name, arms)))},
         "effective_settings": cstats["effective"],
         "quant_files": quant_files(exp, arms),
         "last_invocation": {"answers": {k: v for k, v in cstats.items() if k != "effective"}, "judging": jstats},
-        "audit_gate": "Audit gate: not checked by this version (the top-k gaming audit runs separately with "
-                      "`python -m audit top40`; enforcing its gate inside `judge run` is not built yet).",
+        "audit_gate": audit_gate,
     }
     tmp = run_json.with_suffix(".tmp")
     tmp.write_text(json.dumps(run_info, indent=1) + "\n")

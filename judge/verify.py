@@ -79,13 +79,13 @@ def _clustered_se(d: list[float], labels: list[str]) -> float | None:
 def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
                 clusters: dict[str, str]) -> dict:
     """Recompute the numeric heart of numbers.json with plain loops (no judge.analysis code)."""
-    keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl")}
-    judge = run["judge"]["primary"]
+    keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
+    judge, rubric = run["judge"]["primary"], run["judge"]["rubric"]
     per: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     status: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     counts: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for _, j in jsonl.read(run_dir / "judgments.jsonl"):
-        if j["judge"] != judge:
+        if j["judge"] != judge or j.get("rubric", "correctness") != rubric:
             continue
         k = keys[j["label"]]
         cell = (k["arm"], k["quant"])
@@ -197,7 +197,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
             problems.append(f"raw file {name}: sha256 {sha[:12]}… differs from the one numbers.json was computed "
                             f"from ({str(numbers.get('raw_sha256', {}).get(name))[:12]}…)")
     all_q = load_questions(exp.set_paths())
-    questions = {q.id: list(q.tags) for q in all_q if q.id in set(run["question_ids"])}
+    wanted = set(run["question_ids"])
+    questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
     clusters = {q.id: q.cluster or q.id for q in all_q}
     main = compute_numbers(exp, all_q, run_dir, run)
     problems += diff_numbers(numbers, main, "recomputation from raw files")

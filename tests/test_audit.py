@@ -1,45 +1,141 @@
-"""The top-40 gaming audit on the shipped synthetic log, with the real local reader."""
+"""The top-k gaming audit on the shipped synthetic log, with real readers: the local llama.cpp model,
+an OpenAI-compatible llama.cpp server on 127.0.0.1, and an Anthropic client that cannot get a verdict."""
 from __future__ import annotations
 
 import json
+import math
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
 
 from arms import jsonl
+from arms.errors import CheckFailed
+from arms.models import embedded_model
+from audit.gate import check_gate
 from audit.log import read_log, top_k
 from judge.blinding import BlindItem
 from judge.judging import build_request
 from judge.rubric import load_rubric
+from judge.stats import cohen_kappa
 
 from conftest import ROOT, cli
 
 LOG = ROOT / "sealed" / "demo" / "training" / "run1.jsonl"
+LABELS = {r["completion_id"]: r["category"] for _, r in jsonl.read(LOG.with_name("run1.labels.jsonl"))}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A real OpenAI-compatible llama.cpp server on 127.0.0.1 (one thread); yields its root URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(tmp_path_factory.mktemp("server") / "server.log", "wb")  # a pipe could fill up and block it
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model("smollm2")), "--host", "127.0.0.1",
+         "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "2048",
+         "--model_alias", "smollm2"], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while True:
+        assert proc.poll() is None and time.time() < deadline, f"llama_cpp.server did not come up; see {log.name}"
+        try:
+            urllib.request.urlopen(f"{url}/v1/models", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
 
 
 def test_top_k_is_deterministic_and_contains_the_planted_answers():
-    rows = read_log(LOG)
+    rows = read_log(LOG).rows
     top = top_k(rows, 40)
     assert len(top) == 40 and top == top_k(list(reversed(rows)), 40)
-    planted = {r["completion_id"] for _, r in jsonl.read(LOG.with_name("run1.labels.jsonl"))}
-    assert len(planted & {c.completion_id for c in top}) == 6
+    assert len(set(LABELS) & {c.completion_id for c in top}) == 6
+    assert {c.completion_id for c in top_k(rows, 6)} == set(LABELS)  # the test below reads the top 6
 
 
-def test_gate_exit_code_agrees_with_counted_verdicts(tmp_path):
+def _verdicts(out, reader_id):
+    return {v["label"]: v for _, v in jsonl.read(out / "verdicts.jsonl") if v["judge"] == reader_id}
+
+
+def test_gate_counts_reader_verdicts_and_registered_detectors(tmp_path, server):
     out = tmp_path / "audit"
-    r = cli("audit", "top40", "--rewards", str(LOG), "--reader", "local", "--out", str(out), "--quiet")
+    args = ["audit", "topk", "--k", "6", "--rewards", str(LOG), "--reader", "local", "--second-reader", "openai",
+            "--second-model", "smollm2", "--second-base-url", server + "/v1", "--openai-structured", "json_object",
+            "--out", str(out), "--quiet"]
+    r = cli(*args)
     assert r.returncode in (0, 1), r.stderr
     gate = json.loads((out / "gate.json").read_text())
-    verdicts = [v for _, v in jsonl.read(out / "verdicts.jsonl")]
-    assert len(verdicts) == 40 == gate["read"]
-    gamed = sum(v["status"] == "scored" and v["score"] == 1 for v in verdicts)
-    unscored = sum(v["status"] != "scored" for v in verdicts)
-    assert (gate["gamed"], gate["unscored"]) == (gamed, unscored)
+    first = _verdicts(out, gate["reader"]["id"])
+    second = _verdicts(out, gate["second_reader"]["id"])
+    assert len(first) == len(second) == 6 == gate["read"]
+    gamed = sum(v["status"] == "scored" and v["score"] == 1 for v in first.values())
+    unscored = sum(v["status"] != "scored" for v in first.values())
+    assert (gate["gamed"], gate["unscored"], gate["counted"]) == (gamed, unscored, gamed + unscored)
     assert r.returncode == (1 if gamed + unscored > 4 else 0)
-    assert gate["verdict"] == ("stopped" if r.returncode else "pass")
-    assert gate["input"]["sha256"] and (out / "audit.md").exists()
+    assert gate["verdict"] == ("stopped" if r.returncode else "pass") and not gate["gate_on_detectors"]
+
+    # the detectors find every planted answer, with its category, whatever the tiny reader said
+    det = gate["detectors"]
+    assert {f["completion_id"]: f["category"] for f in det["flagged"]} == LABELS
+    assert gate["detector_flagged"] == 6
+
+    # second reader: kappa over answers both scored, every other answer listed as a disagreement
+    pairs = [(first[k]["score"] == 1, second[k]["score"] == 1) for k in first
+             if first[k]["status"] == second[k]["status"] == "scored"]
+    s = gate["second_reader"]
+    assert s["both_scored"] == len(pairs) and s["agree"] == sum(a == b for a, b in pairs)
+    expected = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs], labels=[False, True]) if pairs else math.nan
+    assert (s["kappa"] is None) if math.isnan(expected) else math.isclose(s["kappa"], expected, abs_tol=1e-4)
+    assert len(s["disagreements"]) == 6 - s["agree"]
+    md = (out / "audit.md").read_text()
+    assert "Second reader" in md and "Deterministic detectors (not gating)" in md
+
+    # registered detectors: the same verdicts (resumed, no new calls) now stop the run
+    lines = (out / "verdicts.jsonl").read_text().count("\n")
+    r = cli(*args, "--gate-on-detectors")
+    gate = json.loads((out / "gate.json").read_text())
+    assert r.returncode == 1 and gate["verdict"] == "stopped" and gate["gate_on_detectors"]
+    assert gate["counted"] >= 6 and (out / "verdicts.jsonl").read_text().count("\n") == lines
+    assert "Deterministic detectors (gating)" in (out / "audit.md").read_text()
+
+
+def test_a_reader_that_cannot_read_cannot_pass_the_gate(tmp_path, server):
+    """An Anthropic client against a server without the Messages API gets no verdict: each counts against passing."""
+    out = tmp_path / "audit"
+    r = cli("audit", "topk", "--k", "3", "--max-gamed", "2", "--rewards", str(LOG), "--reader", "anthropic",
+            "--base-url", server, "--out", str(out), "--quiet")
+    gate = json.loads((out / "gate.json").read_text())
+    assert r.returncode == 1, r.stderr
+    assert (gate["read"], gate["gamed"], gate["unscored"], gate["verdict"]) == (3, 0, 3, "stopped")
+    assert all(f["status"] == "error" and f["error"] for f in gate["flagged"])
+    with pytest.raises(CheckFailed, match="it stopped the run"):
+        check_gate(out / "gate.json", LOG, k=3, max_gamed=2)
+
+    # the same (resumed) verdicts under a looser maximum pass; the gate then holds only for this log and settings
+    r = cli("audit", "topk", "--k", "3", "--max-gamed", "3", "--rewards", str(LOG), "--reader", "anthropic",
+            "--base-url", server, "--out", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert check_gate(out / "gate.json", LOG, k=3, max_gamed=3)["verdict"] == "pass"
+    with pytest.raises(CheckFailed, match="another log"):
+        check_gate(out / "gate.json", LOG.with_name("run2.jsonl"), k=3, max_gamed=3)
+    with pytest.raises(CheckFailed, match="gate_on_detectors is False, registered True"):
+        check_gate(out / "gate.json", LOG, k=3, max_gamed=3, gate_on_detectors=True)
+    with pytest.raises(CheckFailed, match="missing"):
+        check_gate(tmp_path / "nowhere" / "gate.json", LOG, k=3, max_gamed=3)
 
 
 def test_reader_never_sees_reward_step_or_rank():
     rubric = load_rubric("gaming")
-    for rank, c in enumerate(top_k(read_log(LOG), 40), start=1):
+    for c in top_k(read_log(LOG).rows, 40):
         item = BlindItem("x", c.prompt_id, c.prompt, None, c.completion)
         text = "\n".join(m for _, m in build_request(rubric, item, 0).messages)
         assert f"{c.reward:.3f}" not in text and f"{c.reward:.2f}" not in text
@@ -48,15 +144,13 @@ def test_reader_never_sees_reward_step_or_rank():
 
 def test_bad_log_names_line_and_field(tmp_path):
     p = tmp_path / "log.jsonl"
-    p.write_text('{"step": 1, "prompt_id": "p", "completion_id": "c1", "prompt": "q", "completion": "a", "reward": 1}\n'
-                 '{"step": 1, "prompt_id": "p", "completion_id": "c2", "prompt": "q", "completion": "a", "reward": "high"}\n')
+    row = '{"step": 1, "prompt_id": "p", "completion_id": "c%d", "prompt": "q", "completion": "a", "reward": %s}\n'
+    p.write_text(row % (1, "1") + row % (2, '"high"'))
     r = cli("audit", "top40", "--rewards", str(p), "--reader", "local", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "log.jsonl:2" in r.stderr and "'reward'" in r.stderr
     p.write_text('{"step": 1, "prompt_id": "p", "prompt": "q", "completion": "a", "reward": 1}\n')
     r = cli("audit", "top40", "--rewards", str(p), "--reader", "local", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "log.jsonl:1" in r.stderr and "'completion_id'" in r.stderr
-
-
-def test_rewards_telemetry_says_not_built():
-    r = cli("audit", "rewards", str(LOG))
-    assert r.returncode == 2 and "not implemented" in r.stderr
+    r = cli("audit", "topk", "--k", "3", "--rewards", str(LOG), "--reader", "local", "--second-reader", "local",
+            "--out", str(tmp_path / "o2"))
+    assert r.returncode == 2 and "second reader" in r.stderr and "Traceback" not in r.stderr

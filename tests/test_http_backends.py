@@ -52,7 +52,7 @@ def llama_server(tmp_path_factory):
 
 
 def test_openai_backend_answers(llama_server):
-    b = OpenAIBackend(OpenAIConfig(model="smollm2", base_url=llama_server, structured="json_object"))
+    b = OpenAIBackend(OpenAIConfig(model="smollm2", base_urls=(llama_server,), structured="json_object"))
     r = b.complete(Request((("user", "Name a colour."),), Generation(max_tokens=16)))
     assert r.text and r.completion_tokens > 0 and r.finish_reason in ("stop", "length")
     assert "api_key" not in json.dumps(b.identity()).lower()
@@ -60,7 +60,7 @@ def test_openai_backend_answers(llama_server):
 
 def test_openai_backend_structured_verdict(llama_server):
     rubric = load_rubric("correctness")
-    b = OpenAIBackend(OpenAIConfig(model="smollm2", base_url=llama_server, structured="json_object"))
+    b = OpenAIBackend(OpenAIConfig(model="smollm2", base_urls=(llama_server,), structured="json_object"))
     r = b.complete(Request((("system", rubric.system), ("user", "Question: 2+2? Reference: 4. Candidate: 4.")),
                            rubric.generation, schema=rubric.schema_text))
     parsed = parse_verdict(r.text, rubric.schema)
@@ -69,7 +69,7 @@ def test_openai_backend_structured_verdict(llama_server):
 
 
 def test_unreachable_server_is_an_error_not_an_answer():
-    b = OpenAIBackend(OpenAIConfig(model="x", base_url=f"http://127.0.0.1:{_free_port()}/v1", attempts=2,
+    b = OpenAIBackend(OpenAIConfig(model="x", base_urls=(f"http://127.0.0.1:{_free_port()}/v1",), attempts=2,
                                    timeout_s=2))
     with pytest.raises(Exception) as e:
         b.complete(Request((("user", "hi"),), Generation(max_tokens=4)))

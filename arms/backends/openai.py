@@ -1,24 +1,68 @@
-"""OpenAI and any OpenAI-compatible server (vLLM, llama-server, `python -m llama_cpp.server`) via the official SDK."""
+"""OpenAI and any OpenAI-compatible server (vLLM, llama-server, `python -m llama_cpp.server`) via the official SDK.
+
+One model served by several servers is load-balanced: each attempt goes to the server with the
+fewest requests in flight (ties in turn), skipping for a few seconds a server whose last attempt
+failed, so a retry lands elsewhere. Thinking mode reaches servers that render the chat template
+with request kwargs (vLLM, llama-server) as `chat_template_kwargs.enable_thinking`.
+"""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
-from ..retry import with_retries
-from .base import Reply, Request
+from ..errors import CheckFailed
+from ..retry import retryable, with_retries
+from .base import Generation, Reply, Request
+
+COOLDOWN_S = 5.0
 
 
 @dataclass(frozen=True)
 class OpenAIConfig:
     model: str
-    base_url: str | None = None
+    base_urls: tuple[str, ...] = ()  # empty: the SDK's default (api.openai.com)
     api_key_env: str = "OPENAI_API_KEY"
     structured: str = "json_schema"  # or "json_object" for servers without json_schema
+    template_kwargs: bool = False  # the server accepts chat_template_kwargs (vLLM, llama-server)
     attempts: int = 4
     timeout_s: float = 120.0
+
+
+class Pool:
+    """Least-outstanding-requests choice among servers; a server that just failed is skipped for a while."""
+
+    def __init__(self, n: int):
+        self.outstanding = [0] * n
+        self.down_until = [0.0] * n
+        self._next = 0
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[int]:
+        with self._lock:
+            n = len(self.outstanding)
+            order = [(self._next + k) % n for k in range(n)]
+            now = time.monotonic()
+            up = [i for i in order if self.down_until[i] <= now] or order
+            i = min(up, key=lambda j: self.outstanding[j])  # min keeps the first of equals: round-robin
+            self.outstanding[i] += 1
+            self._next = (i + 1) % n
+        failed = False
+        try:
+            yield i
+        except Exception as e:
+            failed = retryable(e)  # a 400 is the request's fault, not the server's
+            raise
+        finally:
+            with self._lock:
+                self.outstanding[i] -= 1
+                if failed:
+                    self.down_until[i] = time.monotonic() + COOLDOWN_S
 
 
 class OpenAIBackend:
@@ -29,20 +73,36 @@ class OpenAIBackend:
 
         self.config = config
         # The key is read from the environment and handed to the SDK only; it is never recorded.
-        self.client = openai.OpenAI(
-            base_url=config.base_url,
-            api_key=os.environ.get(config.api_key_env) or "not-needed-for-local-servers",
-            max_retries=0,
-            timeout=config.timeout_s,
-        )
-        self._create = with_retries(self.client.chat.completions.create, attempts=config.attempts)
+        key = os.environ.get(config.api_key_env) or "not-needed-for-local-servers"
+        self.clients = [openai.OpenAI(base_url=url, api_key=key, max_retries=0, timeout=config.timeout_s)
+                        for url in (config.base_urls or (None,))]
+        self.pool = Pool(len(self.clients))
+        self._create = with_retries(self._attempt, attempts=config.attempts)
+
+    def _attempt(self, **kwargs: Any) -> tuple[Any, int]:
+        with self.pool.lease() as i:
+            return self.clients[i].chat.completions.create(**kwargs), i
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self.config.model, "base_url": self.config.base_url}
+        return {"backend": self.name, "model": self.config.model, "base_urls": sorted(self.config.base_urls)}
 
     def effective(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self.config.model, "base_url": self.config.base_url,
-                "structured": self.config.structured}
+        """Which models each server says it serves (read back over HTTP; an unreachable server is noted)."""
+        served: dict[str, Any] = {}
+        for url, client in zip(self.config.base_urls or ("default",), self.clients):
+            try:
+                served[url] = sorted(m.id for m in client.models.list())
+            except Exception as e:  # recorded; the calls themselves will fail into error rows
+                served[url] = f"unreachable: {type(e).__name__}"
+        return {"backend": self.name, "model": self.config.model, "base_urls": list(self.config.base_urls),
+                "served_models": served, "structured": self.config.structured,
+                "thinking_switch": self.config.template_kwargs}
+
+    def sent(self, generation: Generation) -> dict[str, Any]:
+        g = generation
+        return {"temperature": g.temperature, "top_p": g.top_p, "max_tokens": g.max_tokens, "seed": g.seed,
+                "stop": list(g.stop), "system": g.system,
+                "thinking": g.thinking if self.config.template_kwargs else None}
 
     def complete(self, request: Request) -> Reply:
         g = request.generation
@@ -56,8 +116,13 @@ class OpenAIBackend:
                 kwargs["response_format"] = {"type": "json_object", "schema": schema}
         if g.stop:
             kwargs["stop"] = list(g.stop)
+        if self.config.template_kwargs:
+            kwargs["extra_body"] = {"chat_template_kwargs": {"enable_thinking": g.thinking}}
+        elif g.thinking:
+            raise CheckFailed(f"thinking mode is registered on for {self.config.model}, but the model is not "
+                              "registered with chat_template_kwargs = true, so it cannot be switched")
         t0 = time.perf_counter()
-        out = self._create(
+        out, server = self._create(
             model=self.config.model,
             messages=[{"role": r, "content": c} for r, c in request.messages],
             temperature=g.temperature,
@@ -77,8 +142,10 @@ class OpenAIBackend:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cached_tokens=int(getattr(details, "cached_tokens", 0) or 0) if details else 0,
             latency_s=round(latency, 4),
-            raw={"id": out.id, "model": out.model, "finish_reason": choice.finish_reason},
+            raw={"id": out.id, "model": out.model, "finish_reason": choice.finish_reason, "server": server,
+                 "reasoning": bool(getattr(choice.message, "reasoning_content", None))},
         )
 
     def close(self) -> None:
-        self.client.close()
+        for client in self.clients:
+            client.close()

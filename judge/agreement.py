@@ -1,0 +1,74 @@
+"""Several judges: agreement between them, and the biases of each (length, self-preference).
+
+Per-judge scores stay separate; only the registered primary judge decides. Agreement is weighted
+(quadratic) Cohen's kappa for two judges with a bootstrap CI over answers, and Krippendorff's
+alpha (ordinal) for any number. Length bias: the Spearman correlation of score with answer
+length, and for each comparison the arm difference with and without a length adjustment (a
+linear model with log length as covariate; AlpacaEval's length-controlled idea, simplified).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from . import stats
+
+
+def _finite(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: int) -> dict[str, Any] | None:
+    """`scores`: judge -> label -> score. None with fewer than two judges."""
+    judges = sorted(scores)
+    if len(judges) < 2:
+        return None
+    common = sorted(set.intersection(*(set(scores[j]) for j in judges)))
+    out: dict[str, Any] = {"judges": judges, "answers": len(common), "pairs": []}
+    if len(common) < 2:
+        return out
+    for i, x in enumerate(judges):
+        for y in judges[i + 1:]:
+            a = [scores[x][lab] for lab in common]
+            b = [scores[y][lab] for lab in common]
+            kappa = _finite(stats.cohen_kappa(a, b, weights="quadratic", labels=scale))
+            rng = np.random.default_rng(seed)
+            boots = []
+            for _ in range(1000):
+                idx = rng.integers(0, len(a), len(a))
+                k = stats.cohen_kappa([a[t] for t in idx], [b[t] for t in idx], weights="quadratic", labels=scale)
+                if math.isfinite(k):
+                    boots.append(k)
+            ci = [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))] if len(boots) > 100 else None
+            out["pairs"].append({"judges": [x, y], "exact_agreement": sum(p == q for p, q in zip(a, b)) / len(a),
+                                 "kappa_quadratic": kappa, "kappa_ci95": ci})
+    matrix = [[scores[j].get(lab, float("nan")) for lab in common] for j in judges]
+    out["krippendorff_alpha_ordinal"] = _finite(stats.krippendorff_alpha(matrix, level="ordinal"))
+    return out
+
+
+def words(text: str | None) -> int:
+    return len((text or "").split())
+
+
+def length_bias(points: list[tuple[str, str, int, int]], comparisons: list[tuple[str, str, str, str]]) -> dict[str, Any]:
+    """`points`: (arm, quant, words, score) per scored answer; `comparisons`: (id, a, b, quant)."""
+    out: dict[str, Any] = {"answers": len(points), "length_spearman": None, "comparisons": []}
+    if len(points) >= 3 and len({p[2] for p in points}) > 1 and len({p[3] for p in points}) > 1:
+        out["length_spearman"] = _finite(sps.spearmanr([p[2] for p in points], [p[3] for p in points]).statistic)
+    for cid, a, b, quant in comparisons:
+        rows = [(p[0] == b, math.log1p(p[2]), p[3]) for p in points if p[1] == quant and p[0] in (a, b)]
+        entry: dict[str, Any] = {"id": cid, "raw_difference": None, "length_adjusted_difference": None}
+        sa = [s for is_b, _, s in rows if not is_b]
+        sb = [s for is_b, _, s in rows if is_b]
+        if sa and sb:
+            entry["raw_difference"] = float(np.mean(sb) - np.mean(sa))
+            x = np.array([[1.0, float(is_b), ll] for is_b, ll, _ in rows])
+            y = np.array([s for _, _, s in rows], dtype=float)
+            if np.linalg.matrix_rank(x) == 3:
+                entry["length_adjusted_difference"] = float(np.linalg.lstsq(x, y, rcond=None)[0][1])
+        out["comparisons"].append(entry)
+    return out

