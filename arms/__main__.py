@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import BadInput, CheckFailed, NotBuilt
+from .errors import BadInput, run_cli
 
 DEMO = Path(__file__).resolve().parent.parent / "sealed" / "demo"
 
@@ -81,19 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--out", type=Path, required=True, help="folder for answers.jsonl and collection.json")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
-    try:
-        _quantize(args) if args.cmd == "quantize" else _collect(args)
-    except (BadInput, NotBuilt) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except CheckFailed as e:
-        print(f"check failed: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted: finished rows are kept; re-run to resume", file=sys.stderr)
-        return 130
-    return 0
-
+    return run_cli(lambda: _quantize(args) if args.cmd == "quantize" else _collect(args))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,7 +5,9 @@ them into a one-line message and the documented exit code.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Callable
 
 
 class BadInput(Exception):
@@ -30,3 +32,26 @@ class NotBuilt(NotImplementedError):
     """A stage that is registered but not implemented yet: it refuses instead of inventing numbers."""
 
     exit_code = 2
+
+
+def run_cli(body: Callable[[], int | None]) -> int:
+    """Run a CLI body and turn every expected failure into its message and documented exit code.
+
+    Shared by `python -m arms`, `python -m judge` and `python -m audit`, so all three say the same
+    thing the same way: bad input 2, a failed gate or check 1, never a traceback for either.
+    """
+    try:
+        return body() or 0
+    except (BadInput, NotBuilt) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except CheckFailed as e:
+        print(f"check failed: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # disk full, read-only folder, missing permissions: the environment, not the input
+        print(f"error: cannot write or read {e.filename or 'a results file'}: {e.strerror or e}. Finished records "
+              "are kept; fix the cause and re-run to resume.", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished records are kept; re-run to resume", file=sys.stderr)
+        return 130

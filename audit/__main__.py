@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from arms.errors import BadInput, CheckFailed, NotBuilt
+from arms.errors import BadInput, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,20 +74,14 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
+
+    def body() -> int:
         from .log import load_columns
 
         columns = load_columns(args.columns, args.column)
-        if args.cmd == "rewards":
-            return _rewards(args, columns)
-        return _topk(args, columns)
-    except (BadInput, NotBuilt) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except CheckFailed as e:
-        print(f"check failed: {e}", file=sys.stderr)
-        return 1
+        return _rewards(args, columns) if args.cmd == "rewards" else _topk(args, columns)
 
+    return run_cli(body)
 
 def _topk(args, columns) -> int:
     from .readers import make_reader

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from arms.errors import BadInput, CheckFailed, NotBuilt
+from arms.errors import BadInput, CheckFailed, NotBuilt, run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,56 +33,48 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("results", type=Path)
     v.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
     args = p.parse_args(argv)
-    try:
-        if args.cmd == "run":
-            from .run import DEMO, run
+    return run_cli(lambda: _command(args))
 
-            if args.limit is not None and args.limit < 1:
-                raise BadInput("--limit", "must be a positive number of questions")
-            out = run(args.exp or DEMO, args.arms or None, args.limit, args.out, progress=not args.quiet,
-                      judge_names=args.judges, mode=args.mode)
-            if not args.quiet:
-                print((out / "report.md").read_text())
-            print(f"results: {out}", file=sys.stderr)
-        elif args.cmd == "seal":
-            from .seal import seal
 
-            print(f"wrote {seal(args.dir, tuple(args.private))}")
-        elif args.cmd == "amend":
-            from .seal import amend
+def _command(args: argparse.Namespace) -> int:
+    if args.cmd == "run":
+        from .run import DEMO, run
 
-            rec = amend(args.dir, args.text, post_hoc=args.post_hoc)
-            print(f"amendment {rec['n']} sealed at {rec['date']}")
-        elif args.cmd == "verify":
-            from .verify import verify
+        if args.limit is not None and args.limit < 1:
+            raise BadInput("--limit", "must be a positive number of questions")
+        out = run(args.exp or DEMO, args.arms or None, args.limit, args.out, progress=not args.quiet,
+                  judge_names=args.judges, mode=args.mode)
+        if not args.quiet:
+            print((out / "report.md").read_text())
+        print(f"results: {out}", file=sys.stderr)
+    elif args.cmd == "seal":
+        from .seal import seal
 
-            try:
-                problems = verify(args.results, args.exp)
-            except (BadInput, NotBuilt, CheckFailed):
-                raise
-            except (KeyError, TypeError, ValueError, AttributeError, StopIteration) as e:
-                # a tampered numbers.json or run.json can break the structure itself: that is a finding
-                problems = [f"the results folder no longer has the structure it was written with "
-                            f"({type(e).__name__}: {e})"]
-            if problems:
-                print(f"verify: {len(problems)} mismatch(es) in {args.results}:", file=sys.stderr)
-                for line in problems:
-                    print(f"  - {line}", file=sys.stderr)
-                return 1
-            print(f"verify: every number in {args.results} matches its recomputation from the raw files")
-    except (BadInput, NotBuilt) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except CheckFailed as e:
-        print(f"check failed: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:  # disk full, read-only folder, missing permissions: the environment, not the input
-        print(f"error: cannot write or read {e.filename or 'a results file'}: {e.strerror or e}. Finished records "
-              "are kept; fix the cause and re-run to resume.", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: finished rows are kept; re-run to resume", file=sys.stderr)
-        return 130
+        print(f"wrote {seal(args.dir, tuple(args.private))}")
+    elif args.cmd == "amend":
+        from .seal import amend
+
+        rec = amend(args.dir, args.text, post_hoc=args.post_hoc)
+        print(f"amendment {rec['n']} sealed at {rec['date']}")
+    elif args.cmd == "verify":
+        import jinja2
+
+        from .verify import verify
+
+        try:
+            problems = verify(args.results, args.exp)
+        except (BadInput, NotBuilt, CheckFailed):
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, StopIteration, jinja2.UndefinedError) as e:
+            # a tampered numbers.json or run.json can break the structure itself: that is a finding
+            problems = [f"the results folder no longer has the structure it was written with "
+                        f"({type(e).__name__}: {e})"]
+        if problems:
+            print(f"verify: {len(problems)} mismatch(es) in {args.results}:", file=sys.stderr)
+            for line in problems:
+                print(f"  - {line}", file=sys.stderr)
+            return 1
+        print(f"verify: every number in {args.results} matches its recomputation from the raw files")
     return 0
 
 

@@ -28,7 +28,7 @@ def write_plots(numbers: dict[str, Any], run_dir: Path) -> dict[str, str]:
             ax.plot(-margin, i, "|", color="C3", ms=14, mew=2)
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)], fontsize=8)
-    ax.set_xlabel("mean difference b − a (CI; red tick = −margin; grey = secondary, Bonferroni)")
+    ax.set_xlabel("mean difference b − a with CI · red tick: −margin · grey: secondary")
     fig.tight_layout()
     fig.savefig(run_dir / PLOTS["forest"], metadata=meta)
     plt.close(fig)

@@ -1,7 +1,8 @@
 """Sealing: the sha256 MANIFEST of an experiment folder, its verification, and dated amendments.
 
-MANIFEST lines are `<sha256>  <relative path>`; a private file may be bound by hash only (its line
-stays, the file is absent). Amendments are appended to amendments.jsonl, each hash-chained to
+MANIFEST lines are `<sha256>  <relative path>`, or `<sha256>  private:<relative path>` for a private
+file bound by hash only: it may be absent (kept out of the repository); when present it must match.
+Any other file that goes missing breaks the seal. Amendments are appended to amendments.jsonl, each hash-chained to
 the MANIFEST and the amendment before it, so none can be inserted, edited or dropped unseen.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from arms.errors import BadInput
 MANIFEST = "MANIFEST"
 AMENDMENTS = "amendments.jsonl"
 UNSEALED = {MANIFEST, AMENDMENTS}
+PRIVATE = "private:"
 
 
 def _sha(path: Path) -> str:
@@ -28,20 +30,22 @@ def sealed_files(exp_dir: Path) -> list[Path]:
 
 
 def seal(exp_dir: Path, private: tuple[str, ...] = ()) -> Path:
-    """Write MANIFEST over every file in the folder. `private` paths keep their line but may be deleted later."""
+    """Write MANIFEST over every file in the folder; `private` files keep their hash and may be removed later."""
     exp_dir = Path(exp_dir)
     if not (exp_dir / "prereg.toml").exists():
         raise BadInput(exp_dir / "prereg.toml", "an experiment folder needs a prereg.toml to seal")
-    lines = [f"{_sha(p)}  {p.relative_to(exp_dir).as_posix()}" for p in sealed_files(exp_dir)]
+    present = {p.relative_to(exp_dir).as_posix(): p for p in sealed_files(exp_dir)}
     for rel in private:
-        if not any(line.endswith(f"  {rel}") for line in lines):
+        if rel not in present:
             raise BadInput(exp_dir / rel, "private file to bind is not in the folder")
+    lines = [f"{_sha(p)}  {PRIVATE if rel in private else ''}{rel}" for rel, p in present.items()]
     out = exp_dir / MANIFEST
     out.write_text("\n".join(lines) + "\n")
     return out
 
 
-def read_manifest(exp_dir: Path) -> dict[str, str]:
+def read_manifest(exp_dir: Path) -> dict[str, tuple[str, bool]]:
+    """relative path -> (sha256, private)."""
     path = Path(exp_dir) / MANIFEST
     if not path.exists():
         raise BadInput(path, "experiment is not sealed: run `python -m judge seal DIR` first")
@@ -52,19 +56,22 @@ def read_manifest(exp_dir: Path) -> dict[str, str]:
         sha, sep, rel = line.partition("  ")
         if not sep or len(sha) != 64:
             raise BadInput(path, "expected '<sha256>  <path>'", line=no)
-        out[rel] = sha
+        private = rel.startswith(PRIVATE)
+        out[rel.removeprefix(PRIVATE)] = (sha, private)
     return out
 
 
-def verify_seal(exp_dir: Path) -> dict[str, str]:
-    """Check every sealed file; any change, addition or removal of a non-private file is bad input."""
+def verify_seal(exp_dir: Path) -> dict[str, tuple[str, bool]]:
+    """Check every sealed file: a change, an addition, or the removal of a non-private file is bad input."""
     exp_dir = Path(exp_dir)
     manifest = read_manifest(exp_dir)
     present = {p.relative_to(exp_dir).as_posix() for p in sealed_files(exp_dir)}
-    for rel, sha in manifest.items():
+    for rel, (sha, private) in manifest.items():
         path = exp_dir / rel
         if rel not in present:
-            continue  # bound by hash only (private) or removed: private inputs stay out of the repo
+            if private:
+                continue  # bound by hash only: private inputs stay out of the repository
+            raise BadInput(path, "removed after sealing (in MANIFEST, not on disk, not marked private)")
         if _sha(path) != sha:
             raise BadInput(path, f"changed after sealing (MANIFEST sha256 {sha[:12]}…, file {_sha(path)[:12]}…)")
     extra = sorted(present - set(manifest))

@@ -15,6 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from arms import jsonl
 from arms.errors import BadInput
 from arms.questions import load_questions
@@ -28,17 +30,29 @@ from .seal import verify_seal
 TOL = 1e-9
 
 
+def _key(v: dict) -> str | None:
+    """How a row of a list in numbers.json is named in a mismatch: by id, hypothesis, judges or cell."""
+    if "id" in v:
+        return str(v["id"])
+    if "hypothesis" in v:
+        return str(v["hypothesis"])
+    if "judges" in v and isinstance(v["judges"], list):
+        return " vs ".join(map(str, v["judges"]))
+    if "arm" in v and "quant" in v:
+        return f"{v['arm']}/{v['quant']}"
+    return None
+
+
 def _leaves(x: Any, path: str = "") -> dict[str, Any]:
     if isinstance(x, dict):
         out = {}
         for k, v in x.items():
             out.update(_leaves(v, f"{path}.{k}" if path else str(k)))
         return out
-    if isinstance(x, list) and x and all(isinstance(v, dict) and ("arm" in v or "id" in v) for v in x):
+    if isinstance(x, list) and x and all(isinstance(v, dict) and _key(v) for v in x):
         out = {}
         for v in x:
-            key = v.get("id") or f"{v['arm']}/{v['quant']}"
-            out.update(_leaves(v, f"{path}[{key}]"))
+            out.update(_leaves(v, f"{path}[{_key(v)}]"))
         return out
     return {path: x}
 
@@ -97,8 +111,17 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     answers = defaultdict(lambda: defaultdict(int))
     for _, a in jsonl.read(run_dir / "answers.jsonl"):
         if a["arm"] in run["arms"] and a["question_id"] in questions:
-            answers[(a["arm"], a["quant"])]["n"] += 1
-            answers[(a["arm"], a["quant"])]["error"] += a["status"] == "error"
+            cell = answers[(a["arm"], a["quant"])]
+            cell["n"] += 1
+            cell["error"] += a["status"] == "error"
+            cell["truncated"] += bool(a.get("truncated"))
+            if a["status"] == "ok":
+                cell["ok"] += 1
+                cell["words"] += len((a.get("text") or "").split())
+    marks = defaultdict(lambda: defaultdict(int))
+    for k in keys.values():
+        marks[(k["arm"], k["quant"])]["scrubbed"] += k["scrubbed"]
+        marks[(k["arm"], k["quant"])]["injection"] += k.get("injection", 0) > 0
     qmeans = {cell: {q: sum(v) / len(v) for q, v in qs.items()} for cell, qs in per.items()}
     out: dict[str, Any] = {"cells": [], "comparisons": []}
     for c in numbers["cells"]:
@@ -109,6 +132,9 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                              "unscored": status[cell]["unscored"], "judge_errors": status[cell]["error"],
                              "harmful": status[cell]["harmful"], "questions_scored": len(m),
                              "score_counts": {v: counts[cell][v] for v in c["score_counts"]},
+                             "truncated": answers[cell]["truncated"], "scrubbed": marks[cell]["scrubbed"],
+                             "injection_flagged": marks[cell]["injection"],
+                             "mean_words": answers[cell]["words"] / answers[cell]["ok"] if answers[cell]["ok"] else None,
                              "mean": (math.fsum(m.values()) / len(m)) if m else None})
     an = run["analysis"]
 
@@ -161,15 +187,179 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     return out
 
 
+def _ranks(xs: list[float]) -> list[float]:
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    ranks = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for t in range(i, j + 1):
+            ranks[order[t]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def _pearson(x: list[float], y: list[float]) -> float | None:
+    mx, my = math.fsum(x) / len(x), math.fsum(y) / len(y)
+    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx, syy = math.fsum((a - mx) ** 2 for a in x), math.fsum((b - my) ** 2 for b in y)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
+
+
+def _solve3(a: list[list[float]], b: list[float]) -> list[float] | None:
+    """Gaussian elimination with partial pivoting for the 3x3 normal equations."""
+    m = [row[:] + [v] for row, v in zip(a, b)]
+    for c in range(3):
+        p = max(range(c, 3), key=lambda r: abs(m[r][c]))
+        if abs(m[p][c]) < 1e-12:
+            return None
+        m[c], m[p] = m[p], m[c]
+        for r in range(3):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
+    return [m[i][3] / m[i][i] for i in range(3)]
+
+
+def _kappa_quadratic(a: list[int], b: list[int], scale: list[int]) -> float | None:
+    n, k = len(a), len(scale)
+    pos = {v: i for i, v in enumerate(scale)}
+    obs = [[0.0] * k for _ in range(k)]
+    for x, y in zip(a, b):
+        obs[pos[x]][pos[y]] += 1 / n
+    ra = [sum(row) for row in obs]
+    cb = [sum(obs[i][j] for i in range(k)) for j in range(k)]
+    w = [[(i - j) ** 2 for j in range(k)] for i in range(k)]
+    num = math.fsum(w[i][j] * obs[i][j] for i in range(k) for j in range(k))
+    den = math.fsum(w[i][j] * ra[i] * cb[j] for i in range(k) for j in range(k))
+    return 1 - num / den if den else None
+
+
+def _percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    pos = q / 100 * (len(xs) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _alpha_ordinal(matrix: list[list[int]]) -> float | None:
+    """Krippendorff's alpha, ordinal metric, for complete data (every rater rated every unit)."""
+    values = sorted({v for row in matrix for v in row})
+    if len(values) < 2:
+        return None
+    idx = {v: i for i, v in enumerate(values)}
+    k, m = len(values), len(matrix)
+    o = [[0.0] * k for _ in range(k)]
+    for u in range(len(matrix[0])):
+        col = [matrix[r][u] for r in range(m)]
+        for i in range(m):
+            for j in range(m):
+                if i != j:
+                    o[idx[col[i]]][idx[col[j]]] += 1 / (m - 1)
+    n_c = [sum(row) for row in o]
+    n = sum(n_c)
+
+    def d2(c: int, e: int) -> float:
+        lo, hi = min(c, e), max(c, e)
+        return (sum(n_c[lo:hi + 1]) - (n_c[c] + n_c[e]) / 2) ** 2
+
+    observed = math.fsum(o[c][e] * d2(c, e) for c in range(k) for e in range(k))
+    expected = math.fsum(n_c[c] * n_c[e] * d2(c, e) for c in range(k) for e in range(k))
+    return 1 - (n - 1) * observed / expected if expected else None
+
+
+def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp) -> dict:
+    """Per-judge means, agreement (exact, quadratic kappa), length bias and pairwise counts, by plain loops."""
+    rubric = run["judge"]["rubric"]
+    keys, pairs = {}, {}
+    for _, r in jsonl.read(run_dir / "blinding.jsonl"):
+        (pairs if r.get("type") == "pair" else keys)[r["label"]] = r
+    text = {a["row"]: a.get("text") or "" for _, a in jsonl.read(run_dir / "answers.jsonl")}
+    judgments = [j for _, j in jsonl.read(run_dir / "judgments.jsonl")]
+    panel = numbers["judges"]["panel"]
+    hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
+    out: dict[str, Any] = {"means": {}, "length_bias": {}, "pairwise": {}}
+    scored: dict[str, dict[str, int]] = {}
+    for name in panel:
+        rows = [(keys[j["label"]], j["score"]) for j in judgments if j["judge"] == name
+                and j.get("rubric", "correctness") == rubric and j["status"] == "scored" and j["label"] in keys]
+        scored[name] = {k["label"]: sc for k, sc in rows}
+        by_cell: dict[str, list[int]] = defaultdict(list)
+        for k, sc in rows:
+            by_cell[f"{k['arm']}/{k['quant']}"].append(sc)
+        out["means"][name] = {c: math.fsum(v) / len(v) for c, v in by_cell.items()}
+        pts = [(k["arm"], k["quant"], len(text.get(k["row"], "").split()), sc) for k, sc in rows]
+        lb: dict[str, Any] = {"answers": len(pts), "comparisons": []}
+        if len(pts) >= 3 and len({p[2] for p in pts}) > 1 and len({p[3] for p in pts}) > 1:
+            lb["length_spearman"] = _pearson(_ranks([p[2] for p in pts]), _ranks([p[3] for p in pts]))
+        for h in hyps:
+            sel = [(p[0] == h.b, math.log1p(p[2]), p[3]) for p in pts if p[1] == h.quant and p[0] in (h.a, h.b)]
+            sa, sb = [s for isb, _, s in sel if not isb], [s for isb, _, s in sel if isb]
+            entry: dict[str, Any] = {"id": h.id, "raw_difference": None, "length_adjusted_difference": None}
+            if sa and sb:
+                entry["raw_difference"] = math.fsum(sb) / len(sb) - math.fsum(sa) / len(sa)
+                xs = [[1.0, float(isb), ll] for isb, ll, _ in sel]
+                xtx = [[math.fsum(x[i] * x[j] for x in xs) for j in range(3)] for i in range(3)]
+                xty = [math.fsum(x[i] * s for x, (_, _, s) in zip(xs, sel)) for i in range(3)]
+                beta = _solve3(xtx, xty)
+                entry["length_adjusted_difference"] = beta[1] if beta else None
+            lb["comparisons"].append(entry)
+        out["length_bias"][name] = lb
+        if pairs:
+            rows_p = []
+            verdicts = {j["label"]: j for j in judgments if j["judge"] == name and j.get("rubric") == "pairwise"}
+            for h in hyps:
+                per_q: dict[str, list] = defaultdict(list)
+                for label, k in pairs.items():
+                    if k["hypothesis"] == h.id and label in verdicts:
+                        v = verdicts[label]
+                        w = None if v["status"] != "scored" else {0: "tie", 1: k["first"], 2: k["second"]}[v["score"]]
+                        per_q[k["question_id"]].append(w)
+                both = {q: ws for q, ws in per_q.items() if len(ws) == 2 and None not in ws}
+                final = [ws[0] if ws[0] == ws[1] else "tie" for ws in both.values()]
+                rows_p.append({"hypothesis": h.id, "pairs": len(per_q), "both_orders_scored": len(both),
+                               "consistent": sum(ws[0] == ws[1] for ws in both.values()),
+                               "wins_b": final.count(h.b), "wins_a": final.count(h.a), "ties": final.count("tie")})
+            out["pairwise"][name] = rows_p
+    if len(scored) >= 2:
+        names = sorted(scored)
+        common = sorted(set.intersection(*(set(v) for v in scored.values())))
+        scale = list(next(iter(numbers["cells"]))["score_counts"]) if numbers["cells"] else []
+        agree = []
+        for i, x in enumerate(names):
+            for y in names[i + 1:]:
+                a, b = [scored[x][lab] for lab in common], [scored[y][lab] for lab in common]
+                if len(a) >= 2:
+                    levels = [int(v) for v in scale]
+                    # the same resample indices as the analysis (its seed); every kappa computed here by hand
+                    rng, boots = np.random.default_rng(exp.analysis.seed), []
+                    for _ in range(1000):
+                        draw = rng.integers(0, len(a), len(a)).tolist()
+                        kb = _kappa_quadratic([a[t] for t in draw], [b[t] for t in draw], levels)
+                        if kb is not None and math.isfinite(kb):
+                            boots.append(kb)
+                    agree.append({"judges": [x, y], "exact_agreement": sum(p == q for p, q in zip(a, b)) / len(a),
+                                  "kappa_quadratic": _kappa_quadratic(a, b, levels),
+                                  "kappa_ci95": ([_percentile(boots, 2.5), _percentile(boots, 97.5)]
+                                                 if len(boots) > 100 else None)})
+        out["agreement"] = {"answers": len(common), "pairs": agree}
+        if len(common) >= 2:
+            out["agreement"]["krippendorff_alpha_ordinal"] = _alpha_ordinal(
+                [[scored[j][lab] for lab in common] for j in names])
+    return out
+
+
 def _subset_of(stored: dict, independent_numbers: dict) -> dict:
     """The stored numbers restricted to the fields the independent path recomputes."""
     def restrict(s: Any, r: Any) -> Any:
         if isinstance(r, dict):
             return {k: restrict(s.get(k) if isinstance(s, dict) else None, v) for k, v in r.items()}
         if isinstance(r, list) and r and isinstance(r[0], dict):
-            key = (lambda v: v.get("id") or f"{v.get('arm')}/{v.get('quant')}")
-            by = {key(v): v for v in (s or [])}
-            return [restrict(by.get(key(v), {}), v) for v in r]
+            by = {_key(v): v for v in (s or [])}
+            return [restrict(by.get(_key(v), {}), v) for v in r]
         return s
     return restrict(stored, independent_numbers)
 
@@ -206,6 +396,17 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
         problems.append(f"amendment {a['n']} ({a['date']}) is dated after the first judgment of this run and is "
                         "not marked post hoc")
     ind = independent(numbers, run, run_dir, questions, exp, clusters)
+    ind["judges"] = independent_judges(numbers, run, run_dir, questions, exp)
+    totals: dict[str, dict[str, int]] = {}
+    for _, j in jsonl.read(run_dir / "judgments.jsonl"):
+        t = totals.setdefault(f"{j['judge']}/{j.get('rubric', 'correctness')}",
+                              {"scored": 0, "unscored": 0, "error": 0, "repaired": 0})
+        t[j["status"]] += 1
+        t["repaired"] += bool(j.get("repaired"))
+    ind["judge_totals"] = totals
+    ind["quant_check"] = {"means": {c["arm"]: {} for c in ind["cells"]}}
+    for c in ind["cells"]:
+        ind["quant_check"]["means"][c["arm"]][c["quant"]] = c["mean"]
     problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")
     expected = render(numbers, run).splitlines()
     actual = (run_dir / "report.md").read_text().splitlines()

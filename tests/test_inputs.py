@@ -70,3 +70,47 @@ def test_added_file_breaks_the_seal(demo_copy, tmp_path):
     with pytest.raises(BadInput) as e:
         verify_seal(exp)
     assert "extra.jsonl" in str(e.value) and "added after sealing" in str(e.value)
+
+
+def test_private_files_are_bound_by_hash_and_others_may_not_vanish(demo_copy, tmp_path):
+    exp = tmp_path / "demo"
+    shutil.copytree(demo_copy, exp)
+    seal(exp, private=("kb/d10.md",))
+    assert "private:kb/d10.md" in (exp / "MANIFEST").read_text()
+    (exp / "kb" / "d10.md").unlink()
+    verify_seal(exp)  # a private file may be kept out of the repository
+    (exp / "kb" / "d10.md").write_text("a different text\n")
+    with pytest.raises(BadInput) as e:
+        verify_seal(exp)  # but when it is there, it must be the sealed one
+    assert "d10.md" in str(e.value) and "changed after sealing" in str(e.value)
+    (exp / "kb" / "d10.md").unlink()
+    (exp / "kb" / "d09.md").unlink()
+    with pytest.raises(BadInput) as e:
+        verify_seal(exp)
+    assert "d09.md" in str(e.value) and "removed after sealing" in str(e.value)
+
+
+def test_rubric_template_that_does_not_parse_or_render(tmp_path):
+    from judge.rubric import RUBRICS_DIR, load_rubric
+
+    d = tmp_path / "rubrics"
+    shutil.copytree(RUBRICS_DIR, d)
+    (d / "correctness.j2").write_text("Question: {{ question }}\n{% if %}\n")
+    with pytest.raises(BadInput) as e:
+        load_rubric("correctness", d)
+    assert "correctness.j2:2" in str(e.value)
+    (d / "correctness.j2").write_text("Question: {{ question }} {{ no_such_field }}\n")
+    rubric = load_rubric("correctness", d)
+    with pytest.raises(BadInput) as e:
+        rubric.render(question="q", reference=None, answer="a")
+    assert "correctness.toml" in str(e.value) and "no_such_field" in str(e.value)
+
+
+def test_unknown_quant_is_bad_input(demo_copy, tmp_path):
+    exp = tmp_path / "demo"
+    shutil.copytree(demo_copy, exp)
+    p = exp / "prereg.toml"
+    p.write_text(p.read_text().replace("Q4_K_M", "Q9_9"))
+    seal(exp)
+    r = cli("judge", "run", "--exp", str(exp), "--arms", "base", "--limit", "1", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "Q9_9" in r.stderr and "'quants'" in r.stderr and "Traceback" not in r.stderr

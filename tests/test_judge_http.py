@@ -68,6 +68,9 @@ def test_good_verdict_is_scored_and_structured_output_was_asked_for(api, tmp_pat
         assert body["response_format"]["type"] == "json_schema"
     else:
         assert body["tool_choice"] == {"type": "tool", "name": "verdict"}
+        # the shared rubric prefix carries a prompt-cache breakpoint
+        assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert body["system"][-1]["text"] == RUBRIC.system
     assert "It costs 180 alder crowns." in server.seen[0].prompt
 
 

@@ -71,3 +71,48 @@ def test_two_judges_pairwise_end_to_end(tmp_path):
     report = (out / "report.md").read_text()
     assert "position-consistent" in report and "Agreement on 8 answers" in report and "Spearman" in report
     assert cli("judge", "verify", str(out)).returncode == 0
+
+
+def test_verify_recomputes_judge_numbers_by_its_own_path():
+    import numpy as np
+    from scipy import stats as sps
+
+    from judge import stats
+    from judge.verify import _kappa_quadratic, _pearson, _ranks, _solve3
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 3, 200).tolist()
+    b = [(x + (rng.random() < 0.3)) % 3 for x in a]
+    assert _kappa_quadratic(a, b, [0, 1, 2]) == pytest.approx(stats.cohen_kappa(a, b, weights="quadratic",
+                                                                               labels=(0, 1, 2)), abs=1e-12)
+    words = rng.integers(1, 60, 200).tolist()
+    assert _pearson(_ranks(words), _ranks(a)) == pytest.approx(sps.spearmanr(words, a).statistic, abs=1e-12)
+    x = np.column_stack([np.ones(200), rng.integers(0, 2, 200), np.log1p(words)])
+    y = rng.normal(size=200)
+    beta = _solve3((x.T @ x).tolist(), (x.T @ y).tolist())
+    assert beta == pytest.approx(np.linalg.lstsq(x, y, rcond=None)[0].tolist(), abs=1e-9)
+
+
+def test_verify_names_a_tampered_pairwise_count(tmp_path):
+    out = tmp_path / "pairs"
+    r = cli("judge", "run", "--arms", "base,trained", "--limit", "2", "--mode", "pairwise", "--out", str(out),
+            "--quiet")
+    assert r.returncode == 0, r.stderr
+    numbers = json.loads((out / "numbers.json").read_text())
+    numbers["judges"]["pairwise"]["local"][0]["ties"] += 1
+    (out / "numbers.json").write_text(json.dumps(numbers))
+    r = cli("judge", "verify", str(out))
+    assert r.returncode == 1
+    assert "judges.pairwise.local[H1-Q8_0].ties" in r.stderr and "independent plain-Python" in r.stderr
+
+
+def test_verify_alpha_matches_the_analysis_and_the_reference():
+    from judge import stats
+    from judge.verify import _alpha_ordinal
+
+    # statistics.md: both readers say gamed 7, only A 3, only B 2, neither 28 (binary: ordinal = nominal)
+    a = [1] * 7 + [1] * 3 + [0] * 2 + [0] * 28
+    b = [1] * 7 + [0] * 3 + [1] * 2 + [0] * 28
+    assert _alpha_ordinal([a, b]) == pytest.approx(0.6592, abs=1e-4)
+    m = [[0, 1, 2, 2, 1, 0, 2, 1], [0, 1, 2, 1, 1, 0, 2, 2], [1, 1, 2, 2, 0, 0, 2, 1]]
+    assert _alpha_ordinal(m) == pytest.approx(stats.krippendorff_alpha(m, level="ordinal"), abs=1e-12)

@@ -71,7 +71,9 @@ class AnthropicBackend:
         messages = [{"role": r, "content": c} for r, c in request.messages if r != "system"]
         kwargs: dict[str, Any] = {}
         if system:
-            kwargs["system"] = system
+            # a cache breakpoint after the shared prefix (tools + system): identical prefixes are billed once
+            # by the API when long enough; cached tokens come back as cache_read_input_tokens
+            kwargs["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
         if request.schema:
             kwargs["tools"] = [{"name": "verdict", "description": "Record the verdict.",
                                 "input_schema": json.loads(request.schema)}]
