@@ -41,8 +41,9 @@ class Task:
         return row_id(self.arm.name, self.quant, self.question.id, self.sample)
 
     @property
-    def seed(self) -> int:
-        return self.arm.generation.seed + self.sample
+    def seed(self) -> int | None:
+        seed = self.arm.generation.seed
+        return None if seed is None else seed + self.sample
 
 
 class Caller:

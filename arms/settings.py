@@ -77,7 +77,7 @@ def verify_settings(backend: Backend, arm: ArmSpec, quant: str, model: ModelSpec
     return {**eff, "sent": sent}
 
 
-def row_effective(eff: dict[str, Any], sample_seed: int) -> dict[str, Any]:
+def row_effective(eff: dict[str, Any], sample_seed: int | None) -> dict[str, Any]:
     """The compact part of the effective settings recorded in every answer row."""
     row = {k: eff[k] for k in ROW_FIELDS if k in eff}
     row["sent"] = {**eff["sent"], "seed": sample_seed if eff["sent"].get("seed") is not None else None}

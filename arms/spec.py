@@ -96,6 +96,9 @@ def _strings(value: Any, file: Path, where: str, key: str) -> tuple[str, ...]:
     raise BadInput(file, f"in {where} must be a string or a non-empty list of strings, got {value!r}", field=key)
 
 
+PROVIDER_DEFAULT = "provider-default"
+
+
 def parse_generation(table: dict, file: Path, where: str) -> Generation:
     known = set(Generation.__dataclass_fields__)
     for key in table:
@@ -106,6 +109,11 @@ def parse_generation(table: dict, file: Path, where: str) -> Generation:
         kw["stop"] = _strings(kw["stop"], file, where, "stop")
     if "thinking" in kw and not isinstance(kw["thinking"], bool):
         raise BadInput(file, f"in {where} must be true or false", field="thinking")
+    for key in ("temperature", "top_p", "seed"):
+        if kw.get(key) == PROVIDER_DEFAULT:
+            kw[key] = None  # registered as "whatever the provider uses": nothing is sent, verification expects nothing
+        elif key in kw and (isinstance(kw[key], bool) or not isinstance(kw[key], (int, float))):
+            raise BadInput(file, f"in {where} must be a number or {PROVIDER_DEFAULT!r}", field=key)
     try:
         return Generation(**kw)
     except TypeError as e:
@@ -183,8 +191,12 @@ def parse_arms(doc: dict, file: Path, models: dict[str, ModelSpec], adapters: di
         samples = t.get("samples", 1)
         if not isinstance(samples, int) or samples < 1:
             raise BadInput(file, f"arm {name!r} samples must be an integer >= 1", field="samples")
+        generation = parse_generation(t.get("generation", {}), file, where)
+        if models[model].backend == "llama-cpp" and None in (generation.temperature, generation.top_p, generation.seed):
+            raise BadInput(file, f"arm {name!r}: llama.cpp has no provider default worth trusting (it would "
+                           "apply its own); register temperature and top_p", field="generation")
         arms.append(ArmSpec(name=name, model=model, quants=quants, adapters=names, glue=glue, samples=samples,
-                            generation=parse_generation(t.get("generation", {}), file, where)))
+                            generation=generation))
     if not arms:
         raise BadInput(file, "no arms registered", field="arms")
     return arms

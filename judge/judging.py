@@ -36,7 +36,8 @@ class JudgeSpec:
 def build_request(rubric: Rubric, item: BlindItem, attempt: int) -> Request:
     """Shared rubric and question first, the answer last: prefix caches reuse the common part."""
     user = rubric.render(**item.prompt_fields())
-    gen = replace(rubric.generation, seed=rubric.generation.seed + attempt)
+    seed = rubric.generation.seed
+    gen = replace(rubric.generation, seed=None if seed is None else seed + attempt)
     return Request((("system", rubric.system), ("user", user)), gen, schema=rubric.schema_text)
 
 

@@ -59,7 +59,7 @@ class AnthropicBackend:
         g = generation
         sampling = self.config.sampling_params
         return {"temperature": g.temperature if sampling else None, "top_p": g.top_p if sampling else None,
-                "max_tokens": g.max_tokens, "seed": g.seed if g.temperature == 0 else None,  # greedy ignores it
+                "max_tokens": g.max_tokens, "seed": g.seed if g.temperature == 0 else None,  # greedy ignores it; else no seed can be sent
                 "stop": list(g.stop), "system": g.system, "thinking": False if not g.thinking else None}
 
     def complete(self, request: Request) -> Reply:
@@ -81,7 +81,8 @@ class AnthropicBackend:
         if g.stop:
             kwargs["stop_sequences"] = list(g.stop)
         if self.config.sampling_params:
-            kwargs["extra_body"] = {"temperature": g.temperature, **({"top_p": g.top_p} if g.top_p != 1.0 else {})}
+            sampling = {"temperature": g.temperature, **({"top_p": g.top_p} if g.top_p != 1.0 else {})}
+            kwargs["extra_body"] = {k: v for k, v in sampling.items() if v is not None}
         t0 = time.perf_counter()
         out = self._create(model=self.config.model, messages=messages, max_tokens=g.max_tokens, **kwargs)
         latency = time.perf_counter() - t0

@@ -14,10 +14,10 @@ from typing import Any, Protocol
 class Generation:
     """Registered generation settings for one arm or judge."""
 
-    temperature: float = 0.0
-    top_p: float = 1.0
+    temperature: float | None = 0.0  # None: "provider-default", not sent (APIs that refuse sampling settings)
+    top_p: float | None = 1.0
     max_tokens: int = 256
-    seed: int = 0
+    seed: int | None = 0  # None: "provider-default" (an API without seeds)
     stop: tuple[str, ...] = ()
     thinking: bool = False
     system: str | None = None

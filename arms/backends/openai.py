@@ -116,6 +116,9 @@ class OpenAIBackend:
                 kwargs["response_format"] = {"type": "json_object", "schema": schema}
         if g.stop:
             kwargs["stop"] = list(g.stop)
+        for key in ("temperature", "top_p", "seed"):  # "provider-default" (None): not sent at all
+            if getattr(g, key) is not None:
+                kwargs[key] = getattr(g, key)
         if self.config.template_kwargs:
             kwargs["extra_body"] = {"chat_template_kwargs": {"enable_thinking": g.thinking}}
         elif g.thinking:
@@ -125,10 +128,7 @@ class OpenAIBackend:
         out, server = self._create(
             model=self.config.model,
             messages=[{"role": r, "content": c} for r, c in request.messages],
-            temperature=g.temperature,
-            top_p=g.top_p,
             max_tokens=g.max_tokens,
-            seed=g.seed,
             **kwargs,
         )
         latency = time.perf_counter() - t0
