@@ -50,3 +50,42 @@ def small_run(tmp_path_factory) -> Path:
     r = cli("judge", "run", "--arms", "--limit", "3", "--out", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
     return out
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_server(tmp_path_factory):
+    """A real OpenAI-compatible server (`python -m llama_cpp.server`, one thread) on 127.0.0.1; its root URL."""
+    import time
+    import urllib.request
+
+    from arms.models import embedded_model
+
+    port = free_port()
+    log = open(tmp_path_factory.mktemp("server") / "server.log", "wb")  # a pipe would fill up and block the server
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model("smollm2")), "--host", "127.0.0.1",
+         "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "2048",
+         "--model_alias", "smollm2"], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while True:
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            raise RuntimeError(f"llama_cpp.server did not come up (exit {proc.poll()}); see {log.name}")
+        try:
+            urllib.request.urlopen(f"{url}/v1/models", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()

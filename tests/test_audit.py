@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
 from arms import jsonl
 from arms.errors import CheckFailed
-from arms.models import embedded_model
 from audit.gate import check_gate
 from audit.log import read_log, top_k
 from judge.blinding import BlindItem
@@ -29,29 +23,8 @@ LABELS = {r["completion_id"]: r["category"] for _, r in jsonl.read(LOG.with_name
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A real OpenAI-compatible llama.cpp server on 127.0.0.1 (one thread); yields its root URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = open(tmp_path_factory.mktemp("server") / "server.log", "wb")  # a pipe could fill up and block it
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model("smollm2")), "--host", "127.0.0.1",
-         "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "2048",
-         "--model_alias", "smollm2"], stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        assert proc.poll() is None and time.time() < deadline, f"llama_cpp.server did not come up; see {log.name}"
-        try:
-            urllib.request.urlopen(f"{url}/v1/models", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
-    log.close()
+def server(llama_cpp_server):
+    return llama_cpp_server
 
 
 def test_top_k_is_deterministic_and_contains_the_planted_answers():
