@@ -60,12 +60,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def llama_cpp_server(tmp_path_factory):
-    """A real OpenAI-compatible server (`python -m llama_cpp.server`, one thread) on 127.0.0.1; its root URL."""
+def wait_until_up(proc: subprocess.Popen, url: str, log: str, seconds: float) -> None:
+    """Poll a server the test started until `url` answers; if it dies or never answers, stop it and say where its log is."""
     import time
     import urllib.request
 
+    deadline = time.time() + seconds
+    while True:
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            raise RuntimeError(f"server did not come up in {seconds:.0f} s (exit {proc.poll()}); see {log}")
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except OSError:
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_server(tmp_path_factory):
+    """A real OpenAI-compatible server (`python -m llama_cpp.server`, one thread) on 127.0.0.1; its root URL."""
     from arms.models import embedded_model
 
     port = free_port()
@@ -75,16 +89,7 @@ def llama_cpp_server(tmp_path_factory):
          "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "2048",
          "--model_alias", "smollm2"], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            raise RuntimeError(f"llama_cpp.server did not come up (exit {proc.poll()}); see {log.name}")
-        try:
-            urllib.request.urlopen(f"{url}/v1/models", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
+    wait_until_up(proc, f"{url}/v1/models", log.name, 120)
     yield url
     proc.terminate()
     proc.wait(timeout=30)

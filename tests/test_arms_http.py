@@ -6,11 +6,9 @@
 """
 from __future__ import annotations
 
-import socket
 import subprocess
 import threading
 import time
-import urllib.request
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,13 +29,9 @@ from arms.spec import ArmSpec, ModelSpec, Runtime
 from judge.prereg import load_experiment
 from judge.run import DEMO
 
+from conftest import free_port, wait_until_up
+
 QUESTIONS = 3
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def llama_server_binary() -> str:
@@ -53,7 +47,7 @@ class LlamaServer:
     """llama.cpp's server on a free 127.0.0.1 port: one thread, one slot (greedy replies stay deterministic)."""
 
     def __init__(self, model: Path, alias: str, log: Path, lora: Path | None = None):
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         args = [llama_server_binary(), "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port), "-t", "1",
                 "-tb", "1", "-np", "1", "-c", "2048", "-a", alias, "--no-webui", "--seed", "0"]
@@ -61,17 +55,11 @@ class LlamaServer:
             args += ["--lora", str(lora)]
         self.log = open(log, "wb")  # a pipe would fill up and block the server
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"llama-server exited with {self.proc.returncode}; see {log}")
-            try:
-                urllib.request.urlopen(f"{self.url}/health", timeout=2)
-                return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("llama-server did not come up in 60 s")
+        try:
+            wait_until_up(self.proc, f"{self.url}/health", str(log), 60)
+        except RuntimeError:
+            self.log.close()
+            raise
 
     def stop(self) -> None:
         self.proc.terminate()
