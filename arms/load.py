@@ -13,7 +13,7 @@ from .models import embedded_model
 from .quantize import QuantFile, quantize
 from .spec import AdapterSpec, ModelSpec, Runtime
 
-__all__ = ["Runtime", "model_source", "adapter_file", "quant_file", "open_backend"]
+__all__ = ["model_source", "adapter_file", "quant_file", "open_backend"]
 
 
 def _path(source: str, exp_dir: Path) -> Path:

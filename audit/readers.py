@@ -13,7 +13,8 @@ from arms import jsonl
 from arms.backends.base import Backend
 from arms.cache import CallCache
 from arms.errors import BadInput
-from arms.load import Runtime, open_backend
+from arms.load import open_backend
+from arms.spec import Runtime
 from arms.spec import ModelSpec
 from judge.blinding import BlindItem
 from judge.judging import judge_all
