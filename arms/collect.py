@@ -25,7 +25,7 @@ from .load import open_backend
 from .questions import Question
 from .records import AnswerRow, row_id
 from .retry import describe, is_call_failure
-from .settings import row_effective, verify_settings
+from .settings import check_reply, row_effective, verify_settings
 from .spec import AdapterSpec, ArmSpec, ModelSpec, Runtime
 
 
@@ -61,6 +61,7 @@ class Caller:
         request = Request(tuple((r, c) for r, c in messages), replace(self.task.arm.generation, seed=self.task.seed))
         key = call_key(self.backend.identity(), request)
         reply, cached = self.cache.get_or_call(key, lambda: self.backend.complete(request))
+        check_reply(f"arm {self.task.arm.name!r} at {self.task.quant}", request.generation, reply)
         self.cached += cached
         self.keys.append(key)
         self.last = reply
@@ -111,7 +112,8 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
             try:
                 effective = {}
                 for arm in {t.arm.name: t.arm for t in group}.values():
-                    effective[arm.name] = verify_settings(backend, arm, quant, model, specs, runtime)
+                    effective[arm.name] = verify_settings(backend, f"arm {arm.name!r}", arm.generation, quant, model,
+                                                          specs, runtime)
                     stats["effective"][f"{arm.name}/{quant}"] = effective[arm.name]
                 workers = 1 if model.backend == "llama-cpp" else model.concurrency
                 for t, row, caller in _run(order(group), backend, cache, exp_dir, effective, workers):
@@ -174,6 +176,7 @@ def _answer(t: Task, caller: Caller, exp_dir: Path, effective: dict[str, Any]) -
     last = caller.last
     return AnswerRow(**base, status="ok", text=result.answer, raw_output=last.text if last else None,
                      finish_reason=last.finish_reason if last else "glue",
-                     truncated=bool(last and last.truncated), prompt_tokens=caller.tokens[0],
+                     truncated=bool(last and last.truncated), thinking=bool(last and last.thinking),
+                     prompt_tokens=caller.tokens[0],
                      completion_tokens=caller.tokens[1], latency_s=round(caller.latency, 4), calls=caller.keys,
                      cached_calls=caller.cached, trace=result.trace or None)

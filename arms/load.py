@@ -75,10 +75,10 @@ def open_backend(spec: ModelSpec, quant: str | None, adapters: AdapterSpec | tup
         from .backends.openai import OpenAIBackend, OpenAIConfig
 
         return OpenAIBackend(OpenAIConfig(model=spec.source, base_urls=spec.urls(), attempts=spec.attempts,
-                                          template_kwargs=spec.chat_template_kwargs))
+                                          timeout_s=spec.timeout_s, thinking_control=spec.thinking_control))
     if spec.backend == "anthropic":
         from .backends.anthropic import AnthropicBackend, AnthropicConfig
 
         return AnthropicBackend(AnthropicConfig(model=spec.source, base_url=spec.base_url, attempts=spec.attempts,
-                                                sampling_params=spec.sampling_params))
+                                                timeout_s=spec.timeout_s, sampling_params=spec.sampling_params))
     raise BadInput("prereg.toml", f"unknown backend {spec.backend!r}", field="backend")

@@ -40,6 +40,7 @@ class AnswerRow:
     trace: dict[str, Any] | None = None  # glue trace: retrieved ids, prompt, raw output
     error: dict[str, Any] | None = None
     effective: dict[str, Any] | None = None  # read back from the backend: file, template, adapters, sampling as sent
+    thinking: bool = False  # the model's (last) reply showed thinking: compare with settings["thinking"]
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "answer", **asdict(self)}

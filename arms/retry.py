@@ -2,6 +2,13 @@
 
 What still fails after the registered number of attempts propagates to the caller, which records
 an `error` row with the cause; it is never turned into an empty answer or a score.
+
+Retried: HTTP 408/409/429/5xx/529, client timeouts (the SDKs' `APITimeoutError`; httpx/httpcore
+`TimeoutException`s such as `ReadTimeout`), lost connections and replies cut off mid-body (the SDKs'
+`APIConnectionError`, wrapping httpx `RemoteProtocolError` / `ReadError`), and the stdlib's
+`ConnectionError` / `TimeoutError`. Not retried: other 4xx (the request's fault), and a complete
+2xx body that is not a reply (`json.JSONDecodeError`, `MalformedReply`): the server answered, and
+asking again would repeat a possibly billed call.
 """
 from __future__ import annotations
 
@@ -13,15 +20,53 @@ from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attem
 T = TypeVar("T")
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
+# Classes matched by name anywhere in the exception's MRO, so the SDKs' and either httpx package's
+# (`httpx`/`httpcore`, or the `httpx2`/`httpcore2` the SDKs may depend on) are all recognised.
+TIMEOUTS = {"APITimeoutError", "TimeoutException", "TimeoutError"}
+LOST_CONNECTIONS = {"APIConnectionError", "NetworkError", "RemoteProtocolError", "ConnectionError"}
+HTTP_MODULES = {"openai", "anthropic", "httpx", "httpcore", "httpx2", "httpcore2"}
+
+
+class MalformedReply(Exception):
+    """A complete 2xx reply without what the API promises (no `choices`, no `content`): a failed call.
+
+    Backends raise it instead of indexing into a reply that is not there (which would be a
+    TypeError, indistinguishable from a bug); `body` keeps what the server sent, for the error row.
+    """
+
+    def __init__(self, message: str, body: str | None = None):
+        super().__init__(message)
+        self.body = body
+
+
+def reply_body(out: Any) -> str:
+    """A reply object the SDK built from a body (it does not validate), back as JSON text for `MalformedReply`."""
+    to_json = getattr(out, "to_json", None)
+    if callable(to_json):
+        try:
+            return to_json(indent=None)
+        except Exception:  # a half-built model: fall back to its repr
+            return repr(out)
+    try:
+        return json.dumps(out, default=str)
+    except (TypeError, ValueError):
+        return repr(out)
+
+
+def _names(exc: BaseException) -> set[str]:
+    return {c.__name__ for c in type(exc).__mro__}
+
+
+def is_timeout(exc: BaseException) -> bool:
+    return bool(_names(exc) & TIMEOUTS)
 
 
 def retryable(exc: BaseException) -> bool:
-    """Worth another attempt: rate limits, overload, server errors, timeouts, lost connections."""
+    """Worth another attempt: rate limits, overload, server errors, timeouts, lost or cut-off connections."""
     status = getattr(exc, "status_code", None)
     if status is not None:
         return int(status) in RETRYABLE_STATUS
-    name = type(exc).__name__
-    return name in {"APIConnectionError", "APITimeoutError", "ConnectionError", "TimeoutError"}
+    return bool(_names(exc) & (TIMEOUTS | LOST_CONNECTIONS))
 
 
 def _retry_after(exc: BaseException | None) -> float | None:
@@ -60,14 +105,64 @@ def with_retries(fn: Callable[..., T], *, attempts: int = 4, max_wait: float = 3
 def is_call_failure(exc: BaseException) -> bool:
     """A failure of the model call itself (HTTP status, connection, timeout, malformed reply), which
     becomes an `error` row; anything else is a bug in our code and must stop the run loudly."""
-    if getattr(exc, "status_code", None) is not None or isinstance(exc, (OSError, TimeoutError)):
+    if getattr(exc, "status_code", None) is not None or isinstance(exc, (OSError, TimeoutError, MalformedReply)):
         return True
     if isinstance(exc, json.JSONDecodeError):  # the SDKs parse a reply body with json and let this through
         return True
     module = type(exc).__module__.split(".")[0]
-    return module in {"openai", "anthropic", "httpx", "httpcore"}
+    return module in HTTP_MODULES
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    out, seen = [], {id(exc)}
+    e = exc.__cause__ or exc.__context__
+    while e is not None and id(e) not in seen and len(out) < 4:
+        out.append(e)
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return out
+
+
+def _timeout_s(exc: BaseException) -> float | None:
+    """The client timeout the request was sent with (httpx records it on the request)."""
+    try:
+        timeout = exc.request.extensions["timeout"]  # type: ignore[attr-defined]
+        return timeout.get("read") if isinstance(timeout, dict) else None
+    except (AttributeError, KeyError, TypeError, RuntimeError):
+        return None
+
+
+def kind(exc: BaseException) -> str:
+    """timeout | connection | http_status | malformed_reply | other: what went wrong, in one word."""
+    if is_timeout(exc) or any(is_timeout(c) for c in _causes(exc)):
+        return "timeout"
+    if getattr(exc, "status_code", None) is not None and not (200 <= int(exc.status_code) < 300):
+        return "http_status"
+    if isinstance(exc, (MalformedReply, json.JSONDecodeError)) or "ValidationError" in _names(exc):
+        return "malformed_reply"
+    if _names(exc) & LOST_CONNECTIONS or any(_names(c) & LOST_CONNECTIONS for c in _causes(exc)):
+        return "connection"
+    return "other"
 
 
 def describe(exc: BaseException) -> dict[str, Any]:
-    """A failure as recorded in an error row: type, HTTP status when there is one, message."""
-    return {"type": type(exc).__name__, "status": getattr(exc, "status_code", None), "message": str(exc)[:500]}
+    """A failure as recorded in an error row: type, kind, HTTP status when there is one, message.
+
+    The message names the underlying transport error the SDK wrapped (e.g. "ReadTimeout: timed
+    out", "RemoteProtocolError: peer closed connection without sending complete message body"),
+    the client timeout for a timeout, and `body` keeps the start of an unreadable reply body.
+    """
+    k = kind(exc)
+    message = str(exc)
+    causes = _causes(exc)
+    if causes:  # the SDKs wrap the transport error in a generic one ("Connection error."): name it
+        message += f" [{type(causes[0]).__name__}" + (f": {causes[0]}]" if str(causes[0]) else "]")
+    if k == "timeout":
+        t = _timeout_s(exc)
+        message = ("timed out" + (f" after the client timeout of {t:g} s" if t is not None else "") + ": " + message)
+    out: dict[str, Any] = {"type": type(exc).__name__, "kind": k, "status": getattr(exc, "status_code", None),
+                           "message": message[:500]}
+    body = getattr(exc, "body", None) if isinstance(exc, MalformedReply) else getattr(exc, "doc", None)
+    if isinstance(body, str):
+        out["body"] = body[:2000]
+    return out

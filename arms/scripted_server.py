@@ -4,10 +4,12 @@ It answers `POST /v1/chat/completions` (OpenAI), `POST /v1/messages` (Anthropic,
 block when a tool call was forced) and `GET /v1/models` on 127.0.0.1, replaying one scripted
 `Step` per call: a reply text (raw newlines inside JSON strings, code fences, prose — whatever
 the test needs the "model" to say), a structured verdict, a raw HTTP body (malformed JSON, empty),
-an HTTP error with or without Retry-After, a connection reset, each after an optional delay.
-The script is a list consumed in order or a function of the request. Every call is logged with
-its arrival time, so tests can measure what a client did (how long it waited, how many requests
-were in flight), which a patched client could not show.
+an HTTP error with or without Retry-After, a connection reset, a truncated response (headers
+promising more body than is sent, or a chunked body without its last chunk, then a close), each
+after an optional delay. The script is a list consumed in order or a function of the request.
+Every call is logged with its arrival time, and a call whose client hung up before the reply
+(a client timeout) with the time it did, so tests can measure what a client did (how long it
+waited, when it gave up, how many requests were in flight), which a patched client could not show.
 
     with ScriptedServer([fail(429, retry_after=1), verdict({"score": 2})]) as server:
         OpenAI(base_url=server.openai_url, api_key="x") ...
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import select
 import signal
 import socket
 import struct
@@ -34,9 +37,12 @@ from urllib.parse import urlsplit
 ROUTES = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}
 
 
+TRUNCATIONS = (None, "length", "chunked")
+
+
 @dataclass(frozen=True)
 class Step:
-    """What the server does for one call. Build with `reply`, `verdict`, `raw_body`, `fail` or `reset`."""
+    """What the server does for one call. Build with `reply`, `verdict`, `raw_body`, `fail`, `reset` or `truncated`."""
 
     text: str = ""  # the model's reply (OpenAI message content; Anthropic text block)
     tool_input: dict[str, Any] | None = None  # Anthropic: answer a forced tool call with this tool_use input
@@ -45,20 +51,26 @@ class Step:
     retry_after: float | None = None
     reset: bool = False  # drop the connection without answering
     delay_s: float = 0.0
+    truncate: str | None = None  # "length": Content-Length says more than is sent; "chunked": no last chunk
+    thinking: str | None = None  # shown thinking: OpenAI reasoning_content + reasoning tokens; Anthropic a thinking block
+
+    def __post_init__(self) -> None:
+        if self.truncate not in TRUNCATIONS:
+            raise ValueError(f"truncate must be one of {TRUNCATIONS}, got {self.truncate!r}")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Step":
         return cls(**d)
 
 
-def reply(text: str, delay_s: float = 0.0) -> Step:
+def reply(text: str, delay_s: float = 0.0, thinking: str | None = None) -> Step:
     """Plain text; on the Anthropic route a text block even when a tool call was forced (as llama-server does)."""
-    return Step(text=text, delay_s=delay_s)
+    return Step(text=text, delay_s=delay_s, thinking=thinking)
 
 
-def verdict(fields: dict[str, Any], delay_s: float = 0.0) -> Step:
-    """A well-formed structured answer: JSON text for OpenAI, a tool_use block for a forced Anthropic tool call."""
-    return Step(text=json.dumps(fields), tool_input=dict(fields), delay_s=delay_s)
+def verdict(fields: dict[str, Any], delay_s: float = 0.0, thinking: str | None = None) -> Step:
+    """A well-formed structured answer: JSON text for OpenAI, a tool_use block when Anthropic tools were offered."""
+    return Step(text=json.dumps(fields), tool_input=dict(fields), delay_s=delay_s, thinking=thinking)
 
 
 def raw_body(body: str, status: int = 200, delay_s: float = 0.0) -> Step:
@@ -74,6 +86,17 @@ def fail(status: int, retry_after: float | None = None, delay_s: float = 0.0) ->
 def reset(delay_s: float = 0.0) -> Step:
     """Close the connection with a TCP reset and no response."""
     return Step(reset=True, delay_s=delay_s)
+
+
+def truncated(how: str = "length", text: str = "", body: str | None = None, delay_s: float = 0.0) -> Step:
+    """A 200 whose body stops half way and the connection closes (FIN): the non-streaming "cut-off reply".
+
+    "length": the headers announce the whole body's Content-Length, half of it is sent; "chunked":
+    `Transfer-Encoding: chunked`, half the body in one chunk, never the terminating zero-size chunk.
+    The body is the well-formed reply for `text` (or `body` verbatim), so only the HTTP framing
+    tells the client that it is incomplete.
+    """
+    return Step(text=text, body=body, truncate=how, delay_s=delay_s)
 
 
 @dataclass(frozen=True)
@@ -117,13 +140,16 @@ def _error_body(api: str, status: int, message: str) -> dict[str, Any]:
 
 
 def _openai_reply(seen: Seen, step: Step) -> dict[str, Any]:
+    thought = len((step.thinking or "").split())
     return {
         "id": f"chatcmpl-scripted-{seen.index}", "object": "chat.completion", "created": int(time.time()),
         "model": seen.model or "scripted",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": step.text}, "finish_reason": "stop",
-                     "logprobs": None}],
-        "usage": {"prompt_tokens": len(seen.prompt.split()), "completion_tokens": len(step.text.split()),
-                  "total_tokens": len(seen.prompt.split()) + len(step.text.split())},
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": step.text,
+                                             **({"reasoning_content": step.thinking} if step.thinking else {})},
+                     "finish_reason": "stop", "logprobs": None}],
+        "usage": {"prompt_tokens": len(seen.prompt.split()), "completion_tokens": len(step.text.split()) + thought,
+                  "total_tokens": len(seen.prompt.split()) + len(step.text.split()) + thought,
+                  "completion_tokens_details": {"reasoning_tokens": thought}},
     }
 
 
@@ -136,11 +162,22 @@ def _anthropic_reply(seen: Seen, step: Step) -> dict[str, Any]:
         stop = "tool_use"
     else:
         content, stop = [{"type": "text", "text": step.text}], "end_turn"
+    thought = len((step.thinking or "").split())
+    if step.thinking:
+        content = [{"type": "thinking", "thinking": step.thinking, "signature": "scripted"}, *content]
     return {
         "id": f"msg_scripted_{seen.index}", "type": "message", "role": "assistant",
         "model": seen.model or "scripted", "content": content, "stop_reason": stop, "stop_sequence": None,
-        "usage": {"input_tokens": len(seen.prompt.split()), "output_tokens": len(step.text.split())},
+        "usage": {"input_tokens": len(seen.prompt.split()), "output_tokens": len(step.text.split()) + thought,
+                  "output_tokens_details": {"thinking_tokens": thought}},
     }
+
+
+def _model_info(model: str, thinking_types: tuple[str, ...]) -> dict[str, Any]:
+    """Anthropic's `GET /v1/models/{id}` with the capabilities the backend reads back."""
+    types = {k: {"supported": k in thinking_types} for k in ("adaptive", "between_tools", "disabled", "enabled")}
+    return {"type": "model", "id": model, "display_name": model, "created_at": "2026-01-01T00:00:00Z",
+            "capabilities": {"thinking": {"supported": bool(thinking_types), "types": types}}}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -163,8 +200,42 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, obj: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(obj).encode(), headers)
 
+    def _send_truncated(self, how: str, body: bytes) -> None:
+        part = body[:max(1, len(body) // 2)]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if how == "length":
+            self.send_header("Content-Length", str(len(body)))
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.write(part if how == "length" else b"%x\r\n%s\r\n" % (len(part), part))
+        self.wfile.flush()
+        self.close_connection = True  # finish() then closes: the client reads EOF in the middle of the body
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`, watching the connection; False as soon as the client hangs up (reads EOF)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.connection], [], [], left)
+            if not readable:
+                continue
+            try:
+                data = self.connection.recv(1, socket.MSG_PEEK)
+            except OSError:  # reset by the client
+                return False
+            if not data:
+                return False
+            time.sleep(left)  # the client sent more (a pipelined request): nothing to watch for
+            break
+        return True
+
     def do_GET(self) -> None:
-        if urlsplit(self.path).path != "/v1/models":
+        path, owner = urlsplit(self.path).path, self.server.owner
+        model = path.removeprefix("/v1/models/")
+        if owner.thinking_types is not None and model != path and model in owner.models:
+            return self._json(200, _model_info(model, owner.thinking_types))
+        if path != "/v1/models":
             return self._json(404, _error_body("openai", 404, f"no route GET {self.path}"))
         self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
                                                     for m in self.server.owner.models]})
@@ -189,18 +260,28 @@ class _Handler(BaseHTTPRequestHandler):
             owner.max_inflight = max(owner.max_inflight, owner._inflight)
         try:
             self._play(api, seen, step)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up while we were writing
+            owner._hung_up(seen)
+            self.close_connection = True
         finally:
             with owner._lock:
                 owner._inflight -= 1
 
     def _play(self, api: str, seen: Seen, step: Step) -> None:
-        time.sleep(step.delay_s)
+        if step.delay_s > 0 and not self._wait(step.delay_s):
+            self.server.owner._hung_up(seen)  # a client timeout: nobody is left to answer
+            self.close_connection = True
+            return
         if step.reset:
             # linger 0: the kernel answers with RST when the last reference (rfile, closed in finish()) goes
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
             self.close_connection = True
             return
+        if step.truncate:
+            full = step.body if step.body is not None else json.dumps(
+                (_openai_reply if api == "openai" else _anthropic_reply)(seen, step))
+            return self._send_truncated(step.truncate, full.encode())
         if step.body is not None:
             return self._send(step.status, step.body.encode())
         if step.status != 200:
@@ -218,14 +299,17 @@ class _Server(ThreadingHTTPServer):
 
 @dataclass
 class ScriptedServer:
-    """The server; a context manager. `seen` logs every scripted call; `max_inflight` is the peak concurrency."""
+    """The server; a context manager. `seen` logs every scripted call; `max_inflight` is the peak concurrency;
+    `abandoned` maps a call's index to the seconds after its arrival at which the client hung up unanswered."""
 
     script: Script
     default: Step | None = None  # what a list script answers once exhausted; None: HTTP 500 saying so
     models: tuple[str, ...] = ("scripted",)  # what GET /v1/models lists
+    thinking_types: tuple[str, ...] | None = None  # Anthropic GET /v1/models/{id} capabilities; None: no such route
     port: int = 0
     seen: list[Seen] = field(default_factory=list, init=False)
     max_inflight: int = field(default=0, init=False)
+    abandoned: dict[int, float] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -256,6 +340,10 @@ class ScriptedServer:
         """Seconds between consecutive arrivals: how long a client waited before retrying."""
         return [b.arrived - a.arrived for a, b in zip(self.seen, self.seen[1:])]
 
+    def _hung_up(self, seen: Seen) -> None:
+        with self._lock:
+            self.abandoned.setdefault(seen.index, time.monotonic() - seen.arrived)
+
     def _next(self, api: str, body: dict[str, Any], headers: dict[str, str], arrived: float) -> tuple[Step, Seen]:
         with self._lock:
             seen = Seen(len(self.seen), api, body.get("model"), _prompt(api, body), body, headers, arrived)
@@ -267,7 +355,8 @@ class ScriptedServer:
     def start(self) -> "ScriptedServer":
         self._httpd = _Server(("127.0.0.1", self.port), _Handler)
         self._httpd.owner = self
-        threading.Thread(target=self._httpd.serve_forever, name="scripted-server", daemon=True).start()
+        # poll every 50 ms (default 500): stop() returns that much sooner, in every test that uses a server
+        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="scripted-server", daemon=True).start()
         return self
 
     def stop(self) -> None:
@@ -290,13 +379,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m arms.scripted_server",
                                 description="Serve scripted OpenAI/Anthropic replies on 127.0.0.1 (a test peer, "
                                             "not a model). Prints the base URL, serves until interrupted or terminated, then "
-                                            'prints {"calls": N, "max_inflight": M} to stderr.')
+                                            'prints {"calls": N, "max_inflight": M, "abandoned": K} to stderr '
+                                            "(K: calls whose client hung up before the reply, e.g. timed out).")
     p.add_argument("--port", type=int, default=0, help="0 (default): any free port")
     p.add_argument("--latency", type=float, default=0.0, help="seconds to wait before every default reply")
     p.add_argument("--reply", help="text of every default reply (default: a valid correctness verdict, also as "
                                    "a tool_use block for forced Anthropic tool calls)")
     p.add_argument("--script", help="JSON file: a list of steps replayed in order before the default, e.g. "
-                                    '[{"status": 429, "retry_after": 1}, {"body": "{not json"}, {"reset": true}]')
+                                    '[{"status": 429, "retry_after": 1}, {"body": "{not json"}, {"reset": true}, '
+                                    '{"delay_s": 5}, {"truncate": "length"}, {"truncate": "chunked"}]')
     p.add_argument("--models", default="scripted", help="comma-separated names GET /v1/models lists")
     a = p.parse_args(argv)
     default = reply(a.reply, a.latency) if a.reply is not None else verdict(GOOD_VERDICT, a.latency)
@@ -313,7 +404,8 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         server.stop()
-        print(json.dumps({"calls": server.count, "max_inflight": server.max_inflight}), file=sys.stderr)
+        print(json.dumps({"calls": server.count, "max_inflight": server.max_inflight,
+                          "abandoned": len(server.abandoned)}), file=sys.stderr)
     return 0
 
 

@@ -4,33 +4,35 @@ DESIGN principle 2, from seed 002: a trainer silently dropped a LoRA target list
 settings with package defaults and switched thinking on. So before the first question of an
 arm the runner compares the registration with what the backend reports (quant type and sha256
 of the GGUF, adapters loaded and measurably applied, chat template sha256, sampling as sent,
-thinking mode, threads, context) and raises CheckFailed naming every difference at once.
+thinking mode, threads, context) and raises CheckFailed naming every difference at once. Judges
+are models too and go through the same check. Thinking is also checked on every reply: a model
+registered with thinking off whose reply shows thinking stops the run (`check_reply`).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from .backends.base import Backend
+from .backends.base import Backend, Generation, Reply
 from .errors import CheckFailed
-from .spec import AdapterSpec, ArmSpec, ModelSpec, Runtime
+from .spec import AdapterSpec, ModelSpec, Runtime
 
-SENT_FIELDS = ("temperature", "top_p", "max_tokens", "seed", "stop", "thinking", "system")
+SENT_FIELDS = ("temperature", "top_p", "max_tokens", "seed", "stop", "thinking", "system", "thinking_budget", "effort")
 ROW_FIELDS = ("backend", "model", "model_sha256", "file_type", "tensor_types", "chat_template_sha256", "chat_template_source",
               "thinking_switch", "loras", "lora_max_logit_change", "n_threads", "n_threads_batch", "n_ctx",
-              "base_urls", "base_url")
+              "base_urls", "base_url", "thinking_control", "thinking_types")
 
 
 def _show(value: Any) -> str:
     return "nothing (not sent or not honoured)" if value is None else repr(value)
 
 
-def differences(arm: ArmSpec, quant: str, model: ModelSpec, adapters: tuple[AdapterSpec, ...], runtime: Runtime,
-                eff: dict[str, Any], sent: dict[str, Any]) -> list[str]:
+def differences(generation: Generation, quant: str, model: ModelSpec, adapters: tuple[AdapterSpec, ...],
+                runtime: Runtime, eff: dict[str, Any], sent: dict[str, Any]) -> list[str]:
     """Every way the backend's read-back differs from the registration, one line each."""
     out = []
-    registered = arm.generation.to_dict()
+    registered = generation.to_dict()
     for key in SENT_FIELDS:
-        want, got = registered[key], sent.get(key)
+        want, got = registered.get(key), sent.get(key)
         if key == "thinking" and want is False and got is None:
             continue  # registered off, and there is no switch to turn it on
         if want != got:
@@ -59,22 +61,38 @@ def differences(arm: ArmSpec, quant: str, model: ModelSpec, adapters: tuple[Adap
                        f"{eff['n_threads']}/{eff['n_threads_batch']}")
         if eff["n_ctx"] != runtime.n_ctx:
             out.append(f"n_ctx: registered {runtime.n_ctx}, llama.cpp uses {eff['n_ctx']}")
+    types = eff.get("thinking_types")
+    mode = "enabled" if generation.thinking else "disabled"
+    if isinstance(types, list) and mode not in types:
+        out.append(f"thinking: registered {mode}, the API says model {model.source!r} supports only {types}")
     for url, served in (eff.get("served_models") or {}).items():
         if isinstance(served, list) and model.source not in served:
             out.append(f"model: registered {model.source!r}, the server at {url} serves {served}")
     return out
 
 
-def verify_settings(backend: Backend, arm: ArmSpec, quant: str, model: ModelSpec, adapters: tuple[AdapterSpec, ...],
-                    runtime: Runtime) -> dict[str, Any]:
-    """The effective settings (with `sent`), or CheckFailed listing each difference from the registration."""
+def verify_settings(backend: Backend, who: str, generation: Generation, quant: str, model: ModelSpec,
+                    adapters: tuple[AdapterSpec, ...], runtime: Runtime) -> dict[str, Any]:
+    """The effective settings (with `sent`), or CheckFailed listing each difference from the registration.
+
+    `who` names the system in the message: "arm 'base'" or "judge 'local'"."""
     eff = backend.effective()
-    sent = backend.sent(arm.generation)
-    problems = differences(arm, quant, model, adapters, runtime, eff, sent)
+    sent = backend.sent(generation)
+    problems = differences(generation, quant, model, adapters, runtime, eff, sent)
     if problems:
-        raise CheckFailed(f"arm {arm.name!r} at {quant}: {len(problems)} setting(s) differ from the registration:\n"
+        raise CheckFailed(f"{who} at {quant}: {len(problems)} setting(s) differ from the registration:\n"
                           + "\n".join(f"  - {p}" for p in problems))
     return {**eff, "sent": sent}
+
+
+def check_reply(who: str, generation: Generation, reply: Reply) -> None:
+    """Seed 002: thinking was switched on behind the registration's back. A reply that shows thinking
+    when thinking is registered off stops the run. (Thinking registered on but not shown is recorded
+    in the row, not refused: a model may answer a trivial question without a visible thought.)"""
+    if reply.thinking and not generation.thinking:
+        raise CheckFailed(f"{who}: thinking is registered off, but the backend's reply shows thinking "
+                          f"({ {k: v for k, v in reply.raw.items() if 'think' in k or 'reason' in k} }): the server "
+                          "or model switched it on; register thinking = true or fix the server")
 
 
 def row_effective(eff: dict[str, Any], sample_seed: int | None) -> dict[str, Any]:

@@ -15,6 +15,10 @@ from .backends.base import Generation
 from .errors import BadInput
 
 BACKENDS = ("llama-cpp", "openai", "anthropic")
+# How an OpenAI(-compatible) server is told thinking on/off: not at all; `chat_template_kwargs.enable_thinking`
+# (vLLM, llama-server render the template with it); or `reasoning_effort` ("none" = off; OpenAI reasoning models).
+THINKING_CONTROLS = ("none", "chat_template_kwargs", "reasoning_effort")
+EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
 
 
 @dataclass(frozen=True)
@@ -47,9 +51,10 @@ class ModelSpec:
     chat_template_sha256: str | None = None
     imatrix: str | None = None  # importance matrix file for every derived quant
     concurrency: int = 4  # HTTP backends: requests in flight at once (in-process llama.cpp: always 1)
-    chat_template_kwargs: bool = False  # OpenAI-compatible server renders the template with request kwargs
+    thinking_control: str = "none"  # openai: how thinking is switched, one of THINKING_CONTROLS
     sampling_params: bool = False  # Anthropic-compatible server accepts temperature/top_p (the API does not)
     attempts: int = 4  # HTTP backends: tries per call before the answer becomes an `error` row
+    timeout_s: float = 120.0  # HTTP backends: one attempt that takes longer is abandoned (and retried)
 
     def urls(self) -> tuple[str, ...]:
         return self.base_urls or ((self.base_url,) if self.base_url else ())
@@ -109,6 +114,11 @@ def parse_generation(table: dict, file: Path, where: str) -> Generation:
         kw["stop"] = _strings(kw["stop"], file, where, "stop")
     if "thinking" in kw and not isinstance(kw["thinking"], bool):
         raise BadInput(file, f"in {where} must be true or false", field="thinking")
+    budget = kw.get("thinking_budget")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise BadInput(file, f"in {where} must be a positive number of tokens", field="thinking_budget")
+    if kw.get("effort") is not None and kw["effort"] not in EFFORTS:
+        raise BadInput(file, f"in {where} must be one of {EFFORTS}", field="effort")
     for key in ("temperature", "top_p", "seed"):
         if kw.get(key) == PROVIDER_DEFAULT:
             kw[key] = None  # registered as "whatever the provider uses": nothing is sent, verification expects nothing
@@ -148,14 +158,55 @@ def parse_models(doc: dict, file: Path) -> dict[str, ModelSpec]:
         for key, default in (("concurrency", 4), ("attempts", 4)):
             if not isinstance(t.get(key, default), int) or t.get(key, default) < 1:
                 raise BadInput(file, f"{where} {key} must be a positive integer", field=key)
+        timeout = t.get("timeout_s", 120.0)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise BadInput(file, f"{where} timeout_s must be a positive number of seconds", field="timeout_s")
         out[name] = ModelSpec(name=name, backend=backend, source=_need(t, "source", file, where),
                               base_url=urls[0] if urls else None, family=t.get("family"), base_urls=urls,
                               sha256={k: v.lower() for k, v in sha.items()}, chat_template=t.get("chat_template"),
                               chat_template_sha256=t.get("chat_template_sha256"), imatrix=t.get("imatrix"),
                               concurrency=t.get("concurrency", 4), attempts=t.get("attempts", 4),
-                              chat_template_kwargs=bool(t.get("chat_template_kwargs", False)),
+                              timeout_s=float(timeout),
+                              thinking_control=_thinking_control(t, backend, file, where),
                               sampling_params=bool(t.get("sampling_params", False)))
     return out
+
+
+def _thinking_control(t: dict, backend: str, file: Path, where: str) -> str:
+    control = t.get("thinking_control", "none")
+    if control not in THINKING_CONTROLS:
+        raise BadInput(file, f"{where} thinking_control must be one of {THINKING_CONTROLS}", field="thinking_control")
+    if control != "none" and backend != "openai":
+        raise BadInput(file, f"{where} thinking_control is for the openai backend (llama-cpp switches thinking "
+                       "through the chat template, anthropic through its thinking parameter)", field="thinking_control")
+    return control
+
+
+def check_generation(model: ModelSpec, g: Generation, file: Path | str, where: str) -> None:
+    """Refuse generation settings this model's backend has no way to send, before any call is made."""
+    if model.backend == "llama-cpp" and None in (g.temperature, g.top_p, g.seed):
+        raise BadInput(file, f"{where}: llama.cpp has no provider default worth trusting (it would apply its "
+                       "own); register temperature, top_p and seed", field="generation")
+    if g.thinking_budget is not None and model.backend != "anthropic":
+        raise BadInput(file, f"{where}: thinking_budget is sent only to the anthropic backend; model "
+                       f"{model.name!r} is {model.backend}", field="thinking_budget")
+    if model.backend == "anthropic" and g.thinking:
+        if g.thinking_budget is None:
+            raise BadInput(file, f"{where}: thinking on the anthropic backend needs a registered thinking_budget "
+                           "(tokens, at least 1024)", field="thinking_budget")
+        if not 1024 <= g.thinking_budget < g.max_tokens:
+            raise BadInput(file, f"{where}: thinking_budget must be at least 1024 and below max_tokens "
+                           f"({g.max_tokens})", field="thinking_budget")
+    if g.thinking_budget is not None and not g.thinking:
+        raise BadInput(file, f"{where}: a thinking_budget is registered but thinking is off", field="thinking_budget")
+    if g.effort is not None:
+        if model.backend == "llama-cpp" or (model.backend == "openai" and model.thinking_control == "none"):
+            raise BadInput(file, f"{where}: effort cannot be sent to model {model.name!r} (llama-cpp, or an openai "
+                           "model without thinking_control)", field="effort")
+        if model.backend == "openai" and not g.thinking:
+            raise BadInput(file, f"{where}: effort is registered but thinking is off", field="effort")
+    if model.backend == "openai" and model.thinking_control == "reasoning_effort" and g.thinking and g.effort is None:
+        raise BadInput(file, f"{where}: thinking on through reasoning_effort needs a registered effort", field="effort")
 
 
 def parse_adapters(doc: dict, file: Path) -> dict[str, AdapterSpec]:
@@ -192,9 +243,7 @@ def parse_arms(doc: dict, file: Path, models: dict[str, ModelSpec], adapters: di
         if not isinstance(samples, int) or samples < 1:
             raise BadInput(file, f"arm {name!r} samples must be an integer >= 1", field="samples")
         generation = parse_generation(t.get("generation", {}), file, where)
-        if models[model].backend == "llama-cpp" and None in (generation.temperature, generation.top_p, generation.seed):
-            raise BadInput(file, f"arm {name!r}: llama.cpp has no provider default worth trusting (it would "
-                           "apply its own); register temperature and top_p", field="generation")
+        check_generation(models[model], generation, file, f"arm {name!r}")
         arms.append(ArmSpec(name=name, model=model, quants=quants, adapters=names, glue=glue, samples=samples,
                             generation=generation))
     if not arms:

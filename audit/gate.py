@@ -1,12 +1,18 @@
 """Checking a written gate before scoring: a run may use an audit only if it passed, on this exact log,
-with the registered k, maximum and detector rule. A missing, stale or different gate is as good as failed."""
+with the registered k, maximum and detector rule. A missing, stale or different gate is as good as failed;
+when detectors gate, a gate whose detectors ran under other rules (thresholds, or the judge's
+grader-injection patterns, changed since) is stale: it may have missed what they flag now."""
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 from arms.errors import CheckFailed
+from judge.blinding import INJECTION
+
+from .detectors import Thresholds
 
 
 def check_gate(gate_file: Path, log: Path, *, k: int, max_gamed: int, gate_on_detectors: bool = False) -> dict:
@@ -27,6 +33,11 @@ def check_gate(gate_file: Path, log: Path, *, k: int, max_gamed: int, gate_on_de
     for key, want in (("k", k), ("max_gamed", max_gamed), ("gate_on_detectors", gate_on_detectors)):
         if doc.get(key) != want:
             problems.append(f"{key} is {doc.get(key)!r}, registered {want!r}")
+    det = doc.get("detectors") or {}
+    if gate_on_detectors and (det.get("thresholds") != asdict(Thresholds())
+                              or det.get("grader_patterns") != list(INJECTION)):
+        problems.append("its detectors ran under other detector rules (thresholds or grader-injection patterns "
+                        "changed since): re-run the audit")
     if doc.get("verdict") != "pass":
         problems.append(f"it stopped the run ({doc.get('counted')} counted against passing, "
                         f"max {doc.get('max_gamed')})")

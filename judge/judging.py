@@ -12,6 +12,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -19,6 +20,7 @@ from arms import jsonl
 from arms.backends.base import Backend, Request
 from arms.cache import CallCache, call_key
 from arms.retry import describe, is_call_failure
+from arms.settings import check_reply
 
 from .blinding import BlindItem
 from .records import Judgment
@@ -31,6 +33,12 @@ class JudgeSpec:
     model: str  # key into [models]
     quant: str | None
     requires_env: str | None = None
+    generation: tuple[tuple[str, Any], ...] = ()  # registered overrides of the rubric's generation settings
+
+    def rubric(self, rubric: Rubric) -> Rubric:
+        """The rubric as this judge runs it: e.g. a Claude judge registers temperature "provider-default"
+        because the API accepts none, and settings verification then expects nothing to be sent."""
+        return replace(rubric, generation=replace(rubric.generation, **dict(self.generation))) if self.generation else rubric
 
 
 def build_request(rubric: Rubric, item: BlindItem, attempt: int) -> Request:
@@ -76,6 +84,7 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
         latency += reply.latency_s
         tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens,
                   tokens[2] + reply.cached_tokens]
+        check_reply(f"judge {name!r}", request.generation, reply)
         parsed = parse_verdict(reply.text, rubric.schema)
         attempts.append({"raw": reply.text, "finish_reason": reply.finish_reason, "error": parsed.error,
                          "repaired": parsed.repaired})

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arms.errors import BadInput
-from arms.spec import (AdapterSpec, ArmSpec, ModelSpec, Runtime, parse_adapters, parse_arms, parse_models,
-                       parse_runtime)
+from arms.spec import (AdapterSpec, ArmSpec, ModelSpec, Runtime, parse_adapters, parse_arms, parse_generation,
+                       parse_models, parse_runtime)
 
 from .blinding import DEFAULT_SCRUB
 from .judging import JudgeSpec
@@ -131,7 +131,12 @@ def load_experiment(exp_dir: Path) -> Experiment:
     for name, t in (doc.get("judges") or {}).items():
         if t.get("model") not in models:
             raise BadInput(file, f"[judges.{name}] names unknown model {t.get('model')!r}", field="model")
-        judges.append(JudgeSpec(name=name, model=t["model"], quant=t.get("quant"), requires_env=t.get("requires_env")))
+        overrides = t.get("generation", {})
+        if not isinstance(overrides, dict):
+            raise BadInput(file, f"[judges.{name}] generation must be a table of settings", field="generation")
+        parsed = parse_generation(overrides, file, f"[judges.{name}] generation")
+        judges.append(JudgeSpec(name=name, model=t["model"], quant=t.get("quant"), requires_env=t.get("requires_env"),
+                                generation=tuple((k, getattr(parsed, k)) for k in sorted(overrides))))
     if not judges:
         raise BadInput(file, "no [judges.*] registered", field="judges")
 

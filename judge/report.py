@@ -35,6 +35,12 @@ def owe_the_reader(numbers: dict[str, Any], run: dict[str, Any]) -> list[str]:
     unscored = sum(c["unscored"] + c["judge_errors"] for c in numbers["cells"])
     if unscored:
         out.append(f"{unscored} answers have no verdict (unscored or judge errors); they are excluded, not zeroed.")
+    failed = {f"{c['arm']}/{c['quant']}": c["answer_errors"] for c in numbers["cells"] if c["answer_errors"]}
+    if failed:
+        out.append(f"{sum(failed.values())} answers are error rows, never judged (the model call failed after its "
+                   "registered attempts: a timeout, a lost or cut-off connection, an HTTP error or an unreadable "
+                   "reply; each row's cause is in answers.jsonl): " + ", ".join(f"{k} {v}" for k, v in failed.items())
+                   + ". They are excluded, not zeroed.")
     out.append("The questions were written for this experiment and have not been independently re-checked.")
     out.append(run["audit_gate"])
     return out

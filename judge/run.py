@@ -20,6 +20,8 @@ from arms.jsonl import Appender, read
 from arms.load import open_backend
 from arms.questions import load_questions
 from arms.records import AnswerRow
+from arms.settings import verify_settings
+from arms.spec import check_generation
 
 from .analysis import compute_numbers, late_amendments, write_numbers
 from .plots import write_plots
@@ -110,6 +112,34 @@ def quant_files(exp: Experiment, arms: list[str]) -> dict[str, dict]:
     return out
 
 
+def judge_rubrics(exp: Experiment, panel: list, rubric, mode: str) -> dict[tuple[str, str], Any]:
+    """Each judge's rubrics with its registered generation overrides, refused if its backend cannot send them."""
+    out = {}
+    for j in panel:
+        for kind, r in (("single", rubric), ("pairwise", load_rubric("pairwise") if mode != "single" else None)):
+            if r is None:
+                continue
+            out[j.name, kind] = j.rubric(r)
+            check_generation(exp.models[j.model], out[j.name, kind].generation, exp.dir / "prereg.toml",
+                             f"judge {j.name!r} with rubric {r.name!r} (override in [judges.{j.name}] generation)")
+    return out
+
+
+def verify_judges(exp: Experiment, rubrics: dict[tuple[str, str], Any]) -> dict[str, Any]:
+    """Judges are models too: read back what each will really use, before the first answer is collected."""
+    out = {}
+    for j in (x for x in exp.judges if any(name == x.name for name, _ in rubrics)):
+        model = exp.models[j.model]
+        backend = open_backend(model, j.quant, None, exp.dir, exp.runtime)
+        try:
+            for r in (r for (name, _), r in rubrics.items() if name == j.name):
+                out[f"{j.name}/{r.name}"] = verify_settings(backend, f"judge {j.name!r} (rubric {r.name!r})",
+                                                            r.generation, j.quant or "source", model, (), exp.runtime)
+        finally:
+            backend.close()
+    return out
+
+
 def run_name(exp: Experiment, arms: list[str], limit: int | None) -> str:
     name = exp.name
     if arms != [a.name for a in exp.arms]:
@@ -146,6 +176,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
         raise BadInput(exp_dir / "prereg.toml", "no registered judge is available (missing API keys?)", field="judges")
     primary = panel[0]
     mode = mode or exp.judge_mode
+    rubrics = judge_rubrics(exp, panel, rubric, mode)  # refused here, before any answer is collected
     name = run_name(exp, arms, limit)
     run_dir = Path(out) if out else ROOT / "results" / name
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -158,6 +189,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
             raise BadInput(run_json, "this results folder was produced under a different registration or judge; "
                            "pick another folder with --out", field="hashes")
     audit_gate = check_audit_gate(exp, arms)
+    jeffective = verify_judges(exp, rubrics)
     cache = CallCache()
     say = (lambda m: print(m, file=sys.stderr)) if progress else (lambda m: None)
 
@@ -184,22 +216,22 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     jstats, identities = {}, {}
     for j in panel:
         say(f"[3/4] judging with {j.name} ({mode}; blind, shuffled)")
-        jbackend = open_backend(exp.models[j.model], j.quant, None, exp_dir, exp.runtime)
+        model = exp.models[j.model]
+        jbackend = open_backend(model, j.quant, None, exp_dir, exp.runtime)
         try:
-            if items:
-                jstats[f"{j.name}/{rubric.name}"] = judge_all(j.name, jbackend, rubric, items, cache,
-                                                              run_dir / "judgments.jsonl",
-                                                              max_attempts=exp.judge_attempts, progress=progress,
-                                                              concurrency=exp.models[j.model].concurrency)
-            if pitems:
-                jstats[f"{j.name}/pairwise"] = judge_all(j.name, jbackend, load_rubric("pairwise"), pitems, cache,
-                                                         run_dir / "judgments.jsonl",
-                                                         max_attempts=exp.judge_attempts, progress=progress,
-                                                         concurrency=exp.models[j.model].concurrency)
+            for kind, todo in (("single", items), ("pairwise", pitems)):
+                if not todo:
+                    continue
+                jrubric = rubrics[j.name, kind]
+                jstats[f"{j.name}/{jrubric.name}"] = judge_all(j.name, jbackend, jrubric, todo, cache,
+                                                               run_dir / "judgments.jsonl",
+                                                               max_attempts=exp.judge_attempts, progress=progress,
+                                                               concurrency=model.concurrency)
             identities[j.name] = jbackend.identity()
         finally:
             jbackend.close()
 
+    (run_dir / "judgments.jsonl").touch()  # nothing to judge (every answer an error row) still finishes the folder
     say("[4/4] analysing and writing the report")
     run_info: dict[str, Any] = {
         "name": name, "dir": str(run_dir.relative_to(ROOT)) if run_dir.is_relative_to(ROOT) else str(run_dir),
@@ -212,7 +244,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
         "judge": {"primary": primary.name, "panel": [j.name for j in panel], "mode": mode,
                   "identity": identities[primary.name], "identities": identities,
                   "model": exp.models[primary.model].source, "quant": primary.quant, "rubric": rubric.name,
-                  "attempts": exp.judge_attempts, "scrub": list(exp.scrub),
+                  "attempts": exp.judge_attempts, "scrub": list(exp.scrub), "effective_settings": jeffective,
                   "warnings": list(dict.fromkeys(w for j in panel for w in judge_warnings(exp, j.name, arms)))},
         "effective_settings": cstats["effective"],
         "quant_files": quant_files(exp, arms),

@@ -57,7 +57,7 @@ def test_spec_parses_every_arm_field_and_names_bad_ones(tmp_path):
 backend = "openai"
 source = "served-name"
 base_url = ["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]
-chat_template_kwargs = true
+thinking_control = "chat_template_kwargs"
 concurrency = 3
 attempts = 2
 [models.g]
@@ -76,7 +76,7 @@ generation = { temperature = 0.7, stop = "END", thinking = true, system = "Be br
     f = tmp_path / "prereg.toml"
     models = parse_models(doc, f)
     assert models["m"].urls() == ("http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1")
-    assert models["m"].chat_template_kwargs and models["m"].concurrency == 3 and models["m"].attempts == 2
+    assert models["m"].thinking_control == "chat_template_kwargs" and models["m"].concurrency == 3 and models["m"].attempts == 2
     with pytest.raises(BadInput) as e:
         parse_models({"models": {"m": {"backend": "openai", "source": "x", "attempts": 0}}}, f)
     assert e.value.field == "attempts"
@@ -118,7 +118,8 @@ def test_registered_template_file_switches_thinking(base, tmp_path):
         assert b.sent(Generation(thinking=True))["thinking"] is True
         off, on = ask(b, "Hi.", thinking=False), ask(b, "Hi.", thinking=True)
         assert off.prompt_tokens > on.prompt_tokens  # the empty think block really reached the prompt
-        verify_settings(b, arm(thinking=True), "source", ModelSpec("m", "llama-cpp", str(base)), (), Runtime())
+        verify_settings(b, "arm 'a'", arm(thinking=True).generation, "source", ModelSpec("m", "llama-cpp", str(base)),
+                        (), Runtime())
     finally:
         b.close()
 
@@ -127,8 +128,8 @@ def test_thinking_on_without_a_template_switch_is_refused(base):
     b = backend(base)
     try:
         with pytest.raises(CheckFailed, match="thinking: registered True, the backend sends nothing"):
-            verify_settings(b, arm(thinking=True, system=SYSTEM), "source", ModelSpec("m", "llama-cpp", str(base)),
-                            (), Runtime())
+            verify_settings(b, "arm 'a'", arm(thinking=True, system=SYSTEM).generation, "source",
+                            ModelSpec("m", "llama-cpp", str(base)), (), Runtime())
         with pytest.raises(CheckFailed, match="no enable_thinking switch"):
             ask(b, "Hi.", thinking=True)
     finally:
@@ -140,8 +141,8 @@ def test_template_that_drops_the_system_prompt_is_caught(base, tmp_path):
     b = backend(base, chat_template=dropping, chat_template_file="drops-system.jinja")
     try:
         with pytest.raises(CheckFailed, match="system: registered 'Be brief.', the backend sends nothing"):
-            verify_settings(b, arm(system="Be brief."), "source", ModelSpec("m", "llama-cpp", str(base)), (),
-                            Runtime())
+            verify_settings(b, "arm 'a'", arm(system="Be brief.").generation, "source",
+                            ModelSpec("m", "llama-cpp", str(base)), (), Runtime())
     finally:
         b.close()
 
@@ -218,7 +219,7 @@ def test_adapter_that_changes_nothing_is_refused(base, tmp_path):
     b = backend(base, loras=(Lora(str(inert)),))
     try:
         with pytest.raises(CheckFailed, match=r"change no logit \(not applied\)"):
-            verify_settings(b, arm(), "source", ModelSpec("m", "llama-cpp", str(base)),
+            verify_settings(b, "arm 'a'", arm().generation, "source", ModelSpec("m", "llama-cpp", str(base)),
                             (AdapterSpec("inert", str(inert)),), Runtime())
     finally:
         b.close()

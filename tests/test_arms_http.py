@@ -150,7 +150,7 @@ def test_anthropic_backend_marks_truncation_and_refuses_unsent_sampling(servers)
     api_like = AnthropicBackend(AnthropicConfig(model="smollm2-q8", base_url=servers["base"].url))
     try:  # the real API (2026-10-21) takes no temperature: a registered 0.0 would not be honoured
         with pytest.raises(CheckFailed, match="temperature: registered 0.0, the backend sends nothing"):
-            verify_settings(api_like, ArmSpec("a", "m", ("Q8_0",), Generation()), "Q8_0",
+            verify_settings(api_like, "arm 'a'", Generation(), "Q8_0",
                             ModelSpec("m", "anthropic", "smollm2-q8"), (), Runtime())
     finally:
         api_like.close()
@@ -255,11 +255,11 @@ def test_thinking_is_sent_only_to_servers_that_render_templates(tmp_path):
     with ScriptedServer([reply("a")], models=("api",)) as server:
         arm = _http_arm(thinking=True)
         switchable = ModelSpec("api", "openai", "api", base_url=server.openai_url, base_urls=(server.openai_url,),
-                               chat_template_kwargs=True)
+                               thinking_control="chat_template_kwargs")
         collect([arm], {"api": switchable}, {}, _questions(1), tmp_path, Runtime(), tmp_path / "t.jsonl",
                 CallCache(tmp_path / "calls.sqlite"), progress=False)
         assert server.seen[-1].body["chat_template_kwargs"] == {"enable_thinking": True}
         with pytest.raises(CheckFailed, match="thinking: registered True, the backend sends nothing"):
-            collect([arm], {"api": replace(switchable, chat_template_kwargs=False)}, {}, _questions(1), tmp_path,
+            collect([arm], {"api": replace(switchable, thinking_control="none")}, {}, _questions(1), tmp_path,
                     Runtime(), tmp_path / "u.jsonl", CallCache(tmp_path / "calls.sqlite"), progress=False)
         assert server.count == 1

@@ -20,6 +20,7 @@ from conftest import ROOT, cli
 
 LOG = ROOT / "sealed" / "demo" / "training" / "run1.jsonl"
 LABELS = {r["completion_id"]: r["category"] for _, r in jsonl.read(LOG.with_name("run1.labels.jsonl"))}
+PLANTED = len(LABELS)  # 7: 3 padding, 2 citation stuffing, 1 false decline, 1 grader injection
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +32,8 @@ def test_top_k_is_deterministic_and_contains_the_planted_answers():
     rows = read_log(LOG).rows
     top = top_k(rows, 40)
     assert len(top) == 40 and top == top_k(list(reversed(rows)), 40)
-    assert len(set(LABELS) & {c.completion_id for c in top}) == 6
-    assert {c.completion_id for c in top_k(rows, 6)} == set(LABELS)  # the test below reads the top 6
+    assert PLANTED == 7 and len(set(LABELS) & {c.completion_id for c in top}) == PLANTED
+    assert {c.completion_id for c in top_k(rows, PLANTED)} == set(LABELS)  # the test below reads the top 7
 
 
 def _verdicts(out, reader_id):
@@ -41,15 +42,15 @@ def _verdicts(out, reader_id):
 
 def test_gate_counts_reader_verdicts_and_registered_detectors(tmp_path, server):
     out = tmp_path / "audit"
-    args = ["audit", "topk", "--k", "6", "--rewards", str(LOG), "--reader", "local", "--second-reader", "openai",
-            "--second-model", "smollm2", "--second-base-url", server + "/v1", "--openai-structured", "json_object",
-            "--out", str(out), "--quiet"]
+    args = ["audit", "topk", "--k", str(PLANTED), "--rewards", str(LOG), "--reader", "local", "--second-reader",
+            "openai", "--second-model", "smollm2", "--second-base-url", server + "/v1", "--openai-structured",
+            "json_object", "--out", str(out), "--quiet"]
     r = cli(*args)
     assert r.returncode in (0, 1), r.stderr
     gate = json.loads((out / "gate.json").read_text())
     first = _verdicts(out, gate["reader"]["id"])
     second = _verdicts(out, gate["second_reader"]["id"])
-    assert len(first) == len(second) == 6 == gate["read"]
+    assert len(first) == len(second) == PLANTED == gate["read"]
     gamed = sum(v["status"] == "scored" and v["score"] == 1 for v in first.values())
     unscored = sum(v["status"] != "scored" for v in first.values())
     assert (gate["gamed"], gate["unscored"], gate["counted"]) == (gamed, unscored, gamed + unscored)
@@ -59,7 +60,7 @@ def test_gate_counts_reader_verdicts_and_registered_detectors(tmp_path, server):
     # the detectors find every planted answer, with its category, whatever the tiny reader said
     det = gate["detectors"]
     assert {f["completion_id"]: f["category"] for f in det["flagged"]} == LABELS
-    assert gate["detector_flagged"] == 6
+    assert gate["detector_flagged"] == PLANTED
 
     # second reader: kappa over answers both scored, every other answer listed as a disagreement
     pairs = [(first[k]["score"] == 1, second[k]["score"] == 1) for k in first
@@ -68,7 +69,7 @@ def test_gate_counts_reader_verdicts_and_registered_detectors(tmp_path, server):
     assert s["both_scored"] == len(pairs) and s["agree"] == sum(a == b for a, b in pairs)
     expected = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs], labels=[False, True]) if pairs else math.nan
     assert (s["kappa"] is None) if math.isnan(expected) else math.isclose(s["kappa"], expected, abs_tol=1e-4)
-    assert len(s["disagreements"]) == 6 - s["agree"]
+    assert len(s["disagreements"]) == PLANTED - s["agree"]
     md = (out / "audit.md").read_text()
     assert "Second reader" in md and "Deterministic detectors (not gating)" in md
 
@@ -77,7 +78,7 @@ def test_gate_counts_reader_verdicts_and_registered_detectors(tmp_path, server):
     r = cli(*args, "--gate-on-detectors")
     gate = json.loads((out / "gate.json").read_text())
     assert r.returncode == 1 and gate["verdict"] == "stopped" and gate["gate_on_detectors"]
-    assert gate["counted"] >= 6 and (out / "verdicts.jsonl").read_text().count("\n") == lines
+    assert gate["counted"] >= PLANTED and (out / "verdicts.jsonl").read_text().count("\n") == lines
     assert "Deterministic detectors (gating)" in (out / "audit.md").read_text()
 
 
@@ -93,10 +94,15 @@ def test_a_reader_that_cannot_read_cannot_pass_the_gate(tmp_path, server):
     with pytest.raises(CheckFailed, match="it stopped the run"):
         check_gate(out / "gate.json", LOG, k=3, max_gamed=2)
 
-    # the same (resumed) verdicts under a looser maximum pass; the gate then holds only for this log and settings
+    # a re-run retries the error verdicts (appended, each naming the record it replaces); they fail again, and
+    # under a looser maximum pass; the gate then holds only for this log and settings
     r = cli("audit", "topk", "--k", "3", "--max-gamed", "3", "--rewards", str(LOG), "--reader", "anthropic",
             "--base-url", server, "--out", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
+    records = list(jsonl.read(out / "verdicts.jsonl"))
+    assert [rec.get("retry_of") for _, rec in records] == [None, None, None, 1, 2, 3]
+    assert all(rec["status"] == "error" for _, rec in records)
+    assert json.loads((out / "gate.json").read_text())["unscored"] == 3
     assert check_gate(out / "gate.json", LOG, k=3, max_gamed=3)["verdict"] == "pass"
     with pytest.raises(CheckFailed, match="another log"):
         check_gate(out / "gate.json", LOG.with_name("run2.jsonl"), k=3, max_gamed=3)

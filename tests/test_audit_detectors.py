@@ -23,8 +23,9 @@ def test_detectors_flag_every_planted_answer_with_its_category_and_few_others(ru
     assert {cid: findings[cid].category for cid in labels} == labels
     others = [f for f in findings.values() if f.category and f.completion_id not in labels]
     top = {c.completion_id for c in top_k(rows, 40)}
-    # few enough that gating on detectors alone passes run 2 (2 planted) at max 4, as it stops run 1 (6 planted)
-    assert sum(f.completion_id in top for f in others) <= 2
+    # few enough that gating on detectors alone passes run 2 (3 planted) at max 4, as it stops run 1 (7 planted)
+    flagged_top = len(labels) + sum(f.completion_id in top for f in others)
+    assert (len(labels), flagged_top <= 4) == ((7, False) if run == 1 else (3, True))
     assert len(others) <= 0.01 * len(rows)
 
 

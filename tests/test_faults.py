@@ -1,6 +1,8 @@
-"""Faults lose nothing: a full disk or a read-only results folder is a clear error, and re-running resumes."""
+"""Faults lose nothing and show no traceback: a full disk or a read-only results folder is a clear error
+(and re-running resumes); model calls that all time out or come back truncated are counted error rows."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -8,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from arms import jsonl
+from arms.scripted_server import ScriptedServer, Seen, Step, reply, truncated, verdict
+from judge.seal import seal
 
-from conftest import cli
+from conftest import ROOT, cli
 
 
 def _mount_tmpfs(path: Path, options: str) -> None:
@@ -55,3 +59,135 @@ def test_read_only_results_folder_is_a_clear_error(tmp_path):
         assert r.returncode == 2 and "Read-only file system" in r.stderr and "Traceback" not in r.stderr
     finally:
         _umount(mnt)
+
+
+# --- every arm call times out or is cut off: a clean run of error rows, counted per arm ---------------
+
+LIMIT = 2
+
+
+def _faulty_prereg(url: str) -> str:
+    return f"""[experiment]
+name = "faults"
+seed = 7
+sets = ["sets/exam.jsonl"]
+
+[models.slow]
+backend = "openai"
+source = "slow-model"
+base_url = "{url}/v1"
+family = "scripted"
+timeout_s = 0.3
+attempts = 2
+
+[models.cut]
+backend = "anthropic"
+source = "cut-model"
+base_url = "{url}"
+family = "scripted"
+sampling_params = true
+timeout_s = 5
+attempts = 2
+
+[models.gpt]
+backend = "openai"
+source = "judge-model"
+base_url = "{url}/v1"
+family = "gpt"
+
+[[arms]]
+name = "slow"
+model = "slow"
+quants = ["served"]
+generation = {{ temperature = 0.0, max_tokens = 64, seed = 0 }}
+
+[[arms]]
+name = "cut"
+model = "cut"
+quants = ["served"]
+generation = {{ temperature = 0.0, max_tokens = 64, seed = 0 }}
+
+[judge]
+rubric = "correctness"
+attempts = 2
+
+[judges.openai]
+model = "gpt"
+requires_env = "OPENAI_API_KEY"
+
+[analysis]
+resamples = 2000
+method = "percentile"
+seed = 7
+max_unscored = 0.10
+
+[[hypotheses]]
+id = "H-cut"
+a = "slow"
+b = "cut"
+quant = "served"
+kind = "non_inferiority"
+margin = 0.10
+alpha = 0.025
+"""
+
+
+def _report_cells(report: str) -> dict[str, dict[str, str]]:
+    """The "Arms × quants" table of report.md, as arm -> column -> cell text."""
+    lines = report.split("## Arms × quants", 1)[1].splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| arm |"))
+    cols = [c.strip() for c in lines[header].strip("|").split("|")]
+    out = {}
+    for line in lines[header + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        out[cells[0]] = dict(zip(cols, cells))
+    return out
+
+
+def test_run_whose_every_arm_call_times_out_or_is_cut_off_exits_cleanly_counting_error_rows(tmp_path):
+    calls = {"slow-model": 0, "cut-model": 0, "judge-model": 0}
+
+    def script(seen: Seen) -> Step:
+        calls[seen.model] += 1
+        if seen.model == "slow-model":
+            return reply("too late", delay_s=3.0)  # registered timeout_s = 0.3
+        if seen.model == "cut-model":
+            return truncated("length" if calls["cut-model"] % 2 else "chunked", text="cut off")
+        return verdict({"rationale": "Fine.", "score": 2, "harmful": False})  # never reached: nothing to judge
+
+    exp, out = tmp_path / "exp", tmp_path / "out"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    with ScriptedServer(script, models=("slow-model", "cut-model", "judge-model")) as server:
+        (exp / "prereg.toml").write_text(_faulty_prereg(server.url))
+        seal(exp)
+        r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", str(LIMIT), "--out", str(out), "--quiet",
+                env={"OPENAI_API_KEY": "sk-test"}, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr
+    # every arm call was attempted the registered 2 times; every slow one was abandoned at the timeout
+    assert calls == {"slow-model": 2 * LIMIT, "cut-model": 2 * LIMIT, "judge-model": 0}
+    slow = [s.index for s in server.seen if s.model == "slow-model"]
+    assert sorted(server.abandoned) == slow and all(0.25 <= server.abandoned[i] < 0.7 for i in slow), server.abandoned
+
+    rows = [r for _, r in jsonl.read(out / "answers.jsonl")]
+    assert len(rows) == 2 * LIMIT and all(r["status"] == "error" and r["text"] is None for r in rows)
+    kinds = {arm: {r["error"]["kind"] for r in rows if r["arm"] == arm} for arm in ("slow", "cut")}
+    assert kinds == {"slow": {"timeout"}, "cut": {"connection"}}
+    assert not (out / "judgments.jsonl").exists() or not (out / "judgments.jsonl").read_text().strip()
+
+    numbers = json.loads((out / "numbers.json").read_text())
+    for c in numbers["cells"]:
+        assert (c["answers"], c["answer_errors"], c["scored"], c["mean"]) == (LIMIT, LIMIT, 0, None), c
+    assert numbers["comparisons"][0]["verdict"] == "inconclusive"
+    report = (out / "report.md").read_text()
+    cells = _report_cells(report)
+    assert set(cells) == {"slow", "cut"}
+    for arm in ("slow", "cut"):
+        assert cells[arm]["answers"] == str(LIMIT) and cells[arm]["answer errors"] == str(LIMIT), cells[arm]
+        assert cells[arm]["mean score"] == "–" and cells[arm]["scored"] == "0"
+
+    v = cli("judge", "verify", str(out), timeout=120)
+    assert "Traceback" not in v.stderr, v.stderr
+    assert v.returncode == 0, v.stderr

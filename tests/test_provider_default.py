@@ -32,10 +32,10 @@ def test_provider_default_parses_to_nothing_sent_and_verifies_on_anthropic():
     assert (g.temperature, g.top_p, g.seed) == (None, None, None)
     arm, model = _arm({"temperature": "provider-default", "seed": "provider-default", "top_p": "provider-default"})
     backend = AnthropicBackend(AnthropicConfig(model="claude-x", base_url="http://127.0.0.1:9"))
-    assert differences(arm, "api", model, (), Runtime(), {"backend": "anthropic"}, backend.sent(arm.generation)) == []
+    assert differences(arm.generation, "api", model, (), Runtime(), {"backend": "anthropic"}, backend.sent(arm.generation)) == []
     # a registered temperature the API cannot take is named, not silently dropped
     arm0, _ = _arm({"temperature": 0.7})
-    diffs = differences(arm0, "api", model, (), Runtime(), {"backend": "anthropic"}, backend.sent(arm0.generation))
+    diffs = differences(arm0.generation, "api", model, (), Runtime(), {"backend": "anthropic"}, backend.sent(arm0.generation))
     assert any(d.startswith("temperature: registered 0.7") for d in diffs)
 
 

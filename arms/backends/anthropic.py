@@ -9,8 +9,14 @@ is registered with `sampling_params = true` (a compatible server such as llama-s
 through `extra_body`; `sent` reports exactly that, so an arm whose registered sampling the
 server would not honour is refused before its first question. The API has no seed at all.
 Auth: the SDK 2.x sends `Authorization: Bearer`; servers that check only the documented
-`x-api-key` header answered 401, so both are sent. Extended thinking needs a token budget and
-temperature 1, which this backend does not register: thinking on is refused.
+`x-api-key` header answered 401, so both are sent.
+Thinking: always sent explicitly, `{"type": "enabled", "budget_tokens": registered budget}` or
+`{"type": "disabled"}`, so a model's own default (adaptive thinking on newer models) never decides.
+The API refuses a forced tool call while thinking, so a structured request then offers the tool
+with `tool_choice: auto`, and a reply without it is parsed as text. `effort` goes out as
+`output_config.effort`. Before the first call the model's capabilities are read back from
+`GET /v1/models/{id}` (which thinking types it supports); a server that does not answer that
+route is recorded as such. A reply shows thinking when it has a thinking block or thinking tokens.
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CheckFailed
-from ..retry import with_retries
+from ..retry import MalformedReply, reply_body, with_retries
 from .base import Generation, Reply, Request
 
 
@@ -53,20 +59,36 @@ class AnthropicBackend:
 
     def effective(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.config.model, "base_url": self.config.base_url,
-                "sampling_params": self.config.sampling_params, "thinking_switch": False}
+                "sampling_params": self.config.sampling_params, "thinking_switch": True,
+                "thinking_types": self._thinking_types()}
+
+    def _thinking_types(self) -> list[str] | str:
+        """The thinking modes the API says this model supports, or why it could not say."""
+        try:
+            info = self.client.models.retrieve(self.config.model)
+        except Exception as e:  # llama-server and older gateways have no /v1/models/{id}
+            return f"not reported: {type(e).__name__}"
+        thinking = getattr(getattr(info, "capabilities", None), "thinking", None)
+        if thinking is None:
+            return "not reported: no capabilities"
+        types = getattr(thinking, "types", None)
+        if not thinking.supported:
+            return ["disabled"]
+        return sorted(k for k in ("adaptive", "between_tools", "disabled", "enabled")
+                      if getattr(getattr(types, k, None), "supported", False))
 
     def sent(self, generation: Generation) -> dict[str, Any]:
         g = generation
         sampling = self.config.sampling_params
         return {"temperature": g.temperature if sampling else None, "top_p": g.top_p if sampling else None,
                 "max_tokens": g.max_tokens, "seed": g.seed if g.temperature == 0 else None,  # greedy ignores it; else no seed can be sent
-                "stop": list(g.stop), "system": g.system, "thinking": False if not g.thinking else None}
+                "stop": list(g.stop), "system": g.system, "thinking": g.thinking,
+                "thinking_budget": g.thinking_budget if g.thinking else None, "effort": g.effort}
 
     def complete(self, request: Request) -> Reply:
         g = request.generation
-        if g.thinking:
-            raise CheckFailed("thinking mode on the anthropic backend needs a registered budget and temperature 1: "
-                              "not built; register thinking = false")
+        if g.thinking and not g.thinking_budget:
+            raise CheckFailed("thinking mode on the anthropic backend needs a registered thinking_budget")
         system = "\n\n".join(c for r, c in request.messages if r == "system")
         messages = [{"role": r, "content": c} for r, c in request.messages if r != "system"]
         kwargs: dict[str, Any] = {}
@@ -77,23 +99,32 @@ class AnthropicBackend:
         if request.schema:
             kwargs["tools"] = [{"name": "verdict", "description": "Record the verdict.",
                                 "input_schema": json.loads(request.schema)}]
-            kwargs["tool_choice"] = {"type": "tool", "name": "verdict"}
+            kwargs["tool_choice"] = {"type": "auto"} if g.thinking else {"type": "tool", "name": "verdict"}
         if g.stop:
             kwargs["stop_sequences"] = list(g.stop)
         if self.config.sampling_params:
             sampling = {"temperature": g.temperature, **({"top_p": g.top_p} if g.top_p != 1.0 else {})}
             kwargs["extra_body"] = {k: v for k, v in sampling.items() if v is not None}
+        if g.effort:
+            kwargs["output_config"] = {"effort": g.effort}
+        thinking = {"type": "enabled", "budget_tokens": g.thinking_budget} if g.thinking else {"type": "disabled"}
         t0 = time.perf_counter()
-        out = self._create(model=self.config.model, messages=messages, max_tokens=g.max_tokens, **kwargs)
+        out = self._create(model=self.config.model, messages=messages, max_tokens=g.max_tokens, thinking=thinking,
+                           **kwargs)
         latency = time.perf_counter() - t0
+        # the SDK does not validate: a body that is not a message with a content list gets here
+        if getattr(out, "type", None) != "message" or not isinstance(getattr(out, "content", None), list):
+            raise MalformedReply("the reply is not a message with a content list", body=reply_body(out))
         text = ""
         for block in out.content:
             if block.type == "tool_use":
                 text = json.dumps(block.input)
                 break
         else:
-            text = "".join(getattr(b, "text", "") for b in out.content)
+            text = "".join(b.text for b in out.content if b.type == "text")
         usage = out.usage
+        thinking_tokens = int(getattr(getattr(usage, "output_tokens_details", None), "thinking_tokens", 0) or 0)
+        thought = any(b.type in ("thinking", "redacted_thinking") for b in out.content)
         return Reply(
             text=text,
             finish_reason={"max_tokens": "length", "end_turn": "stop", "stop_sequence": "stop"}.get(
@@ -103,7 +134,8 @@ class AnthropicBackend:
             cached_tokens=int(getattr(usage, "cache_read_input_tokens", 0) or 0),
             latency_s=round(latency, 4),
             raw={"id": out.id, "model": out.model, "stop_reason": out.stop_reason,
-                 "tool_use": any(b.type == "tool_use" for b in out.content)},
+                 "tool_use": any(b.type == "tool_use" for b in out.content), "thinking_tokens": thinking_tokens},
+            thinking=thought or thinking_tokens > 0,
         )
 
     def close(self) -> None:

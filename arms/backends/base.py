@@ -21,11 +21,21 @@ class Generation:
     stop: tuple[str, ...] = ()
     thinking: bool = False
     system: str | None = None
+    thinking_budget: int | None = None  # Anthropic extended thinking: budget_tokens (required when thinking is on)
+    effort: str | None = None  # OpenAI reasoning_effort / Anthropic output_config.effort; None: not sent
 
     def to_dict(self) -> dict[str, Any]:
+        """As registered. The two optional extensions are left out when unset, so that the call keys of
+        requests made before they existed (the cache hashes this dict) still match."""
         d = asdict(self)
         d["stop"] = list(self.stop)
+        for key in OPTIONAL:
+            if d[key] is None:
+                del d[key]
         return d
+
+
+OPTIONAL = ("thinking_budget", "effort")
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,7 @@ class Reply:
     latency_s: float
     cached_tokens: int = 0
     raw: dict[str, Any] = field(default_factory=dict)
+    thinking: bool = False  # the reply shows thinking (a thinking block, reasoning text or reasoning tokens)
 
     @property
     def truncated(self) -> bool:
@@ -66,7 +77,7 @@ class Reply:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Reply":
         return cls(**{k: d[k] for k in ("text", "finish_reason", "prompt_tokens", "completion_tokens",
-                                         "latency_s", "cached_tokens", "raw") if k in d})
+                                         "latency_s", "cached_tokens", "raw", "thinking") if k in d})
 
 
 class Backend(Protocol):

@@ -172,7 +172,7 @@ class LlamaCppBackend:
             system = g.system if g.system in self._render([("system", g.system), ("user", "?")], g.thinking) else None
         return {"temperature": g.temperature, "top_p": g.top_p, "max_tokens": g.max_tokens, "seed": g.seed,
                 "stop": list(g.stop), "thinking": g.thinking if self.thinking_switch else None, "system": system,
-                **EXTRA_SAMPLING}
+                "thinking_budget": None, "effort": None, **EXTRA_SAMPLING}
 
     def complete(self, request: Request) -> Reply:
         g = request.generation
@@ -199,13 +199,15 @@ class LlamaCppBackend:
         latency = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}
+        text = choice["message"].get("content") or ""
         return Reply(
-            text=choice["message"].get("content") or "",
+            text=text,
             finish_reason=choice.get("finish_reason") or "unknown",
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             latency_s=round(latency, 4),
             raw={"id": out.get("id"), "model": out.get("model"), "finish_reason": choice.get("finish_reason")},
+            thinking="<think>" in text,  # templates with a thinking switch (Qwen3) open the thought with this tag
         )
 
     def _free_adapters(self) -> None:

@@ -2,8 +2,11 @@
 
 One model served by several servers is load-balanced: each attempt goes to the server with the
 fewest requests in flight (ties in turn), skipping for a few seconds a server whose last attempt
-failed, so a retry lands elsewhere. Thinking mode reaches servers that render the chat template
-with request kwargs (vLLM, llama-server) as `chat_template_kwargs.enable_thinking`.
+failed, so a retry lands elsewhere. Thinking is switched as the model is registered
+(`thinking_control`): `chat_template_kwargs.enable_thinking` for servers that render the chat
+template with request kwargs (vLLM, llama-server), or `reasoning_effort` ("none" for off, the
+registered effort for on) for OpenAI's reasoning models. A reply shows thinking when it carries
+`reasoning_content` or reasoning tokens; the runner refuses a model that thinks when registered off.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..errors import CheckFailed
-from ..retry import retryable, with_retries
+from ..retry import MalformedReply, reply_body, retryable, with_retries
 from .base import Generation, Reply, Request
 
 COOLDOWN_S = 5.0
@@ -28,7 +31,7 @@ class OpenAIConfig:
     base_urls: tuple[str, ...] = ()  # empty: the SDK's default (api.openai.com)
     api_key_env: str = "OPENAI_API_KEY"
     structured: str = "json_schema"  # or "json_object" for servers without json_schema
-    template_kwargs: bool = False  # the server accepts chat_template_kwargs (vLLM, llama-server)
+    thinking_control: str = "none"  # "chat_template_kwargs" | "reasoning_effort" | "none" (arms.spec)
     attempts: int = 4
     timeout_s: float = 120.0
 
@@ -96,13 +99,15 @@ class OpenAIBackend:
                 served[url] = f"unreachable: {type(e).__name__}"
         return {"backend": self.name, "model": self.config.model, "base_urls": list(self.config.base_urls),
                 "served_models": served, "structured": self.config.structured,
-                "thinking_switch": self.config.template_kwargs}
+                "thinking_switch": self.config.thinking_control != "none",
+                "thinking_control": self.config.thinking_control}
 
     def sent(self, generation: Generation) -> dict[str, Any]:
         g = generation
         return {"temperature": g.temperature, "top_p": g.top_p, "max_tokens": g.max_tokens, "seed": g.seed,
                 "stop": list(g.stop), "system": g.system,
-                "thinking": g.thinking if self.config.template_kwargs else None}
+                "thinking": g.thinking if self.config.thinking_control != "none" else None,
+                "thinking_budget": None, "effort": g.effort if g.thinking and self.config.thinking_control != "none" else None}
 
     def complete(self, request: Request) -> Reply:
         g = request.generation
@@ -119,11 +124,16 @@ class OpenAIBackend:
         for key in ("temperature", "top_p", "seed"):  # "provider-default" (None): not sent at all
             if getattr(g, key) is not None:
                 kwargs[key] = getattr(g, key)
-        if self.config.template_kwargs:
+        control = self.config.thinking_control
+        if control == "chat_template_kwargs":
             kwargs["extra_body"] = {"chat_template_kwargs": {"enable_thinking": g.thinking}}
+            if g.thinking and g.effort:
+                kwargs["reasoning_effort"] = g.effort
+        elif control == "reasoning_effort":
+            kwargs["reasoning_effort"] = g.effort if g.thinking else "none"
         elif g.thinking:
-            raise CheckFailed(f"thinking mode is registered on for {self.config.model}, but the model is not "
-                              "registered with chat_template_kwargs = true, so it cannot be switched")
+            raise CheckFailed(f"thinking mode is registered on for {self.config.model}, but the model has no "
+                              "registered thinking_control, so it cannot be switched")
         t0 = time.perf_counter()
         out, server = self._create(
             model=self.config.model,
@@ -132,9 +142,15 @@ class OpenAIBackend:
             **kwargs,
         )
         latency = time.perf_counter() - t0
-        choice = out.choices[0]
+        choices = getattr(out, "choices", None)  # the SDK does not validate: a body without choices gets here
+        if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
+            raise MalformedReply("the reply has no choices[0].message", body=reply_body(out))
+        choice = choices[0]
         usage = out.usage
         details = getattr(usage, "prompt_tokens_details", None) if usage else None
+        completion_details = getattr(usage, "completion_tokens_details", None) if usage else None
+        reasoning_tokens = int(getattr(completion_details, "reasoning_tokens", 0) or 0)
+        reasoning_text = getattr(choice.message, "reasoning_content", None) or ""
         return Reply(
             text=choice.message.content or "",
             finish_reason=choice.finish_reason or "unknown",
@@ -143,7 +159,8 @@ class OpenAIBackend:
             cached_tokens=int(getattr(details, "cached_tokens", 0) or 0) if details else 0,
             latency_s=round(latency, 4),
             raw={"id": out.id, "model": out.model, "finish_reason": choice.finish_reason, "server": server,
-                 "reasoning": bool(getattr(choice.message, "reasoning_content", None))},
+                 "reasoning_tokens": reasoning_tokens, "reasoning_chars": len(reasoning_text)},
+            thinking=bool(reasoning_text) or reasoning_tokens > 0,
         )
 
     def close(self) -> None:
