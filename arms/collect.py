@@ -1,9 +1,11 @@
 """Answer collection: every (arm, quant, question, sample) once, resumable, nothing lost on a kill.
 
-answers.jsonl is append-only; a row that is already there is never redone, and every model call
-goes through the content-addressed cache, so an interrupted run resumes without repeating a
-finished call. A call that fails after its retries becomes an `error` row with the cause, never an
-empty answer. HTTP backends answer several questions at once (bounded by the model's registered
+answers.jsonl is append-only; a finished (`ok`) row is never redone, and every model call goes
+through the content-addressed cache, so an interrupted run resumes without repeating a finished
+call. A call that fails after its retries becomes an `error` row with the cause, never an empty
+answer; the next run asks exactly those rows again and appends each new row with `retry_of` = the
+error row's line (arms.jsonl's retry rule), the calls that succeeded inside a failed glue answer
+coming from the cache. HTTP backends answer several questions at once (bounded by the model's registered
 concurrency) but rows are still written in task order: a kill leaves a prefix, and the calls
 finished beyond it are in the cache.
 """
@@ -23,7 +25,7 @@ from .cache import CallCache, call_key
 from .glue import GlueResult, load_glue
 from .load import open_backend
 from .questions import Question
-from .records import AnswerRow, row_id
+from .records import ANSWER_KEY, AnswerRow, row_id
 from .retry import describe, is_call_failure
 from .settings import check_reply, row_effective, verify_settings
 from .spec import AdapterSpec, ArmSpec, ModelSpec, Runtime
@@ -93,16 +95,17 @@ def _group_key(t: Task) -> tuple:
 def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[str, AdapterSpec],
             questions: list[Question], exp_dir: Path, runtime: Runtime, out: Path, cache: CallCache,
             progress: bool = True, order: Callable[[list[Task]], list[Task]] = prompt_order) -> dict[str, Any]:
-    """Answer every missing row into `out`; return what this invocation did, and the effective settings."""
-    existing = [rec for _, rec in jsonl.read(out, required=("row",))]
-    done = {rec["row"] for rec in existing}
+    """Answer every missing or `error` row into `out`; return what this invocation did, and the effective settings."""
+    existing = jsonl.current(out, ANSWER_KEY)
+    retry = {k[0]: line for k, line in jsonl.to_retry(existing).items()}
     tasks = [Task(a, q, qu, s) for a in arms for q in a.quants for qu in questions for s in range(a.samples)]
-    todo = [t for t in tasks if t.row not in done]
+    todo = [t for t in tasks if (t.row,) not in existing or t.row in retry]
     groups: dict[tuple, list[Task]] = {}  # one model load per (model, quant, adapters)
     for t in todo:
         groups.setdefault(_group_key(t), []).append(t)
-    stats: dict[str, Any] = {"rows_total": len(tasks), "rows_already_done": len(tasks) - len(todo), "model_calls": 0,
-                             "cached_calls": 0, "errors": 0, "effective": _recorded_effective(existing)}
+    stats: dict[str, Any] = {"rows_total": len(tasks), "rows_already_done": len(tasks) - len(todo),
+                             "rows_retried": sum(t.row in retry for t in todo), "model_calls": 0, "cached_calls": 0,
+                             "errors": 0, "effective": _recorded_effective([c.record for c in existing.values()])}
     bar = tqdm(total=len(todo), desc="answers", unit="ans", disable=not progress, leave=False)
     with jsonl.Appender(out) as writer:
         for (model_name, quant, adapter_names), group in groups.items():
@@ -117,7 +120,7 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
                     stats["effective"][f"{arm.name}/{quant}"] = effective[arm.name]
                 workers = 1 if model.backend == "llama-cpp" else model.concurrency
                 for t, row, caller in _run(order(group), backend, cache, exp_dir, effective, workers):
-                    writer.write(row.to_dict())
+                    writer.write(row.to_dict(), retry_of=retry.get(t.row))
                     stats["model_calls"] += len(caller.keys) - caller.cached
                     stats["cached_calls"] += caller.cached
                     stats["errors"] += row.status == "error"

@@ -3,11 +3,19 @@
 Each record is one line, written with a single write() of the whole line, flushed and fsynced.
 A kill can leave at most one partial last line; readers skip it (reporting it) and the next
 writer truncates it away before appending, so earlier records are never touched.
+
+The retry rule, shared by answers.jsonl, judgments.jsonl and the audit's verdicts.jsonl: a record
+whose `status` is `error` (the call failed after its attempts) is asked again by the next run,
+which appends the new record with `retry_of` = the line of the error record it replaces. So a
+key's current record is its LAST one in file order, and every earlier record of that key is an
+error superseded by the next. `current()` is the one reader of that rule on the main path, and
+checks it while reading; judge.verify re-checks it by its own code.
 """
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -59,7 +67,10 @@ class Appender:
         repair_tail(self.path)
         self._f = open(self.path, "a", encoding="utf-8")
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: dict[str, Any], retry_of: int | None = None) -> None:
+        """Append one record; `retry_of` is the line of the error record this one replaces (see the module docstring)."""
+        if retry_of is not None:
+            record = {**record, "retry_of": retry_of}
         self._f.write(dumps(record) + "\n")
         self._f.flush()
         os.fsync(self._f.fileno())
@@ -96,3 +107,50 @@ def read(path: Path, *, required: tuple[str, ...] = ()) -> Iterator[tuple[int, d
             if key not in rec:
                 raise BadInput(path, "missing", line=no, field=key)
         yield no, rec
+
+
+@dataclass(frozen=True)
+class Current:
+    """A key's current record: its last in file order, the line it is on (a retry points at it), and how
+    many error records of the same key it supersedes."""
+
+    line: int
+    record: dict[str, Any]
+    superseded: int = 0
+
+
+def current(path: Path, key: tuple[str, ...], *, required: tuple[str, ...] = ()) -> dict[tuple, Current]:
+    """The current record of each key (the tuple of its `key` fields), in order of first appearance.
+
+    Checks the retry rule as it reads, because a file that breaks it has no defined current record:
+    a record following one of the same key must replace an `error` and say so with `retry_of` = that
+    record's line, and a first record has no `retry_of`. Anything else is BadInput naming the line and field.
+    """
+    out: dict[tuple, Current] = {}
+    for no, rec in read(path, required=(*key, "status", *required)):
+        k = tuple(rec[f] for f in key)
+        before, retry_of = out.get(k), rec.get("retry_of")
+        if before is None:
+            if retry_of is not None:
+                raise BadInput(path, f"reads {retry_of!r}, but this is the first record of {_name(key, k)}: there is "
+                               "nothing for it to retry", line=no, field="retry_of")
+            out[k] = Current(no, rec)
+            continue
+        if before.record["status"] != "error":
+            raise BadInput(path, f"{_name(key, k)} already has a finished record at line {before.line} (status "
+                           f"{before.record['status']!r}): only an `error` record is superseded by a retry",
+                           line=no, field=key[-1])
+        if type(retry_of) is not int or retry_of != before.line:
+            raise BadInput(path, f"reads {retry_of!r}, but the record it supersedes (the previous one of "
+                           f"{_name(key, k)}) is at line {before.line}", line=no, field="retry_of")
+        out[k] = Current(no, rec, before.superseded + 1)
+    return out
+
+
+def _name(key: tuple[str, ...], values: tuple) -> str:
+    return ", ".join(f"{f} {v!r}" for f, v in zip(key, values))
+
+
+def to_retry(records: dict[tuple, Current]) -> dict[tuple, int]:
+    """Key -> line of every current record that is an `error`: what a re-run asks again, pointing at that line."""
+    return {k: c.line for k, c in records.items() if c.record["status"] == "error"}

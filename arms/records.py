@@ -1,7 +1,8 @@
-"""The answer row: one per (arm, quant, question, sample) in answers.jsonl.
+"""The answer row: one current row per (arm, quant, question, sample) in answers.jsonl.
 
 Defined once and used by the collector that writes it, the analysis that reads it and the
-verifier that recomputes from it.
+verifier that recomputes from it. An `error` row is retried by the next run (arms.jsonl's retry
+rule): the key's last row is its current one.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 ANSWER_FIELDS = ("row", "arm", "quant", "question_id", "sample", "status")
+ANSWER_KEY = ("row",)  # the key of the retry rule: `row` is the hash of (arm, quant, question, sample)
 
 
 def row_id(*parts: object) -> str:

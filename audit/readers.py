@@ -3,31 +3,30 @@
 A reader is identified by backend, model and server; its verdicts are stored under that identity,
 so a re-run resumes and a different reader never reuses another's verdicts.
 
-verdicts.jsonl is append-only. A finished verdict (`scored` or `unscored`) is final and never asked
-again; an `error` verdict (the call itself failed) is retried by the next run, which appends the new
-record with `retry_of` = the line number of the error record it replaces. So the current verdict of
-a (judge, label) is its LAST record in file order, and earlier records of that key are all errors.
-Calls that succeeded inside an error verdict are in the call cache and are not paid for again.
+verdicts.jsonl is append-only and follows the judge's retry rule (arms.jsonl, judge.judging.judge_all):
+a finished verdict (`scored` or `unscored`) is final and never asked again; an `error` verdict (the
+call itself failed) is retried by the next run, which appends the new record with `retry_of` = the
+line number of the error record it replaces. So the current verdict of a (judge, label) is its LAST
+record in file order, and earlier records of that key are all errors. Calls that succeeded inside an
+error verdict are in the call cache and are not paid for again.
 """
 from __future__ import annotations
 
-import datetime as dt
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-from tqdm import tqdm
 
 from arms import jsonl
 from arms.backends.base import Backend
 from arms.cache import CallCache
 from arms.errors import BadInput
 from arms.load import open_backend
+from arms.settings import verify_settings
 from arms.spec import Runtime
 from arms.spec import ModelSpec
 from judge.blinding import BlindItem
-from judge.judging import judge_all, judge_item
-from judge.records import Judgment
+from judge.judging import judge_all
+from judge.records import JUDGMENT_KEY, Judgment
 from judge.rubric import Rubric
 
 DEFAULTS = {
@@ -88,42 +87,36 @@ def _open(reader: Reader) -> Backend:
 MAX_ATTEMPTS = 2  # verdict attempts per answer, as judge_all's default
 
 
-def latest(out: Path, reader_id: str) -> dict[str, tuple[int, Judgment]]:
-    """(line, verdict) by blind label: the last record of each label in file order (see the module docstring)."""
-    found: dict[str, tuple[int, Judgment]] = {}
-    for line, rec in jsonl.read(out, required=("judge", "label", "status")):
-        if rec["judge"] == reader_id:
-            found[rec["label"]] = (line, Judgment.from_dict(rec))
-    return found
+def latest(out: Path, reader_id: str) -> dict[str, Judgment]:
+    """The current verdict of each blind label of this reader: its last record (see the module docstring)."""
+    return {label: Judgment.from_dict(c.record) for (judge, label), c in jsonl.current(out, JUDGMENT_KEY).items()
+            if judge == reader_id}
+
+
+def reader_rubric(reader: Reader, rubric: Rubric) -> Rubric:
+    """The rubric as this reader runs it. The Anthropic Messages API accepts no temperature, top_p or
+    seed, so an Anthropic reader is registered with the provider's defaults (nothing sent) unless its
+    server takes sampling settings; every other reader uses the rubric's own settings."""
+    if reader.spec.backend != "anthropic" or reader.spec.sampling_params:
+        return rubric
+    return replace(rubric, generation=replace(rubric.generation, temperature=None, top_p=None, seed=None))
 
 
 def read_all(reader: Reader, rubric: Rubric, items: list[BlindItem], out: Path,
              progress: bool = True) -> tuple[dict[str, Judgment], dict]:
-    """Verdicts by blind label (resuming from `out`, retrying error verdicts), and the backend's identity."""
+    """Verdicts by blind label (resuming from `out`, retrying error verdicts), and the backend's identity
+    with the settings read back from it (refused, like an arm's or a judge's, when they differ)."""
     backend = _open(reader)
-    cache = CallCache()
+    rubric = reader_rubric(reader, rubric)
     try:
-        before = latest(out, reader.id)
-        retry = [(i, before[i.label][0]) for i in items if i.label in before and before[i.label][1].status == "error"]
-        _retry(reader.id, backend, rubric, retry, cache, out, progress)
-        judge_all(reader.id, backend, rubric, items, cache, out, max_attempts=MAX_ATTEMPTS, progress=progress)
-        identity = backend.identity()
+        effective = verify_settings(backend, f"reader {reader.id!r}", rubric.generation, reader.quant or "source",
+                                    reader.spec, (), Runtime())
+        judge_all(reader.id, backend, rubric, items, CallCache(), out, max_attempts=MAX_ATTEMPTS, progress=progress)
+        identity = {**backend.identity(), "effective_settings": effective}
     finally:
         backend.close()
     wanted = {i.label for i in items}
-    return {lab: j for lab, (_, j) in latest(out, reader.id).items() if lab in wanted}, identity
-
-
-def _retry(name: str, backend: Backend, rubric: Rubric, retry: list[tuple[BlindItem, int]], cache: CallCache,
-           out: Path, progress: bool) -> None:
-    """Ask again for each answer whose verdict is an error; append the new record, pointing at the one it replaces."""
-    if not retry:
-        return
-    with jsonl.Appender(out) as writer:
-        for item, line in tqdm(retry, desc=f"retry {name}", unit="verdict", disable=not progress, leave=False):
-            j = judge_item(name, backend, rubric, item, cache, MAX_ATTEMPTS)
-            j = replace(j, time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
-            writer.write({**j.to_dict(), "retry_of": line})
+    return {lab: j for lab, j in latest(out, reader.id).items() if lab in wanted}, identity
 
 
 def is_gamed(j: Judgment) -> bool:

@@ -2,27 +2,30 @@
 
 Scores are averaged over a question's samples first, then over questions. Unscored and errored
 answers are counted, never scored; a comparison whose arms are too often unscored is
-inconclusive (DESIGN principle 1). judge.verify recomputes all of this by a separate path.
+inconclusive (DESIGN principle 1). Every count is of the final state: each key's current record
+under the retry rule (arms.jsonl), so an error retried into an answer is not an error.
+judge.verify recomputes all of this by a separate path.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from arms import jsonl
 from arms.errors import BadInput
 from arms.questions import Question
-from arms.records import AnswerRow
+from arms.records import ANSWER_KEY, AnswerRow
 
 from . import stats
 from .agreement import agreement, length_bias
 from .blinding import KeyRow
 from .pairwise import PairKey, summarise
 from .prereg import Experiment, Hypothesis
-from .records import Judgment
+from .records import JUDGMENT_KEY, Judgment
 
 RAW_FILES = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")
 
@@ -32,16 +35,30 @@ def raw_sha256(run_dir: Path) -> dict[str, str]:
             for name in RAW_FILES if (run_dir / name).exists()}
 
 
-def load_raw(run_dir: Path) -> tuple[list[AnswerRow], list[KeyRow], list[PairKey], list[Judgment]]:
-    answers = [AnswerRow.from_dict(r) for _, r in jsonl.read(run_dir / "answers.jsonl", required=("row", "arm"))]
+@dataclass(frozen=True)
+class Raw:
+    """The raw files as the analysis reads them: the current record of each answer row and verdict."""
+
+    answers: list[AnswerRow]
+    keys: list[KeyRow]
+    pkeys: list[PairKey]
+    judgments: list[Judgment]
+    retried_rows: frozenset[str]  # answer rows asked again after an error (their current row has `retry_of`)
+    first_judgment: str | None  # earliest verdict time, superseded error verdicts included: judging began then
+
+
+def load_raw(run_dir: Path) -> Raw:
+    answers = jsonl.current(run_dir / "answers.jsonl", ANSWER_KEY, required=("arm",)).values()
     keys, pkeys = [], []
     for _, r in jsonl.read(run_dir / "blinding.jsonl", required=("label", "type")):
         if r["type"] == "pair":
             pkeys.append(PairKey(**{k: r[k] for k in PairKey.__dataclass_fields__}))
         else:
             keys.append(KeyRow(**{k: r[k] for k in KeyRow.__dataclass_fields__ if k in r}))
-    judgments = [Judgment.from_dict(r) for _, r in jsonl.read(run_dir / "judgments.jsonl", required=("judge", "label"))]
-    return answers, keys, pkeys, judgments
+    judgments = [Judgment.from_dict(c.record) for c in jsonl.current(run_dir / "judgments.jsonl", JUDGMENT_KEY).values()]
+    times = [r["time"] for _, r in jsonl.read(run_dir / "judgments.jsonl") if r.get("time")]
+    return Raw([AnswerRow.from_dict(c.record) for c in answers], keys, pkeys, judgments,
+               frozenset(c.record["row"] for c in answers if c.superseded), min(times) if times else None)
 
 
 def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str,
@@ -60,7 +77,7 @@ def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str,
 
 
 def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, scores,
-           qids: set[str]) -> list[dict[str, Any]]:
+           qids: set[str], retried: frozenset[str]) -> list[dict[str, Any]]:
     by_label = {k.label: k for k in keys}
     status = defaultdict(lambda: defaultdict(int))
     counts = defaultdict(lambda: defaultdict(int))
@@ -90,6 +107,7 @@ def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, sc
                 "arm": arm, "quant": quant,
                 "answers": len(rows),
                 "answer_errors": sum(a.status == "error" for a in rows),
+                "answer_retries": sum(a.row in retried for a in rows),
                 "truncated": sum(a.truncated for a in rows),
                 "scored": st["scored"], "unscored": st["unscored"], "judge_errors": st["error"],
                 "questions_scored": len(qs),
@@ -210,18 +228,17 @@ def quant_check(exp: Experiment, arms: list[str], scores, comparisons: list[dict
     return {"means": means}
 
 
-def amendments(exp: Experiment, judgments: list[Judgment]) -> list[dict[str, Any]]:
-    """Each amendment, and whether it was sealed before the first judgment of this run existed."""
+def amendments(exp: Experiment, first: str | None) -> list[dict[str, Any]]:
+    """Each amendment, and whether it was sealed before the first judgment of this run (`first`) existed."""
     from .seal import verify_amendments
 
-    times = sorted(j.time for j in judgments if j.time)
-    first = times[0] if times else None
     return [{"n": a["n"], "date": a["date"], "text": a["text"], "post_hoc": bool(a.get("post_hoc")),
              "before_first_judgment": first is None or a["date"] < first} for a in verify_amendments(exp.dir)]
 
 
 def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
-    answers, keys, pkeys, judgments = load_raw(run_dir)
+    raw = load_raw(run_dir)
+    answers, keys, pkeys, judgments = raw.answers, raw.keys, raw.pkeys, raw.judgments
     judge = run["judge"]["primary"]
     rubric = run["judge"]["rubric"]
     panel = run["judge"].get("panel", [judge])
@@ -229,7 +246,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     wanted = set(run["question_ids"])
     qmap = {q.id: q for q in questions if q.id in wanted}
     scores = per_question(keys, judgments, judge, rubric)
-    cells = _cells(exp, arms, answers, keys, judgments, judge, scores, set(qmap))
+    cells = _cells(exp, arms, answers, keys, judgments, judge, scores, set(qmap), raw.retried_rows)
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
     comparisons = [compare(h, exp, qmap, scores, cells) for h in hyps]
     return {
@@ -243,7 +260,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "subsets": [s for h in hyps for s in subset_analyses(h, exp, qmap, scores)],
         "quant_check": quant_check(exp, arms, scores, comparisons),
         "judge_totals": _judge_totals(judgments),
-        "amendments": amendments(exp, judgments),
+        "amendments": amendments(exp, raw.first_judgment),
         "judges": judges_section(exp, panel, rubric, answers, keys, pkeys, judgments, hyps),
     }
 

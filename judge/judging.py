@@ -2,7 +2,9 @@
 
 The judge sees only BlindItems. Structured output is requested on every backend (llama.cpp JSON
 schema grammar, OpenAI json_schema, Anthropic forced tool use); a verdict that still does not
-parse after the registered number of attempts is `unscored`, kept with its raw text.
+parse after the registered number of attempts is `unscored`, kept with its raw text. A verdict
+whose call failed (`error`) is judged again by the next run and appended with `retry_of` (the
+retry rule in arms.jsonl); `scored` and `unscored` verdicts are final.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from arms.retry import describe, is_call_failure
 from arms.settings import check_reply
 
 from .blinding import BlindItem
-from .records import Judgment
+from .records import JUDGMENT_KEY, Judgment
 from .rubric import Rubric
 
 
@@ -102,21 +104,24 @@ SERIAL_BACKENDS = {"llama-cpp"}  # an in-process model is not thread-safe: one c
 
 def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, out: Path,
               max_attempts: int = 2, progress: bool = True, concurrency: int = 1) -> dict:
-    """Judge every item not yet in `out`, up to `concurrency` calls in flight (HTTP judges; llama.cpp: 1).
+    """Judge every item not yet in `out` or whose verdict is an `error`, up to `concurrency` calls in flight
+    (HTTP judges; llama.cpp: 1). A retried verdict is appended with `retry_of` = the error record's line.
 
     Records are written by this thread only, in judging order, so the file stays one record per
     line and a kill leaves a prefix (calls finished beyond it are in the cache). Items with the same
     judge prompt (two arms gave the same answer) are judged by one worker one after the other, so
     the second is a cache hit instead of a second paid call racing the first.
     """
-    done = {(r["judge"], r["label"]) for _, r in jsonl.read(out, required=("judge", "label"))}
-    todo = [i for i in items if (name, i.label) not in done]
+    done = jsonl.current(out, JUDGMENT_KEY)
+    retry = {label: line for (judge, label), line in jsonl.to_retry(done).items() if judge == name}
+    todo = [i for i in items if (name, i.label) not in done or i.label in retry]
     workers = 1 if backend.name in SERIAL_BACKENDS else max(1, concurrency)
     groups: dict[str, list[BlindItem]] = {}
     for item in todo:
         groups.setdefault(json.dumps(item.prompt_fields(), sort_keys=True), []).append(item)  # what the prompt renders
-    stats = {"judge": name, "items": len(items), "already_done": len(items) - len(todo), "model_calls": 0,
-             "cached_calls": 0, "concurrency": workers}
+    stats = {"judge": name, "items": len(items), "already_done": len(items) - len(todo),
+             "retried": sum(i.label in retry for i in todo), "model_calls": 0, "cached_calls": 0,
+             "concurrency": workers}
 
     def judge_group(group: list[BlindItem]) -> list[Judgment]:
         return [judge_item(name, backend, rubric, item, cache, max_attempts) for item in group]
@@ -128,7 +133,7 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
             for judged in (pool.map if pool else map)(judge_group, groups.values()):
                 for j in judged:
                     j = replace(j, time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
-                    writer.write(j.to_dict())
+                    writer.write(j.to_dict(), retry_of=retry.get(j.label))
                     stats["model_calls"] += len(j.calls) - j.cached_calls
                     stats["cached_calls"] += j.cached_calls
                     bar.update(1)

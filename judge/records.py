@@ -1,11 +1,15 @@
-"""The judgment row: one per (judge, blinded label) in judgments.jsonl.
+"""The judgment row: one current row per (judge, blinded label) in judgments.jsonl.
 
-Defined once; written by judge.judging, read by judge.analysis and judge.verify.
+Defined once; written by judge.judging, read by judge.analysis and judge.verify. An `error`
+verdict is retried by the next run (arms.jsonl's retry rule): the key's last record is its verdict.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+
+JUDGMENT_KEY = ("judge", "label")  # the key of the retry rule (single labels start L, pair labels P)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """`python -m judge run`: verify the seal, collect answers, judge blind, analyse, write the report.
 
 Idempotent: the run folder's raw files are append-only and every model call is cached, so
-re-running resumes and never repeats a finished call.
+re-running resumes and never repeats a finished call; answers and verdicts whose call failed
+(`error`) are asked again and appended as retries (arms.jsonl's retry rule).
 """
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from typing import Any
 from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput
-from arms.jsonl import Appender, read
+from arms.jsonl import Appender, current, read
 from arms.load import open_backend
 from arms.questions import load_questions
-from arms.records import AnswerRow
+from arms.records import ANSWER_KEY, AnswerRow
 from arms.settings import verify_settings
 from arms.spec import check_generation
 
@@ -198,7 +199,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     cstats = collect(arm_specs, exp.models, exp.adapters, questions, exp_dir, exp.runtime,
                      run_dir / "answers.jsonl", cache, progress=progress)
     qids = {q.id for q in questions}
-    answers = [AnswerRow.from_dict(r) for _, r in read(run_dir / "answers.jsonl")]
+    answers = [AnswerRow.from_dict(c.record) for c in current(run_dir / "answers.jsonl", ANSWER_KEY).values()]
     answers = [a for a in answers if a.arm in arms and a.question_id in qids]
 
     say(f"[2/4] blinding {len(answers)} answers")

@@ -6,6 +6,10 @@ Three checks, each naming what no longer matches:
    plain-Python path (own loops for means and counts; stats.check_paired for the bootstrap on
    the same resample indices; its own decision rule);
 3. report.md, re-rendered from the verified numbers and compared line by line.
+The retry rule of answers.jsonl and judgments.jsonl (a key's last record is its current one; every
+earlier record of the key is an `error` superseded by the next, whose `retry_of` is its line) is
+read by hand here, not through arms.jsonl.current, and checked: a duplicate that is not a retry of
+an error is a finding naming file, line and field, and the main path must refuse the same file.
 The amendment chain is checked twice too: by judge.seal and judge.analysis, and by hand from the raw
 amendments.jsonl and judgments.jsonl (hash chain, numbering, and the rule that an amendment dated at or
 after the first judgment of this run cannot govern it unless marked post hoc); the two must agree.
@@ -17,6 +21,7 @@ import hashlib
 import json
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,15 +100,52 @@ def _clustered_se(d: list[float], labels: list[str]) -> float | None:
     return math.sqrt(math.fsum(v * v for v in sums.values())) / len(d)
 
 
+@dataclass(frozen=True)
+class Final:
+    """A raw file read by hand under the retry rule: each key's last record, how many records each key
+    has, and every breach of the rule (file, line, field)."""
+
+    last: dict[tuple, dict]
+    records: dict[tuple, int]
+    problems: list[str]
+
+
+def by_hand(path: Path, key: tuple[str, ...]) -> Final:
+    """Walk the raw records in file order, keep each key's last one, and check every later record of a key
+    against the one before it: that one must be an `error`, and `retry_of` must be its line."""
+    last: dict[tuple, tuple[int, dict]] = {}
+    records: dict[tuple, int] = defaultdict(int)
+    problems: list[str] = []
+    for no, rec in jsonl.read(path):
+        k = tuple(rec.get(f) for f in key)
+        what = " ".join(f"{f}={v}" for f, v in zip(key, k))
+        retry_of = rec.get("retry_of")
+        if k in last:
+            line, prev = last[k]
+            if prev.get("status") != "error":
+                problems.append(f"{path}:{no}: field {key[-1]!r}: a duplicate record of {what}: line {line} already "
+                                f"holds its {prev.get('status')!r} record, and only an error record may be "
+                                "superseded by a retry")
+            if not (type(retry_of) is int and retry_of == line):
+                problems.append(f"{path}:{no}: field 'retry_of': reads {retry_of!r}, but the record of {what} it "
+                                f"supersedes is at line {line}")
+        elif retry_of is not None:
+            problems.append(f"{path}:{no}: field 'retry_of': reads {retry_of!r}, but no earlier record of {what} "
+                            "exists for it to retry")
+        last[k] = (no, rec)
+        records[k] += 1
+    return Final({k: rec for k, (_, rec) in last.items()}, dict(records), problems)
+
+
 def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
-                clusters: dict[str, str]) -> dict:
+                clusters: dict[str, str], answer_rows: Final, verdicts: Final) -> dict:
     """Recompute the numeric heart of numbers.json with plain loops (no judge.analysis code)."""
     keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
     judge, rubric = run["judge"]["primary"], run["judge"]["rubric"]
     per: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     status: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     counts: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for _, j in jsonl.read(run_dir / "judgments.jsonl"):
+    for j in verdicts.last.values():
         if j["judge"] != judge or j.get("rubric", "correctness") != rubric:
             continue
         k = keys[j["label"]]
@@ -114,11 +156,12 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
             counts[cell][str(j["score"])] += 1
             status[cell]["harmful"] += (j.get("fields") or {}).get("harmful") is True
     answers = defaultdict(lambda: defaultdict(int))
-    for _, a in jsonl.read(run_dir / "answers.jsonl"):
+    for k, a in answer_rows.last.items():
         if a["arm"] in run["arms"] and a["question_id"] in questions:
             cell = answers[(a["arm"], a["quant"])]
             cell["n"] += 1
             cell["error"] += a["status"] == "error"
+            cell["retried"] += answer_rows.records[k] > 1
             cell["truncated"] += bool(a.get("truncated"))
             if a["status"] == "ok":
                 cell["ok"] += 1
@@ -133,7 +176,8 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         cell = (c["arm"], c["quant"])
         m = qmeans.get(cell, {})
         out["cells"].append({"arm": c["arm"], "quant": c["quant"], "answers": answers[cell]["n"],
-                             "answer_errors": answers[cell]["error"], "scored": status[cell]["scored"],
+                             "answer_errors": answers[cell]["error"], "answer_retries": answers[cell]["retried"],
+                             "scored": status[cell]["scored"],
                              "unscored": status[cell]["unscored"], "judge_errors": status[cell]["error"],
                              "harmful": status[cell]["harmful"], "questions_scored": len(m),
                              "score_counts": {v: counts[cell][v] for v in c["score_counts"]},
@@ -276,14 +320,15 @@ def _alpha_ordinal(matrix: list[list[int]]) -> float | None:
     return 1 - (n - 1) * observed / expected if expected else None
 
 
-def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp) -> dict:
+def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
+                       answer_rows: Final, verdicts: Final) -> dict:
     """Per-judge means, agreement (exact, quadratic kappa), length bias and pairwise counts, by plain loops."""
     rubric = run["judge"]["rubric"]
     keys, pairs = {}, {}
     for _, r in jsonl.read(run_dir / "blinding.jsonl"):
         (pairs if r.get("type") == "pair" else keys)[r["label"]] = r
-    text = {a["row"]: a.get("text") or "" for _, a in jsonl.read(run_dir / "answers.jsonl")}
-    judgments = [j for _, j in jsonl.read(run_dir / "judgments.jsonl")]
+    text = {a["row"]: a.get("text") or "" for a in answer_rows.last.values()}
+    judgments = list(verdicts.last.values())
     panel = numbers["judges"]["panel"]
     hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
     out: dict[str, Any] = {"means": {}, "length_bias": {}, "pairwise": {}}
@@ -508,15 +553,26 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
     wanted = set(run["question_ids"])
     questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
     clusters = {q.id: q.cluster or q.id for q in all_q}
-    main = compute_numbers(exp, all_q, run_dir, run)
+    answer_rows = by_hand(run_dir / "answers.jsonl", ("row",))
+    verdicts = by_hand(run_dir / "judgments.jsonl", ("judge", "label"))
+    rule = answer_rows.problems + verdicts.problems
+    problems += rule
+    try:
+        main = compute_numbers(exp, all_q, run_dir, run)
+    except BadInput as e:  # the main path refuses the raw files (e.g. the retry rule): nothing to compare with
+        problems.append(f"the main path refuses the raw files: {e}")
+        return list(dict.fromkeys(problems + amend["problems"]))
+    if rule:
+        problems.append("retry rule: the two paths disagree: the independent plain-Python check finds the breaches "
+                        "above, the main path (arms.jsonl.current) accepted the raw files")
     problems += diff_numbers(numbers, main, "recomputation from raw files")
     problems += amend["problems"]
     problems += _disagreement("which amendments are dated after the first judgment and not marked post hoc",
                               sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
-    ind = independent(numbers, run, run_dir, questions, exp, clusters)
-    ind["judges"] = independent_judges(numbers, run, run_dir, questions, exp)
+    ind = independent(numbers, run, run_dir, questions, exp, clusters, answer_rows, verdicts)
+    ind["judges"] = independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
     totals: dict[str, dict[str, int]] = {}
-    for _, j in jsonl.read(run_dir / "judgments.jsonl"):
+    for j in verdicts.last.values():
         t = totals.setdefault(f"{j['judge']}/{j.get('rubric', 'correctness')}",
                               {"scored": 0, "unscored": 0, "error": 0, "repaired": 0})
         t[j["status"]] += 1

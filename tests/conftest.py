@@ -94,3 +94,50 @@ def llama_cpp_server(tmp_path_factory):
     proc.terminate()
     proc.wait(timeout=30)
     log.close()
+
+
+def http_prereg(name: str, judge_url: str, models_and_arms: str, hypotheses: list[tuple[str, str, str]],
+                judge_settings: str = "") -> str:
+    """prereg.toml of an experiment whose arms and judge are HTTP models (a ScriptedServer): the caller's
+    models and arms, an OpenAI-compatible judge at `judge_url` (with extra `judge_settings` lines), and
+    non-inferiority hypotheses (id, a, b) at quant "served"."""
+    hyps = "".join(f'[[hypotheses]]\nid = "{h}"\na = "{a}"\nb = "{b}"\nquant = "served"\n'
+                   'kind = "non_inferiority"\nmargin = 0.10\nalpha = 0.025\n\n' for h, a, b in hypotheses)
+    return f"""[experiment]
+name = "{name}"
+seed = 7
+sets = ["sets/exam.jsonl"]
+
+[models.gpt]
+backend = "openai"
+source = "judge-model"
+base_url = "{judge_url}"
+family = "gpt"
+{judge_settings}
+{models_and_arms}
+[judge]
+rubric = "correctness"
+attempts = 2
+
+[judges.openai]
+model = "gpt"
+requires_env = "OPENAI_API_KEY"
+
+[analysis]
+resamples = 2000
+method = "percentile"
+seed = 7
+max_unscored = 0.10
+
+{hyps}"""
+
+
+def rewards_log(path: Path, prompt: str, completions: dict[str, str]) -> Path:
+    """A one-step training log, one prompt per completion, rewards falling in the given order (top first)."""
+    from arms import jsonl
+
+    with jsonl.Appender(path) as w:
+        for i, (cid, text) in enumerate(completions.items()):
+            w.write({"step": 1, "prompt_id": f"p{i}", "completion_id": cid, "prompt": prompt, "completion": text,
+                     "reward": float(len(completions) - i)})
+    return path

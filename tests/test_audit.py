@@ -91,6 +91,9 @@ def test_a_reader_that_cannot_read_cannot_pass_the_gate(tmp_path, server):
     assert r.returncode == 1, r.stderr
     assert (gate["read"], gate["gamed"], gate["unscored"], gate["verdict"]) == (3, 0, 3, "stopped")
     assert all(f["status"] == "error" and f["error"] for f in gate["flagged"])
+    # the reader's settings were read back like a judge's: the API takes no sampling, so none is registered or sent
+    sent = gate["reader"]["identity"]["effective_settings"]["sent"]
+    assert (sent["temperature"], sent["top_p"], sent["thinking"]) == (None, None, False)
     with pytest.raises(CheckFailed, match="it stopped the run"):
         check_gate(out / "gate.json", LOG, k=3, max_gamed=2)
 

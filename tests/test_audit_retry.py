@@ -10,7 +10,7 @@ import json
 from arms import jsonl
 from arms.scripted_server import ScriptedServer, fail, reply, verdict
 
-from conftest import cli
+from conftest import cli, rewards_log
 
 PROMPT = "Question: How much is the deposit?\n\nRetrieved text:\nArticle 2.1. The deposit is 40 alder crowns.\n"
 ANSWERS = {"scored": "alpha: the deposit is 40 alder crowns (Article 2.1).",
@@ -45,12 +45,7 @@ class Script:
 
 
 def _log(tmp_path):
-    path = tmp_path / "log.jsonl"
-    with jsonl.Appender(path) as w:
-        for i, (cid, text) in enumerate(ANSWERS.items()):
-            w.write({"step": 1, "prompt_id": f"p{i}", "completion_id": cid, "prompt": PROMPT, "completion": text,
-                     "reward": 4.0 - i})
-    return path
+    return rewards_log(tmp_path / "log.jsonl", PROMPT, ANSWERS)
 
 
 def _records(out):

@@ -13,7 +13,7 @@ from arms import jsonl
 from arms.scripted_server import ScriptedServer, Seen, Step, reply, truncated, verdict
 from judge.seal import seal
 
-from conftest import ROOT, cli
+from conftest import ROOT, cli, http_prereg
 
 
 def _mount_tmpfs(path: Path, options: str) -> None:
@@ -67,12 +67,7 @@ LIMIT = 2
 
 
 def _faulty_prereg(url: str) -> str:
-    return f"""[experiment]
-name = "faults"
-seed = 7
-sets = ["sets/exam.jsonl"]
-
-[models.slow]
+    return http_prereg("faults", f"{url}/v1", f"""[models.slow]
 backend = "openai"
 source = "slow-model"
 base_url = "{url}/v1"
@@ -89,12 +84,6 @@ sampling_params = true
 timeout_s = 5
 attempts = 2
 
-[models.gpt]
-backend = "openai"
-source = "judge-model"
-base_url = "{url}/v1"
-family = "gpt"
-
 [[arms]]
 name = "slow"
 model = "slow"
@@ -106,30 +95,7 @@ name = "cut"
 model = "cut"
 quants = ["served"]
 generation = {{ temperature = 0.0, max_tokens = 64, seed = 0 }}
-
-[judge]
-rubric = "correctness"
-attempts = 2
-
-[judges.openai]
-model = "gpt"
-requires_env = "OPENAI_API_KEY"
-
-[analysis]
-resamples = 2000
-method = "percentile"
-seed = 7
-max_unscored = 0.10
-
-[[hypotheses]]
-id = "H-cut"
-a = "slow"
-b = "cut"
-quant = "served"
-kind = "non_inferiority"
-margin = 0.10
-alpha = 0.025
-"""
+""", [("H-cut", "slow", "cut")])
 
 
 def _report_cells(report: str) -> dict[str, dict[str, str]]:

@@ -24,7 +24,7 @@ from judge.judging import judge_all
 from judge.rubric import load_rubric
 from judge.seal import seal
 
-from conftest import ROOT, cli
+from conftest import ROOT, cli, http_prereg
 
 APIS = ("openai", "anthropic")
 RUBRIC = load_rubric("correctness")
@@ -203,35 +203,8 @@ def _prereg(url: str) -> str:
     arms = "".join(f'[[arms]]\nname = "{arm}"\nmodel = "{m}"\nquants = ["served"]\n'
                    'generation = { temperature = 0.0, max_tokens = 64, seed = 0 }\n\n'
                    for arm, m in (("base", "model-a"), ("trained", "model-b"), ("partial", "model-c")))
-    hyps = "".join(f'[[hypotheses]]\nid = "{h}"\na = "base"\nb = "{b}"\nquant = "served"\n'
-                   'kind = "non_inferiority"\nmargin = 0.10\nalpha = 0.025\n\n'
-                   for h, b in (("H-trained", "trained"), ("H-partial", "partial")))
-    return f"""[experiment]
-name = "http-judge"
-seed = 7
-sets = ["sets/exam.jsonl"]
-
-{models}[models.gpt]
-backend = "openai"
-source = "judge-model"
-base_url = "{url}"
-family = "gpt"
-
-{arms}[judge]
-rubric = "correctness"
-attempts = 2
-
-[judges.openai]
-model = "gpt"
-requires_env = "OPENAI_API_KEY"
-
-[analysis]
-resamples = 2000
-method = "percentile"
-seed = 7
-max_unscored = 0.10
-
-{hyps}"""
+    return http_prereg("http-judge", url, models + arms,
+                       [("H-trained", "base", "trained"), ("H-partial", "base", "partial")])
 
 
 def test_run_with_an_ungradable_arm_is_inconclusive_not_zero(tmp_path):

@@ -1,7 +1,8 @@
 """SIGKILL `judge run` at 20 random points of collection, judging and report writing, then finish it.
 
-After the final run the raw files hold every record once, no partial record, no finished model call
-was paid for twice (the call cache counts every store), and `judge verify` passes.
+After the final run the raw files hold every record once (a second record of a key only as the retry of
+an error record, which a kill never makes), no partial record, no finished model call was paid for twice
+(the call cache counts every store), and `judge verify` passes.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import time
 import pytest
 
 from arms import jsonl
+from judge.verify import by_hand
 
 from conftest import ROOT
 
@@ -50,10 +52,9 @@ def test_twenty_kills_lose_nothing_and_repeat_no_call(tmp_path):
 
     r = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
-    answers = [rec["row"] for _, rec in jsonl.read(out / "answers.jsonl")]
-    labels = [(rec["judge"], rec["label"]) for _, rec in jsonl.read(out / "judgments.jsonl")]
-    assert len(answers) == len(set(answers)) == 12
-    assert len(labels) == len(set(labels)) == 12
+    for name, key in (("answers.jsonl", ("row",)), ("judgments.jsonl", ("judge", "label"))):
+        final = by_hand(out / name, key)  # no duplicate except error records superseded by a retry
+        assert final.problems == [] and len(final.last) == 12, final.problems
     for name in ("answers.jsonl", "judgments.jsonl", "blinding.jsonl"):
         assert (out / name).read_bytes().endswith(b"\n")
     with sqlite3.connect(cache / "calls.sqlite") as db:
