@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .errors import BadInput
 
@@ -111,16 +111,21 @@ def read(path: Path, *, required: tuple[str, ...] = ()) -> Iterator[tuple[int, d
 
 @dataclass(frozen=True)
 class Current:
-    """A key's current record: its last in file order, the line it is on (a retry points at it), and how
-    many error records of the same key it supersedes."""
+    """A key's current record: its last in file order (as `make` built it), the line it is on (a retry
+    points at it), its status, and how many error records of the same key it supersedes."""
 
     line: int
-    record: dict[str, Any]
+    record: Any
+    status: str
     superseded: int = 0
 
 
-def current(path: Path, key: tuple[str, ...], *, required: tuple[str, ...] = ()) -> dict[tuple, Current]:
+def current(path: Path, key: tuple[str, ...], *, required: tuple[str, ...] = (),
+            make: Callable[[dict[str, Any]], Any] = lambda rec: rec) -> dict[tuple, Current]:
     """The current record of each key (the tuple of its `key` fields), in order of first appearance.
+
+    `make` turns each raw record into what is kept (e.g. `AnswerRow.from_dict`), so a large file is
+    not held twice, as dicts and as records.
 
     Checks the retry rule as it reads, because a file that breaks it has no defined current record:
     a record following one of the same key must replace an `error` and say so with `retry_of` = that
@@ -134,16 +139,16 @@ def current(path: Path, key: tuple[str, ...], *, required: tuple[str, ...] = ())
             if retry_of is not None:
                 raise BadInput(path, f"reads {retry_of!r}, but this is the first record of {_name(key, k)}: there is "
                                "nothing for it to retry", line=no, field="retry_of")
-            out[k] = Current(no, rec)
+            out[k] = Current(no, make(rec), rec["status"])
             continue
-        if before.record["status"] != "error":
+        if before.status != "error":
             raise BadInput(path, f"{_name(key, k)} already has a finished record at line {before.line} (status "
-                           f"{before.record['status']!r}): only an `error` record is superseded by a retry",
+                           f"{before.status!r}): only an `error` record is superseded by a retry",
                            line=no, field=key[-1])
         if type(retry_of) is not int or retry_of != before.line:
             raise BadInput(path, f"reads {retry_of!r}, but the record it supersedes (the previous one of "
                            f"{_name(key, k)}) is at line {before.line}", line=no, field="retry_of")
-        out[k] = Current(no, rec, before.superseded + 1)
+        out[k] = Current(no, make(rec), rec["status"], before.superseded + 1)
     return out
 
 
@@ -153,4 +158,4 @@ def _name(key: tuple[str, ...], values: tuple) -> str:
 
 def to_retry(records: dict[tuple, Current]) -> dict[tuple, int]:
     """Key -> line of every current record that is an `error`: what a re-run asks again, pointing at that line."""
-    return {k: c.line for k, c in records.items() if c.record["status"] == "error"}
+    return {k: c.line for k, c in records.items() if c.status == "error"}

@@ -89,7 +89,7 @@ MAX_ATTEMPTS = 2  # verdict attempts per answer, as judge_all's default
 
 def latest(out: Path, reader_id: str) -> dict[str, Judgment]:
     """The current verdict of each blind label of this reader: its last record (see the module docstring)."""
-    return {label: Judgment.from_dict(c.record) for (judge, label), c in jsonl.current(out, JUDGMENT_KEY).items()
+    return {label: c.record for (judge, label), c in jsonl.current(out, JUDGMENT_KEY, make=Judgment.from_dict).items()
             if judge == reader_id}
 
 

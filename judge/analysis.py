@@ -48,17 +48,18 @@ class Raw:
 
 
 def load_raw(run_dir: Path) -> Raw:
-    answers = jsonl.current(run_dir / "answers.jsonl", ANSWER_KEY, required=("arm",)).values()
+    answers = jsonl.current(run_dir / "answers.jsonl", ANSWER_KEY, required=("arm",), make=AnswerRow.from_dict).values()
     keys, pkeys = [], []
     for _, r in jsonl.read(run_dir / "blinding.jsonl", required=("label", "type")):
         if r["type"] == "pair":
             pkeys.append(PairKey(**{k: r[k] for k in PairKey.__dataclass_fields__}))
         else:
             keys.append(KeyRow(**{k: r[k] for k in KeyRow.__dataclass_fields__ if k in r}))
-    judgments = [Judgment.from_dict(c.record) for c in jsonl.current(run_dir / "judgments.jsonl", JUDGMENT_KEY).values()]
+    judgments = [c.record for c in jsonl.current(run_dir / "judgments.jsonl", JUDGMENT_KEY,
+                                                  make=Judgment.from_dict).values()]
     times = [r["time"] for _, r in jsonl.read(run_dir / "judgments.jsonl") if r.get("time")]
-    return Raw([AnswerRow.from_dict(c.record) for c in answers], keys, pkeys, judgments,
-               frozenset(c.record["row"] for c in answers if c.superseded), min(times) if times else None)
+    return Raw([c.record for c in answers], keys, pkeys, judgments,
+               frozenset(c.record.row for c in answers if c.superseded), min(times) if times else None)
 
 
 def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str,

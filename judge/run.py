@@ -199,7 +199,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     cstats = collect(arm_specs, exp.models, exp.adapters, questions, exp_dir, exp.runtime,
                      run_dir / "answers.jsonl", cache, progress=progress)
     qids = {q.id for q in questions}
-    answers = [AnswerRow.from_dict(c.record) for c in current(run_dir / "answers.jsonl", ANSWER_KEY).values()]
+    answers = [c.record for c in current(run_dir / "answers.jsonl", ANSWER_KEY, make=AnswerRow.from_dict).values()]
     answers = [a for a in answers if a.arm in arms and a.question_id in qids]
 
     say(f"[2/4] blinding {len(answers)} answers")

@@ -20,6 +20,7 @@ import datetime as dt
 import hashlib
 import json
 import math
+import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,9 +111,14 @@ class Final:
     problems: list[str]
 
 
-def by_hand(path: Path, key: tuple[str, ...]) -> Final:
-    """Walk the raw records in file order, keep each key's last one, and check every later record of a key
-    against the one before it: that one must be an `error`, and `retry_of` must be its line."""
+BULK = ("attempts", "calls", "raw_output", "trace", "effective", "settings")  # kept on disk, never recomputed from
+ANSWER_FIELDS = ("row", "arm", "quant", "question_id", "sample", "status", "text", "truncated")  # what verify reads
+
+
+def by_hand(path: Path, key: tuple[str, ...], fields: tuple[str, ...] | None = None) -> Final:
+    """Walk the raw records in file order, keep each key's last one (only `fields` if given, and never the
+    BULK fields: 100,000 records' raw outputs need not be held in memory), and check every later record
+    of a key against the one before it: that one must be an `error`, and `retry_of` must be its line."""
     last: dict[tuple, tuple[int, dict]] = {}
     records: dict[tuple, int] = defaultdict(int)
     problems: list[str] = []
@@ -132,7 +138,10 @@ def by_hand(path: Path, key: tuple[str, ...]) -> Final:
         elif retry_of is not None:
             problems.append(f"{path}:{no}: field 'retry_of': reads {retry_of!r}, but no earlier record of {what} "
                             "exists for it to retry")
-        last[k] = (no, rec)
+        # keys from `fields` or interned: 100,000 records then share one copy of each field name
+        kept = {f: rec[f] for f in fields if f in rec} if fields else {sys.intern(f): v for f, v in rec.items()
+                                                                     if f not in BULK}
+        last[k] = (no, kept)
         records[k] += 1
     return Final({k: rec for k, (_, rec) in last.items()}, dict(records), problems)
 
@@ -553,7 +562,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
     wanted = set(run["question_ids"])
     questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
     clusters = {q.id: q.cluster or q.id for q in all_q}
-    answer_rows = by_hand(run_dir / "answers.jsonl", ("row",))
+    answer_rows = by_hand(run_dir / "answers.jsonl", ("row",), ANSWER_FIELDS)
     verdicts = by_hand(run_dir / "judgments.jsonl", ("judge", "label"))
     rule = answer_rows.problems + verdicts.problems
     problems += rule
