@@ -178,7 +178,8 @@ def test_report_counts_the_final_state_and_verify_passes(retried):
         assert (c["answers"], c["answer_errors"], c["answer_retries"], c["judge_errors"], c["scored"]) == (3, 0, 1, 0, 3)
     assert numbers["judge_totals"]["openai/correctness"] == {"scored": 6, "unscored": 0, "error": 0, "repaired": 0}
     report = _report_cells((out / "report.md").read_text())
-    assert all(report[arm]["answer errors"] == "0" and report[arm]["judge errors"] == "0" for arm in ("plain", "glue"))
+    assert all(report[arm]["answer errors"] == "0" and report[arm]["judge errors"] == "0"
+               and report[arm]["answers retried"] == "1" for arm in ("plain", "glue"))
     v = cli("judge", "verify", str(out), timeout=120)
     assert v.returncode == 0, v.stderr
 
