@@ -77,10 +77,24 @@ def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str,
     return {cell: {q: sum(v) / len(v) for q, v in qs.items()} for cell, qs in acc.items()}
 
 
+def error_kind(error: Any) -> str:
+    """The `kind` of an error dict from arms.retry.describe(); rows written before it had one are `other`."""
+    return (error.get("kind") if isinstance(error, dict) else None) or "other"
+
+
+def _kinds(errors: list[Any]) -> dict[str, int]:
+    """kind -> count, only the kinds that occur, sorted by kind."""
+    out: dict[str, int] = defaultdict(int)
+    for e in errors:
+        out[error_kind(e)] += 1
+    return dict(sorted(out.items()))
+
+
 def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, scores,
            qids: set[str], retried: frozenset[str]) -> list[dict[str, Any]]:
     by_label = {k.label: k for k in keys}
     status = defaultdict(lambda: defaultdict(int))
+    judge_errors: dict[tuple, list[Any]] = defaultdict(list)  # the error of each error verdict's last attempt
     counts = defaultdict(lambda: defaultdict(int))
     words: dict[tuple, list[int]] = defaultdict(list)
     for a in answers:
@@ -90,6 +104,8 @@ def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, sc
         if j.judge == judge and j.rubric == "correctness" and j.label in by_label:
             k = by_label[j.label]
             status[(k.arm, k.quant)][j.status] += 1
+            if j.status == "error":
+                judge_errors[(k.arm, k.quant)].append(j.attempts[-1].get("error") if j.attempts else None)
             if j.status == "scored":
                 counts[(k.arm, k.quant)][str(j.score)] += 1
             if j.status == "scored" and (j.fields or {}).get("harmful") is True:
@@ -108,9 +124,11 @@ def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, sc
                 "arm": arm, "quant": quant,
                 "answers": len(rows),
                 "answer_errors": sum(a.status == "error" for a in rows),
+                "answer_error_kinds": _kinds([a.error for a in rows if a.status == "error"]),
                 "answer_retries": sum(a.row in retried for a in rows),
                 "truncated": sum(a.truncated for a in rows),
                 "scored": st["scored"], "unscored": st["unscored"], "judge_errors": st["error"],
+                "judge_error_kinds": _kinds(judge_errors[(arm, quant)]),
                 "questions_scored": len(qs),
                 "mean": (sum(qs.values()) / len(qs)) if qs else None,
                 "harmful": st["harmful"],

@@ -46,6 +46,18 @@ def owe_the_reader(numbers: dict[str, Any], run: dict[str, Any]) -> list[str]:
     return out
 
 
+def error_causes(numbers: dict[str, Any]) -> str:
+    """One line under the "Arms × quants" table: each cell's answer and judge errors by cause; "" when none
+    (also for a numbers.json written before causes were counted: verify then names the missing fields)."""
+    out = []
+    for field, what in (("answer_error_kinds", "answer errors"), ("judge_error_kinds", "judge errors")):
+        parts = [f"{c['arm']}/{c['quant']} " + ", ".join(f"{k} {v}" for k, v in c[field].items())
+                 for c in numbers["cells"] if c.get(field)]
+        if parts:
+            out.append(f"Causes of {what}: " + "; ".join(parts) + ".")
+    return " ".join(out)
+
+
 def render(numbers: dict[str, Any], run: dict[str, Any]) -> str:
     env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, keep_trailing_newline=True,
                       trim_blocks=False)
@@ -55,5 +67,5 @@ def render(numbers: dict[str, Any], run: dict[str, Any]) -> str:
             if q not in quants:
                 quants.append(q)
     return env.get_template("report.md.j2").render(
-        n=numbers, run=run, quants=quants, owe=owe_the_reader(numbers, run),
+        n=numbers, run=run, quants=quants, owe=owe_the_reader(numbers, run), causes=error_causes(numbers),
         method=run["analysis"]["method"], resamples=run["analysis"]["resamples"], seed=run["analysis"]["seed"])

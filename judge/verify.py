@@ -115,10 +115,20 @@ BULK = ("attempts", "calls", "raw_output", "trace", "effective", "settings")  # 
 ANSWER_FIELDS = ("row", "arm", "quant", "question_id", "sample", "status", "text", "truncated")  # what verify reads
 
 
+def _error_kind(rec: dict) -> str:
+    """An error record's cause: an answer's `error.kind`, a verdict's last attempt's `error.kind`; else `other`."""
+    err = rec.get("error")
+    if "attempts" in rec:
+        last = (rec["attempts"] or [None])[-1]
+        err = last.get("error") if isinstance(last, dict) else None
+    return (err.get("kind") if isinstance(err, dict) else None) or "other"
+
+
 def by_hand(path: Path, key: tuple[str, ...], fields: tuple[str, ...] | None = None) -> Final:
     """Walk the raw records in file order, keep each key's last one (only `fields` if given, and never the
-    BULK fields: 100,000 records' raw outputs need not be held in memory), and check every later record
-    of a key against the one before it: that one must be an `error`, and `retry_of` must be its line."""
+    BULK fields: 100,000 records' raw outputs need not be held in memory; an error record keeps its cause
+    as `error_kind` instead), and check every later record of a key against the one before it: that one
+    must be an `error`, and `retry_of` must be its line."""
     last: dict[tuple, tuple[int, dict]] = {}
     records: dict[tuple, int] = defaultdict(int)
     problems: list[str] = []
@@ -141,6 +151,8 @@ def by_hand(path: Path, key: tuple[str, ...], fields: tuple[str, ...] | None = N
         # keys from `fields` or interned: 100,000 records then share one copy of each field name
         kept = {f: rec[f] for f in fields if f in rec} if fields else {sys.intern(f): v for f, v in rec.items()
                                                                      if f not in BULK}
+        if rec.get("status") == "error":
+            kept["error_kind"] = sys.intern(_error_kind(rec))
         last[k] = (no, kept)
         records[k] += 1
     return Final({k: rec for k, (_, rec) in last.items()}, dict(records), problems)
@@ -154,12 +166,15 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     per: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     status: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     counts: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    kinds: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # (cell, "answer"/"judge") -> kind -> n
     for j in verdicts.last.values():
         if j["judge"] != judge or j.get("rubric", "correctness") != rubric:
             continue
         k = keys[j["label"]]
         cell = (k["arm"], k["quant"])
         status[cell][j["status"]] += 1
+        if j["status"] == "error":
+            kinds[(cell, "judge")][j["error_kind"]] += 1
         if j["status"] == "scored":
             per[cell][k["question_id"]].append(j["score"])
             counts[cell][str(j["score"])] += 1
@@ -170,6 +185,8 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
             cell = answers[(a["arm"], a["quant"])]
             cell["n"] += 1
             cell["error"] += a["status"] == "error"
+            if a["status"] == "error":
+                kinds[((a["arm"], a["quant"]), "answer")][a["error_kind"]] += 1
             cell["retried"] += answer_rows.records[k] > 1
             cell["truncated"] += bool(a.get("truncated"))
             if a["status"] == "ok":
@@ -186,8 +203,10 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         m = qmeans.get(cell, {})
         out["cells"].append({"arm": c["arm"], "quant": c["quant"], "answers": answers[cell]["n"],
                              "answer_errors": answers[cell]["error"], "answer_retries": answers[cell]["retried"],
+                             "answer_error_kinds": dict(kinds[(cell, "answer")]),
                              "scored": status[cell]["scored"],
                              "unscored": status[cell]["unscored"], "judge_errors": status[cell]["error"],
+                             "judge_error_kinds": dict(kinds[(cell, "judge")]),
                              "harmful": status[cell]["harmful"], "questions_scored": len(m),
                              "score_counts": {v: counts[cell][v] for v in c["score_counts"]},
                              "truncated": answers[cell]["truncated"], "scrubbed": marks[cell]["scrubbed"],

@@ -146,6 +146,8 @@ def test_run_whose_every_arm_call_times_out_or_is_cut_off_exits_cleanly_counting
     numbers = json.loads((out / "numbers.json").read_text())
     for c in numbers["cells"]:
         assert (c["answers"], c["answer_errors"], c["scored"], c["mean"]) == (LIMIT, LIMIT, 0, None), c
+    causes = {c["arm"]: (c["answer_error_kinds"], c["judge_error_kinds"]) for c in numbers["cells"]}
+    assert causes == {"slow": ({"timeout": LIMIT}, {}), "cut": ({"connection": LIMIT}, {})}, causes
     assert numbers["comparisons"][0]["verdict"] == "inconclusive"
     report = (out / "report.md").read_text()
     cells = _report_cells(report)
@@ -153,7 +155,22 @@ def test_run_whose_every_arm_call_times_out_or_is_cut_off_exits_cleanly_counting
     for arm in ("slow", "cut"):
         assert cells[arm]["answers"] == str(LIMIT) and cells[arm]["answer errors"] == str(LIMIT), cells[arm]
         assert cells[arm]["mean score"] == "–" and cells[arm]["scored"] == "0"
+    assert (f"\nCauses of answer errors: slow/served timeout {LIMIT}; cut/served connection {LIMIT}.\n"
+            in report), report
+    assert "Causes of judge errors" not in report
 
     v = cli("judge", "verify", str(out), timeout=120)
     assert "Traceback" not in v.stderr, v.stderr
     assert v.returncode == 0, v.stderr
+
+    # a cause changed in numbers.json is named by both recomputations and by the re-rendered report line
+    numbers["cells"][0]["answer_error_kinds"] = {"other": LIMIT}
+    (out / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    v = cli("judge", "verify", str(out), timeout=120)
+    assert v.returncode == 1 and "Traceback" not in v.stderr, v.stderr
+    field = f"cells[{numbers['cells'][0]['arm']}/served].answer_error_kinds"
+    for line in (f"numbers.json is missing {field}.timeout (the recomputation from raw files gives {LIMIT})",
+                 f"numbers.json {field}.other = {LIMIT}: not produced by the recomputation from raw files",
+                 f"numbers.json {field}.timeout = None, but the independent plain-Python recomputation gives {LIMIT}"):
+        assert line in v.stderr, v.stderr
+    assert "report.md line" in v.stderr and "Causes of answer errors" in v.stderr, v.stderr
