@@ -75,10 +75,12 @@ def open_backend(spec: ModelSpec, quant: str | None, adapters: AdapterSpec | tup
         from .backends.openai import OpenAIBackend, OpenAIConfig
 
         return OpenAIBackend(OpenAIConfig(model=spec.source, base_urls=spec.urls(), attempts=spec.attempts,
-                                          timeout_s=spec.timeout_s, thinking_control=spec.thinking_control))
+                                          timeout_s=spec.timeout_s, thinking_control=spec.thinking_control,
+                                          api_key_env=spec.api_key_env or "OPENAI_API_KEY"))
     if spec.backend == "anthropic":
         from .backends.anthropic import AnthropicBackend, AnthropicConfig
 
         return AnthropicBackend(AnthropicConfig(model=spec.source, base_url=spec.base_url, attempts=spec.attempts,
-                                                timeout_s=spec.timeout_s, sampling_params=spec.sampling_params))
+                                                timeout_s=spec.timeout_s, sampling_params=spec.sampling_params,
+                                                api_key_env=spec.api_key_env or "ANTHROPIC_API_KEY"))
     raise BadInput("prereg.toml", f"unknown backend {spec.backend!r}", field="backend")

@@ -55,6 +55,7 @@ class ModelSpec:
     sampling_params: bool = False  # Anthropic-compatible server accepts temperature/top_p (the API does not)
     attempts: int = 4  # HTTP backends: tries per call before the answer becomes an `error` row
     timeout_s: float = 120.0  # HTTP backends: one attempt that takes longer is abandoned (and retried)
+    api_key_env: str | None = None  # HTTP backends: the variable holding the key (default: the SDK's usual one)
 
     def urls(self) -> tuple[str, ...]:
         return self.base_urls or ((self.base_url,) if self.base_url else ())
@@ -79,6 +80,22 @@ class ArmSpec:
     adapters: tuple[str, ...] = ()  # applied together, each with its registered scale
     glue: str | None = None  # import path "package.module:function"
     samples: int = 1
+
+
+MODEL_KEYS = ("backend", "source", "base_url", "family", "sha256", "chat_template", "chat_template_sha256", "imatrix",
+              "concurrency", "attempts", "timeout_s", "api_key_env", "thinking_control", "sampling_params")
+ADAPTER_KEYS = ("source", "scale", "sha256")
+ARM_KEYS = ("name", "model", "adapter", "quants", "glue", "samples", "generation")
+
+
+def check_keys(table: Any, known: tuple[str, ...], file: Path | str, where: str) -> dict:
+    """A misspelt setting must not be silently ignored: refuse any key the table does not define."""
+    if not isinstance(table, dict):
+        raise BadInput(file, f"{where} must be a table", field=where)
+    for key in table:
+        if key not in known:
+            raise BadInput(file, f"unknown setting in {where}; known: {', '.join(known)}", field=key)
+    return table
 
 
 def _need(table: dict, key: str, file: Path, where: str, kind: type | tuple = str) -> Any:
@@ -146,6 +163,7 @@ def parse_models(doc: dict, file: Path) -> dict[str, ModelSpec]:
     out = {}
     for name, t in (doc.get("models") or {}).items():
         where = f"[models.{name}]"
+        check_keys(t, MODEL_KEYS, file, where)
         backend = _need(t, "backend", file, where)
         if backend not in BACKENDS:
             raise BadInput(file, f"{where} backend must be one of {BACKENDS}", field="backend")
@@ -166,7 +184,7 @@ def parse_models(doc: dict, file: Path) -> dict[str, ModelSpec]:
                               sha256={k: v.lower() for k, v in sha.items()}, chat_template=t.get("chat_template"),
                               chat_template_sha256=t.get("chat_template_sha256"), imatrix=t.get("imatrix"),
                               concurrency=t.get("concurrency", 4), attempts=t.get("attempts", 4),
-                              timeout_s=float(timeout),
+                              timeout_s=float(timeout), api_key_env=t.get("api_key_env"),
                               thinking_control=_thinking_control(t, backend, file, where),
                               sampling_params=bool(t.get("sampling_params", False)))
     return out
@@ -213,7 +231,7 @@ def parse_adapters(doc: dict, file: Path) -> dict[str, AdapterSpec]:
     return {
         name: AdapterSpec(name=name, source=_need(t, "source", file, f"[adapters.{name}]"),
                           scale=float(t.get("scale", 1.0)), sha256=t.get("sha256"))
-        for name, t in (doc.get("adapters") or {}).items()
+        for name, t in (doc.get("adapters") or {}).items() if check_keys(t, ADAPTER_KEYS, file, f"[adapters.{name}]")
     }
 
 
@@ -222,6 +240,7 @@ def parse_arms(doc: dict, file: Path, models: dict[str, ModelSpec], adapters: di
     seen = set()
     for i, t in enumerate(doc.get("arms") or []):
         where = f"[[arms]] #{i + 1}"
+        check_keys(t, ARM_KEYS, file, where)
         name = _need(t, "name", file, where)
         if name in seen:
             raise BadInput(file, f"arm {name!r} registered twice", field="name")

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arms.errors import BadInput
-from arms.spec import (AdapterSpec, ArmSpec, ModelSpec, Runtime, parse_adapters, parse_arms, parse_generation,
-                       parse_models, parse_runtime)
+from arms.spec import (AdapterSpec, ArmSpec, ModelSpec, Runtime, check_keys, parse_adapters, parse_arms,
+                       parse_generation, parse_models, parse_runtime)
 
 from .blinding import DEFAULT_SCRUB
 from .judging import JudgeSpec
 
 KINDS = ("non_inferiority", "superiority", "equivalence")
+TABLES = ("experiment", "runtime", "models", "adapters", "arms", "judge", "judges", "analysis", "hypotheses", "audit")
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
 
@@ -113,9 +114,17 @@ def load_experiment(exp_dir: Path) -> Experiment:
         doc = tomllib.loads(file.read_text())
     except tomllib.TOMLDecodeError as e:
         raise BadInput(file, f"not valid TOML: {e}", line=getattr(e, "lineno", None)) from None
+    check_keys(doc, TABLES, file, "prereg.toml")
     exp = doc.get("experiment")
     if not isinstance(exp, dict):
         raise BadInput(file, "missing [experiment] table", field="experiment")
+    check_keys(exp, ("name", "description", "seed", "sets"), file, "[experiment]")
+    check_keys(doc.get("runtime") or {}, ("threads", "n_ctx", "seed"), file, "[runtime]")
+    check_keys(doc.get("judge") or {}, ("rubric", "attempts", "mode", "panel", "scrub"), file, "[judge]")
+    check_keys(doc.get("analysis") or {}, ("resamples", "method", "seed", "max_unscored"), file, "[analysis]")
+    if "audit" in doc:
+        check_keys(doc["audit"], ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override"), file,
+                   "[audit]")
     for key in ("name", "seed", "sets"):
         if key not in exp:
             raise BadInput(file, "missing in [experiment]", field=key)
@@ -129,6 +138,7 @@ def load_experiment(exp_dir: Path) -> Experiment:
         raise BadInput(file, "missing in [judge]", field="rubric")
     judges = []
     for name, t in (doc.get("judges") or {}).items():
+        check_keys(t, ("model", "quant", "requires_env", "generation"), file, f"[judges.{name}]")
         if t.get("model") not in models:
             raise BadInput(file, f"[judges.{name}] names unknown model {t.get('model')!r}", field="model")
         overrides = t.get("generation", {})
@@ -156,6 +166,7 @@ def load_experiment(exp_dir: Path) -> Experiment:
     hyps = []
     for i, t in enumerate(doc.get("hypotheses") or []):
         where = f"[[hypotheses]] #{i + 1}"
+        check_keys(t, ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset"), file, where)
         for key in ("id", "a", "b", "quant", "kind", "margin", "alpha"):
             if key not in t:
                 raise BadInput(file, f"missing in {where}", field=key)
