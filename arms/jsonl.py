@@ -68,7 +68,7 @@ class Appender:
         self._f = open(self.path, "a", encoding="utf-8")
 
     def write(self, record: dict[str, Any], retry_of: int | None = None) -> None:
-        """Append one record; `retry_of` is the line of the error record this one replaces (see the module docstring)."""
+        """Append one record; `retry_of` is the line of the error record it replaces (the module's retry rule)."""
         if retry_of is not None:
             record = {**record, "retry_of": retry_of}
         self._f.write(dumps(record) + "\n")

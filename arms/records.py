@@ -10,7 +10,6 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-ANSWER_FIELDS = ("row", "arm", "quant", "question_id", "sample", "status")
 ANSWER_KEY = ("row",)  # the key of the retry rule: `row` is the hash of (arm, quant, question, sample)
 
 

@@ -52,7 +52,7 @@ class Step:
     reset: bool = False  # drop the connection without answering
     delay_s: float = 0.0
     truncate: str | None = None  # "length": Content-Length says more than is sent; "chunked": no last chunk
-    thinking: str | None = None  # shown thinking: OpenAI reasoning_content + reasoning tokens; Anthropic a thinking block
+    thinking: str | None = None  # OpenAI: reasoning_content + reasoning tokens; Anthropic: a thinking block
 
     def __post_init__(self) -> None:
         if self.truncate not in TRUNCATIONS:

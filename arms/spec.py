@@ -88,14 +88,13 @@ ADAPTER_KEYS = ("source", "scale", "sha256")
 ARM_KEYS = ("name", "model", "adapter", "quants", "glue", "samples", "generation")
 
 
-def check_keys(table: Any, known: tuple[str, ...], file: Path | str, where: str) -> dict:
+def check_keys(table: Any, known: tuple[str, ...], file: Path | str, where: str) -> None:
     """A misspelt setting must not be silently ignored: refuse any key the table does not define."""
     if not isinstance(table, dict):
         raise BadInput(file, f"{where} must be a table", field=where)
     for key in table:
         if key not in known:
             raise BadInput(file, f"unknown setting in {where}; known: {', '.join(known)}", field=key)
-    return table
 
 
 def _need(table: dict, key: str, file: Path, where: str, kind: type | tuple = str) -> Any:
@@ -228,11 +227,13 @@ def check_generation(model: ModelSpec, g: Generation, file: Path | str, where: s
 
 
 def parse_adapters(doc: dict, file: Path) -> dict[str, AdapterSpec]:
-    return {
-        name: AdapterSpec(name=name, source=_need(t, "source", file, f"[adapters.{name}]"),
-                          scale=float(t.get("scale", 1.0)), sha256=t.get("sha256"))
-        for name, t in (doc.get("adapters") or {}).items() if check_keys(t, ADAPTER_KEYS, file, f"[adapters.{name}]")
-    }
+    out = {}
+    for name, t in (doc.get("adapters") or {}).items():
+        where = f"[adapters.{name}]"
+        check_keys(t, ADAPTER_KEYS, file, where)
+        out[name] = AdapterSpec(name=name, source=_need(t, "source", file, where), scale=float(t.get("scale", 1.0)),
+                                sha256=t.get("sha256"))
+    return out
 
 
 def parse_arms(doc: dict, file: Path, models: dict[str, ModelSpec], adapters: dict[str, AdapterSpec]) -> list[ArmSpec]:

@@ -95,9 +95,9 @@ def latest(out: Path, reader_id: str) -> dict[str, Judgment]:
 
 def reader_rubric(reader: Reader, rubric: Rubric) -> Rubric:
     """The rubric as this reader runs it. The Anthropic Messages API accepts no temperature, top_p or
-    seed, so an Anthropic reader is registered with the provider's defaults (nothing sent) unless its
-    server takes sampling settings; every other reader uses the rubric's own settings."""
-    if reader.spec.backend != "anthropic" or reader.spec.sampling_params:
+    seed, so an Anthropic reader is registered with the provider's defaults (nothing sent), as the
+    demo registers its Claude judge; every other reader uses the rubric's own settings."""
+    if reader.spec.backend != "anthropic":
         return rubric
     return replace(rubric, generation=replace(rubric.generation, temperature=None, top_p=None, seed=None))
 

@@ -40,7 +40,9 @@ class JudgeSpec:
     def rubric(self, rubric: Rubric) -> Rubric:
         """The rubric as this judge runs it: e.g. a Claude judge registers temperature "provider-default"
         because the API accepts none, and settings verification then expects nothing to be sent."""
-        return replace(rubric, generation=replace(rubric.generation, **dict(self.generation))) if self.generation else rubric
+        if not self.generation:
+            return rubric
+        return replace(rubric, generation=replace(rubric.generation, **dict(self.generation)))
 
 
 def build_request(rubric: Rubric, item: BlindItem, attempt: int) -> Request:

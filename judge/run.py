@@ -116,10 +116,9 @@ def quant_files(exp: Experiment, arms: list[str]) -> dict[str, dict]:
 def judge_rubrics(exp: Experiment, panel: list, rubric, mode: str) -> dict[tuple[str, str], Any]:
     """Each judge's rubrics with its registered generation overrides, refused if its backend cannot send them."""
     out = {}
+    kinds = [("single", rubric)] + ([("pairwise", load_rubric("pairwise"))] if mode != "single" else [])
     for j in panel:
-        for kind, r in (("single", rubric), ("pairwise", load_rubric("pairwise") if mode != "single" else None)):
-            if r is None:
-                continue
+        for kind, r in kinds:
             out[j.name, kind] = j.rubric(r)
             check_generation(exp.models[j.model], out[j.name, kind].generation, exp.dir / "prereg.toml",
                              f"judge {j.name!r} with rubric {r.name!r} (override in [judges.{j.name}] generation)")

@@ -112,7 +112,8 @@ class Final:
 
 
 BULK = ("attempts", "calls", "raw_output", "trace", "effective", "settings")  # kept on disk, never recomputed from
-ANSWER_FIELDS = ("row", "arm", "quant", "question_id", "sample", "status", "text", "truncated")  # what verify reads
+# the answer fields verify reads (the main path's records are not imported here)
+VERIFY_ANSWER_FIELDS = ("row", "arm", "quant", "question_id", "sample", "status", "text", "truncated")
 
 
 def _error_kind(rec: dict) -> str:
@@ -581,7 +582,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
     wanted = set(run["question_ids"])
     questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
     clusters = {q.id: q.cluster or q.id for q in all_q}
-    answer_rows = by_hand(run_dir / "answers.jsonl", ("row",), ANSWER_FIELDS)
+    answer_rows = by_hand(run_dir / "answers.jsonl", ("row",), VERIFY_ANSWER_FIELDS)
     verdicts = by_hand(run_dir / "judgments.jsonl", ("judge", "label"))
     rule = answer_rows.problems + verdicts.problems
     problems += rule

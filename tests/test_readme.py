@@ -49,3 +49,12 @@ def test_misspelt_arm_and_hypothesis_keys_are_refused(tmp_path):
         with pytest.raises(BadInput) as e:
             load_experiment(tmp_path)
         assert e.value.field == new.split(" ")[0]
+
+
+def test_an_empty_adapter_table_names_its_missing_source(tmp_path):
+    text = re.sub(r'(?m)^source = "adapters/mine.gguf".*\n', "", _example())
+    text = re.sub(r"(?m)^(scale|sha256) = .*\n(?=(sha256 = .*\n)?\n\[\[arms\]\])", "", text)
+    (tmp_path / "prereg.toml").write_text(text)
+    with pytest.raises(BadInput) as e:
+        load_experiment(tmp_path)
+    assert e.value.field == "source" and "[adapters.mine]" in str(e.value)

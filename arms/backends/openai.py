@@ -104,10 +104,10 @@ class OpenAIBackend:
 
     def sent(self, generation: Generation) -> dict[str, Any]:
         g = generation
+        switchable = self.config.thinking_control != "none"
         return {"temperature": g.temperature, "top_p": g.top_p, "max_tokens": g.max_tokens, "seed": g.seed,
-                "stop": list(g.stop), "system": g.system,
-                "thinking": g.thinking if self.config.thinking_control != "none" else None,
-                "thinking_budget": None, "effort": g.effort if g.thinking and self.config.thinking_control != "none" else None}
+                "stop": list(g.stop), "system": g.system, "thinking": g.thinking if switchable else None,
+                "thinking_budget": None, "effort": g.effort if g.thinking and switchable else None}
 
     def complete(self, request: Request) -> Reply:
         g = request.generation
