@@ -84,4 +84,6 @@ def main(argv: list[str] | None = None) -> int:
     return run_cli(lambda: _quantize(args) if args.cmd == "quantize" else _collect(args))
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .crash import supervise
+
+    sys.exit(supervise("arms", main))

@@ -67,7 +67,8 @@ def open_backend(spec: ModelSpec, quant: str | None, adapters: AdapterSpec | tup
         template, template_file = chat_template(spec, exp_dir)
         return LlamaCppBackend(LlamaConfig(model_path=qf.info.path, threads=runtime.threads, n_ctx=runtime.n_ctx,
                                            seed=runtime.seed, loras=loras, chat_template=template,
-                                           chat_template_file=template_file))
+                                           chat_template_file=template_file,
+                                           cpu_extra_buffers=runtime.cpu_extra_buffers))
     if adapters:
         raise BadInput("prereg.toml", f"adapters are applied by the server for backend {spec.backend!r}; "
                        "register the served adapter as its own model", field="adapter")

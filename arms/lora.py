@@ -97,7 +97,7 @@ def demo_adapter(base_gguf: Path, out: Path | None = None, *, rank: int = 8, alp
     return out
 
 
-def check_adapter(model_gguf: Path, adapter: Path) -> None:
+def check_adapter(model_gguf: Path, adapter: Path, use_extra_buffers: bool) -> None:
     """Raise BadInput unless llama.cpp can load `adapter` on top of `model_gguf`.
 
     Needed because llama-cpp-python 0.3.36 does not notice a failed adapter load: its binding
@@ -114,24 +114,18 @@ def check_adapter(model_gguf: Path, adapter: Path) -> None:
 
     import llama_cpp
 
+    from .llama_loader import loaded_model
+
     model_gguf, adapter = Path(model_gguf), Path(adapter)
     for path, what in ((model_gguf, "model"), (adapter, "LoRA adapter")):
         if not path.is_file():
             raise BadInput(path, f"{what} file not found")
     log = io.StringIO()  # llama-cpp-python's log callback writes to whatever sys.stderr is at call time
-    with contextlib.redirect_stderr(log):
-        params = llama_cpp.llama_model_default_params()
-        params.n_gpu_layers = 0
-        model = llama_cpp.llama_model_load_from_file(str(model_gguf).encode(), params)
-        if not model:
-            raise BadInput(model_gguf, "llama.cpp could not load the model")
-        try:
-            handle = llama_cpp.llama_adapter_lora_init(model, str(adapter).encode())
-            ok = bool(handle)
-            if ok:
-                llama_cpp.llama_adapter_lora_free(handle)
-        finally:
-            llama_cpp.llama_model_free(model)
+    with contextlib.redirect_stderr(log), loaded_model(model_gguf, use_extra_buffers) as model:
+        handle = llama_cpp.llama_adapter_lora_init(model, str(adapter).encode())
+        ok = bool(handle)
+        if ok:
+            llama_cpp.llama_adapter_lora_free(handle)
     if not ok:
         why = [line.strip() for line in log.getvalue().splitlines()
                if any(w in line.lower() for w in ("fail", "error", "mismatch", "incorrect", "expect", "corrupt"))]

@@ -7,7 +7,7 @@ registered here, and the runner refuses to start when what it reads back differs
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ class Runtime:
     threads: int = 1
     n_ctx: int = 2048
     seed: int = 0  # llama.cpp context seed (each request also sends its own registered seed)
+    cpu_extra_buffers: str | bool = "auto"  # llama.cpp weight repacking/AMX buffers; see arms.llama_loader
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,11 @@ def parse_runtime(doc: dict, file: Path) -> Runtime:
         raise BadInput(file, f"[runtime] settings must be integers: {e}", field="runtime") from None
     if runtime.threads < 1 or runtime.n_ctx < 16:
         raise BadInput(file, "[runtime] threads must be >= 1 and n_ctx >= 16", field="runtime")
-    return runtime
+    extra = rt.get("cpu_extra_buffers", "auto")
+    if extra not in ("auto", True, False) or type(extra) is int:
+        raise BadInput(file, f"[runtime] cpu_extra_buffers must be \"auto\", true or false, got {extra!r}",
+                       field="cpu_extra_buffers")
+    return replace(runtime, cpu_extra_buffers=extra)
 
 
 def parse_models(doc: dict, file: Path) -> dict[str, ModelSpec]:

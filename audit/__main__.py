@@ -128,4 +128,6 @@ def _rewards(args, columns) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from arms.crash import supervise
+
+    sys.exit(supervise("audit", main))

@@ -44,11 +44,11 @@ QUANT = "Q8_0"
 
 
 def bare(model: str, arm, questions, threads: int) -> tuple[int, float]:
-    import llama_cpp
+    from arms.llama_loader import extra_buffers, load_llama
 
     g = arm.generation
     t0 = time.perf_counter()
-    llm = llama_cpp.Llama(model_path=model, n_ctx=2048, n_threads=threads, n_threads_batch=threads, verbose=False)
+    llm = load_llama(model, n_ctx=2048, threads=threads, use_extra_buffers=extra_buffers().use)
     tokens = 0
     for q in questions:
         out = llm.create_chat_completion(messages=[{"role": r, "content": c} for r, c in plain_messages(arm, q)],

@@ -77,4 +77,6 @@ def _command(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from arms.crash import supervise
+
+    sys.exit(supervise("judge", main))

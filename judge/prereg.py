@@ -119,7 +119,7 @@ def load_experiment(exp_dir: Path) -> Experiment:
     if not isinstance(exp, dict):
         raise BadInput(file, "missing [experiment] table", field="experiment")
     check_keys(exp, ("name", "description", "seed", "sets"), file, "[experiment]")
-    check_keys(doc.get("runtime") or {}, ("threads", "n_ctx", "seed"), file, "[runtime]")
+    check_keys(doc.get("runtime") or {}, ("threads", "n_ctx", "seed", "cpu_extra_buffers"), file, "[runtime]")
     check_keys(doc.get("judge") or {}, ("rubric", "attempts", "mode", "panel", "scrub"), file, "[judge]")
     check_keys(doc.get("analysis") or {}, ("resamples", "method", "seed", "max_unscored"), file, "[analysis]")
     if "audit" in doc:

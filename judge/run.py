@@ -65,6 +65,16 @@ def versions() -> dict[str, str]:
     return out
 
 
+def local_machine(exp: Experiment) -> dict[str, Any]:
+    """What decided llama.cpp's CPU extra buffers on this machine (only when a model runs in process)."""
+    if not any(m.backend == "llama-cpp" for m in exp.models.values()):
+        return {}
+    from arms.llama_loader import extra_buffers, system_info
+
+    return {"cpu_extra_buffers_decision": extra_buffers(exp.runtime.cpu_extra_buffers).to_dict(),
+            "llama_cpp_system_info": system_info()}
+
+
 def judge_warnings(exp: Experiment, judge_name: str, arms: list[str]) -> list[str]:
     j = next(x for x in exp.judges if x.name == judge_name)
     spec = exp.models[j.model]
@@ -238,7 +248,8 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
         "experiment": exp.name, "experiment_dir": str(exp_dir), "seed": exp.seed, "limit": limit, "arms": arms,
         "question_ids": [q.id for q in questions], "hashes": hashes, "versions": versions(),
         "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "runtime": {"threads": exp.runtime.threads, "n_ctx": exp.runtime.n_ctx},
+        "runtime": {"threads": exp.runtime.threads, "n_ctx": exp.runtime.n_ctx,
+                    "cpu_extra_buffers": exp.runtime.cpu_extra_buffers, **local_machine(exp)},
         "analysis": {"resamples": exp.analysis.resamples, "method": exp.analysis.method, "seed": exp.analysis.seed,
                      "max_unscored": exp.analysis.max_unscored},
         "judge": {"primary": primary.name, "panel": [j.name for j in panel], "mode": mode,

@@ -79,13 +79,16 @@ def wait_until_up(proc: subprocess.Popen, url: str, log: str, seconds: float) ->
 
 @pytest.fixture(scope="session")
 def llama_cpp_server(tmp_path_factory):
-    """A real OpenAI-compatible server (`python -m llama_cpp.server`, one thread) on 127.0.0.1; its root URL."""
+    """A real OpenAI-compatible server (`python -m llama_cpp.server`, one thread) on 127.0.0.1; its root URL.
+
+    Started through `arms.llama_loader serve`, which applies this machine's CPU extra-buffer decision to the
+    server's model load (on AMX CPUs llama.cpp's AMX buffers crash; the server has no option for it)."""
     from arms.models import embedded_model
 
     port = free_port()
     log = open(tmp_path_factory.mktemp("server") / "server.log", "wb")  # a pipe would fill up and block the server
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model("smollm2")), "--host", "127.0.0.1",
+        [sys.executable, "-m", "arms.llama_loader", "serve", "--model", str(embedded_model("smollm2")), "--host", "127.0.0.1",
          "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "2048",
          "--model_alias", "smollm2"], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

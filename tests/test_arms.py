@@ -18,6 +18,7 @@ llama_cpp = pytest.importorskip("llama_cpp")
 from arms.backends import Generation, Request  # noqa: E402
 from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, Lora  # noqa: E402
 from arms.errors import BadInput, CheckFailed  # noqa: E402
+from arms.llama_loader import extra_buffers, load_llama  # noqa: E402
 from arms.lora import demo_adapter  # noqa: E402
 from arms.models import embedded_model  # noqa: E402
 from arms.quantize import load_imatrix, quantize  # noqa: E402
@@ -95,7 +96,7 @@ generation = { temperature = 0.7, stop = "END", thinking = true, system = "Be br
 def test_backend_gives_what_bare_llama_cpp_python_gives(base):
     """Rendering the GGUF's template ourselves changes nothing: same tokens, same greedy text."""
     b = backend(base)
-    bare = llama_cpp.Llama(model_path=str(base), n_ctx=2048, n_threads=1, n_threads_batch=1, verbose=False)
+    bare = load_llama(base, n_ctx=2048, threads=1, use_extra_buffers=extra_buffers().use)
     try:
         for messages in ((("user", "What is a bicycle?"),), (("system", SYSTEM), ("user", "Name a colour."))):
             ours = b.complete(Request(messages, Generation(max_tokens=24)))

@@ -20,6 +20,7 @@ from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
 from arms.cache import CallCache
 from arms.collect import collect, prompt_order
 from arms.errors import CheckFailed
+from arms.llama_loader import AMX_CPU_FLAGS, cpu_flags
 from arms.lora import demo_adapter
 from arms.models import embedded_model
 from arms.quantize import quantize
@@ -32,6 +33,7 @@ from judge.run import DEMO
 from conftest import free_port, wait_until_up
 
 QUESTIONS = 3
+AMX_CPU = any(flag in cpu_flags() for flag in AMX_CPU_FLAGS)
 
 
 def llama_server_binary() -> str:
@@ -53,6 +55,8 @@ class LlamaServer:
                 "-tb", "1", "-np", "1", "-c", "2048", "-a", alias, "--no-webui", "--seed", "0"]
         if lora:
             args += ["--lora", str(lora)]
+        if AMX_CPU:  # llama.cpp's AMX weight buffers crash on these CPUs (see arms/llama_loader.py)
+            args += ["--no-repack"]
         self.log = open(log, "wb")  # a pipe would fill up and block the server
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         try:

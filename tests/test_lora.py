@@ -21,6 +21,7 @@ import pytest
 llama_cpp = pytest.importorskip("llama_cpp")
 
 from arms.errors import BadInput  # noqa: E402
+from arms.llama_loader import extra_buffers, load_llama, loaded_model  # noqa: E402
 from arms.lora import DEFAULT_STRENGTH, RECIPE_KEY, TARGETS, check_adapter, demo_adapter  # noqa: E402
 from arms.models import embedded_model  # noqa: E402
 from arms.quantize import quantize  # noqa: E402
@@ -62,8 +63,7 @@ def _sha(path: Path) -> str:
 def _greedy(model: Path, lora: Path | None = None, scale: float = 1.0, prompts=PROMPTS,
             max_tokens: int = MAX_TOKENS) -> list[str]:
     kw = {"lora_path": str(lora), "lora_scale": scale} if lora else {}
-    llm = llama_cpp.Llama(model_path=str(model), n_ctx=512, n_threads=1, n_threads_batch=1, seed=0,
-                          verbose=False, **kw)
+    llm = load_llama(model, n_ctx=512, threads=1, seed=0, use_extra_buffers=extra_buffers().use, **kw)
     try:
         if lora:
             assert llm._lora_adapter, "llama.cpp returned a NULL adapter"  # see arms.lora.check_adapter
@@ -105,7 +105,7 @@ def test_adapter_is_a_valid_llama_cpp_lora_gguf(base, adapter, cache):
             assert [int(x) for x in b.shape] == [8, n_out]
             assert a.tensor_type == b.tensor_type == gguf.GGMLQuantizationType.F32
             assert np.isfinite(a.data).all() and np.isfinite(b.data).all()
-    check_adapter(base, adapter)
+    check_adapter(base, adapter, extra_buffers().use)
 
 
 def test_generation_is_deterministic_and_cached(base, adapter, tmp_path):
@@ -135,7 +135,7 @@ def test_scale_zero_gives_the_base_outputs(base, adapter, base_outputs):
 @pytest.mark.parametrize("quant", ["Q8_0", "Q4_K_M"])
 def test_adapter_loads_on_derived_quants(base, adapter, quant):
     qf = quantize(base, quant)
-    check_adapter(Path(qf.info.path), adapter)
+    check_adapter(Path(qf.info.path), adapter, extra_buffers().use)
     base_q = _greedy(Path(qf.info.path), prompts=PROMPTS[:2])
     lora_q = _greedy(Path(qf.info.path), adapter, prompts=PROMPTS[:2])
     assert base_q != lora_q
@@ -170,15 +170,11 @@ def test_broken_adapter_is_refused(base, adapter, tmp_path, damage):
     elif damage == "wrong_arch":
         _write_adapter_like(adapter, bad, arch="qwen2")
     with pytest.raises(BadInput) as e:
-        check_adapter(base, bad)
+        check_adapter(base, bad, extra_buffers().use)
     assert str(bad) in str(e.value)
     if damage != "missing":  # what check_adapter relies on: the C API returns a NULL adapter
-        params = llama_cpp.llama_model_default_params()
-        model = llama_cpp.llama_model_load_from_file(str(base).encode(), params)
-        try:
+        with loaded_model(base, extra_buffers().use) as model:
             assert not llama_cpp.llama_adapter_lora_init(model, str(bad).encode())
-        finally:
-            llama_cpp.llama_model_free(model)
 
 
 def test_llama_cpp_python_does_not_raise_on_a_broken_adapter(base, tmp_path):
@@ -192,9 +188,9 @@ def test_llama_cpp_python_does_not_raise_on_a_broken_adapter(base, tmp_path):
     bad = tmp_path / "garbage.gguf"
     bad.write_bytes(b"this is not a GGUF file\n" * 64)
     code = (
-        "import sys, llama_cpp\n"
-        f"llm = llama_cpp.Llama(model_path={str(base)!r}, n_ctx=64, n_threads=1, n_threads_batch=1, "
-        f"verbose=False, lora_path={str(bad)!r})\n"
+        "from arms.llama_loader import extra_buffers, load_llama\n"
+        f"llm = load_llama({str(base)!r}, n_ctx=64, threads=1, use_extra_buffers=extra_buffers().use, "
+        f"lora_path={str(bad)!r})\n"
         "print('constructed', bool(llm._lora_adapter))\n"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import crash
 from ..errors import BadInput, CheckFailed
+from ..llama_loader import ExtraBuffers, check_runs, extra_buffers, load_llama
 from ..models import GGUFInfo, gguf_info, sha256_file
 from .base import Generation, Reply, Request
 
@@ -42,6 +44,7 @@ class LlamaConfig:
     loras: tuple[Lora, ...] = ()
     chat_template: str | None = None  # registered template text; None = the GGUF's own
     chat_template_file: str | None = None  # where the registered template came from (for the record)
+    cpu_extra_buffers: str | bool = "auto"  # as registered; decided per machine by llama_loader.decide_extra_buffers
 
 
 def text_sha256(text: str | None) -> str | None:
@@ -60,6 +63,11 @@ class LlamaCppBackend:
         self._llm = None  # loaded on first use: a fully cached re-run never loads the model
         self._adapters: list = []
         self._lora_effect: float | None = None
+        self._extra: ExtraBuffers | None = None  # decided (and probed) when the model is loaded
+
+    @property
+    def extra_buffers(self) -> ExtraBuffers:
+        return self._extra or extra_buffers(self.config.cpu_extra_buffers)
 
     @property
     def llm(self):
@@ -73,9 +81,11 @@ class LlamaCppBackend:
 
         config = self.config
         self.version = llama_cpp.__version__
+        self._extra = check_runs(config.model_path, self.info.sha256, threads=config.threads, n_ctx=config.n_ctx,
+                                 decision=extra_buffers(config.cpu_extra_buffers))
         try:
-            llm = llama_cpp.Llama(model_path=config.model_path, n_ctx=config.n_ctx, n_threads=config.threads,
-                                  n_threads_batch=config.threads, seed=config.seed, verbose=False)
+            llm = load_llama(config.model_path, threads=config.threads, n_ctx=config.n_ctx, seed=config.seed,
+                             use_extra_buffers=self._extra.use)
         except (ValueError, RuntimeError) as e:
             raise BadInput(config.model_path, f"llama.cpp could not load it: {e}") from None
         try:
@@ -90,7 +100,8 @@ class LlamaCppBackend:
                                                  stop_token_ids=[llm.token_eos()])
             self._handler = chat_formatter_to_chat_completion_handler(self.formatter)
             if config.loras:
-                self._apply_loras(llm)
+                with crash.step(f"measuring the LoRA adapters' effect on {config.model_path}"):
+                    self._apply_loras(llm)
         except BaseException:
             self._free_adapters()
             llm.close()
@@ -104,7 +115,7 @@ class LlamaCppBackend:
         from ..lora import check_adapter
 
         for lo in self.config.loras:
-            check_adapter(Path(self.config.model_path), Path(lo.path))  # llama-cpp-python segfaults otherwise
+            check_adapter(Path(self.config.model_path), Path(lo.path), self.extra_buffers.use)  # llama-cpp-python segfaults otherwise
             handle = llama_cpp.llama_adapter_lora_init(llm.model, lo.path.encode())
             if not handle:
                 raise BadInput(lo.path, "llama.cpp could not load this LoRA adapter")
@@ -139,6 +150,8 @@ class LlamaCppBackend:
             "chat_template_sha256": self.template_sha256,
             "n_ctx": self.config.n_ctx,
             "sampler": EXTRA_SAMPLING,
+            # repacked weights may round differently; left out when on, so keys made before this setting still match
+            **({"cpu_extra_buffers": False} if not self.extra_buffers.use else {}),
         }
 
     def effective(self) -> dict[str, Any]:
@@ -163,6 +176,9 @@ class LlamaCppBackend:
             "n_threads_batch": cp.n_threads_batch,
             "n_ctx": llm.n_ctx(),
             "seed": self.config.seed,
+            "cpu_extra_buffers": bool(llm.model_params.use_extra_bufts),  # the struct llama.cpp loaded with
+            "cpu_extra_buffers_decision": self.extra_buffers.to_dict(),
+            "weight_buffers": llm.weight_buffers,  # from llama.cpp's load log: where the weights really are
         }
 
     def sent(self, generation: Generation) -> dict[str, Any]:
@@ -184,18 +200,21 @@ class LlamaCppBackend:
         if request.schema:
             kwargs["response_format"] = {"type": "json_object", "schema": json.loads(request.schema)}
         t0 = time.perf_counter()
-        out = self._handler(
-            llama=llm,
-            messages=[{"role": r, "content": c} for r, c in request.messages],
-            temperature=g.temperature,
-            top_p=g.top_p,
-            max_tokens=g.max_tokens,
-            seed=g.seed,
-            stop=list(g.stop),
-            enable_thinking=g.thinking,
-            **EXTRA_SAMPLING,
-            **kwargs,
-        )
+        with crash.step(f"generating with {self.config.model_path} (llama.cpp, threads {self.config.threads}, "
+                        f"CPU extra buffers {'on' if self.extra_buffers.use else 'off'})",
+                        build_amx=self.extra_buffers.build_amx, cpu_amx=self.extra_buffers.cpu_amx):
+            out = self._handler(
+                llama=llm,
+                messages=[{"role": r, "content": c} for r, c in request.messages],
+                temperature=g.temperature,
+                top_p=g.top_p,
+                max_tokens=g.max_tokens,
+                seed=g.seed,
+                stop=list(g.stop),
+                enable_thinking=g.thinking,
+                **EXTRA_SAMPLING,
+                **kwargs,
+            )
         latency = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}

@@ -1,0 +1,245 @@
+"""The one llama.cpp loader: the CPU extra-buffer decision (AMX), its read-back, the probe, the crash supervisor.
+
+The AMX crash cannot be reproduced on a CPU without AMX, so the decision is tested on simulated CPU and
+build information (the strings llama.cpp and /proc/cpuinfo really print), and the crash path with a
+process that really dies by SIGILL.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from arms import llama_loader
+from arms.errors import BadInput
+from arms.llama_loader import (ExtraBuffers, build_features, check_runs, cpu_flags, decide_extra_buffers,
+                               extra_buffers, load_llama, weight_buffers)
+from arms.models import embedded_model, sha256_file
+from judge.seal import seal
+
+from conftest import cli
+
+# What llama_print_system_info() printed on an AMX Xeon (source build of llama-cpp-python 0.3.36) and on this
+# project's AMD machine; and the flags line of /proc/cpuinfo on each.
+AMX_BUILD = ("CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | AVX512 = 1 | "
+             "AVX512_VBMI = 1 | AVX512_VNNI = 1 | AVX512_BF16 = 1 | AMX_INT8 = 1 | LLAMAFILE = 1 | OPENMP = 1 | "
+             "REPACK = 1 | ")
+PLAIN_BUILD = ("CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | LLAMAFILE = 1 | "
+               "OPENMP = 1 | REPACK = 1 | ")
+AMX_CPU = ("processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu vme sse sse2 avx avx2 avx512f avx512_bf16 "
+           "avx512_fp16 amx_bf16 amx_tile amx_int8\n")
+AMD_CPU = "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu vme sse sse2 avx avx2 fma\n"
+
+
+def test_build_features_and_cpu_flags_parse_what_the_machine_prints():
+    assert build_features(AMX_BUILD)["AMX_INT8"] == "1" and build_features(AMX_BUILD)["REPACK"] == "1"
+    assert "AMX_INT8" not in build_features(PLAIN_BUILD) and build_features(PLAIN_BUILD)["AVX2"] == "1"
+    assert {"amx_tile", "amx_int8", "avx2"} <= cpu_flags(AMX_CPU)
+    assert "amx_tile" not in cpu_flags(AMD_CPU) and "avx2" in cpu_flags(AMD_CPU)
+    assert cpu_flags("") == frozenset()
+
+
+@pytest.mark.parametrize("registered", ["auto", True, False])
+def test_amx_build_on_amx_cpu_is_always_off(registered):
+    d = decide_extra_buffers(registered, AMX_BUILD, cpu_flags(AMX_CPU))
+    assert d.use is False and d.build_amx and d.cpu_amx and "AMX" in d.reason and d.registered == registered
+
+
+@pytest.mark.parametrize("build,cpu", [(AMX_BUILD, AMD_CPU), (PLAIN_BUILD, AMX_CPU), (PLAIN_BUILD, AMD_CPU)])
+def test_otherwise_as_registered_and_auto_is_on(build, cpu):
+    flags = cpu_flags(cpu)
+    assert decide_extra_buffers("auto", build, flags).use is True
+    assert decide_extra_buffers(True, build, flags).use is True
+    assert decide_extra_buffers(False, build, flags).use is False
+
+
+@pytest.mark.parametrize("value", ["yes", 1, 0, None])
+def test_anything_else_is_refused(value):
+    with pytest.raises(BadInput) as e:
+        decide_extra_buffers(value, PLAIN_BUILD, frozenset())
+    assert e.value.field == "cpu_extra_buffers"
+
+
+def test_weight_buffers_read_from_llama_cpp_load_log():
+    log = ["load_tensors: loading model tensors, this can take a while... (mmap = true)\n",
+           "load_tensors:   CPU_Mapped model buffer size =   138.62 MiB\n",
+           "load_tensors:          AMX model buffer size =    80.00 MiB\n",
+           "load_tensors:   CPU_REPACK model buffer size =    12.50 MiB\n"]
+    assert weight_buffers(log) == ["AMX", "CPU_Mapped", "CPU_REPACK"]
+
+
+@pytest.fixture(scope="module")
+def q8(tmp_path_factory) -> Path:
+    from arms.quantize import quantize
+
+    return Path(quantize(embedded_model("smollm2"), "Q8_0", threads=1).info.path)
+
+
+def test_load_reads_back_where_the_weights_went(q8):
+    """Off: llama.cpp was given use_extra_bufts = false and put every weight in plain CPU buffers."""
+    llm = load_llama(q8, threads=1, n_ctx=256, use_extra_buffers=False)
+    try:
+        assert llm.model_params.use_extra_bufts is False
+        assert llm.weight_buffers and set(llm.weight_buffers) <= {"CPU", "CPU_Mapped"}
+        assert llm.create_completion("The capital of France is", max_tokens=3, temperature=0.0)["choices"][0]["text"]
+    finally:
+        llm.close()
+    if extra_buffers().use and "AVX2 = 1" in llama_loader.system_info():  # on: Q4_0 is repacked on AVX2 builds
+        from arms.quantize import quantize
+
+        q4_0 = quantize(embedded_model("smollm2"), "Q4_0", threads=1).info.path
+        llm = load_llama(q4_0, threads=1, n_ctx=256, use_extra_buffers=True)
+        try:
+            assert llm.model_params.use_extra_bufts is True and "CPU_REPACK" in llm.weight_buffers
+        finally:
+            llm.close()
+
+
+def test_probe_runs_a_real_model_once_and_caches_it(q8):
+    sha = sha256_file(q8)
+    decision = extra_buffers()
+    assert check_runs(q8, sha, threads=1, n_ctx=512, decision=decision) == decision
+    marks = list((llama_loader._probe_dir()).glob("*.json"))
+    assert any(json.loads(m.read_text())["model"] == str(q8) for m in marks)
+    assert llama_loader.probe(q8, sha, threads=1, n_ctx=512, use_extra_buffers=decision.use).detail == "cached"
+
+
+def _crashing_probe(tmp_path: Path, crash_when_extra: bool) -> list[str]:
+    """A probe command that dies by SIGILL when extra buffers are on (or always)."""
+    script = tmp_path / "probe.py"
+    script.write_text(textwrap.dedent(f"""
+        import json, os, signal, sys
+        spec = json.loads(sys.argv[1])
+        if spec["extra"] or not {crash_when_extra}:
+            os.kill(os.getpid(), signal.SIGILL)
+        print("{{}}")
+    """))
+    return [sys.executable, str(script)]
+
+
+def test_a_probe_crash_with_extra_buffers_turns_them_off_under_auto(tmp_path, q8):
+    on = ExtraBuffers("auto", True, "on: auto", False, False)
+    command = _crashing_probe(tmp_path, crash_when_extra=True)
+    d = check_runs(q8, "f" * 64, threads=1, n_ctx=99, decision=on, command=command)
+    assert d.use is False and "SIGILL" in d.reason
+    with pytest.raises(BadInput) as e:  # registered on: say what to register instead of deciding for the user
+        check_runs(q8, "e" * 64, threads=1, n_ctx=99, decision=ExtraBuffers(True, True, "on", False, False),
+                   command=command)
+    assert e.value.field == "cpu_extra_buffers" and "SIGILL" in str(e.value) and "false" in str(e.value)
+
+
+def test_a_probe_crash_either_way_names_cause_and_remedy(tmp_path, q8):
+    off = ExtraBuffers(False, False, "off", False, False)
+    with pytest.raises(BadInput) as e:
+        check_runs(q8, "d" * 64, threads=1, n_ctx=99, decision=off, command=_crashing_probe(tmp_path, False))
+    msg = str(e.value)
+    assert str(q8) in msg and "SIGILL (illegal instruction)" in msg and "Remedy" in msg and "before any real call" in msg
+
+
+GLUE = '''
+import os, signal
+from arms.glue import GlueResult
+
+def answer(question, call_model, experiment_dir):
+    reply = call_model([("user", question.question)])
+    if question.id == os.environ["CRASH_AT"]:
+        os.kill(os.getpid(), signal.SIGILL)   # what llama.cpp's AMX path does to the process
+    return GlueResult(reply.text)
+'''
+
+
+@pytest.mark.slow
+def test_a_native_crash_mid_run_exits_2_with_the_cause_and_loses_nothing(demo_copy, tmp_path):
+    exp = tmp_path / "demo"
+    shutil.copytree(demo_copy, exp)
+    (tmp_path / "crashglue.py").write_text(GLUE)
+    p = exp / "prereg.toml"
+    p.write_text(p.read_text().replace('glue = "arms.demo_glue:answer"', 'glue = "crashglue:answer"'))
+    seal(exp)
+    first_ids = [json.loads(line)["id"] for line in (exp / "sets" / "exam.jsonl").read_text().splitlines()[:3]]
+    out = tmp_path / "out"
+    env = {"PYTHONPATH": str(tmp_path), "CRASH_AT": first_ids[2]}
+    r = cli("judge", "run", "--exp", str(exp), "--arms", "glue-base", "--limit", "3", "--out", str(out), "--quiet",
+            env=env)
+    assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
+    assert "SIGILL (illegal instruction)" in r.stderr and "re-run to resume" in r.stderr
+    assert "crashglue.py" in r.stderr  # the Python stack at the crash names the frame
+    rows = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+    done = [row["question_id"] for row in rows]  # the harness orders calls by prompt, not by id
+    assert done and first_ids[2] not in done and set(done) <= set(first_ids) and len(set(done)) == len(done)
+    assert all(row["status"] == "ok" for row in rows)
+    env["CRASH_AT"] = "none"
+    r = cli("judge", "run", "--exp", str(exp), "--arms", "glue-base", "--limit", "3", "--out", str(out), "--quiet",
+            env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+    assert sorted(row["question_id"] for row in rows if row["quant"] == "Q8_0") == sorted(first_ids)  # once each
+    run = json.loads((out / "run.json").read_text())
+    assert run["last_invocation"]["answers"]["cached_calls"] >= 1  # the call the crash interrupted was kept
+    decision = run["runtime"]["cpu_extra_buffers_decision"]
+    assert decision == extra_buffers("auto").to_dict()
+    eff = run["effective_settings"]["glue-base/Q8_0"]
+    assert eff["cpu_extra_buffers"] is decision["use"] and eff["weight_buffers"]
+
+
+def test_killing_the_supervisor_kills_its_child(tmp_path):
+    """`kill -9` of the command a user started must stop the work too, not leave an orphan writing files."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from conftest import ROOT
+
+    proc = subprocess.Popen([sys.executable, "-m", "judge", "run", "--arms", "base", "--limit", "3", "--out",
+                             str(tmp_path / "run"), "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    children_file = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.time() + 60
+    child = None
+    while child is None and time.time() < deadline and proc.poll() is None:
+        pids = children_file.read_text().split() if children_file.exists() else []
+        child = int(pids[0]) if pids else None
+        time.sleep(0.05)
+    assert child is not None, "the supervisor started no child"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 10
+    while Path(f"/proc/{child}").exists() and time.time() < deadline:
+        state = Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0] if Path(f"/proc/{child}/stat").exists() else "X"
+        if state == "Z":  # a zombie is dead; only its parent (gone) would reap it
+            break
+        time.sleep(0.05)
+    alive = Path(f"/proc/{child}/stat").exists() and Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    assert not alive, "the child outlived its supervisor"
+
+
+def test_a_crash_inside_a_llama_cpp_step_names_the_step_cause_and_remedy(tmp_path):
+    """What a user on an AMX CPU would see if llama.cpp died mid-generation despite the decision."""
+    import subprocess
+
+    (tmp_path / "dies.py").write_text(textwrap.dedent('''
+        import os, signal, sys
+        from arms.crash import step, supervise
+
+        def main():
+            with step("generating with /models/x.gguf (llama.cpp, threads 1, CPU extra buffers on)",
+                      build_amx=True, cpu_amx=True):
+                os.kill(os.getpid(), signal.SIGILL)
+            return 0
+
+        if __name__ == "__main__":
+            sys.exit(supervise("dies", main))
+    '''))
+    from conftest import ROOT
+
+    r = subprocess.run([sys.executable, "-m", "dies"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                       env={**__import__("os").environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"})
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "SIGILL (illegal instruction) while generating with /models/x.gguf" in r.stderr
+    assert "AMX" in r.stderr and "cpu_extra_buffers = false" in r.stderr and "re-run to resume" in r.stderr
+    assert "dies.py" in r.stderr  # the Python stack of the crashing thread
