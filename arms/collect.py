@@ -22,6 +22,7 @@ from tqdm import tqdm
 from . import jsonl
 from .backends.base import Backend, Reply, Request
 from .cache import CallCache, call_key
+from .errors import BadInput, CheckFailed
 from .glue import GlueResult, load_glue
 from .load import open_backend
 from .questions import Question
@@ -156,6 +157,18 @@ def _recorded_effective(rows: list[dict]) -> dict[str, Any]:
     return out
 
 
+def glue_fault(glue: str, question_id: str, exc: Exception) -> BadInput:
+    """User glue that raises is the user's code at fault: exit 2 naming its file, line and the question, not a
+    traceback of ours. Rows already written are kept; a re-run after the fix resumes."""
+    import traceback
+
+    module = glue.partition(":")[0].replace(".", "/")
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if module in f.filename.replace("\\", "/")]
+    where = frames[-1] if frames else traceback.extract_tb(exc.__traceback__)[-1]
+    return BadInput(where.filename, f"glue {glue!r} raised {type(exc).__name__}: {exc} (question {question_id!r}, "
+                    f"in {where.name}: {where.line})", line=where.lineno, field="glue")
+
+
 def _answer(t: Task, caller: Caller, exp_dir: Path, effective: dict[str, Any]) -> AnswerRow:
     ident = caller.backend.identity()
     lora = ident.get("lora_sha256")
@@ -170,6 +183,8 @@ def _answer(t: Task, caller: Caller, exp_dir: Path, effective: dict[str, Any]) -
             reply = caller(plain_messages(t.arm, t.question))
             result = GlueResult(reply.text)
     except Exception as e:  # the backend gave up after its retries: record the cause, never an empty answer
+        if t.arm.glue and not isinstance(e, (BadInput, CheckFailed)) and not is_call_failure(e):
+            raise glue_fault(t.arm.glue, t.question.id, e) from e
         if not is_call_failure(e):
             raise  # a bad registration, a refused check, or a bug: stop loudly
         return AnswerRow(**base, status="error", text=None, raw_output=None, finish_reason=None, truncated=False,

@@ -1,0 +1,36 @@
+"""User glue that raises: exit 2 naming the glue's file, line and the question; rows already written are kept."""
+from __future__ import annotations
+
+import json
+import shutil
+
+from judge.seal import seal
+
+from conftest import cli
+
+GLUE = '''from arms.glue import GlueResult
+
+
+def answer(question, call_model, experiment_dir):
+    reply = call_model([("user", question.question)])
+    if question.id == "q02":
+        return GlueResult(reply.txt)   # a typo: Reply has `text`
+    return GlueResult(reply.text)
+'''
+
+
+def test_a_glue_that_raises_is_the_users_fault_named_by_file_and_line(demo_copy, tmp_path):
+    exp = tmp_path / "demo"
+    shutil.copytree(demo_copy, exp)
+    (tmp_path / "buggyglue.py").write_text(GLUE)
+    p = exp / "prereg.toml"
+    p.write_text(p.read_text().replace('glue = "arms.demo_glue:answer"', 'glue = "buggyglue:answer"'))
+    seal(exp)
+    out = tmp_path / "out"
+    r = cli("judge", "run", "--exp", str(exp), "--arms", "glue-base", "--limit", "2", "--out", str(out), "--quiet",
+            env={"PYTHONPATH": str(tmp_path)})
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert f"{tmp_path / 'buggyglue.py'}:7" in r.stderr and "'glue'" in r.stderr
+    assert "AttributeError" in r.stderr and "'q02'" in r.stderr and "reply.txt" in r.stderr
+    rows = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+    assert all(row["question_id"] != "q02" and row["status"] == "ok" for row in rows)
