@@ -55,6 +55,10 @@ def test_none_sends_no_response_format_and_the_strict_parser_decides(tmp_path):
         judge_all("j", b, RUBRIC, [ITEM], CallCache(tmp_path / "c.sqlite"), out, progress=False)
         b.close()
     assert "response_format" not in s.seen[0].body
+    # the mode is part of the call key (json_object and json_schema verdicts are different calls), except at the
+    # default, so that calls cached before it was registrable keep their keys
+    ids = {m: OpenAIBackend(OpenAIConfig(model="judge", structured=m)).identity() for m in ("json_schema", "json_object")}
+    assert "structured" not in ids["json_schema"] and ids["json_object"]["structured"] == "json_object"
     (row,) = [r for _, r in jsonl.read(out)]
     assert row["status"] == "scored" and row["score"] == 2
 

@@ -42,8 +42,13 @@ def refusal(exc: BaseException) -> str | None:
         body = response.text if response is not None else ""
     except Exception:  # a body that cannot be read is not a refusal we can name
         body = ""
-    text = f"{exc} {body}"
-    return " ".join((body or str(exc)).split())[:500] if _MODE.search(text) and _INVALID.search(text) else None
+    if not (_MODE.search(f"{exc} {body}") and _INVALID.search(f"{exc} {body}")):
+        return None
+    try:  # the OpenAI error format's message, without the JSON around it
+        said = json.loads(body)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        said = body or str(exc)
+    return " ".join(str(said).split())[:400]
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,10 @@ class OpenAIBackend:
                     "decides") from None
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self.config.model, "base_urls": sorted(self.config.base_urls)}
+        """Part of every call key. The structured mode changes what a verdict request sends, so it is in it,
+        except at its default, where the keys of calls made before it was registrable still match."""
+        mode = {"structured": self.config.structured} if self.config.structured != "json_schema" else {}
+        return {"backend": self.name, "model": self.config.model, "base_urls": sorted(self.config.base_urls), **mode}
 
     def effective(self) -> dict[str, Any]:
         """Which models each server says it serves (read back over HTTP; an unreachable server is noted)."""
