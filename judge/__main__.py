@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -79,8 +80,6 @@ def _command(args: argparse.Namespace) -> int:
 
 def _undecided(out: Path) -> int:
     """Exit 1, with one line per decision, when a registered decision is inconclusive for want of verdicts."""
-    import json
-
     from .analysis import undecided
 
     max_unscored = json.loads((out / "run.json").read_text())["analysis"]["max_unscored"]
