@@ -29,7 +29,8 @@ from arms.records import AnswerRow
 _TAIL = r"(?:[\w.-]*\w)?"  # the rest of a model id (GPT-4o-mini, Qwen2.5-7B-Instruct), not a final "."
 _VERSION = r"(?:[ -]?\d+(?:[.-]\d+)*[a-z]?)"
 DEFAULT_SCRUB = {
-    "think": r"(?s)<think>.*?</think>",
+    # a thought, also one cut off by max_tokens, or one whose opening tag was in the prompt (a chat template's)
+    "think": r"(?s)<think>.*?(?:</think>|\Z)|\A(?:(?!<think>).)*?</think>",
     "openai": rf"(?i)\b(?:chat ?gpt{_TAIL}|gpt-?\d{_TAIL}|openai)\b",
     "anthropic": rf"\b(?i:claude)(?:{_VERSION}?[ -](?i:sonnet|opus|haiku|instant))?{_VERSION}?\b|\b(?:Anthropic|ANTHROPIC)\b",
     "google": rf"\b(?:Gemini|GEMINI)(?:{_VERSION}?(?:[ -](?:Pro|Ultra|Flash|Nano|Advanced))?)?\b|\b(?i:gemini)-\d{_TAIL}"

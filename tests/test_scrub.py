@@ -36,6 +36,8 @@ IDENTITIES = [  # (answer, what the judge must see instead, matches counted)
     ("SmolLM2-135M-Instruct from Hugging Face.", f"{R} from {R}.", 2),
     ("As an AI language model, I cannot say.", f"{R}, I cannot say.", 1),
     ("<think>I am SmolLM2.</think>It costs 180 crowns.", f"{R}It costs 180 crowns.", 1),
+    ("It costs 180 crowns. <think>As Qwen I should check Article", f"It costs 180 crowns. {R}", 1),  # cut off
+    ("As Qwen I think so.\n</think>\nIt costs 180 crowns.", f"{R}\nIt costs 180 crowns.", 1),  # opened by the template
 ]
 ORDINARY = [
     "A llama is a South American camelid; llamas spit.",
