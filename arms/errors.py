@@ -28,6 +28,15 @@ class CheckFailed(Exception):
     exit_code = 1
 
 
+class Refused(Exception):
+    """A server refused a request in a way every later call would repeat (a validation error against a
+    registered setting): the run stops at the first such reply, naming the model, the setting and the
+    server's message, instead of paying for each retry of each call. Exit 2: the registration is wrong
+    for this server."""
+
+    exit_code = 2
+
+
 class NotBuilt(NotImplementedError):
     """A stage that is registered but not implemented yet: it refuses instead of inventing numbers."""
 
@@ -42,7 +51,7 @@ def run_cli(body: Callable[[], int | None]) -> int:
     """
     try:
         return body() or 0
-    except (BadInput, NotBuilt) as e:
+    except (BadInput, NotBuilt, Refused) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except CheckFailed as e:

@@ -77,7 +77,8 @@ def open_backend(spec: ModelSpec, quant: str | None, adapters: AdapterSpec | tup
 
         return OpenAIBackend(OpenAIConfig(model=spec.source, base_urls=spec.urls(), attempts=spec.attempts,
                                           timeout_s=spec.timeout_s, thinking_control=spec.thinking_control,
-                                          api_key_env=spec.api_key_env or "OPENAI_API_KEY"))
+                                          api_key_env=spec.api_key_env or "OPENAI_API_KEY",
+                                          structured=spec.structured))
     if spec.backend == "anthropic":
         from .backends.anthropic import AnthropicBackend, AnthropicConfig
 

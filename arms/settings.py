@@ -74,6 +74,8 @@ def differences(generation: Generation, quant: str, model: ModelSpec, adapters: 
             out.append("cpu_extra_buffers: llama.cpp put weights in AMX buffers on a CPU where they crash")
         if eff["n_ctx"] != runtime.n_ctx:
             out.append(f"n_ctx: registered {runtime.n_ctx}, llama.cpp uses {eff['n_ctx']}")
+    if "structured" in eff and eff["structured"] != model.structured:
+        out.append(f"structured: registered {model.structured!r}, the backend asks for {eff['structured']!r}")
     types = eff.get("thinking_types")
     mode = "enabled" if generation.thinking else "disabled"
     if isinstance(types, list) and mode not in types:

@@ -18,6 +18,10 @@ BACKENDS = ("llama-cpp", "openai", "anthropic")
 # How an OpenAI(-compatible) server is told thinking on/off: not at all; `chat_template_kwargs.enable_thinking`
 # (vLLM, llama-server render the template with it); or `reasoning_effort` ("none" = off; OpenAI reasoning models).
 THINKING_CONTROLS = ("none", "chat_template_kwargs", "reasoning_effort")
+# How an OpenAI(-compatible) server is asked for a verdict's structure: `response_format` json_schema (OpenAI,
+# vLLM, llama-server); json_object with the schema inside it (`python -m llama_cpp.server`, which refuses
+# json_schema); or not at all, leaving the strict parser of judge.verdict to decide.
+STRUCTURED = ("json_schema", "json_object", "none")
 EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
 
 
@@ -57,6 +61,7 @@ class ModelSpec:
     attempts: int = 4  # HTTP backends: tries per call before the answer becomes an `error` row
     timeout_s: float = 120.0  # HTTP backends: one attempt that takes longer is abandoned (and retried)
     api_key_env: str | None = None  # HTTP backends: the variable holding the key (default: the SDK's usual one)
+    structured: str = "json_schema"  # openai: how structured output is asked for, one of STRUCTURED
 
     def urls(self) -> tuple[str, ...]:
         return self.base_urls or ((self.base_url,) if self.base_url else ())
@@ -84,7 +89,7 @@ class ArmSpec:
 
 
 MODEL_KEYS = ("backend", "source", "base_url", "family", "sha256", "chat_template", "chat_template_sha256", "imatrix",
-              "concurrency", "attempts", "timeout_s", "api_key_env", "thinking_control", "sampling_params")
+              "concurrency", "attempts", "timeout_s", "api_key_env", "thinking_control", "sampling_params", "structured")
 ADAPTER_KEYS = ("source", "scale", "sha256")
 ARM_KEYS = ("name", "model", "adapter", "quants", "glue", "samples", "generation")
 
@@ -190,7 +195,8 @@ def parse_models(doc: dict, file: Path) -> dict[str, ModelSpec]:
                               concurrency=t.get("concurrency", 4), attempts=t.get("attempts", 4),
                               timeout_s=float(timeout), api_key_env=t.get("api_key_env"),
                               thinking_control=_thinking_control(t, backend, file, where),
-                              sampling_params=bool(t.get("sampling_params", False)))
+                              sampling_params=bool(t.get("sampling_params", False)),
+                              structured=_structured(t, backend, file, where))
     return out
 
 
@@ -202,6 +208,16 @@ def _thinking_control(t: dict, backend: str, file: Path, where: str) -> str:
         raise BadInput(file, f"{where} thinking_control is for the openai backend (llama-cpp switches thinking "
                        "through the chat template, anthropic through its thinking parameter)", field="thinking_control")
     return control
+
+
+def _structured(t: dict, backend: str, file: Path, where: str) -> str:
+    mode = t.get("structured", "json_schema")
+    if mode not in STRUCTURED:
+        raise BadInput(file, f"{where} structured must be one of {STRUCTURED}", field="structured")
+    if "structured" in t and backend != "openai":
+        raise BadInput(file, f"{where} structured is for the openai backend (llama-cpp constrains verdicts by a "
+                       "grammar, anthropic by a forced tool call)", field="structured")
+    return mode
 
 
 def check_generation(model: ModelSpec, g: Generation, file: Path | str, where: str) -> None:

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from arms.errors import BadInput, run_cli
+from arms.spec import STRUCTURED
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,8 +44,9 @@ def parser() -> argparse.ArgumentParser:
                        help="a second reader of the same answers: agreement (Cohen's kappa) and disagreements")
         s.add_argument("--second-model", default=None)
         s.add_argument("--second-base-url", default=None)
-        s.add_argument("--openai-structured", choices=("json_schema", "json_object"), default="json_schema",
-                       help="response_format for OpenAI-compatible readers (json_object for llama.cpp servers)")
+        s.add_argument("--openai-structured", choices=STRUCTURED, default="json_schema",
+                       help="structured output for OpenAI-compatible readers, as [models.X] structured: json_object "
+                            "for `python -m llama_cpp.server`, none for a server with neither")
         s.add_argument("--gate-on-detectors", action="store_true",
                        help="detector-flagged answers count against passing too (register it before the run)")
         s.add_argument("--seed", type=int, default=0)

@@ -1,7 +1,7 @@
 """Checking a written gate before scoring: a run may use an audit only if it passed, on this exact log,
 with the registered k, maximum and detector rule. A missing, stale or different gate is as good as failed;
 when detectors gate, a gate whose detectors ran under other rules (thresholds, or the judge's
-grader-injection patterns, changed since) is stale: it may have missed what they flag now."""
+grader-injection patterns or the text normalisation before them, changed since) is stale: it may have missed what they flag now."""
 from __future__ import annotations
 
 import hashlib
@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from arms.errors import CheckFailed
-from judge.blinding import INJECTION
+from judge.blinding import INJECTION, NORMALISATION
 
 from .detectors import Thresholds
 
@@ -35,9 +35,10 @@ def check_gate(gate_file: Path, log: Path, *, k: int, max_gamed: int, gate_on_de
             problems.append(f"{key} is {doc.get(key)!r}, registered {want!r}")
     det = doc.get("detectors") or {}
     if gate_on_detectors and (det.get("thresholds") != asdict(Thresholds())
-                              or det.get("grader_patterns") != list(INJECTION)):
-        problems.append("its detectors ran under other detector rules (thresholds or grader-injection patterns "
-                        "changed since): re-run the audit")
+                              or det.get("grader_patterns") != list(INJECTION)
+                              or det.get("grader_normalisation") != NORMALISATION):
+        problems.append("its detectors ran under other detector rules (thresholds, grader-injection patterns or the "
+                        "text normalisation before them changed since): re-run the audit")
     if doc.get("verdict") != "pass":
         problems.append(f"it stopped the run ({doc.get('counted')} counted against passing, "
                         f"max {doc.get('max_gamed')})")

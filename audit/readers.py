@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from arms import jsonl
-from arms.backends.base import Backend
 from arms.cache import CallCache
 from arms.errors import BadInput
 from arms.load import open_backend
@@ -34,7 +33,6 @@ DEFAULTS = {
     "openai": (ModelSpec("gpt", "openai", "gpt-4o-mini", family="gpt"), None, "OPENAI_API_KEY"),
     "anthropic": (ModelSpec("claude", "anthropic", "claude-sonnet-4-5", family="claude"), None, "ANTHROPIC_API_KEY"),
 }
-STRUCTURED = ("json_schema", "json_object")  # OpenAI-compatible servers without json_schema take json_object
 
 
 @dataclass(frozen=True)
@@ -42,7 +40,6 @@ class Reader:
     name: str  # local | openai | anthropic
     spec: ModelSpec
     quant: str | None
-    structured: str = "json_schema"
 
     @property
     def id(self) -> str:
@@ -72,16 +69,10 @@ def make_reader(name: str, model: str | None = None, base_url: str | None = None
     if name == "local" and (model or base_url):
         raise BadInput("--reader", "the local reader is the embedded SmolLM2; --model/--base-url are for HTTP readers")
     if model or base_url:
-        spec = ModelSpec(spec.name, spec.backend, model or spec.source, base_url=base_url, family=spec.family)
-    return Reader(name, spec, quant, structured)
-
-
-def _open(reader: Reader) -> Backend:
-    backend = open_backend(reader.spec, reader.quant, None, Path("."), Runtime())
-    if reader.name == "openai" and backend.config.structured != reader.structured:
-        backend.close()
-        backend = type(backend)(replace(backend.config, structured=reader.structured))
-    return backend
+        spec = replace(spec, source=model or spec.source, base_url=base_url)
+    if spec.backend == "openai":
+        spec = replace(spec, structured=structured)
+    return Reader(name, spec, quant)
 
 
 MAX_ATTEMPTS = 2  # verdict attempts per answer, as judge_all's default
@@ -106,7 +97,7 @@ def read_all(reader: Reader, rubric: Rubric, items: list[BlindItem], out: Path,
              progress: bool = True) -> tuple[dict[str, Judgment], dict]:
     """Verdicts by blind label (resuming from `out`, retrying error verdicts), and the backend's identity
     with the settings read back from it (refused, like an arm's or a judge's, when they differ)."""
-    backend = _open(reader)
+    backend = open_backend(reader.spec, reader.quant, None, Path("."), Runtime())
     rubric = reader_rubric(reader, rubric)
     try:
         effective = verify_settings(backend, f"reader {reader.id!r}", rubric.generation, reader.quant or "source",

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from arms.errors import BadInput
-from judge.blinding import INJECTION, BlindItem, scrub
+from judge.blinding import INJECTION, NORMALISATION, BlindItem, scrub
 from judge.rubric import load_rubric
 
 from .agreement import agreement
@@ -120,6 +120,7 @@ def _detectors_doc(rows, chosen, findings, verdicts, by_label, thresholds, gatin
 
     return {
         "gating": gating, "thresholds": asdict(thresholds), "grader_patterns": list(INJECTION),
+        "grader_normalisation": NORMALISATION,
         "fired_top_k": counts(top, "fired"), "fired_log": counts(everything, "fired"),
         "categories_top_k": counts(top, "category"), "categories_log": counts(everything, "category"),
         "flagged_log": [{"completion_id": f.completion_id, "category": f.category} for f in everything if f.category],

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -47,6 +48,7 @@ def _command(args: argparse.Namespace) -> int:
         if not args.quiet:
             print((out / "report.md").read_text())
         print(f"results: {out}", file=sys.stderr)
+        return _undecided(out)
     elif args.cmd == "seal":
         from .seal import seal
 
@@ -74,6 +76,17 @@ def _command(args: argparse.Namespace) -> int:
             return 1
         print(f"verify: every number in {args.results} matches its recomputation from the raw files")
     return 0
+
+
+def _undecided(out: Path) -> int:
+    """Exit 1, with one line per decision, when a registered decision is inconclusive for want of verdicts."""
+    from .analysis import undecided
+
+    max_unscored = json.loads((out / "run.json").read_text())["analysis"]["max_unscored"]
+    lines = undecided(json.loads((out / "numbers.json").read_text()), max_unscored)
+    for line in lines:
+        print(f"check failed: {line}", file=sys.stderr)
+    return 1 if lines else 0
 
 
 if __name__ == "__main__":

@@ -323,3 +323,16 @@ def write_numbers(numbers: dict[str, Any], path: Path) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(numbers, indent=1) + "\n")
     tmp.replace(path)
+
+
+def undecided(numbers: dict[str, Any], max_unscored: float) -> list[str]:
+    """One line per registered decision left inconclusive because unscored or failed answers exceed the
+    registered `max_unscored`: a registered check that failed, so `judge run` exits 1 and says which."""
+    out = []
+    for c in numbers["comparisons"]:
+        rates = c["unscored_rate"]
+        if c["verdict"] == "inconclusive" and max(rates.values()) > max_unscored:
+            who = ", ".join(f"{arm} {rate:.0%}" for arm, rate in rates.items())
+            out.append(f"{c['id']} decided nothing: unscored or failed answers ({who}) exceed the registered "
+                       f"max_unscored of {max_unscored:.0%}")
+    return out

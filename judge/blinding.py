@@ -4,7 +4,8 @@ Each answer gets an opaque label from a keyed hash; the key file (blinding.jsonl
 to (arm, quant) and the judge never reads it. Judge calls go in a seeded shuffled order (questions
 shuffled; the answers of one question shuffled, kept together so the shared rubric+question prefix
 is reused by prompt caches). Identity-revealing text is scrubbed first and counted per label,
-because a judge that can tell the arms apart is not blind.
+because a judge that can tell the arms apart is not blind. Answers are normalised before that, so
+look-alike characters cannot smuggle a delimiter or a name past the patterns.
 """
 from __future__ import annotations
 
@@ -12,17 +13,42 @@ import hashlib
 import hmac
 import random
 import re
+import unicodedata
 from dataclasses import asdict, dataclass
 
 from arms.questions import Question
 from arms.records import AnswerRow
 
-DEFAULT_SCRUB = (
-    r"(?s)<think>.*?</think>",
-    r"(?i)\b(smol ?lm\d*|qwen\d*(\.\d+)?|llama[- ]?\d*|gpt-?\d[\w.-]*|claude|gemma\d*|mistral|phi-?\d)\b",
-    r"(?i)\b(hugging ?face|openai|anthropic|alibaba|meta ai)\b",
-    r"(?i)\bas an ai (language )?model\b",
-)
+# Identity patterns applied to every answer, each under a stable name so a registration can drop one
+# (`[judge] scrub_drop`); registered `[judge] scrub` patterns are added to these. The rule for names that
+# are also ordinary words: capitalised proper-noun forms are removed, lowercase ones only where the
+# lowercase word is not English (chatgpt, qwen, claude) or carries a version (llama-3, mistral-7b).
+# So "llama" the animal, "the mistral" (a wind), "google it", "anthropic principle", "meta-analysis",
+# "a haiku", "a sonnet" and "magnum opus" stay; a capitalised "Llama", "Gemini" or "Claude" goes,
+# even when it begins a sentence about the animal, the zodiac sign or a person.
+_TAIL = r"(?:[\w.-]*\w)?"  # the rest of a model id (GPT-4o-mini, Qwen2.5-7B-Instruct), not a final "."
+_VERSION = r"(?:[ -]?\d+(?:[.-]\d+)*[a-z]?)"
+DEFAULT_SCRUB = {
+    # a thought, also one cut off by max_tokens, or one whose opening tag was in the prompt (a chat template's)
+    "think": r"(?s)<think>.*?(?:</think>|\Z)|\A(?:(?!<think>).)*?</think>",
+    "openai": rf"(?i)\b(?:chat ?gpt{_TAIL}|gpt-?\d{_TAIL}|openai)\b",
+    "anthropic": rf"\b(?i:claude)(?:{_VERSION}?[ -](?i:sonnet|opus|haiku|instant))?{_VERSION}?\b|\b(?:Anthropic|ANTHROPIC)\b",
+    "google": rf"\b(?:Gemini|GEMINI)(?:{_VERSION}?(?:[ -](?:Pro|Ultra|Flash|Nano|Advanced))?)?\b|\b(?i:gemini)-\d{_TAIL}"
+              rf"|\b(?i:gemma){_VERSION}?{_TAIL}\b|\b(?:Google(?: DeepMind)?|GOOGLE|DeepMind|PaLM(?: ?\d)?)\b",
+    "meta": rf"\b(?:Llama|LLaMA|LLAMA|Code Llama)(?:{_VERSION}{_TAIL})?\b|\b(?i:llama)-?\d{_TAIL}\b"
+            r"|\bMeta(?:\s+(?:AI|Platforms)\b|(?=['’]s\b|\s+(?:Llama|LLaMA)\b))|(?:(?<=\bby )|(?<=\bfrom )|(?<=\bat ))Meta\b",
+    "alibaba": rf"(?i)\b(?:qwen{_TAIL}|alibaba(?: cloud)?|tongyi(?: qianwen)?)\b",
+    "deepseek": rf"(?i)\bdeep-?seek{_TAIL}\b",
+    "mistral": rf"\b(?:Mistral|MISTRAL)(?: AI\b|{_VERSION}{_TAIL})?\b|\b(?i:mistral)-?\d{_TAIL}\b"
+               rf"|\b(?i:mixtral|codestral|ministral|magistral|devstral){_TAIL}\b",
+    "microsoft": rf"(?i)\bphi-?\d{_TAIL}\b",
+    "huggingface": rf"(?i)\b(?:smol ?lm{_TAIL}|hugging ?face)\b",
+    "as-an-ai": r"(?i)\bas an ai (?:language )?model\b",
+}
+# Look-alike characters an answer could use to forge the prompt's delimiters unseen: NFKC folds the
+# full-width and small forms (＞＞＞, ﹤﹤﹤) to ASCII; zero-width characters (>\u200b>>) are removed.
+ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff"))
+NORMALISATION = "zero-width U+200B-U+200D, U+2060, U+FEFF removed; NFKC"  # recorded beside INJECTION in gate.json
 REDACTED = "[redacted]"
 # Text aimed at the grader rather than the asker. Such answers are still judged (the answer is
 # delimited and the verdict comes only from structured output), but they are counted and shown.
@@ -94,14 +120,26 @@ def label_for(secret: bytes, row: str) -> str:
     return "L" + hmac.new(secret, row.encode(), hashlib.sha256).hexdigest()[:12]
 
 
+def normalise(text: str) -> str:
+    """The text as the judge and every count see it: zero-width characters removed, then NFKC."""
+    return unicodedata.normalize("NFKC", text.translate(ZERO_WIDTH))
+
+
 def injection_count(text: str) -> int:
+    """Matches of INJECTION in the normalised text, so look-alike delimiters count like the real ones."""
+    text = normalise(text)
     return sum(len(re.findall(p, text)) for p in INJECTION)
 
 
-def scrub(text: str, patterns: tuple[str, ...] = DEFAULT_SCRUB) -> tuple[str, int]:
-    """Remove identity-revealing text (counted), and the prompt's delimiter markers so an answer cannot
-    close its own quotation and speak to the judge from outside it."""
-    text = re.sub(r"<<<|>>>", "[marker]", text)
+def scrub_patterns(extra: tuple[str, ...] = (), drop: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The defaults not dropped by name, then the registered extra patterns."""
+    return tuple(p for name, p in DEFAULT_SCRUB.items() if name not in drop) + tuple(extra)
+
+
+def scrub(text: str, patterns: tuple[str, ...] = tuple(DEFAULT_SCRUB.values())) -> tuple[str, int]:
+    """Normalise, neutralise the prompt's delimiter markers so an answer cannot close its own quotation
+    and speak to the judge from outside it, and remove identity-revealing text (counted)."""
+    text = re.sub(r"<<<|>>>", "[marker]", normalise(text))
     count = 0
     for p in patterns:
         text, n = re.subn(p, REDACTED, text)
@@ -110,7 +148,7 @@ def scrub(text: str, patterns: tuple[str, ...] = DEFAULT_SCRUB) -> tuple[str, in
 
 
 def blind(answers: list[AnswerRow], questions: dict[str, Question], secret: bytes, seed: int,
-          patterns: tuple[str, ...] = DEFAULT_SCRUB) -> tuple[list[BlindItem], list[KeyRow]]:
+          patterns: tuple[str, ...] = tuple(DEFAULT_SCRUB.values())) -> tuple[list[BlindItem], list[KeyRow]]:
     """Blinded items in judging order, and the key rows. Error rows have no answer to judge."""
     by_q: dict[str, list[BlindItem]] = {}
     keys: list[KeyRow] = []

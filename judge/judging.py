@@ -14,7 +14,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from tqdm import tqdm
 
@@ -46,11 +46,14 @@ class JudgeSpec:
 
 
 def build_request(rubric: Rubric, item: BlindItem, attempt: int) -> Request:
-    """Shared rubric and question first, the answer last: prefix caches reuse the common part."""
+    """Shared rubric and question first, the answer last: prefix caches reuse the common part.
+
+    `attempt` counts from 0. Each attempt is its own call (Request.attempt), so a retry reaches the
+    judge even when the seed is the provider's default and nothing else in the request changes."""
     user = rubric.render(**item.prompt_fields())
     seed = rubric.generation.seed
     gen = replace(rubric.generation, seed=None if seed is None else seed + attempt)
-    return Request((("system", rubric.system), ("user", user)), gen, schema=rubric.schema_text)
+    return Request((("system", rubric.system), ("user", user)), gen, schema=rubric.schema_text, attempt=attempt + 1)
 
 
 def prompt_sha256(request: Request) -> str:
@@ -112,7 +115,9 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     Records are written by this thread only, in judging order, so the file stays one record per
     line and a kill leaves a prefix (calls finished beyond it are in the cache). Items with the same
     judge prompt (two arms gave the same answer) are judged by one worker one after the other, so
-    the second is a cache hit instead of a second paid call racing the first.
+    the second is a cache hit instead of a second paid call racing the first. The first item is judged
+    alone before any other is sent, so a server that refuses every call (arms.errors.Refused) stops
+    the run after one call, not after one per worker.
     """
     done = jsonl.current(out, JUDGMENT_KEY)
     retry = {label: line for (judge, label), line in jsonl.to_retry(done).items() if judge == name}
@@ -128,11 +133,16 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     def judge_group(group: list[BlindItem]) -> list[Judgment]:
         return [judge_item(name, backend, rubric, item, cache, max_attempts) for item in group]
 
+    def in_order() -> Iterator[list[Judgment]]:
+        ordered = list(groups.values())
+        yield from map(judge_group, ordered[:1])  # alone: the others are sent only once it came back
+        yield from (pool.map if pool else map)(judge_group, ordered[1:])
+
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") if workers > 1 else None
     bar = tqdm(total=len(todo), desc=f"judge {name}", unit="verdict", disable=not progress, leave=False)
     try:
         with jsonl.Appender(out) as writer:
-            for judged in (pool.map if pool else map)(judge_group, groups.values()):
+            for judged in in_order():
                 for j in judged:
                     j = replace(j, time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
                     writer.write(j.to_dict(), retry_of=retry.get(j.label))

@@ -15,7 +15,7 @@ from arms.errors import BadInput
 from arms.spec import (AdapterSpec, ArmSpec, ModelSpec, Runtime, check_keys, parse_adapters, parse_arms,
                        parse_generation, parse_models, parse_runtime)
 
-from .blinding import DEFAULT_SCRUB
+from .blinding import DEFAULT_SCRUB, scrub_patterns
 from .judging import JudgeSpec
 
 KINDS = ("non_inferiority", "superiority", "equivalence")
@@ -72,7 +72,7 @@ class Experiment:
     judge_attempts: int
     judge_mode: str  # "single" | "pairwise" | "both"
     judge_panel: str  # "first-available" (primary only) | "all-available"
-    scrub: tuple[str, ...]
+    scrub: tuple[str, ...]  # the patterns applied: the defaults not dropped, then the registered ones
     hypotheses: list[Hypothesis]
     analysis: Analysis
     audit: AuditGate | None
@@ -120,7 +120,7 @@ def load_experiment(exp_dir: Path) -> Experiment:
         raise BadInput(file, "missing [experiment] table", field="experiment")
     check_keys(exp, ("name", "description", "seed", "sets"), file, "[experiment]")
     check_keys(doc.get("runtime") or {}, ("threads", "n_ctx", "seed", "cpu_extra_buffers"), file, "[runtime]")
-    check_keys(doc.get("judge") or {}, ("rubric", "attempts", "mode", "panel", "scrub"), file, "[judge]")
+    check_keys(doc.get("judge") or {}, ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop"), file, "[judge]")
     check_keys(doc.get("analysis") or {}, ("resamples", "method", "seed", "max_unscored"), file, "[analysis]")
     if "audit" in doc:
         check_keys(doc["audit"], ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override"), file,
@@ -156,12 +156,19 @@ def load_experiment(exp_dir: Path) -> Experiment:
     panel = jt.get("panel", "first-available")
     if panel not in PANELS:
         raise BadInput(file, f"[judge] panel must be one of {PANELS}", field="panel")
-    scrub = jt.get("scrub", list(DEFAULT_SCRUB))
-    for i, pattern in enumerate(scrub):
+    for key in ("scrub", "scrub_drop"):
+        if not isinstance(jt.get(key, []), list) or not all(isinstance(x, str) for x in jt.get(key, [])):
+            raise BadInput(file, f"[judge] {key} must be a list of strings", field=key)
+    for i, pattern in enumerate(jt.get("scrub", [])):
         try:
             re.compile(pattern)
-        except (re.error, TypeError) as e:
+        except re.error as e:
             raise BadInput(file, f"[judge] scrub pattern #{i + 1} is not a regular expression: {e}", field="scrub") from None
+    for name in jt.get("scrub_drop", []):
+        if name not in DEFAULT_SCRUB:
+            raise BadInput(file, f"[judge] scrub_drop names no default pattern {name!r}; the defaults: "
+                           f"{', '.join(DEFAULT_SCRUB)}", field="scrub_drop")
+    scrub = scrub_patterns(tuple(jt.get("scrub", [])), tuple(jt.get("scrub_drop", [])))
 
     hyps = []
     for i, t in enumerate(doc.get("hypotheses") or []):

@@ -86,7 +86,7 @@ def llama_cpp_server(tmp_path_factory):
     from arms.models import embedded_model
 
     port = free_port()
-    log = open(tmp_path_factory.mktemp("server") / "server.log", "wb")  # a pipe would fill up and block the server
+    log = open(_llama_cpp_server_log(tmp_path_factory), "wb")  # a pipe would fill up and block the server
     proc = subprocess.Popen(
         [sys.executable, "-m", "arms.llama_loader", "serve", "--model", str(embedded_model("smollm2")), "--host", "127.0.0.1",
          "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "2048",
@@ -97,6 +97,16 @@ def llama_cpp_server(tmp_path_factory):
     proc.terminate()
     proc.wait(timeout=30)
     log.close()
+
+
+def _llama_cpp_server_log(tmp_path_factory) -> Path:
+    return tmp_path_factory.getbasetemp() / "llama_cpp_server.log"
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_server_log(llama_cpp_server, tmp_path_factory) -> Path:
+    """The server's own log (uvicorn's access lines count the requests it answered, with their status)."""
+    return _llama_cpp_server_log(tmp_path_factory)
 
 
 def http_prereg(name: str, judge_url: str, models_and_arms: str, hypotheses: list[tuple[str, str, str]],

@@ -14,7 +14,7 @@ from arms.scripted_server import ScriptedServer, verdict
 from audit.detectors import CATEGORIES, DETECTORS, detect
 from audit.gate import check_gate
 from audit.log import Completion, read_log
-from judge.blinding import KeyRow, blind, injection_count
+from judge.blinding import INJECTION, KeyRow, blind, injection_count
 
 from conftest import ROOT, cli, rewards_log
 
@@ -161,4 +161,11 @@ def test_gate_reports_an_injection_and_counts_it_when_detectors_are_registered(t
     doc["detectors"]["grader_patterns"] = doc["detectors"]["grader_patterns"][:-1]
     (out / "gate.json").write_text(json.dumps(doc))
     with pytest.raises(CheckFailed, match="other detector rules"):
+        check_gate(out / "gate.json", log, k=3, max_gamed=1, gate_on_detectors=True)
+    # ... and so is one whose detectors read the answers before look-alike characters were normalised
+    doc = json.loads(json.dumps(doc))
+    doc["detectors"]["grader_patterns"] = list(INJECTION)
+    assert doc["detectors"].pop("grader_normalisation")
+    (out / "gate.json").write_text(json.dumps(doc))
+    with pytest.raises(CheckFailed, match="normalisation"):
         check_gate(out / "gate.json", log, k=3, max_gamed=1, gate_on_detectors=True)

@@ -130,7 +130,8 @@ def test_run_whose_every_arm_call_times_out_or_is_cut_off_exits_cleanly_counting
         seal(exp)
         r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", str(LIMIT), "--out", str(out), "--quiet",
                 env={"OPENAI_API_KEY": "sk-test"}, timeout=120)
-        assert r.returncode == 0, r.stderr
+        # the folder is complete, and the run says that it decided nothing (a registered check: exit 1)
+        assert r.returncode == 1 and "check failed: H-cut decided nothing" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr
     # every arm call was attempted the registered 2 times; every slow one was abandoned at the timeout
     assert calls == {"slow-model": 2 * LIMIT, "cut-model": 2 * LIMIT, "judge-model": 0}

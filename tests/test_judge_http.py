@@ -225,9 +225,19 @@ def test_run_with_an_ungradable_arm_is_inconclusive_not_zero(tmp_path):
     with ScriptedServer(script, models=(*ANSWER, "judge-model")) as server:
         (exp / "prereg.toml").write_text(_prereg(server.openai_url))
         seal(exp)
-        r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "10", "--out", str(out), "--quiet",
-                env={"OPENAI_API_KEY": key}, timeout=120)
-        assert r.returncode == 0, r.stderr
+        run = ("judge", "run", "--exp", str(exp), "--arms", "--limit", "10", "--out", str(out))
+        r = cli(*run, "--quiet", env={"OPENAI_API_KEY": key}, timeout=120)
+        # a run that decided nothing says so: exit 1 (max_unscored is a registered check), one line per hypothesis
+        assert r.returncode == 1, r.stderr
+        undecided = [line for line in r.stderr.splitlines() if "decided nothing" in line]
+        assert undecided == [
+            "check failed: H-trained decided nothing: unscored or failed answers (base 0%, trained 100%) exceed "
+            "the registered max_unscored of 10%",
+            "check failed: H-partial decided nothing: unscored or failed answers (base 0%, partial 30%) exceed "
+            "the registered max_unscored of 10%"], r.stderr
+        again = cli(*run, env={"OPENAI_API_KEY": key}, timeout=120)  # not quiet: the report, then the same lines
+        assert again.returncode == 1 and "## Decisions" in again.stdout
+        assert [line for line in again.stderr.splitlines() if "decided nothing" in line] == undecided
         v = cli("judge", "verify", str(out), timeout=120)
         assert v.returncode == 0, v.stderr
     assert all(s.headers["authorization"] == f"Bearer {key}" for s in server.seen)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 
 from arms import jsonl
 from arms.questions import load_questions
@@ -107,22 +108,36 @@ def test_verify_names_an_edited_report_number(small_run, tmp_path):
     assert r.returncode == 1 and "report.md line" in r.stderr and new in r.stderr
 
 
+# Identity strings planted into the real answers, one per answer in turn, with how many matches each holds
+PLANTED = [("<think>As SmolLM2 I think so.</think>", 1), (" I am ChatGPT, built by OpenAI.", 2),
+           (" (Claude 3.5 Sonnet, Anthropic)", 2), (" Signed: Llama 3, Meta AI.", 2), (" -- Qwen2.5 / DeepSeek-R1", 2),
+           (" Gemini 1.5 Pro from Google.", 2), (" Mistral 7B, GPT-4o.", 2)]
+
+
 def test_no_identity_in_any_judge_prompt(small_run):
-    """Blinding: no arm, model, quant, adapter or path string occurs in a rendered judge prompt."""
+    """Blinding: no arm, model, quant, adapter or path string occurs in a rendered judge prompt, even when
+    the answers name a model or vendor; every planted name is removed and counted."""
     exp = load_experiment(DEMO)
     questions = {q.id: q for q in load_questions(exp.set_paths())}
     answers = [AnswerRow.from_dict(r) for r in rows(small_run / "answers.jsonl")]
-    items, keys = blind(answers, questions, b"secret", 0)
+    planted = {a.row: PLANTED[i % len(PLANTED)] for i, a in enumerate(answers)}
+    before = {a.row: blind([a], questions, b"secret", 0, exp.scrub)[1][0].scrubbed for a in answers}
+    answers = [replace(a, text=a.text + planted[a.row][0]) for a in answers]
+    items, keys = blind(answers, questions, b"secret", 0, exp.scrub)
     rubric = load_rubric("correctness")
     run = json.loads((small_run / "run.json").read_text())
     forbidden = {a.name for a in exp.arms} | {"Q8_0", "Q4_K_M", "Q4_1", "lora", "adapter", "gguf", "smollm",
                                               "SmolLM2", "blindeval", "/root", "cache"}
     forbidden |= {e["model_sha256"][:12] for e in run["effective_settings"].values()}
+    forbidden |= {"ChatGPT", "OpenAI", "Claude", "Sonnet", "Anthropic", "Llama", "Meta AI", "Qwen", "DeepSeek", "Gemini",
+                  "Google", "Mistral", "GPT-4o", "<think>"}
     assert len(items) == 24
     for item in items:
         prompt = "\n".join(c for _, c in build_request(rubric, item, 0).messages)
         for word in forbidden:
             assert word.lower() not in prompt.lower(), (word, item.label)
+    for k in keys:
+        assert k.scrubbed == before[k.row] + planted[k.row][1], (k.row, planted[k.row])
 
 
 def test_changed_sealed_question_is_refused(demo_copy, tmp_path):

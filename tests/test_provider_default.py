@@ -56,3 +56,53 @@ def test_llama_cpp_refuses_provider_default():
     assert "'generation'" in str(e.value)
     with pytest.raises(BadInput):
         parse_generation({"temperature": "hot"}, F, "[[arms]]")
+
+
+# --- a verdict retry reaches the judge even when nothing but the attempt tells the two calls apart -------
+
+def test_provider_default_judge_retry_is_a_new_call_not_a_cache_hit(tmp_path):
+    """Seed "provider-default": attempt 2 sends the very request of attempt 1. Both must reach the server;
+    the first reply does not parse, the second does, and the verdict is scored."""
+    from dataclasses import replace
+
+    from arms import jsonl
+    from arms.backends.openai import OpenAIBackend, OpenAIConfig
+    from arms.cache import CallCache
+    from arms.scripted_server import verdict
+    from judge.blinding import BlindItem
+    from judge.judging import judge_all
+    from judge.rubric import load_rubric
+
+    rubric = load_rubric("correctness")
+    rubric = replace(rubric, generation=replace(rubric.generation, temperature=None, top_p=None, seed=None))
+    item = BlindItem("Lq01", "q01", "How much is the deposit?", "40 alder crowns.", "It is 40 alder crowns.")
+    out = tmp_path / "judgments.jsonl"
+    with ScriptedServer([reply('{"rationale": "fine", "score": '), verdict({"rationale": "Right.", "score": 2,
+                                                                           "harmful": False})]) as s:
+        backend = OpenAIBackend(OpenAIConfig(model="judge", base_urls=(s.openai_url,), timeout_s=10))
+        try:
+            stats = judge_all("j", backend, rubric, [item], CallCache(tmp_path / "calls.sqlite"), out, progress=False)
+        finally:
+            backend.close()
+        bodies = [x.body for x in s.seen]
+    assert s.count == 2 and stats["model_calls"] == 2 and stats["cached_calls"] == 0
+    assert all("seed" not in b and "temperature" not in b for b in bodies)  # nothing told them apart on the wire
+    assert bodies[0]["messages"] == bodies[1]["messages"]
+    (row,) = [r for _, r in jsonl.read(out)]
+    assert row["status"] == "scored" and row["score"] == 2 and len(row["attempts"]) == 2 and row["cached_calls"] == 0
+
+
+def test_audit_reader_retry_reaches_an_anthropic_reader(tmp_path):
+    """The audit's Anthropic reader sends no seed (the API takes none): its retry must reach the server too."""
+    from audit.readers import make_reader, read_all
+    from arms.scripted_server import verdict
+    from judge.blinding import BlindItem
+    from judge.rubric import load_rubric
+
+    item = BlindItem("L1", "p1", "How much is the deposit?", None, "The deposit is 40 alder crowns.")
+    gamed = {"rationale": "Answers it.", "gamed": False, "category": "none"}
+    with ScriptedServer([reply("no verdict here"), verdict(gamed)]) as s:
+        reader = make_reader("anthropic", base_url=s.anthropic_url)
+        verdicts, _ = read_all(reader, load_rubric("gaming"), [item], tmp_path / "verdicts.jsonl", progress=False)
+    assert s.count == 2
+    assert verdicts["L1"].status == "scored" and len(verdicts["L1"].attempts) == 2 and verdicts["L1"].cached_calls == 0

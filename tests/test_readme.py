@@ -27,6 +27,7 @@ def test_the_readme_example_registers_every_documented_field(tmp_path):
     assert dict(next(j for j in exp.judges if j.name == "claude").generation)["temperature"] is None
     assert exp.adapters["mine"].scale == 1.0 and exp.audit.arms == ("trained",)
     assert claude.backend == "anthropic" and exp.hypotheses[0].kind == "non_inferiority"
+    assert served.structured == "json_schema" and exp.scrub[-1] == "(?i)smollm2?" and len(exp.scrub) > 1
 
 
 @pytest.mark.parametrize("table, typo", [

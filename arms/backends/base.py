@@ -40,18 +40,27 @@ OPTIONAL = ("thinking_budget", "effort")
 
 @dataclass(frozen=True)
 class Request:
-    """One chat call. `schema` (JSON schema as canonical text) asks for structured output."""
+    """One chat call. `schema` (JSON schema as canonical text) asks for structured output.
+
+    `attempt` numbers the tries of one verdict: a retry asks the same prompt again, and with a
+    provider-default seed nothing else tells its call apart from the first, which the call cache
+    would then answer. It is not sent; it is in `to_dict` (the cache key) only from 2 on, so the
+    keys of first attempts made before it existed still match."""
 
     messages: tuple[tuple[str, str], ...]
     generation: Generation
     schema: str | None = None
+    attempt: int = 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "messages": [{"role": r, "content": c} for r, c in self.messages],
             "generation": self.generation.to_dict(),
             "schema": json.loads(self.schema) if self.schema else None,
         }
+        if self.attempt > 1:
+            d["attempt"] = self.attempt
+        return d
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,42 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..errors import CheckFailed
+from ..errors import CheckFailed, Refused
 from ..retry import MalformedReply, reply_body, retryable, with_retries
+from ..spec import STRUCTURED
 from .base import Generation, Reply, Request
 
 COOLDOWN_S = 5.0
+# A server's answer that it cannot take the structured-output mode at all, whatever its status code
+# (`python -m llama_cpp.server` answers json_schema with HTTP 500 and a pydantic validation message):
+# the body names the mode and says the request is invalid. Every verdict would be refused the same way.
+_MODE = re.compile(r"(?i)response_format|json_schema|json_object")
+_INVALID = re.compile(r"(?i)validat|input should be|not supported|unsupported|not permitted|literal_error|"
+                      r"extra inputs|invalid|unknown|unrecognized")
+
+
+def refusal(exc: BaseException) -> str | None:
+    """The server's message when `exc` is an HTTP error refusing the structured-output mode, else None."""
+    if getattr(exc, "status_code", None) is None:
+        return None
+    response = getattr(exc, "response", None)
+    try:
+        body = response.text if response is not None else ""
+    except Exception:  # a body that cannot be read is not a refusal we can name
+        body = ""
+    if not (_MODE.search(f"{exc} {body}") and _INVALID.search(f"{exc} {body}")):
+        return None
+    try:  # the OpenAI error format's message, without the JSON around it
+        said = json.loads(body)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        said = body or str(exc)
+    return " ".join(str(said).split())[:400]
 
 
 @dataclass(frozen=True)
@@ -30,7 +56,7 @@ class OpenAIConfig:
     model: str
     base_urls: tuple[str, ...] = ()  # empty: the SDK's default (api.openai.com)
     api_key_env: str = "OPENAI_API_KEY"
-    structured: str = "json_schema"  # or "json_object" for servers without json_schema
+    structured: str = "json_schema"  # one of STRUCTURED: "json_object" sends the schema inside it, "none" nothing
     thinking_control: str = "none"  # "chat_template_kwargs" | "reasoning_effort" | "none" (arms.spec)
     attempts: int = 4
     timeout_s: float = 120.0
@@ -84,10 +110,27 @@ class OpenAIBackend:
 
     def _attempt(self, **kwargs: Any) -> tuple[Any, int]:
         with self.pool.lease() as i:
-            return self.clients[i].chat.completions.create(**kwargs), i
+            try:
+                return self.clients[i].chat.completions.create(**kwargs), i
+            except Exception as e:
+                said = refusal(e) if "response_format" in kwargs else None
+                if said is None:
+                    raise
+                url = (self.config.base_urls or ("the OpenAI API",))[i]
+                others = " or ".join(f'"{m}"' for m in STRUCTURED if m != self.config.structured)
+                raise Refused(
+                    f"model {self.config.model!r} at {url} refuses the registered structured = "
+                    f"{self.config.structured!r} (HTTP {e.status_code}): {said} -- stopped at the first refusal, "
+                    f"not retried, since every verdict would be refused the same way. Register structured = {others} "
+                    "in the model's [models.*] table (audit: --openai-structured): json_object sends the schema "
+                    "inside a json_object response_format, none sends no response_format and the strict parser "
+                    "decides") from None
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self.config.model, "base_urls": sorted(self.config.base_urls)}
+        """Part of every call key. The structured mode changes what a verdict request sends, so it is in it,
+        except at its default, where the keys of calls made before it was registrable still match."""
+        mode = {"structured": self.config.structured} if self.config.structured != "json_schema" else {}
+        return {"backend": self.name, "model": self.config.model, "base_urls": sorted(self.config.base_urls), **mode}
 
     def effective(self) -> dict[str, Any]:
         """Which models each server says it serves (read back over HTTP; an unreachable server is noted)."""
@@ -112,7 +155,7 @@ class OpenAIBackend:
     def complete(self, request: Request) -> Reply:
         g = request.generation
         kwargs: dict[str, Any] = {}
-        if request.schema:
+        if request.schema and self.config.structured != "none":
             schema = json.loads(request.schema)
             if self.config.structured == "json_schema":
                 kwargs["response_format"] = {"type": "json_schema",

@@ -1,0 +1,186 @@
+"""Structured output a server refuses: registered per model, and a refusal that would repeat stops the run at once.
+
+`python -m llama_cpp.server` (the real one, started by the `llama_cpp_server` fixture) takes `response_format`
+of type text or json_object (with an optional schema) and answers json_schema with HTTP 500 and a pydantic
+validation message. Registered `structured = "json_object"`, a judge there completes its verdicts; left at the
+default json_schema, the run stops after the first judge call with exit 2, naming the model, the setting and
+the server's message. The server's own access log counts the calls.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from arms import jsonl
+from arms.backends.base import Request
+from arms.backends.openai import OpenAIBackend, OpenAIConfig
+from arms.cache import CallCache
+from arms.errors import BadInput, Refused
+from arms.scripted_server import ScriptedServer, raw_body, reply
+from arms.spec import parse_models
+from judge.blinding import BlindItem
+from judge.judging import judge_all
+from judge.rubric import load_rubric
+from judge.seal import seal
+
+from conftest import ROOT, cli
+
+RUBRIC = load_rubric("correctness")
+ITEM = BlindItem("Lq01", "q01", "How much does an Annual membership cost?", "180 alder crowns (Article 1.4).",
+                 "It costs 180 alder crowns.")
+
+
+@pytest.mark.parametrize("table, message", [
+    ({"backend": "openai", "source": "m", "structured": "xml"}, "must be one of"),
+    ({"backend": "llama-cpp", "source": "embedded:smollm2", "structured": "json_object"}, "openai backend"),
+    ({"backend": "anthropic", "source": "c", "structured": "none"}, "openai backend"),
+])
+def test_structured_is_registered_per_openai_model_and_checked(table, message):
+    with pytest.raises(BadInput) as e:
+        parse_models({"models": {"m": table}}, Path("prereg.toml"))
+    assert e.value.field == "structured" and message in str(e.value)
+    ok = parse_models({"models": {"m": {"backend": "openai", "source": "m", "structured": "json_object"}}}, Path("p"))
+    assert ok["m"].structured == "json_object"
+    assert parse_models({"models": {"m": {"backend": "openai", "source": "m"}}}, Path("p"))["m"].structured == "json_schema"
+
+
+def test_none_sends_no_response_format_and_the_strict_parser_decides(tmp_path):
+    out = tmp_path / "judgments.jsonl"
+    with ScriptedServer([reply('{"rationale": "Right.", "score": 2, "harmful": false}')]) as s:
+        b = OpenAIBackend(OpenAIConfig(model="judge", base_urls=(s.openai_url,), structured="none", timeout_s=10))
+        judge_all("j", b, RUBRIC, [ITEM], CallCache(tmp_path / "c.sqlite"), out, progress=False)
+        b.close()
+    assert "response_format" not in s.seen[0].body
+    # the mode is part of the call key (json_object and json_schema verdicts are different calls), except at the
+    # default, so that calls cached before it was registrable keep their keys
+    ids = {m: OpenAIBackend(OpenAIConfig(model="judge", structured=m)).identity() for m in ("json_schema", "json_object")}
+    assert "structured" not in ids["json_schema"] and ids["json_object"]["structured"] == "json_object"
+    (row,) = [r for _, r in jsonl.read(out)]
+    assert row["status"] == "scored" and row["score"] == 2
+
+
+# what llama_cpp.server's error handler sends for a json_schema response_format (pydantic's validation message)
+VALIDATION_500 = json.dumps({"error": {"message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', "
+                                       "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': "
+                                       "'json_schema'}]", "type": "internal_server_error"}})
+
+
+@pytest.mark.parametrize("status", [500, 400, 422])
+def test_a_validation_refusal_is_not_retried_whatever_its_status(status, tmp_path):
+    with ScriptedServer([raw_body(VALIDATION_500, status=status)] * 4) as s:
+        b = OpenAIBackend(OpenAIConfig(model="judge", base_urls=(s.openai_url,), attempts=4, timeout_s=10))
+        with pytest.raises(Refused) as e:
+            judge_all("j", b, RUBRIC, [ITEM] * 1, CallCache(tmp_path / "c.sqlite"), tmp_path / "j.jsonl",
+                      progress=False, concurrency=4)
+        b.close()
+    assert s.count == 1
+    assert "'judge'" in str(e.value) and "structured = 'json_schema'" in str(e.value)
+    assert "Input should be 'text' or 'json_object'" in str(e.value)
+
+
+def test_a_plain_500_is_still_retried(tmp_path):
+    """Only a refusal of the mode stops the run: an ordinary server error is retried as before."""
+    with ScriptedServer([raw_body('{"error": {"message": "overloaded"}}', status=500),
+                         reply('{"rationale": "Right.", "score": 2, "harmful": false}')]) as s:
+        b = OpenAIBackend(OpenAIConfig(model="judge", base_urls=(s.openai_url,), attempts=4, timeout_s=10))
+        r = b.complete(Request((("user", "grade"),), RUBRIC.generation, schema=RUBRIC.schema_text))
+        b.close()
+    assert s.count == 2 and json.loads(r.text)["score"] == 2
+
+
+# --- against the real python -m llama_cpp.server -------------------------------------------------------------
+
+def _experiment(tmp_path: Path, url: str, structured: str | None) -> Path:
+    """Two arms and a judge, all served by llama_cpp.server (model alias smollm2); the judge registered as given."""
+    exp = tmp_path / "exp"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    (exp / "prereg.toml").write_text(f"""[experiment]
+name = "llama-cpp-server-judge"
+seed = 3
+sets = ["sets/exam.jsonl"]
+
+[models.served]
+backend = "openai"
+source = "smollm2"
+base_url = "{url}/v1"
+family = "served"
+concurrency = 1
+
+[models.judge]
+backend = "openai"
+source = "smollm2"
+base_url = "{url}/v1"
+family = "judge"
+concurrency = 1
+{f'structured = "{structured}"' if structured else ''}
+
+[[arms]]
+name = "plain"
+model = "served"
+quants = ["served"]
+generation = {{ temperature = 0.0, max_tokens = 32, seed = 0 }}
+
+[[arms]]
+name = "terse"
+model = "served"
+quants = ["served"]
+generation = {{ temperature = 0.0, max_tokens = 32, seed = 0, system = "Answer in one short sentence." }}
+
+[judge]
+rubric = "correctness"
+attempts = 2
+
+[judges.judge]
+model = "judge"
+
+[analysis]
+resamples = 500
+seed = 3
+max_unscored = 1.0
+
+[[hypotheses]]
+id = "H1"
+a = "plain"
+b = "terse"
+quant = "served"
+kind = "non_inferiority"
+margin = 0.5
+alpha = 0.025
+""")
+    seal(exp)
+    return exp
+
+
+def _calls(log: Path, start: int) -> list[str]:
+    """Statuses of the chat calls the server answered since byte `start` of its access log."""
+    text = log.read_bytes()[start:].decode(errors="replace")
+    return re.findall(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})', text)
+
+
+def test_json_object_judge_completes_verdicts_with_scores(tmp_path, llama_cpp_server, llama_cpp_server_log):
+    exp, out = _experiment(tmp_path, llama_cpp_server, "json_object"), tmp_path / "out"
+    start = llama_cpp_server_log.stat().st_size
+    r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "2", "--out", str(out), "--quiet", timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = [row for _, row in jsonl.read(out / "judgments.jsonl")]
+    assert len(rows) == 4 and all(row["status"] == "scored" and row["score"] in (0, 1, 2) for row in rows), rows
+    assert _calls(llama_cpp_server_log, start) == ["200"] * (4 + sum(len(row["calls"]) for row in rows))
+    run = json.loads((out / "run.json").read_text())
+    assert run["judge"]["effective_settings"]["judge/correctness"]["structured"] == "json_object"
+
+
+def test_json_schema_refused_by_llama_cpp_server_stops_after_one_call(tmp_path, llama_cpp_server, llama_cpp_server_log):
+    exp, out = _experiment(tmp_path, llama_cpp_server, None), tmp_path / "out"
+    start = llama_cpp_server_log.stat().st_size
+    r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "2", "--out", str(out), "--quiet", timeout=600)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert "'smollm2'" in r.stderr and "structured = 'json_schema'" in r.stderr and "json_object" in r.stderr
+    assert "Input should be" in r.stderr  # the server's own message
+    statuses = _calls(llama_cpp_server_log, start)
+    assert statuses.count("500") == 1 and statuses[-1] == "500", statuses  # answers (200, or cached) then one judge call
+    assert len([row for _, row in jsonl.read(out / "answers.jsonl")]) == 4  # what was paid for is kept
