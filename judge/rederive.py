@@ -43,7 +43,8 @@ def rederive(run_dir: Path, run: dict[str, Any], exp: Experiment, questions: lis
     answers_path = run_dir / "answers.jsonl"
     current = jsonl.current(answers_path, ANSWER_KEY, make=AnswerRow.from_dict)
     line_of = {c.record.row: c.line for c in current.values()}
-    qmap = {q.id: q for q in questions if q.id in set(run["question_ids"])}
+    wanted = set(run["question_ids"])
+    qmap = {q.id: q for q in questions if q.id in wanted}
     answers = [c.record for c in current.values() if c.record.arm in run["arms"] and c.record.question_id in qmap]
     cache_file = cache_dir() / "calls.sqlite"
     cache = CallCache(cache_file) if cache_file.exists() else None
@@ -62,6 +63,7 @@ def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, cache: CallCac
     """Each answer record (superseded error records too) against the registration and the call cache."""
     out: list[str] = []
     arms = {a.name: a for a in exp.arms}
+    registered = {a.name: a.generation.to_dict() for a in exp.arms}
     for no, rec in jsonl.read(path):
         def finding(field: str, message: str) -> None:
             out.append(f"{path}:{no}: field {field!r}: {message}")
@@ -80,7 +82,7 @@ def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, cache: CallCac
             finding("row", f"{rec.get('row')!r} is not the id of ({arm.name}, {quant}, {rec.get('question_id')}, "
                     f"sample {sample})")
         seed = None if arm.generation.seed is None else arm.generation.seed + sample
-        want = {**arm.generation.to_dict(), "seed": seed}
+        want = {**registered[arm.name], "seed": seed}
         got = rec.get("settings") or {}
         for key in sorted(set(want) | set(got), key=str):
             if want.get(key) != got.get(key):
@@ -122,12 +124,16 @@ def blinding(run_dir: Path, run: dict[str, Any], exp: Experiment, answers: list[
     """Re-derive every blinding key from the registered seed with judge run's own code; compare with
     blinding.jsonl. Returns label -> (the item the judge was shown, where its answer text is), and findings."""
     path, answers_path = run_dir / "blinding.jsonl", run_dir / "answers.jsonl"
+    stored = list(jsonl.read(path))
     secret = run_secret(exp.seed, run["name"])
     mode = run["judge"].get("mode", "single")
     items, keys = blind(answers, qmap, secret, exp.seed, exp.scrub)
-    hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
-    pitems, pkeys = pair_items(hyps, answers, qmap, secret, exp.seed, exp.scrub)
-    derived = {k.label: k.to_dict() for k in [*keys, *pkeys]}
+    pitems, pkeys = [], []
+    if mode != "single" or any(rec.get("type") == "pair" for _, rec in stored):
+        hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
+        pitems, pkeys = pair_items(hyps, answers, qmap, secret, exp.seed, exp.scrub)
+    derived = {k.label: {"type": kind, **{f: getattr(k, f) for f in k.__dataclass_fields__}}  # as to_dict() writes it
+               for kind, ks in (("blinding", keys), ("pair", pkeys)) for k in ks}
     rows = {(a.arm, a.quant, a.question_id): a.row for a in answers if a.sample == 0}
     where: dict[str, str] = {k.label: f"{answers_path}:{line_of[k.row]}" for k in keys}
     for k in pkeys:
@@ -135,7 +141,7 @@ def blinding(run_dir: Path, run: dict[str, Any], exp: Experiment, answers: list[
         where[k.label] = f"{answers_path}:{lines[0]} and :{lines[1]}"
     out: list[str] = []
     seen: dict[str, int] = {}
-    for no, rec in jsonl.read(path):
+    for no, rec in stored:
         label = rec.get("label")
         if label in seen:
             out.append(f"{path}:{no}: field 'label': {label!r} is already keyed at line {seen[label]}")
