@@ -5,7 +5,10 @@ Three checks, each naming what no longer matches:
 2. every number in numbers.json, recomputed twice: by the main analysis and by a separate,
    plain-Python path (own loops for means and counts; stats.check_paired for the bootstrap on
    the same resample indices; its own decision rule);
-3. report.md, re-rendered from the verified numbers and compared line by line.
+3. report.md, re-rendered from the verified numbers and compared line by line;
+4. the raw files themselves, re-derived from the rawest evidence they hold (judge.rederive).
+A list in numbers.json whose entries repeat a name (two comparisons with one id) is a finding, and
+each entry is compared on its own, so a second entry cannot hide an edit to the first.
 The retry rule of answers.jsonl and judgments.jsonl (a key's last record is its current one; every
 earlier record of the key is an `error` superseded by the next, whose `retry_of` is its line) is
 read by hand here, not through arms.jsonl.current, and checked: a duplicate that is not a retry of
