@@ -1,6 +1,6 @@
 """`python -m judge verify RESULTS_DIR`: adversarial recomputation from the raw files alone.
 
-Three checks, each naming what no longer matches:
+Four checks, each naming what no longer matches:
 1. the seal of the experiment and the sha256 of every raw file numbers.json was computed from;
 2. every number in numbers.json, recomputed twice: by the main analysis and by a separate,
    plain-Python path (own loops for means and counts; stats.check_paired for the bootstrap on
