@@ -23,11 +23,13 @@ from arms import jsonl
 from arms.questions import load_questions
 from arms.records import AnswerRow, row_id
 from judge.analysis import compute_numbers, write_numbers
-from judge.blinding import KeyRow, label_for
+from judge.blinding import blind, run_secret
+from judge.judging import build_request, prompt_sha256
 from judge.plots import write_plots
 from judge.prereg import load_experiment
 from judge.records import Judgment
 from judge.report import render
+from judge.rubric import load_rubric
 from judge.seal import seal
 from judge.verify import verify
 
@@ -56,23 +58,31 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
     arms, qs = ["base", "trained"], [q for q in ("Q8_0", "Q4_K_M")[:quants]]
     run_dir = tmp / "run"
     run_dir.mkdir()
-    secret = b"bench"
+    # rows as `judge run` writes them, so that verify's re-derivation from the raw evidence holds: registered
+    # settings, labels from the registered seed and the run's name, prompt hashes and raw judge replies
+    answers = [AnswerRow(row_id(arm, quant, f"q{i:06d}", 0), arm, quant, f"q{i:06d}", 0, "ok", "answer", "answer",
+                         "stop", False, 10, 5, 0.1, "sha", None,
+                         {**e.arm(arm).generation.to_dict(), "seed": e.arm(arm).generation.seed})
+               for arm in arms for quant in qs for i in range(n)]
+    items, keys = blind(answers, {q.id: q for q in load_questions(e.set_paths())}, run_secret(e.seed, "bench"),
+                        e.seed, e.scrub)
+    rubric = load_rubric(e.rubric)
     # plain buffered writes: the same line format as jsonl.Appender without its per-record fsync
     with open(run_dir / "answers.jsonl", "w") as fa, open(run_dir / "blinding.jsonl", "w") as fb, \
             open(run_dir / "judgments.jsonl", "w") as fj:
         wa, wb, wj = (_Lines(f) for f in (fa, fb, fj))
-        for arm in arms:
-            for quant in qs:
-                for i in range(n):
-                    qid = f"q{i:06d}"
-                    row = row_id(arm, quant, qid, 0)
-                    wa.write(AnswerRow(row, arm, quant, qid, 0, "ok", "answer", "answer", "stop", False, 10, 5, 0.1,
-                                       "sha", None, {}).to_dict())
-                    label = label_for(secret, row)
-                    wb.write(KeyRow(label, row, arm, quant, qid, 0, 0).to_dict())
-                    score = rng.choice((0, 1, 2))
-                    wj.write(Judgment("local", label, qid, "scored", score, {"score": score, "harmful": False,
-                                      "rationale": "x"}, False, None, "p", [], 0.1, 10, 5, 0).to_dict())
+        for a in answers:
+            wa.write(a.to_dict())
+        for k in keys:
+            wb.write(k.to_dict())
+        for item in items:
+            score = rng.choice((0, 1, 2))
+            fields = {"score": score, "harmful": False, "rationale": "x"}
+            raw = json.dumps(fields)
+            wj.write(Judgment("local", item.label, item.question_id, "scored", score, fields, False, None,
+                              prompt_sha256(build_request(rubric, item, 0)),
+                              [{"raw": raw, "finish_reason": "stop", "error": None, "repaired": False}],
+                              0.1, 10, 5, 0).to_dict())
     run = {"name": "bench", "dir": str(run_dir), "experiment": "demo", "experiment_dir": str(exp), "seed": 0,
            "limit": None, "arms": arms, "question_ids": [q.id for q in load_questions(e.set_paths())],
            "hashes": {}, "runtime": {"threads": 1, "n_ctx": 2048},

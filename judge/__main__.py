@@ -1,4 +1,4 @@
-"""CLI: python -m judge {run,seal,amend,verify}. Exit 0 ok, 1 a gate/check failed, 2 bad input."""
+"""CLI: python -m judge {run,seal,amend,verify,export}. Exit 0 ok, 1 a gate/check failed, 2 bad input."""
 from __future__ import annotations
 
 import argparse
@@ -33,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("verify", help="recompute every number of a results folder from its raw files")
     v.add_argument("results", type=Path)
     v.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
+    x = sub.add_parser("export", help="write a results folder as one tidy table (csv or parquet)")
+    x.add_argument("results", type=Path)
+    x.add_argument("--format", choices=("csv", "parquet"), default="csv")
+    x.add_argument("--out", type=Path, default=None, help="output file (default: RESULTS/export.<format>)")
+    x.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
     args = p.parse_args(argv)
     return run_cli(lambda: _command(args))
 
@@ -75,6 +80,10 @@ def _command(args: argparse.Namespace) -> int:
                 print(f"  - {line}", file=sys.stderr)
             return 1
         print(f"verify: every number in {args.results} matches its recomputation from the raw files")
+    elif args.cmd == "export":
+        from .export import export
+
+        print(f"wrote {export(args.results, args.format, args.out, args.exp)}")
     return 0
 
 

@@ -35,6 +35,17 @@ def raw_sha256(run_dir: Path) -> dict[str, str]:
             for name in RAW_FILES if (run_dir / name).exists()}
 
 
+DIGEST_FILES = ("run.json", *RAW_FILES)  # the raw evidence, in the digest's canonical order
+
+
+def raw_digest(run_dir: Path) -> str:
+    """One sha256 over the raw evidence, for a reviewer to record outside the folder: the sha256 of what
+    `sha256sum run.json answers.jsonl blinding.jsonl judgments.jsonl` prints in the results folder."""
+    listing = "".join(f"{hashlib.sha256((run_dir / name).read_bytes()).hexdigest()}  {name}\n"
+                      for name in DIGEST_FILES)
+    return hashlib.sha256(listing.encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class Raw:
     """The raw files as the analysis reads them: the current record of each answer row and verdict."""
@@ -274,6 +285,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "judge": judge,
         "questions": len(qmap),
         "raw_sha256": raw_sha256(run_dir),
+        "raw_digest": raw_digest(run_dir),
         "cells": cells,
         "comparisons": comparisons,
         "subsets": [s for h in hyps for s in subset_analyses(h, exp, qmap, scores)],

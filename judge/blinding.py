@@ -116,6 +116,12 @@ class KeyRow:
         return {"type": "blinding", **asdict(self)}
 
 
+def run_secret(seed: int, run_name: str) -> bytes:
+    """The key every label of a run is derived from: the registered seed and the run's name (run.json `name`).
+    One definition, used by judge run to blind and by judge verify to re-derive every label."""
+    return hashlib.sha256(f"blinding:{seed}:{run_name}".encode()).digest()
+
+
 def label_for(secret: bytes, row: str) -> str:
     return "L" + hmac.new(secret, row.encode(), hashlib.sha256).hexdigest()[:12]
 

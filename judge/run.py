@@ -26,7 +26,7 @@ from arms.spec import check_generation
 
 from .analysis import compute_numbers, late_amendments, write_numbers
 from .plots import write_plots
-from .blinding import blind
+from .blinding import blind, run_secret
 from .pairwise import pair_items
 from .judging import judge_all
 from .prereg import Experiment, load_experiment
@@ -212,7 +212,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     answers = [a for a in answers if a.arm in arms and a.question_id in qids]
 
     say(f"[2/4] blinding {len(answers)} answers")
-    secret = hashlib.sha256(f"blinding:{exp.seed}:{name}".encode()).digest()
+    secret = run_secret(exp.seed, name)
     qmap = {q.id: q for q in questions}
     items, keys = blind(answers, qmap, secret, exp.seed, exp.scrub) if mode != "pairwise" else ([], [])
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]

@@ -1,11 +1,14 @@
 """`python -m judge verify RESULTS_DIR`: adversarial recomputation from the raw files alone.
 
-Three checks, each naming what no longer matches:
+Four checks, each naming what no longer matches:
 1. the seal of the experiment and the sha256 of every raw file numbers.json was computed from;
 2. every number in numbers.json, recomputed twice: by the main analysis and by a separate,
    plain-Python path (own loops for means and counts; stats.check_paired for the bootstrap on
    the same resample indices; its own decision rule);
-3. report.md, re-rendered from the verified numbers and compared line by line.
+3. report.md, re-rendered from the verified numbers and compared line by line;
+4. the raw files themselves, re-derived from the rawest evidence they hold (judge.rederive).
+A list in numbers.json whose entries repeat a name (two comparisons with one id) is a finding, and
+each entry is compared on its own, so a second entry cannot hide an edit to the first.
 The retry rule of answers.jsonl and judgments.jsonl (a key's last record is its current one; every
 earlier record of the key is an `error` superseded by the next, whose `retry_of` is its line) is
 read by hand here, not through arms.jsonl.current, and checked: a duplicate that is not a retry of
@@ -35,6 +38,7 @@ from arms.questions import load_questions
 from . import stats
 from .analysis import RAW_FILES, compute_numbers, late_amendments, raw_sha256
 from .prereg import load_experiment
+from .rederive import rederive
 from .report import render
 from .seal import verify_seal
 
@@ -62,10 +66,36 @@ def _leaves(x: Any, path: str = "") -> dict[str, Any]:
         return out
     if isinstance(x, list) and x and all(isinstance(v, dict) and _key(v) for v in x):
         out = {}
-        for v in x:
-            out.update(_leaves(v, f"{path}[{_key(v)}]"))
+        for name, v in zip(_names(x), x):
+            out.update(_leaves(v, f"{path}[{name}]"))
         return out
     return {path: x}
+
+
+def _names(rows: list[dict]) -> list[str]:
+    """Each row's name; a repeated name gets its occurrence (`H1#2`), so a second entry can never hide the first."""
+    seen: dict[str, int] = defaultdict(int)
+    out = []
+    for v in rows:
+        seen[_key(v)] += 1
+        out.append(_key(v) if seen[_key(v)] == 1 else f"{_key(v)}#{seen[_key(v)]}")
+    return out
+
+
+def duplicate_names(x: Any, path: str = "") -> list[str]:
+    """Every list in numbers.json whose rows repeat a name (hypothesis id, cell, judges): a finding each."""
+    out = []
+    if isinstance(x, dict):
+        for k, v in x.items():
+            out += duplicate_names(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(x, list) and x and all(isinstance(v, dict) and _key(v) for v in x):
+        names = [_key(v) for v in x]
+        for name in dict.fromkeys(n for n in names if names.count(n) > 1):
+            out.append(f"numbers.json {path}: {names.count(name)} entries are named {name!r}; each must be unique, "
+                       "and every entry is compared on its own")
+        for v in x:
+            out += duplicate_names(v, f"{path}[{_key(v)}]")
+    return out
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -545,8 +575,8 @@ def _subset_of(stored: dict, independent_numbers: dict) -> dict:
         if isinstance(r, dict):
             return {k: restrict(s.get(k) if isinstance(s, dict) else None, v) for k, v in r.items()}
         if isinstance(r, list) and r and isinstance(r[0], dict):
-            by = {_key(v): v for v in (s or [])}
-            return [restrict(by.get(_key(v), {}), v) for v in r]
+            by = dict(zip(_names(s), s)) if isinstance(s, list) and all(isinstance(v, dict) and _key(v) for v in s) else {}
+            return [restrict(by.get(name, {}), v) for name, v in zip(_names(r), r)]
         return s
     return restrict(stored, independent_numbers)
 
@@ -594,7 +624,9 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
     if rule:
         problems.append("retry rule: the two paths disagree: the independent plain-Python check finds the breaches "
                         "above, the main path (arms.jsonl.current) accepted the raw files")
+    problems += duplicate_names(numbers)
     problems += diff_numbers(numbers, main, "recomputation from raw files")
+    problems += rederive(run_dir, run, exp, all_q)
     problems += amend["problems"]
     problems += _disagreement("which amendments are dated after the first judgment and not marked post hoc",
                               sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
