@@ -110,6 +110,8 @@ class Experiment:
             for n in (x.strip() for x in names.split(",") if x.strip()):
                 if n not in by:
                     raise BadInput(self.dir / "prereg.toml", f"--judges names unregistered judge {n!r}", field="judges")
+                if by[n] in chosen:
+                    raise BadInput("--judges", f"names judge {n!r} twice", field="judges")
                 if by[n] not in available:
                     raise BadInput(self.dir / "prereg.toml", f"judge {n!r} needs {by[n].requires_env} to be set",
                                    field="requires_env")

@@ -150,6 +150,11 @@ def test_a_question_id_repeated_in_another_set_is_refused(tmp_path):
     assert "q07" in err and "exam.jsonl:7" in err
 
 
+def test_a_judge_named_twice_on_the_command_line_is_refused(tmp_path):
+    err = refused(experiment(tmp_path), tmp_path, "--judges", "local,local")
+    assert "--judges:" in err and "field 'judges'" in err and "twice" in err
+
+
 # ---- registrations that only failed after paying ---------------------------------------------------------
 
 def test_a_subset_no_question_carries_is_refused(tmp_path):
@@ -170,6 +175,19 @@ def test_a_quant_the_arm_does_not_register_is_refused(tmp_path):
     text = edit('quant = "Q8_0"\nkind', 'quant = "Q5_K_M"\nkind')
     exp = experiment(tmp_path, text)
     assert_names(refused(exp, tmp_path), exp / "prereg.toml", _line(text, 'quant = "Q5_K_M"'), "quant")
+
+
+@pytest.mark.parametrize("old, new, field", [
+    ('family = "smollm2"', 'family = "smollm2"\nimatrix = "models/imatrix.gguf"', "imatrix"),
+    ('source = "generated:demo"', 'source = "adapters/mine.gguf"', "source"),
+])
+def test_a_missing_model_file_is_refused_before_the_first_model_loads(tmp_path, old, new, field):
+    """Today a file read at a later model load fails only after the answers of the models loaded first were paid."""
+    text = edit(old, new)
+    exp = experiment(tmp_path, text)
+    err = refused(exp, tmp_path)
+    assert_names(err, exp / "prereg.toml", _line(text, new.splitlines()[-1]), field)
+    assert "is not a file" in err
 
 
 # ---- bad question sets ------------------------------------------------------------------------------------
@@ -294,10 +312,11 @@ generation = {{ temperature = 0.0, max_tokens = 64, seed = 0, system = "NEW" }}
     return text.replace('kind = "non_inferiority"\nmargin = 0.10', 'kind = "non_inferiority"\nmargin = 0', 1)
 
 
-def test_margin_zero_decides_superiority_and_non_inferiority(tmp_path):
-    """Scores planted by the judge: "new" 2 on every question, "old" 1 except 2 on q02. The differences are
-    1,0,1,1,1,1 (mean 5/6), every bootstrap mean of 6 draws is >= 0 and is 0 only if all six draws are q02, so
-    the 95% lower bound is > 0: superior under both registrations. No margin to detect: n for margin is '–'."""
+@pytest.fixture(scope="module")
+def margin_zero_run(tmp_path_factory) -> Path:
+    """A finished run of two HTTP arms ("old", "new") judged by an HTTP judge, all scripted, with a superiority
+    and a non-inferiority hypothesis registered at margin 0. Scores planted by the judge: "new" 2 on every
+    question, "old" 1 except 2 on q02."""
     from arms.scripted_server import ScriptedServer, reply, verdict
 
     def script(seen):
@@ -307,24 +326,46 @@ def test_margin_zero_decides_superiority_and_non_inferiority(tmp_path):
             return verdict({"rationale": "Graded.", "score": 2 if new or q02 else 1, "harmful": False})
         return reply(("new" if "NEW" in seen.prompt else "old") + " answer.")
 
-    exp = tmp_path / "exp"
+    root = tmp_path_factory.mktemp("margin0")
+    exp, out = root / "exp", root / "out"
     shutil.copytree(DEMO, exp)
-    out = tmp_path / "out"
-    env = {"OPENAI_API_KEY": "sk-test", "BLINDEVAL_CACHE": str(tmp_path / "cache")}
+    env = {"OPENAI_API_KEY": "sk-test", "BLINDEVAL_CACHE": str(root / "cache")}
     with ScriptedServer(script, models=("arm-model", "judge-model")) as server:
         (exp / "prereg.toml").write_text(_margin_zero_prereg(server.url))
         seal(exp)
         r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "6", "--out", str(out), "--quiet", env=env,
                 timeout=300)
     assert r.returncode == 0, r.stderr
-    numbers = json.loads((out / "numbers.json").read_text())
+    return out
+
+
+def test_margin_zero_decides_superiority_and_non_inferiority(margin_zero_run):
+    """The differences are 1,0,1,1,1,1 (mean 5/6); a bootstrap mean of 6 draws is 0 only if all six draws are
+    q02 (probability 6^-6), so the 95% lower bound is > 0: superior under both registrations. There is no margin
+    to detect: n for margin is None, shown as '–'. verify recomputes it all."""
+    numbers = json.loads((margin_zero_run / "numbers.json").read_text())
     by = {c["id"]: c for c in numbers["comparisons"]}
     for hid, kind in (("S0", "superiority"), ("N0", "non_inferiority")):
         c = by[hid]
         assert (c["kind"], c["margin"], c["verdict"]) == (kind, 0.0, "superior")
         assert c["result"]["n"] == 6 and c["result"]["diff"] == pytest.approx(5 / 6)
         assert c["result"]["bound"] > 0 and c["result"]["n_for_margin"] is None
-    row = next(line for line in (out / "report.md").read_text().splitlines() if line.startswith("| S0 "))
+    row = next(line for line in (margin_zero_run / "report.md").read_text().splitlines() if line.startswith("| S0 "))
     assert "| 0.00 |" in row and "| – |" in row
-    v = cli("judge", "verify", str(out), timeout=120)
+    v = cli("judge", "verify", str(margin_zero_run), timeout=120)
     assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_a_repeated_json_key_in_a_raw_file_is_refused(margin_zero_run, tmp_path):
+    """A judgment line carrying "score" twice: readers that keep the last value would see another score."""
+    run = tmp_path / "run"
+    shutil.copytree(margin_zero_run, run)
+    path = run / "judgments.jsonl"
+    lines = path.read_text().splitlines()
+    assert '"score":' in lines[2]
+    lines[2] = lines[2][:-1] + ',"score":0}'
+    path.write_text("\n".join(lines) + "\n")
+    v = cli("judge", "verify", str(run), timeout=120)
+    assert v.returncode == 2, v.stdout + v.stderr
+    assert_names(v.stdout + v.stderr, path, 3, "score")
+    assert "Traceback" not in v.stderr
