@@ -9,7 +9,6 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import Any
 
 from arms import toml_lines
@@ -32,7 +31,7 @@ JUDGE_TABLE_KEYS = ("model", "quant", "requires_env", "generation")
 ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored")
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
-MIN_RESAMPLES = 100  # fewer cannot place a tail quantile of the bootstrap at any registrable alpha
+MIN_RESAMPLES = 100  # a floor against degenerate intervals: at 100, a 2.5% tail already rests on 2-3 resamples
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
 
