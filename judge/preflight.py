@@ -8,6 +8,7 @@ every answer already paid for.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from arms.context import check_arms, check_budget, counter
@@ -22,6 +23,8 @@ from .judging import JudgeSpec, build_request
 from .pairwise import PairItem
 from .prereg import Experiment
 from .rubric import Rubric
+
+ANSWER_FIELDS = ("answer", "answer_1", "answer_2")  # what a judge item shows of the answers (BlindItem, PairItem)
 
 
 def preflight(exp: Experiment, arms: list[str], registered: list[Question], questions: list[Question],
@@ -46,7 +49,7 @@ def preflight(exp: Experiment, arms: list[str], registered: list[Question], ques
             for q in questions:
                 empty = (BlindItem("L", q.id, q.question, q.reference, "") if kind == "single"
                          else PairItem("L", q.id, q.question, q.reference, "", ""))
-                tokens = count(list(build_request(rubric, empty, 0).messages), rubric.generation.thinking)
+                tokens = _tokens(count, rubric, empty)
                 check_budget(tokens, rubric.generation.max_tokens, exp.runtime, q, paths.get(q.set, Path(q.set)),
                              f"judge {j.name!r} (model {j.model!r}, rubric {rubric.name!r})",
                              answer=longest[kind])
@@ -77,3 +80,41 @@ def check_files(exp: Experiment, arms: list[ArmSpec], panel: list[JudgeSpec]) ->
             raise BadInput(file, f"[{'.'.join(where)}] {key} {value!r} is not a file "
                            f"({experiment_file(value, exp.dir)})", line=KeyLines(file.read_text()).find(where, key),
                            field=key)
+
+
+def check_answers(exp: Experiment, panel: list[JudgeSpec], rubrics: dict[tuple[str, str], Rubric],
+                  items: dict[str, list], answers_file: Path) -> None:
+    """Once the answers are known, before the first verdict: every judge prompt fits its judge's context.
+
+    `preflight` kept room for answers of up to the arms' max_tokens, but a glue may return more than its
+    model wrote. An item is counted exactly only when it could overflow: a token is at least one byte,
+    so the empty-answer prompt + the answers' bytes + max_tokens within n_ctx is safe without counting.
+    """
+    for j in panel:
+        count = counter(exp.models[j.model], exp.dir)
+        if count is None:
+            continue
+        for kind, todo in items.items():
+            rubric = rubrics.get((j.name, kind))
+            if rubric is None:
+                continue
+            empty: dict[str, int] = {}
+            for item in todo:
+                fields = {k: "" for k in ANSWER_FIELDS if hasattr(item, k)}
+                size = sum(len(getattr(item, k).encode()) for k in fields)
+                if item.question_id not in empty:
+                    empty[item.question_id] = _tokens(count, rubric, replace(item, **fields))
+                if empty[item.question_id] + size + rubric.generation.max_tokens <= exp.runtime.n_ctx:
+                    continue
+                tokens = _tokens(count, rubric, item)
+                if tokens + rubric.generation.max_tokens > exp.runtime.n_ctx:
+                    raise BadInput(answers_file, f"the answer(s) labelled {item.label} to question {item.question_id!r} "
+                                   f"do not fit the context of judge {j.name!r} (rubric {rubric.name!r}): the prompt is "
+                                   f"{tokens} tokens, max_tokens {rubric.generation.max_tokens}; together "
+                                   f"{tokens + rubric.generation.max_tokens} > n_ctx {exp.runtime.n_ctx}. No verdict was "
+                                   "asked for; the answers are kept. A glue answer longer than its arm's max_tokens "
+                                   "needs a larger [runtime] n_ctx", field="text")
+
+
+def _tokens(count, rubric: Rubric, item) -> int:
+    return count(list(build_request(rubric, item, 0).messages), rubric.generation.thinking)

@@ -29,7 +29,7 @@ from .plots import write_plots
 from .blinding import blind
 from .pairwise import pair_items
 from .judging import judge_all
-from .preflight import preflight
+from .preflight import check_answers, preflight
 from .prereg import Experiment, load_experiment
 from .report import render
 from .rubric import load_rubric
@@ -214,6 +214,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
             if k.label not in have:
                 w.write(k.to_dict())
 
+    check_answers(exp, panel, rubrics, {"single": items, "pairwise": pitems}, run_dir / "answers.jsonl")
     jstats, identities = {}, {}
     for j in panel:
         say(f"[3/4] judging with {j.name} ({mode}; blind, shuffled)")

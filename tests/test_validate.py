@@ -369,3 +369,35 @@ def test_a_repeated_json_key_in_a_raw_file_is_refused(margin_zero_run, tmp_path)
     assert v.returncode == 2, v.stdout + v.stderr
     assert_names(v.stdout + v.stderr, path, 3, "score")
     assert "Traceback" not in v.stderr
+
+
+def test_a_glue_answer_too_long_for_the_judge_is_refused_before_any_verdict(tmp_path, private_cache):
+    """A glue may return more than its model wrote (here without calling it): once answers are known, every judge
+    prompt is checked before the first verdict. The session cache holds this model's quant files, so no quantising."""
+    import os
+
+    (tmp_path / "longglue.py").write_text("from arms.glue import GlueResult\n\n\ndef answer(question, call_model, "
+                                          "experiment_dir):\n    return GlueResult('The deposit is returned. ' * 400)\n")
+    arm = ('[[arms]]\nname = "long"\nmodel = "smollm2-135m"\nglue = "longglue:answer"\nquants = ["Q8_0"]\n'
+           'generation = { temperature = 0.0, max_tokens = 64, seed = 0 }\n\n[judge]')
+    exp = experiment(tmp_path, edit("[judge]", arm))
+    db = private_cache / "calls.sqlite"
+
+    def calls() -> int:
+        if not db.exists():
+            return 0
+        with sqlite3.connect(db) as c:
+            return c.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+    before, out = calls(), tmp_path / "out"
+    r = cli("judge", "run", "--exp", str(exp), "--arms", "long", "--limit", "1", "--out", str(out), "--quiet",
+            env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}, timeout=600)
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr
+    assert f"{out / 'answers.jsonl'}:" in r.stderr and "field 'text'" in r.stderr
+    assert "'q01'" in r.stderr and "judge 'local'" in r.stderr and "No verdict was asked for" in r.stderr
+    m = re.search(r"the prompt is (\d+) tokens, max_tokens 96; together (\d+) > n_ctx 2048", r.stderr)
+    assert m and int(m.group(1)) + 96 == int(m.group(2)) and int(m.group(1)) > 400 * 4  # 4+ tokens a repeat
+    assert calls() == before  # the glue called no model, and no verdict was asked
+    assert not (out / "judgments.jsonl").exists() or not (out / "judgments.jsonl").read_text()
+    assert len((out / "answers.jsonl").read_text().splitlines()) == 1  # the answer is kept
