@@ -401,3 +401,15 @@ def test_a_glue_answer_too_long_for_the_judge_is_refused_before_any_verdict(tmp_
     assert calls() == before  # the glue called no model, and no verdict was asked
     assert not (out / "judgments.jsonl").exists() or not (out / "judgments.jsonl").read_text()
     assert len((out / "answers.jsonl").read_text().splitlines()) == 1  # the answer is kept
+
+
+def test_a_repeated_json_key_in_a_reward_log_is_refused(tmp_path):
+    """The audit reads users' training logs through the same reader: a line with "reward" twice is refused."""
+    log = tmp_path / "run.jsonl"
+    lines = (DEMO / "training" / "run2.jsonl").read_text().splitlines()[:5]
+    assert '"reward":' in lines[3]
+    lines[3] = lines[3][:-1] + ', "reward": 99.0}'
+    log.write_text("\n".join(lines) + "\n")
+    r = cli("audit", "rewards", str(log), "--out", str(tmp_path / "out"), "--quiet")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert_names(r.stderr, log, 4, "reward")
