@@ -413,3 +413,26 @@ def test_a_repeated_json_key_in_a_reward_log_is_refused(tmp_path):
     r = cli("audit", "rewards", str(log), "--out", str(tmp_path / "out"), "--quiet")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert_names(r.stderr, log, 4, "reward")
+
+
+def test_the_line_is_found_in_sub_tables_and_after_multi_line_values(tmp_path):
+    """Keys inside an [arms.generation] sub-table of the second arm, after a multi-line string and a multi-line
+    array that contain look-alike `key = value` lines: the line reported is the offending key's own."""
+    from arms.errors import BadInput
+    from judge.prereg import load_experiment
+
+    text = PREREG.replace('[models.claude]', '[models.claude]\napi_key_env = """\nmax_tokens = 1\n"""', 1)
+    text = text.replace('sets = ["sets/exam.jsonl"]', 'sets = [\n  "sets/exam.jsonl",\n]', 1)
+    trained = 'adapter = "demo-lora"\nquants = ["Q8_0", "Q4_K_M"]\ngeneration = { temperature = 0.0, max_tokens = 64, ' \
+              'seed = 0, system = "Answer the question in one or two sentences." }\n'
+    assert trained in text
+    text = text.replace(trained, 'adapter = "demo-lora"\nquants = ["Q8_0", "Q4_K_M"]\n\n[arms.generation]\n'
+                                 'system = """\nmax_tokens = 2\n"""\nstop = [\n  "a",\n  "b",\n]\n'
+                                 'temperature = 0.0\nmax_tokens = "many"\nseed = 0\n', 1)
+    exp = tmp_path / "demo"
+    shutil.copytree(DEMO, exp)
+    (exp / "prereg.toml").write_text(text)
+    with pytest.raises(BadInput) as e:
+        load_experiment(exp)
+    assert (e.value.field, e.value.line) == ("max_tokens", _line(text, 'max_tokens = "many"'))
+    assert "[[arms]] #2" in str(e.value)
