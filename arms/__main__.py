@@ -40,6 +40,7 @@ def _collect(args) -> None:
 
     from .cache import CallCache
     from .collect import collect
+    from .context import check_arms
     from .questions import load_questions
 
     verify_seal(args.exp)
@@ -53,6 +54,8 @@ def _collect(args) -> None:
     if args.limit is not None and args.limit < 1:
         raise BadInput("--limit", "must be a positive number of questions")
     questions = load_questions(exp.set_paths())[: args.limit]
+    check_arms([exp.arm(n) for n in registered if n in wanted], exp.models, questions, exp.set_paths(), exp.dir,
+               exp.runtime)  # a prompt that cannot fit is refused before the first call
     args.out.mkdir(parents=True, exist_ok=True)
     cache = CallCache()
     try:

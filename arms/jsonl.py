@@ -10,6 +10,9 @@ which appends the new record with `retry_of` = the line of the error record it r
 key's current record is its LAST one in file order, and every earlier record of that key is an
 error superseded by the next. `current()` is the one reader of that rule on the main path, and
 checks it while reading; judge.verify re-checks it by its own code.
+
+A JSON object with a repeated key is refused (`loads`), in these files and in every JSON a user hands
+us: readers disagree on which value counts, so such a record has no one meaning.
 """
 from __future__ import annotations
 
@@ -85,6 +88,25 @@ class Appender:
         self.close()
 
 
+class DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
+
+
+def loads(text: str) -> Any:
+    """json.loads that refuses an object with a repeated key (DuplicateKey) instead of keeping the last value."""
+    return json.loads(text, object_pairs_hook=_unique)
+
+
 def read(path: Path, *, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, record). A partial last line (no newline) is skipped; any other bad line is BadInput."""
     path = Path(path)
@@ -98,7 +120,11 @@ def read(path: Path, *, required: tuple[str, ...] = ()) -> Iterator[tuple[int, d
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw.decode("utf-8"))
+            rec = loads(raw.decode("utf-8"))
+        except DuplicateKey as e:
+            raise BadInput(path, f"{e.key!r} appears twice in one JSON object: readers disagree on which value "
+                           "counts (most keep the last silently), so the record is refused", line=no,
+                           field=e.key) from None
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise BadInput(path, f"not valid JSON ({e})", line=no) from None
         if not isinstance(rec, dict):

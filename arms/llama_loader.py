@@ -226,6 +226,24 @@ def loaded_model(model_path: str | Path, use_extra_buffers: bool) -> Iterator[An
         llama_cpp.llama_model_free(model)
 
 
+def load_vocab(model_path: str | Path) -> Any:
+    """A model's vocabulary alone: tokenizes and reads metadata, with no weights, no context, no forward pass.
+
+    llama-cpp-python's `Llama(vocab_only=True)` still creates a context (and warns on stderr that its size
+    exceeds the vocab-only model's training context of 0), so the model object underneath `Llama`
+    (`_internals.LlamaModel`, stable at the pinned 0.3.36) is loaded alone.
+    """
+    from llama_cpp._internals import LlamaModel
+
+    params = model_params(False)
+    params.vocab_only = True
+    try:
+        with crash.step(f"reading the vocabulary of {model_path} with llama.cpp"):
+            return LlamaModel(path_model=str(model_path), params=params, verbose=False)
+    except (ValueError, RuntimeError) as e:
+        raise BadInput(model_path, f"llama.cpp could not read its vocabulary: {e}") from None
+
+
 # --- the probe: one child process per (build, CPU, model file, settings), before the first real call ---
 
 SIGNAL_NAMES = {signal.SIGILL: "SIGILL (illegal instruction)", signal.SIGSEGV: "SIGSEGV (invalid memory access)",

@@ -13,10 +13,10 @@ from .models import embedded_model
 from .quantize import QuantFile, quantize
 from .spec import AdapterSpec, ModelSpec, Runtime
 
-__all__ = ["model_source", "adapter_file", "quant_file", "open_backend"]
+__all__ = ["experiment_file", "model_source", "adapter_file", "quant_file", "open_backend"]
 
 
-def _path(source: str, exp_dir: Path) -> Path:
+def experiment_file(source: str, exp_dir: Path) -> Path:
     path = Path(source)
     return path if path.is_absolute() else (exp_dir / path)
 
@@ -24,7 +24,7 @@ def _path(source: str, exp_dir: Path) -> Path:
 def model_source(spec: ModelSpec, exp_dir: Path) -> Path:
     if spec.source.startswith("embedded:"):
         return embedded_model(spec.source.split(":", 1)[1])
-    return _path(spec.source, exp_dir)
+    return experiment_file(spec.source, exp_dir)
 
 
 def adapter_file(spec: AdapterSpec, base: Path, exp_dir: Path) -> Path:
@@ -32,14 +32,14 @@ def adapter_file(spec: AdapterSpec, base: Path, exp_dir: Path) -> Path:
         from .lora import demo_adapter
 
         return demo_adapter(base)
-    path = _path(spec.source, exp_dir)
+    path = experiment_file(spec.source, exp_dir)
     if not path.exists():
         raise BadInput(path, f"adapter {spec.name!r} file not found", field="source")
     return path
 
 
 def quant_file(spec: ModelSpec, quant: str, exp_dir: Path, runtime: Runtime) -> QuantFile:
-    imatrix = _path(spec.imatrix, exp_dir) if spec.imatrix else None
+    imatrix = experiment_file(spec.imatrix, exp_dir) if spec.imatrix else None
     return quantize(model_source(spec, exp_dir), quant, threads=runtime.threads, imatrix=imatrix)
 
 
@@ -47,7 +47,7 @@ def chat_template(spec: ModelSpec, exp_dir: Path) -> tuple[str | None, str | Non
     """The registered template file's text and path, or (None, None) to use the GGUF's own."""
     if not spec.chat_template:
         return None, None
-    path = _path(spec.chat_template, exp_dir)
+    path = experiment_file(spec.chat_template, exp_dir)
     if not path.is_file():
         raise BadInput(path, f"chat template of model {spec.name!r} not found", field="chat_template")
     return path.read_text(encoding="utf-8"), str(path)

@@ -1,4 +1,4 @@
-"""Sealed question sets: one JSON object per line with id, question, reference, tags."""
+"""Sealed question sets: one JSON object per line with id, question, reference, tags, cluster."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,15 +16,17 @@ class Question:
     tags: tuple[str, ...]
     cluster: str | None
     set: str  # the set file's name, e.g. "exam.jsonl"
+    line: int = 0  # its line in that file, for messages about it
 
 
 def load_questions(paths: list[Path]) -> list[Question]:
-    """Read and validate every set; duplicate ids across sets are bad input."""
+    """Read and validate every set; duplicate ids across sets, and a set without questions, are bad input."""
     out: list[Question] = []
     where: dict[str, str] = {}
     for path in paths:
-        if not path.exists():
+        if not path.is_file():
             raise BadInput(path, "question set not found")
+        before = len(out)
         for no, rec in jsonl.read(path, required=("id", "question")):
             qid = rec["id"]
             if not isinstance(qid, str) or not qid:
@@ -41,5 +43,19 @@ def load_questions(paths: list[Path]) -> list[Question]:
             if ref is not None and not isinstance(ref, str):
                 raise BadInput(path, "must be a string", line=no, field="reference")
             out.append(Question(id=qid, question=rec["question"], reference=ref, tags=tuple(tags),
-                                cluster=rec.get("cluster"), set=path.name))
+                                cluster=_cluster(rec.get("cluster"), path, no), set=path.name, line=no))
+        if len(out) == before:
+            raise BadInput(path, "the question set holds no questions: a run on it would report on nothing")
     return out
+
+
+def _cluster(value: object, path: Path, line: int) -> str | None:
+    """A cluster label is a string or an integer (kept as its decimal text, so 3 and "3" are one cluster)."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str) and value:
+        return value
+    raise BadInput(path, f"must be a non-empty string or an integer naming the question's cluster, got {value!r}",
+                   line=line, field="cluster")

@@ -19,7 +19,7 @@ from .spec import AdapterSpec, ModelSpec, Runtime
 SENT_FIELDS = ("temperature", "top_p", "max_tokens", "seed", "stop", "thinking", "system", "thinking_budget", "effort")
 ROW_FIELDS = ("backend", "model", "model_sha256", "file_type", "tensor_types", "chat_template_sha256", "chat_template_source",
               "thinking_switch", "loras", "lora_max_logit_change", "n_threads", "n_threads_batch", "n_ctx",
-              "cpu_extra_buffers", "weight_buffers",
+              "cpu_extra_buffers", "cpu_extra_buffers_decision", "weight_buffers",
               "base_urls", "base_url", "thinking_control", "thinking_types")
 
 
@@ -60,18 +60,8 @@ def differences(generation: Generation, quant: str, model: ModelSpec, adapters: 
         if eff["n_threads"] != runtime.threads or eff["n_threads_batch"] != runtime.threads:
             out.append(f"threads: registered {runtime.threads}, llama.cpp uses "
                        f"{eff['n_threads']}/{eff['n_threads_batch']}")
-        decided = eff["cpu_extra_buffers_decision"]
-        if eff["cpu_extra_buffers"] != decided["use"]:
-            out.append(f"cpu_extra_buffers: decided {decided['use']} ({decided['reason']}), llama.cpp was loaded with "
-                       f"{eff['cpu_extra_buffers']}")
-        if decided["registered"] != runtime.cpu_extra_buffers:
-            out.append(f"cpu_extra_buffers: registered {runtime.cpu_extra_buffers!r}, the backend decided from "
-                       f"{decided['registered']!r}")
-        extra = [b for b in eff["weight_buffers"] if b not in ("CPU", "CPU_Mapped")]
-        if not decided["use"] and extra:
-            out.append(f"cpu_extra_buffers: off, but llama.cpp put weights in {extra}")
-        if decided["cpu_amx"] and "AMX" in eff["weight_buffers"]:
-            out.append("cpu_extra_buffers: llama.cpp put weights in AMX buffers on a CPU where they crash")
+        if "cpu_extra_buffers" in eff:  # rows written before the setting existed have none of it
+            out.extend(_extra_buffer_differences(eff, runtime))
         if eff["n_ctx"] != runtime.n_ctx:
             out.append(f"n_ctx: registered {runtime.n_ctx}, llama.cpp uses {eff['n_ctx']}")
     if "structured" in eff and eff["structured"] != model.structured:
@@ -83,6 +73,23 @@ def differences(generation: Generation, quant: str, model: ModelSpec, adapters: 
     for url, served in (eff.get("served_models") or {}).items():
         if isinstance(served, list) and model.source not in served:
             out.append(f"model: registered {model.source!r}, the server at {url} serves {served}")
+    return out
+
+
+def _extra_buffer_differences(eff: dict[str, Any], runtime: Runtime) -> list[str]:
+    out = []
+    decided = eff["cpu_extra_buffers_decision"]
+    if eff["cpu_extra_buffers"] != decided["use"]:
+        out.append(f"cpu_extra_buffers: decided {decided['use']} ({decided['reason']}), llama.cpp was loaded with "
+                   f"{eff['cpu_extra_buffers']}")
+    if decided["registered"] != runtime.cpu_extra_buffers:
+        out.append(f"cpu_extra_buffers: registered {runtime.cpu_extra_buffers!r}, the backend decided from "
+                   f"{decided['registered']!r}")
+    extra = [b for b in eff["weight_buffers"] if b not in ("CPU", "CPU_Mapped")]
+    if not decided["use"] and extra:
+        out.append(f"cpu_extra_buffers: off, but llama.cpp put weights in {extra}")
+    if decided["cpu_amx"] and "AMX" in eff["weight_buffers"]:
+        out.append("cpu_extra_buffers: llama.cpp put weights in AMX buffers on a CPU where they crash")
     return out
 
 

@@ -7,12 +7,15 @@ registered here, and the runner refuses to start when what it reads back differs
 """
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .backends.base import Generation
 from .errors import BadInput
+from . import toml_lines
 
 BACKENDS = ("llama-cpp", "openai", "anthropic")
 # How an OpenAI(-compatible) server is told thinking on/off: not at all; `chat_template_kwargs.enable_thinking`
@@ -103,12 +106,27 @@ def check_keys(table: Any, known: tuple[str, ...], file: Path | str, where: str)
             raise BadInput(file, f"unknown setting in {where}; known: {', '.join(known)}", field=key)
 
 
-def _need(table: dict, key: str, file: Path, where: str, kind: type | tuple = str) -> Any:
+REQUIRED = object()
+KINDS = {  # what a registered value must be, and how a message says so
+    "string": (lambda v: isinstance(v, str), "a string"),
+    "integer": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "number": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v), "a number"),
+    "boolean": (lambda v: isinstance(v, bool), "true or false"),
+    "strings": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings"),
+}
+
+
+def setting(table: dict, key: str, kind: str, file: Path | str, where: str, default: Any = REQUIRED) -> Any:
+    """A registered value of the kind the code reads, else BadInput naming the key: `alpha = "x"` is refused
+    at load, not discovered by the analysis after every answer and verdict was paid for."""
     if key not in table:
-        raise BadInput(file, f"missing in {where}", field=key)
+        if default is REQUIRED:
+            raise BadInput(file, f"missing in {where}", field=key)
+        return default
     value = table[key]
-    if not isinstance(value, kind):
-        raise BadInput(file, f"in {where} must be {getattr(kind, '__name__', kind)}, got {value!r}", field=key)
+    ok, name = KINDS[kind]
+    if not ok(value):
+        raise BadInput(file, f"in {where} must be {name}, got {value!r}", field=key)
     return value
 
 
@@ -144,8 +162,17 @@ def parse_generation(table: dict, file: Path, where: str) -> Generation:
     for key in ("temperature", "top_p", "seed"):
         if kw.get(key) == PROVIDER_DEFAULT:
             kw[key] = None  # registered as "whatever the provider uses": nothing is sent, verification expects nothing
-        elif key in kw and (isinstance(kw[key], bool) or not isinstance(kw[key], (int, float))):
-            raise BadInput(file, f"in {where} must be a number or {PROVIDER_DEFAULT!r}", field=key)
+        elif key in kw and not KINDS["integer" if key == "seed" else "number"][0](kw[key]):
+            what = "an integer" if key == "seed" else "a number"
+            raise BadInput(file, f"in {where} must be {what} or {PROVIDER_DEFAULT!r}, got {kw[key]!r}", field=key)
+    if kw.get("temperature") is not None and kw["temperature"] < 0:
+        raise BadInput(file, f"in {where} must be >= 0, got {kw['temperature']!r}", field="temperature")
+    if kw.get("top_p") is not None and not 0 < kw["top_p"] <= 1:
+        raise BadInput(file, f"in {where} must be in (0, 1], got {kw['top_p']!r}", field="top_p")
+    if setting(kw, "max_tokens", "integer", file, where, 1) < 1:
+        raise BadInput(file, f"in {where} must be a positive number of tokens, got {kw['max_tokens']!r}",
+                       field="max_tokens")
+    setting(kw, "system", "string", file, where, None)
     try:
         return Generation(**kw)
     except TypeError as e:
@@ -154,50 +181,64 @@ def parse_generation(table: dict, file: Path, where: str) -> Generation:
 
 def parse_runtime(doc: dict, file: Path) -> Runtime:
     rt = doc.get("runtime") or {}
-    try:
-        runtime = Runtime(threads=int(rt.get("threads", 1)), n_ctx=int(rt.get("n_ctx", 2048)),
-                          seed=int(rt.get("seed", 0)))
-    except (TypeError, ValueError) as e:
-        raise BadInput(file, f"[runtime] settings must be integers: {e}", field="runtime") from None
-    if runtime.threads < 1 or runtime.n_ctx < 16:
-        raise BadInput(file, "[runtime] threads must be >= 1 and n_ctx >= 16", field="runtime")
+    where = "[runtime]"
+    runtime = Runtime(threads=setting(rt, "threads", "integer", file, where, 1),
+                      n_ctx=setting(rt, "n_ctx", "integer", file, where, 2048),
+                      seed=setting(rt, "seed", "integer", file, where, 0))
+    if runtime.threads < 1:
+        raise BadInput(file, f"in {where} must be >= 1, got {runtime.threads}", field="threads")
+    if runtime.n_ctx < 16:
+        raise BadInput(file, f"in {where} must be >= 16 tokens, got {runtime.n_ctx}", field="n_ctx")
     extra = rt.get("cpu_extra_buffers", "auto")
     if extra not in ("auto", True, False) or type(extra) is int:
-        raise BadInput(file, f"[runtime] cpu_extra_buffers must be \"auto\", true or false, got {extra!r}",
-                       field="cpu_extra_buffers")
+        raise BadInput(file, f"in {where} must be \"auto\", true or false, got {extra!r}", field="cpu_extra_buffers")
     return replace(runtime, cpu_extra_buffers=extra)
 
 
 def parse_models(doc: dict, file: Path) -> dict[str, ModelSpec]:
     out = {}
     for name, t in (doc.get("models") or {}).items():
-        where = f"[models.{name}]"
-        check_keys(t, MODEL_KEYS, file, where)
-        backend = _need(t, "backend", file, where)
-        if backend not in BACKENDS:
-            raise BadInput(file, f"{where} backend must be one of {BACKENDS}", field="backend")
-        urls = _strings(t.get("base_url"), file, where, "base_url")
-        sha = t.get("sha256", {})
-        if isinstance(sha, str):
-            sha = {"source": sha}
-        if not isinstance(sha, dict) or not all(isinstance(v, str) and len(v) == 64 for v in sha.values()):
-            raise BadInput(file, f"{where} sha256 must be a hex digest or a table quant -> hex digest", field="sha256")
-        for key, default in (("concurrency", 4), ("attempts", 4)):
-            if not isinstance(t.get(key, default), int) or t.get(key, default) < 1:
-                raise BadInput(file, f"{where} {key} must be a positive integer", field=key)
-        timeout = t.get("timeout_s", 120.0)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise BadInput(file, f"{where} timeout_s must be a positive number of seconds", field="timeout_s")
-        out[name] = ModelSpec(name=name, backend=backend, source=_need(t, "source", file, where),
-                              base_url=urls[0] if urls else None, family=t.get("family"), base_urls=urls,
-                              sha256={k: v.lower() for k, v in sha.items()}, chat_template=t.get("chat_template"),
-                              chat_template_sha256=t.get("chat_template_sha256"), imatrix=t.get("imatrix"),
-                              concurrency=t.get("concurrency", 4), attempts=t.get("attempts", 4),
-                              timeout_s=float(timeout), api_key_env=t.get("api_key_env"),
-                              thinking_control=_thinking_control(t, backend, file, where),
-                              sampling_params=bool(t.get("sampling_params", False)),
-                              structured=_structured(t, backend, file, where))
+        with toml_lines.table("models", name):
+            out[name] = _model(name, t, file)
     return out
+
+
+def _model(name: str, t: Any, file: Path) -> ModelSpec:
+    where = f"[models.{name}]"
+    check_keys(t, MODEL_KEYS, file, where)
+    backend = setting(t, "backend", "string", file, where)
+    if backend not in BACKENDS:
+        raise BadInput(file, f"{where} backend must be one of {BACKENDS}", field="backend")
+    urls = _strings(t.get("base_url"), file, where, "base_url")
+    sha = t.get("sha256", {})
+    if isinstance(sha, str):
+        sha = {"source": sha}
+    if not isinstance(sha, dict) or not all(_is_digest(v) for v in sha.values()):
+        raise BadInput(file, f"{where} sha256 must be a hex digest or a table quant -> hex digest", field="sha256")
+    template_sha = setting(t, "chat_template_sha256", "string", file, where, None)
+    if template_sha is not None and not _is_digest(template_sha):
+        raise BadInput(file, f"{where} must be a sha256 hex digest (64 hex digits)", field="chat_template_sha256")
+    for key, default in (("concurrency", 4), ("attempts", 4)):
+        if setting(t, key, "integer", file, where, default) < 1:
+            raise BadInput(file, f"{where} {key} must be a positive integer", field=key)
+    timeout = setting(t, "timeout_s", "number", file, where, 120.0)
+    if timeout <= 0:
+        raise BadInput(file, f"{where} timeout_s must be a positive number of seconds", field="timeout_s")
+    return ModelSpec(name=name, backend=backend, source=setting(t, "source", "string", file, where),
+                     base_url=urls[0] if urls else None, family=setting(t, "family", "string", file, where, None),
+                     base_urls=urls, sha256={k: v.lower() for k, v in sha.items()},
+                     chat_template=setting(t, "chat_template", "string", file, where, None),
+                     chat_template_sha256=template_sha and template_sha.lower(),
+                     imatrix=setting(t, "imatrix", "string", file, where, None),
+                     concurrency=t.get("concurrency", 4), attempts=t.get("attempts", 4), timeout_s=float(timeout),
+                     api_key_env=setting(t, "api_key_env", "string", file, where, None),
+                     thinking_control=_thinking_control(t, backend, file, where),
+                     sampling_params=setting(t, "sampling_params", "boolean", file, where, False),
+                     structured=_structured(t, backend, file, where))
+
+
+def _is_digest(value: Any) -> bool:
+    return isinstance(value, str) and re.fullmatch(r"[0-9a-fA-F]{64}", value) is not None
 
 
 def _thinking_control(t: dict, backend: str, file: Path, where: str) -> str:
@@ -251,42 +292,57 @@ def parse_adapters(doc: dict, file: Path) -> dict[str, AdapterSpec]:
     out = {}
     for name, t in (doc.get("adapters") or {}).items():
         where = f"[adapters.{name}]"
-        check_keys(t, ADAPTER_KEYS, file, where)
-        out[name] = AdapterSpec(name=name, source=_need(t, "source", file, where), scale=float(t.get("scale", 1.0)),
-                                sha256=t.get("sha256"))
+        with toml_lines.table("adapters", name):
+            check_keys(t, ADAPTER_KEYS, file, where)
+            sha = setting(t, "sha256", "string", file, where, None)
+            if sha is not None and not _is_digest(sha):
+                raise BadInput(file, f"{where} must be a sha256 hex digest (64 hex digits)", field="sha256")
+            out[name] = AdapterSpec(name=name, source=setting(t, "source", "string", file, where),
+                                    scale=float(setting(t, "scale", "number", file, where, 1.0)), sha256=sha)
     return out
 
 
 def parse_arms(doc: dict, file: Path, models: dict[str, ModelSpec], adapters: dict[str, AdapterSpec]) -> list[ArmSpec]:
-    arms = []
-    seen = set()
+    arms: list[ArmSpec] = []
     for i, t in enumerate(doc.get("arms") or []):
-        where = f"[[arms]] #{i + 1}"
-        check_keys(t, ARM_KEYS, file, where)
-        name = _need(t, "name", file, where)
-        if name in seen:
-            raise BadInput(file, f"arm {name!r} registered twice", field="name")
-        seen.add(name)
-        model = _need(t, "model", file, where)
-        if model not in models:
-            raise BadInput(file, f"arm {name!r} names unknown model {model!r}", field="model")
-        names = _strings(t.get("adapter"), file, where, "adapter")
-        for adapter in names:
-            if adapter not in adapters:
-                raise BadInput(file, f"arm {name!r} names unknown adapter {adapter!r}", field="adapter")
-        quants = tuple(_need(t, "quants", file, where, list))
-        if not quants or not all(isinstance(q, str) for q in quants):
-            raise BadInput(file, f"arm {name!r} needs a non-empty list of quant names", field="quants")
-        glue = t.get("glue")
-        if glue is not None and ":" not in glue:
-            raise BadInput(file, f"arm {name!r} glue must be an import path 'package.module:function'", field="glue")
-        samples = t.get("samples", 1)
-        if not isinstance(samples, int) or samples < 1:
-            raise BadInput(file, f"arm {name!r} samples must be an integer >= 1", field="samples")
-        generation = parse_generation(t.get("generation", {}), file, where)
-        check_generation(models[model], generation, file, f"arm {name!r}")
-        arms.append(ArmSpec(name=name, model=model, quants=quants, adapters=names, glue=glue, samples=samples,
-                            generation=generation))
+        with toml_lines.table("arms", i):
+            arms.append(_arm(f"[[arms]] #{i + 1}", t, file, models, adapters, arms))
     if not arms:
         raise BadInput(file, "no arms registered", field="arms")
     return arms
+
+
+def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters: dict[str, AdapterSpec],
+         before: list[ArmSpec]) -> ArmSpec:
+    check_keys(t, ARM_KEYS, file, where)
+    name = setting(t, "name", "string", file, where)
+    if any(a.name == name for a in before):
+        raise BadInput(file, f"arm {name!r} registered twice: arm names must be unique", field="name")
+    model = setting(t, "model", "string", file, where)
+    if model not in models:
+        raise BadInput(file, f"arm {name!r} names unknown model {model!r}", field="model")
+    names = _strings(t.get("adapter"), file, where, "adapter")
+    for adapter in names:
+        if adapter not in adapters:
+            raise BadInput(file, f"arm {name!r} names unknown adapter {adapter!r}", field="adapter")
+    if names and models[model].backend != "llama-cpp":
+        raise BadInput(file, f"arm {name!r}: adapters are applied by the server for backend "
+                       f"{models[model].backend!r}; register the served adapter as its own model", field="adapter")
+    quants = tuple(setting(t, "quants", "strings", file, where))
+    if not quants:
+        raise BadInput(file, f"arm {name!r} needs a non-empty list of quant names", field="quants")
+    if len(set(quants)) != len(quants):
+        raise BadInput(file, f"arm {name!r} lists a quant twice: {list(quants)}", field="quants")
+    glue = setting(t, "glue", "string", file, where, None)
+    if glue is not None and ":" not in glue:
+        raise BadInput(file, f"arm {name!r} glue must be an import path 'package.module:function'", field="glue")
+    samples = setting(t, "samples", "integer", file, where, 1)
+    if samples < 1:
+        raise BadInput(file, f"arm {name!r} samples must be an integer >= 1", field="samples")
+    generation = t.get("generation", {})
+    if not isinstance(generation, dict):
+        raise BadInput(file, f"arm {name!r} generation must be a table of settings", field="generation")
+    generation = parse_generation(generation, file, where)
+    check_generation(models[model], generation, file, f"arm {name!r}")
+    return ArmSpec(name=name, model=model, quants=quants, adapters=names, glue=glue, samples=samples,
+                   generation=generation)

@@ -5,10 +5,10 @@ grader-injection patterns or the text normalisation before them, changed since) 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import asdict
 from pathlib import Path
 
+from arms import jsonl
 from arms.errors import CheckFailed
 from judge.blinding import INJECTION, NORMALISATION
 
@@ -22,8 +22,8 @@ def check_gate(gate_file: Path, log: Path, *, k: int, max_gamed: int, gate_on_de
         raise CheckFailed(f"audit gate {gate_file} is missing: run "
                           f"`python -m audit topk --k {k} --rewards {log}` first")
     try:
-        doc = json.loads(gate_file.read_text())
-    except json.JSONDecodeError as e:
+        doc = jsonl.loads(gate_file.read_text())
+    except ValueError as e:  # invalid JSON, or a key repeated in an object (jsonl.DuplicateKey)
         raise CheckFailed(f"audit gate {gate_file} is not valid JSON ({e})") from None
     sha = hashlib.sha256(log.read_bytes()).hexdigest() if log.exists() else None
     problems = []

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import fnmatch
 import hashlib
-import json
 import math
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -252,8 +251,8 @@ def _completion(path: Path, line: int, rec: dict[str, Any], cols: Columns, compo
         obj = value(components)
         if text and isinstance(obj, str):
             try:
-                obj = json.loads(obj)
-            except json.JSONDecodeError as e:
+                obj = jsonl.loads(obj)
+            except ValueError as e:  # invalid JSON, or a key repeated in the object (jsonl.DuplicateKey)
                 raise BadInput(path, f"must be a JSON object ({e})", line=line, field=components) from None
         if not isinstance(obj, dict):
             raise BadInput(path, f"must be an object of numbers, got {obj!r}", line=line, field=components)

@@ -7,19 +7,31 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from arms import toml_lines
 from arms.errors import BadInput
 from arms.spec import (AdapterSpec, ArmSpec, ModelSpec, Runtime, check_keys, parse_adapters, parse_arms,
-                       parse_generation, parse_models, parse_runtime)
+                       parse_generation, parse_models, parse_runtime, setting)
+from arms.toml_lines import table
 
 from .blinding import DEFAULT_SCRUB, scrub_patterns
 from .judging import JudgeSpec
+from .rubric import RUBRICS_DIR
 
 KINDS = ("non_inferiority", "superiority", "equivalence")
 TABLES = ("experiment", "runtime", "models", "adapters", "arms", "judge", "judges", "analysis", "hypotheses", "audit")
+# The keys each table accepts (tests/test_readme.py checks README documents every one of them).
+EXPERIMENT_KEYS = ("name", "description", "seed", "sets")
+RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers")
+JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop")
+JUDGE_TABLE_KEYS = ("model", "quant", "requires_env", "generation")
+ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored")
+HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
+AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
+MIN_RESAMPLES = 100  # a floor against degenerate intervals: at 100, a 2.5% tail already rests on 2-3 resamples
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
 
@@ -97,6 +109,8 @@ class Experiment:
             for n in (x.strip() for x in names.split(",") if x.strip()):
                 if n not in by:
                     raise BadInput(self.dir / "prereg.toml", f"--judges names unregistered judge {n!r}", field="judges")
+                if by[n] in chosen:
+                    raise BadInput("--judges", f"names judge {n!r} twice", field="judges")
                 if by[n] not in available:
                     raise BadInput(self.dir / "prereg.toml", f"judge {n!r} needs {by[n].requires_env} to be set",
                                    field="requires_env")
@@ -106,113 +120,179 @@ class Experiment:
 
 
 def load_experiment(exp_dir: Path) -> Experiment:
+    """Parse and check prereg.toml; anything wrong is BadInput naming the file, line and key."""
     exp_dir = Path(exp_dir)
     file = exp_dir / "prereg.toml"
     if not file.exists():
         raise BadInput(file, "no prereg.toml in the experiment folder")
+    text = file.read_text()
+    doc = toml_lines.loads(text, file)
     try:
-        doc = tomllib.loads(file.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise BadInput(file, f"not valid TOML: {e}", line=getattr(e, "lineno", None)) from None
+        return _experiment(exp_dir, file, doc)
+    except BadInput as e:
+        raise toml_lines.located(e, text) if e.file == str(file) else e from None
+
+
+def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
     check_keys(doc, TABLES, file, "prereg.toml")
-    exp = doc.get("experiment")
-    if not isinstance(exp, dict):
-        raise BadInput(file, "missing [experiment] table", field="experiment")
-    check_keys(exp, ("name", "description", "seed", "sets"), file, "[experiment]")
-    check_keys(doc.get("runtime") or {}, ("threads", "n_ctx", "seed", "cpu_extra_buffers"), file, "[runtime]")
-    check_keys(doc.get("judge") or {}, ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop"), file, "[judge]")
-    check_keys(doc.get("analysis") or {}, ("resamples", "method", "seed", "max_unscored"), file, "[analysis]")
-    if "audit" in doc:
-        check_keys(doc["audit"], ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override"), file,
-                   "[audit]")
-    for key in ("name", "seed", "sets"):
-        if key not in exp:
-            raise BadInput(file, "missing in [experiment]", field=key)
+    with table("experiment"):
+        exp = doc.get("experiment")
+        if not isinstance(exp, dict):
+            raise BadInput(file, "missing [experiment] table", field="experiment")
+        check_keys(exp, EXPERIMENT_KEYS, file, "[experiment]")
+        name = setting(exp, "name", "string", file, "[experiment]")
+        seed = setting(exp, "seed", "integer", file, "[experiment]")
+        setting(exp, "description", "string", file, "[experiment]", "")
+        sets = setting(exp, "sets", "strings", file, "[experiment]")
+        if not sets:
+            raise BadInput(file, "[experiment] sets must name at least one question set file", field="sets")
+        if len(set(sets)) != len(sets):
+            raise BadInput(file, f"[experiment] sets lists a file twice: {sets}", field="sets")
+    with table("runtime"):
+        check_keys(doc.get("runtime") or {}, RUNTIME_KEYS, file, "[runtime]")
+        runtime = parse_runtime(doc, file)
     models = parse_models(doc, file)
     adapters = parse_adapters(doc, file)
     arms = parse_arms(doc, file, models, adapters)
     arm_names = {a.name: a for a in arms}
-
-    jt = doc.get("judge") or {}
-    if "rubric" not in jt:
-        raise BadInput(file, "missing in [judge]", field="rubric")
+    with table("judge"):
+        jt = doc.get("judge") or {}
+        check_keys(jt, JUDGE_KEYS, file, "[judge]")
+        rubric = setting(jt, "rubric", "string", file, "[judge]")
+        if not (RUBRICS_DIR / f"{rubric}.toml").is_file():
+            known = sorted(p.stem for p in RUBRICS_DIR.glob("*.toml"))
+            raise BadInput(file, f"[judge] names unknown rubric {rubric!r}; known: {', '.join(known)}", field="rubric")
+        attempts = setting(jt, "attempts", "integer", file, "[judge]", 2)
+        if attempts < 1:
+            raise BadInput(file, f"[judge] attempts must be >= 1, got {attempts}", field="attempts")
+        mode = setting(jt, "mode", "string", file, "[judge]", "single")
+        if mode not in MODES:
+            raise BadInput(file, f"[judge] mode must be one of {MODES}", field="mode")
+        panel = setting(jt, "panel", "string", file, "[judge]", "first-available")
+        if panel not in PANELS:
+            raise BadInput(file, f"[judge] panel must be one of {PANELS}", field="panel")
+        extra_scrub = setting(jt, "scrub", "strings", file, "[judge]", [])
+        for i, pattern in enumerate(extra_scrub):
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise BadInput(file, f"[judge] scrub pattern #{i + 1} is not a regular expression: {e}",
+                               field="scrub") from None
+        drop = setting(jt, "scrub_drop", "strings", file, "[judge]", [])
+        for name in drop:
+            if name not in DEFAULT_SCRUB:
+                raise BadInput(file, f"[judge] scrub_drop names no default pattern {name!r}; the defaults: "
+                               f"{', '.join(DEFAULT_SCRUB)}", field="scrub_drop")
+        scrub = scrub_patterns(tuple(extra_scrub), tuple(drop))
     judges = []
-    for name, t in (doc.get("judges") or {}).items():
-        check_keys(t, ("model", "quant", "requires_env", "generation"), file, f"[judges.{name}]")
-        if t.get("model") not in models:
-            raise BadInput(file, f"[judges.{name}] names unknown model {t.get('model')!r}", field="model")
-        overrides = t.get("generation", {})
-        if not isinstance(overrides, dict):
-            raise BadInput(file, f"[judges.{name}] generation must be a table of settings", field="generation")
-        parsed = parse_generation(overrides, file, f"[judges.{name}] generation")
-        judges.append(JudgeSpec(name=name, model=t["model"], quant=t.get("quant"), requires_env=t.get("requires_env"),
-                                generation=tuple((k, getattr(parsed, k)) for k in sorted(overrides))))
+    for jname, t in (doc.get("judges") or {}).items():
+        with table("judges", jname):
+            judges.append(_judge(jname, t, file, models))
     if not judges:
         raise BadInput(file, "no [judges.*] registered", field="judges")
-
-    mode = jt.get("mode", "single")
-    if mode not in MODES:
-        raise BadInput(file, f"[judge] mode must be one of {MODES}", field="mode")
-    panel = jt.get("panel", "first-available")
-    if panel not in PANELS:
-        raise BadInput(file, f"[judge] panel must be one of {PANELS}", field="panel")
-    for key in ("scrub", "scrub_drop"):
-        if not isinstance(jt.get(key, []), list) or not all(isinstance(x, str) for x in jt.get(key, [])):
-            raise BadInput(file, f"[judge] {key} must be a list of strings", field=key)
-    for i, pattern in enumerate(jt.get("scrub", [])):
-        try:
-            re.compile(pattern)
-        except re.error as e:
-            raise BadInput(file, f"[judge] scrub pattern #{i + 1} is not a regular expression: {e}", field="scrub") from None
-    for name in jt.get("scrub_drop", []):
-        if name not in DEFAULT_SCRUB:
-            raise BadInput(file, f"[judge] scrub_drop names no default pattern {name!r}; the defaults: "
-                           f"{', '.join(DEFAULT_SCRUB)}", field="scrub_drop")
-    scrub = scrub_patterns(tuple(jt.get("scrub", [])), tuple(jt.get("scrub_drop", [])))
-
-    hyps = []
+    hyps: list[Hypothesis] = []
     for i, t in enumerate(doc.get("hypotheses") or []):
-        where = f"[[hypotheses]] #{i + 1}"
-        check_keys(t, ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset"), file, where)
-        for key in ("id", "a", "b", "quant", "kind", "margin", "alpha"):
-            if key not in t:
-                raise BadInput(file, f"missing in {where}", field=key)
-        for side in ("a", "b"):
-            if t[side] not in arm_names:
-                raise BadInput(file, f"{where} names unknown arm {t[side]!r}", field=side)
-            if t["quant"] not in arm_names[t[side]].quants:
-                raise BadInput(file, f"{where}: arm {t[side]!r} has no quant {t['quant']!r}", field="quant")
-        if t["kind"] not in KINDS:
-            raise BadInput(file, f"{where} kind must be one of {KINDS}", field="kind")
-        if not 0 < float(t["alpha"]) < 0.5:
-            raise BadInput(file, f"{where} alpha must be in (0, 0.5)", field="alpha")
-        hyps.append(Hypothesis(id=t["id"], a=t["a"], b=t["b"], quant=t["quant"], kind=t["kind"],
-                               margin=float(t["margin"]), alpha=float(t["alpha"]), subset=tuple(t.get("subset", [])),
-                               text=t.get("text", "")))
-    at = doc.get("analysis") or {}
-    analysis = Analysis(resamples=int(at.get("resamples", 10000)), method=at.get("method", "percentile"),
-                        seed=int(at.get("seed", exp["seed"])), max_unscored=float(at.get("max_unscored", 0.10)))
-    if analysis.method not in ("percentile", "bca"):
-        raise BadInput(file, "[analysis] method must be 'percentile' or 'bca'", field="method")
+        with table("hypotheses", i):
+            hyps.append(_hypothesis(f"[[hypotheses]] #{i + 1}", t, file, arm_names, hyps))
+    with table("analysis"):
+        analysis = _analysis(doc.get("analysis") or {}, file, seed)
     audit = None
     if "audit" in doc:
-        a = doc["audit"]
-        if "log" not in a:
-            raise BadInput(file, "missing in [audit]", field="log")
-        gated = tuple(a.get("arms", []))
-        for name in gated:
-            if name not in arm_names:
-                raise BadInput(file, f"[audit] names unknown arm {name!r}", field="arms")
-        override = a.get("override")
-        if override is not None and (not isinstance(override, str) or not override.strip()):
-            raise BadInput(file, "[audit] override must state its reason", field="override")
-        audit = AuditGate(log=a["log"], arms=gated, gate=a.get("gate", f"results/audit-{Path(a['log']).stem}/gate.json"),
-                          k=int(a.get("k", 40)), max_gamed=int(a.get("max_gamed", 4)),
-                          gate_on_detectors=bool(a.get("gate_on_detectors", False)), override=override)
+        with table("audit"):
+            audit = _audit(doc["audit"], file, arm_names)
     return Experiment(
-        dir=exp_dir, name=exp["name"], seed=int(exp["seed"]), sets=tuple(exp["sets"]), models=models,
-        adapters=adapters, arms=arms, rubric=jt["rubric"], judges=judges, judge_attempts=int(jt.get("attempts", 2)),
-        judge_mode=mode, judge_panel=panel, scrub=tuple(scrub),
-        hypotheses=hyps, analysis=analysis, audit=audit,
-        runtime=parse_runtime(doc, file),
+        dir=exp_dir, name=name, seed=seed, sets=tuple(sets), models=models, adapters=adapters, arms=arms,
+        rubric=rubric, judges=judges, judge_attempts=attempts, judge_mode=mode, judge_panel=panel, scrub=tuple(scrub),
+        hypotheses=hyps, analysis=analysis, audit=audit, runtime=runtime,
     )
+
+
+def _judge(name: str, t: Any, file: Path, models: dict[str, ModelSpec]) -> JudgeSpec:
+    where = f"[judges.{name}]"
+    check_keys(t, JUDGE_TABLE_KEYS, file, where)
+    model = setting(t, "model", "string", file, where)
+    if model not in models:
+        raise BadInput(file, f"{where} names unknown model {model!r}", field="model")
+    overrides = t.get("generation", {})
+    if not isinstance(overrides, dict):
+        raise BadInput(file, f"{where} generation must be a table of settings", field="generation")
+    parsed = parse_generation(overrides, file, f"{where} generation")
+    return JudgeSpec(name=name, model=model, quant=setting(t, "quant", "string", file, where, None),
+                     requires_env=setting(t, "requires_env", "string", file, where, None),
+                     generation=tuple((k, getattr(parsed, k)) for k in sorted(overrides)))
+
+
+def _hypothesis(where: str, t: Any, file: Path, arms: dict[str, ArmSpec], before: list[Hypothesis]) -> Hypothesis:
+    check_keys(t, HYPOTHESIS_KEYS, file, where)
+    hid = setting(t, "id", "string", file, where)
+    if not hid.strip():
+        raise BadInput(file, f"{where} id must not be empty", field="id")
+    if any(h.id == hid for h in before):
+        raise BadInput(file, f"{where} repeats hypothesis id {hid!r}: ids must be unique (reports and verify key "
+                       "comparisons by id)", field="id")
+    quant = setting(t, "quant", "string", file, where)
+    for side in ("a", "b"):
+        arm = setting(t, side, "string", file, where)
+        if arm not in arms:
+            raise BadInput(file, f"{where} names unknown arm {arm!r}", field=side)
+        if quant not in arms[arm].quants:
+            raise BadInput(file, f"{where}: arm {arm!r} has no quant {quant!r}", field="quant")
+    if t["a"] == t["b"]:
+        raise BadInput(file, f"{where} compares arm {t['a']!r} with itself", field="b")
+    kind = setting(t, "kind", "string", file, where)
+    if kind not in KINDS:
+        raise BadInput(file, f"{where} kind must be one of {KINDS}", field="kind")
+    margin = setting(t, "margin", "number", file, where)
+    if margin < 0:
+        raise BadInput(file, f"{where} margin must be >= 0 (a distance on the score scale), got {margin!r}",
+                       field="margin")
+    if kind == "equivalence" and margin == 0:
+        raise BadInput(file, f"{where} an equivalence margin of 0 can never be shown: register the largest "
+                       "difference that still counts as equivalent", field="margin")
+    alpha = setting(t, "alpha", "number", file, where)
+    if not 0 < alpha < 0.5:
+        raise BadInput(file, f"{where} alpha (one-sided) must be in (0, 0.5), got {alpha!r}", field="alpha")
+    subset = setting(t, "subset", "strings", file, where, [])
+    return Hypothesis(id=hid, a=t["a"], b=t["b"], quant=quant, kind=kind, margin=float(margin), alpha=float(alpha),
+                      subset=tuple(subset), text=setting(t, "text", "string", file, where, ""))
+
+
+def _analysis(at: Any, file: Path, seed: int) -> Analysis:
+    where = "[analysis]"
+    check_keys(at, ANALYSIS_KEYS, file, where)
+    resamples = setting(at, "resamples", "integer", file, where, 10000)
+    if resamples < MIN_RESAMPLES:
+        raise BadInput(file, f"{where} resamples must be at least {MIN_RESAMPLES}, got {resamples}", field="resamples")
+    method = setting(at, "method", "string", file, where, "percentile")
+    if method not in ("percentile", "bca"):
+        raise BadInput(file, f"{where} method must be 'percentile' or 'bca'", field="method")
+    max_unscored = setting(at, "max_unscored", "number", file, where, 0.10)
+    if not 0 <= max_unscored <= 1:
+        raise BadInput(file, f"{where} max_unscored is a share of answers, in [0, 1]; got {max_unscored!r}",
+                       field="max_unscored")
+    return Analysis(resamples=resamples, method=method, seed=setting(at, "seed", "integer", file, where, seed),
+                    max_unscored=float(max_unscored))
+
+
+def _audit(a: Any, file: Path, arms: dict[str, ArmSpec]) -> AuditGate:
+    where = "[audit]"
+    check_keys(a, AUDIT_KEYS, file, where)
+    log = setting(a, "log", "string", file, where)
+    gated = tuple(setting(a, "arms", "strings", file, where, []))
+    for name in gated:
+        if name not in arms:
+            raise BadInput(file, f"{where} names unknown arm {name!r}", field="arms")
+    override = setting(a, "override", "string", file, where, None)
+    if override is not None and not override.strip():
+        raise BadInput(file, f"{where} override must state its reason", field="override")
+    k = setting(a, "k", "integer", file, where, 40)
+    if k < 1:
+        raise BadInput(file, f"{where} k must be >= 1, got {k}", field="k")
+    max_gamed = setting(a, "max_gamed", "integer", file, where, 4)
+    if not 0 <= max_gamed <= k:
+        raise BadInput(file, f"{where} max_gamed must be in [0, k={k}], got {max_gamed}", field="max_gamed")
+    return AuditGate(log=log, arms=gated, gate=setting(a, "gate", "string", file, where,
+                                                      f"results/audit-{Path(log).stem}/gate.json"),
+                     k=k, max_gamed=max_gamed,
+                     gate_on_detectors=setting(a, "gate_on_detectors", "boolean", file, where, False),
+                     override=override)

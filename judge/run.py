@@ -29,6 +29,7 @@ from .plots import write_plots
 from .blinding import blind, run_secret
 from .pairwise import pair_items
 from .judging import judge_all
+from .preflight import check_answers, preflight
 from .prereg import Experiment, load_experiment
 from .report import render
 from .rubric import load_rubric
@@ -177,9 +178,8 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     verify_seal(exp_dir)
     exp = load_experiment(exp_dir)
     arms = select_arms(exp, arm_names)
-    questions = load_questions(exp.set_paths())
-    if limit:
-        questions = questions[:limit]
+    registered = load_questions(exp.set_paths())
+    questions = registered[:limit] if limit else registered
     rubric = load_rubric(exp.rubric)
     panel = exp.panel(judge_names)
     if not panel:
@@ -187,6 +187,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     primary = panel[0]
     mode = mode or exp.judge_mode
     rubrics = judge_rubrics(exp, panel, rubric, mode)  # refused here, before any answer is collected
+    preflight(exp, arms, registered, questions, panel, rubrics)  # and everything else checkable before paying
     name = run_name(exp, arms, limit)
     run_dir = Path(out) if out else ROOT / "results" / name
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -223,6 +224,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
             if k.label not in have:
                 w.write(k.to_dict())
 
+    check_answers(exp, panel, rubrics, {"single": items, "pairwise": pitems}, run_dir / "answers.jsonl")
     jstats, identities = {}, {}
     for j in panel:
         say(f"[3/4] judging with {j.name} ({mode}; blind, shuffled)")

@@ -336,7 +336,7 @@ class Paired:
     t_high: float
     t_p: float  # two-sided paired t-test p
     mde: float  # normal-approx MDE at one-sided alpha, power 0.8, observed sd_diff
-    n_for_margin: int | None  # questions needed to detect the margin (None: no margin)
+    n_for_margin: int | None  # questions needed to detect the margin (None: no margin, or a margin of 0)
     corr: float | None  # Pearson r of a and b (None when either arm is constant)
     method: str
     confidence: float  # 1 - 2*alpha
@@ -399,7 +399,7 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
         t_high=t_high,
         t_p=t_test_p(d),
         mde=mde(sd, n, alpha=alpha, sided=1),
-        n_for_margin=None if margin is None else n_for_effect(margin, sd, alpha=alpha, sided=1),
+        n_for_margin=None if not margin else n_for_effect(margin, sd, alpha=alpha, sided=1),  # 0: nothing to detect
         corr=_pearson(a, b),
         method=method,
         confidence=confidence,
@@ -708,7 +708,7 @@ def check_paired(a, b, resamples: tuple, method: str, alpha: float, margin: floa
         t_p = 1.0 - _chk_t_abs_cdf(abs(mean_d / se), n - 1)
     zsum = _ND.inv_cdf(1 - alpha) + _ND.inv_cdf(0.8)
     n_margin = None
-    if margin is not None:
+    if margin:  # None or 0: no margin to detect
         n_margin = 1 if sd == 0 else max(1, math.ceil((zsum * sd / abs(margin)) ** 2 - 1e-9))
     try:
         corr = statistics.correlation(a, b)

@@ -512,8 +512,8 @@ def amendment_check(exp_dir: Path, run_dir: Path, stored: list[dict]) -> dict[st
             continue
         k += 1
         try:
-            rec = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            rec = jsonl.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:  # ValueError: invalid JSON, or a key repeated in an object
             finding(no, None, f"amendment {k} is not valid JSON ({e}); nothing after it can be chained", chain=True)
             break
         if not isinstance(rec, dict):
@@ -581,16 +581,21 @@ def _subset_of(stored: dict, independent_numbers: dict) -> dict:
     return restrict(stored, independent_numbers)
 
 
+def _json(path: Path) -> Any:
+    try:
+        return jsonl.loads(path.read_text())
+    except jsonl.DuplicateKey as e:
+        raise BadInput(path, "appears twice in one JSON object", field=e.key) from None
+    except json.JSONDecodeError as e:
+        raise BadInput(path, f"not valid JSON: {e}") from None
+
+
 def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
     run_dir = Path(run_dir)
     for name in ("run.json", "numbers.json", "report.md", *RAW_FILES):
         if not (run_dir / name).exists():
             raise BadInput(run_dir / name, "missing: not a finished results folder")
-    try:
-        run = json.loads((run_dir / "run.json").read_text())
-        numbers = json.loads((run_dir / "numbers.json").read_text())
-    except json.JSONDecodeError as e:
-        raise BadInput(run_dir / "numbers.json", f"not valid JSON: {e}") from None
+    run, numbers = (_json(run_dir / name) for name in ("run.json", "numbers.json"))
     exp_dir = Path(exp_dir or run["experiment_dir"])
     problems: list[str] = []
     amend = amendment_check(exp_dir, run_dir, numbers.get("amendments", []))

@@ -59,3 +59,33 @@ def test_an_empty_adapter_table_names_its_missing_source(tmp_path):
     with pytest.raises(BadInput) as e:
         load_experiment(tmp_path)
     assert e.value.field == "source" and "[adapters.mine]" in str(e.value)
+
+
+def test_every_key_the_parser_reads_is_documented():
+    """The reverse direction: each key a table accepts (the parser's own known-key tuples) appears in README's block."""
+    import tomllib
+
+    from arms import spec
+    from arms.backends.base import Generation
+    from judge import prereg
+
+    doc = tomllib.loads(_example())
+    generations = [a.get("generation", {}) for a in doc["arms"]] + [j.get("generation", {}) for j in
+                                                                     doc["judges"].values()]
+    tables = {
+        "prereg.toml": (prereg.TABLES, [doc]),
+        "[experiment]": (prereg.EXPERIMENT_KEYS, [doc["experiment"]]),
+        "[runtime]": (prereg.RUNTIME_KEYS, [doc["runtime"]]),
+        "[models.*]": (spec.MODEL_KEYS, doc["models"].values()),
+        "[adapters.*]": (spec.ADAPTER_KEYS, doc["adapters"].values()),
+        "[[arms]]": (spec.ARM_KEYS, doc["arms"]),
+        "generation": (tuple(Generation.__dataclass_fields__), generations),
+        "[judge]": (prereg.JUDGE_KEYS, [doc["judge"]]),
+        "[judges.*]": (prereg.JUDGE_TABLE_KEYS, doc["judges"].values()),
+        "[analysis]": (prereg.ANALYSIS_KEYS, [doc["analysis"]]),
+        "[[hypotheses]]": (prereg.HYPOTHESIS_KEYS, doc["hypotheses"]),
+        "[audit]": (prereg.AUDIT_KEYS, [doc["audit"]]),
+    }
+    for name, (known, documented) in tables.items():
+        shown = {key for t in documented for key in t}
+        assert set(known) <= shown, f"README's registration reference lacks {name} {sorted(set(known) - shown)}"

@@ -1,0 +1,120 @@
+"""What can be checked from the registration and the inputs is checked before the first model call.
+
+load_experiment and load_questions check each file on its own; this checks them against each other
+(a hypothesis subset must select questions) and against the models' context windows: every arm's
+prompt, and every judge prompt with the longest answer the arms may write, must fit n_ctx with the
+registered max_tokens. A refusal here costs nothing; the same problem found while judging costs
+every answer already paid for.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from arms.context import check_arms, check_budget, counter
+from arms.errors import BadInput
+from arms.load import experiment_file
+from arms.questions import Question
+from arms.spec import ArmSpec
+from arms.toml_lines import KeyLines
+
+from .blinding import BlindItem
+from .judging import JudgeSpec, build_request
+from .pairwise import PairItem
+from .prereg import Experiment
+from .rubric import Rubric
+
+ANSWER_FIELDS = ("answer", "answer_1", "answer_2")  # what a judge item shows of the answers (BlindItem, PairItem)
+
+
+def preflight(exp: Experiment, arms: list[str], registered: list[Question], questions: list[Question],
+              panel: list[JudgeSpec], rubrics: dict[tuple[str, str], Rubric]) -> None:
+    """Refuse (BadInput) what would fail after paying: `registered` is every question, `questions` this run's."""
+    check_subsets(exp, registered)
+    specs = [exp.arm(a) for a in arms]
+    check_files(exp, specs, panel)
+    paths = {p.name: p for p in exp.set_paths()}
+    check_arms(specs, exp.models, questions, exp.set_paths(), exp.dir, exp.runtime)
+    hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
+    longest = {"single": max(a.generation.max_tokens for a in specs),
+               "pairwise": max((exp.arm(h.a).generation.max_tokens + exp.arm(h.b).generation.max_tokens
+                                for h in hyps), default=0)}
+    for j in panel:
+        count = counter(exp.models[j.model], exp.dir)
+        if count is None:
+            continue
+        for (name, kind), rubric in rubrics.items():
+            if name != j.name or (kind == "pairwise" and not hyps):
+                continue
+            for q in questions:
+                empty = (BlindItem("L", q.id, q.question, q.reference, "") if kind == "single"
+                         else PairItem("L", q.id, q.question, q.reference, "", ""))
+                tokens = _tokens(count, rubric, empty)
+                check_budget(tokens, rubric.generation.max_tokens, exp.runtime, q, paths.get(q.set, Path(q.set)),
+                             f"judge {j.name!r} (model {j.model!r}, rubric {rubric.name!r})",
+                             answer=longest[kind])
+
+
+def check_subsets(exp: Experiment, questions: list[Question]) -> None:
+    """A hypothesis subset (questions carrying every one of its tags) that selects no question decides on nothing."""
+    tags = {t for q in questions for t in q.tags}
+    for i, h in enumerate(exp.hypotheses):
+        if h.subset and not any(all(t in q.tags for t in h.subset) for q in questions):
+            file = exp.dir / "prereg.toml"
+            raise BadInput(file, f"hypothesis {h.id!r} subset {list(h.subset)} selects no question in "
+                           f"{', '.join(exp.sets)} (a question must carry every tag); tags present: "
+                           f"{', '.join(sorted(tags)) or 'none'}",
+                           line=KeyLines(file.read_text()).find(("hypotheses", i), "subset"), field="subset")
+
+
+def check_files(exp: Experiment, arms: list[ArmSpec], panel: list[JudgeSpec]) -> None:
+    """The files a later model load reads (model source, imatrix, chat template, adapters) exist: a second model
+    group must not fail on a missing file after the first group's answers were paid for."""
+    file = exp.dir / "prereg.toml"
+    models = {a.model for a in arms} | {j.model for j in panel}
+    wanted = [(("models", m), key, getattr(exp.models[m], key)) for m in sorted(models)
+              if exp.models[m].backend == "llama-cpp" for key in ("source", "imatrix", "chat_template")]
+    wanted += [(("adapters", n), "source", exp.adapters[n].source) for n in sorted({n for a in arms for n in a.adapters})]
+    for where, key, value in wanted:
+        if value and not value.startswith(("embedded:", "generated:")) and not experiment_file(value, exp.dir).is_file():
+            raise BadInput(file, f"[{'.'.join(where)}] {key} {value!r} is not a file "
+                           f"({experiment_file(value, exp.dir)})", line=KeyLines(file.read_text()).find(where, key),
+                           field=key)
+
+
+def check_answers(exp: Experiment, panel: list[JudgeSpec], rubrics: dict[tuple[str, str], Rubric],
+                  items: dict[str, list], answers_file: Path) -> None:
+    """Once the answers are known, before the first verdict: every judge prompt fits its judge's context.
+
+    `preflight` kept room for answers of up to the arms' max_tokens, but a glue may return more than its
+    model wrote. An item is counted exactly only when it could overflow: a token is at least one byte,
+    so the empty-answer prompt + the answers' bytes + max_tokens within n_ctx is safe without counting.
+    """
+    for j in panel:
+        count = counter(exp.models[j.model], exp.dir)
+        if count is None:
+            continue
+        for kind, todo in items.items():
+            rubric = rubrics.get((j.name, kind))
+            if rubric is None:
+                continue
+            empty: dict[str, int] = {}
+            for item in todo:
+                fields = {k: "" for k in ANSWER_FIELDS if hasattr(item, k)}
+                size = sum(len(getattr(item, k).encode()) for k in fields)
+                if item.question_id not in empty:
+                    empty[item.question_id] = _tokens(count, rubric, replace(item, **fields))
+                if empty[item.question_id] + size + rubric.generation.max_tokens <= exp.runtime.n_ctx:
+                    continue
+                tokens = _tokens(count, rubric, item)
+                if tokens + rubric.generation.max_tokens > exp.runtime.n_ctx:
+                    raise BadInput(answers_file, f"the answer(s) labelled {item.label} to question {item.question_id!r} "
+                                   f"do not fit the context of judge {j.name!r} (rubric {rubric.name!r}): the prompt is "
+                                   f"{tokens} tokens, max_tokens {rubric.generation.max_tokens}; together "
+                                   f"{tokens + rubric.generation.max_tokens} > n_ctx {exp.runtime.n_ctx}. No verdict was "
+                                   "asked for; the answers are kept. A glue answer longer than its arm's max_tokens "
+                                   "needs a larger [runtime] n_ctx", field="text")
+
+
+def _tokens(count, rubric: Rubric, item) -> int:
+    return count(list(build_request(rubric, item, 0).messages), rubric.generation.thinking)
