@@ -17,6 +17,7 @@ from arms.spec import (AdapterSpec, ArmSpec, ModelSpec, Runtime, check_keys, par
 
 from .blinding import DEFAULT_SCRUB
 from .judging import JudgeSpec
+from .seal import inside
 
 KINDS = ("non_inferiority", "superiority", "equivalence")
 TABLES = ("experiment", "runtime", "models", "adapters", "arms", "judge", "judges", "analysis", "hypotheses", "audit")
@@ -82,7 +83,8 @@ class Experiment:
         return next(a for a in self.arms if a.name == name)
 
     def set_paths(self) -> list[Path]:
-        return [self.dir / s for s in self.sets]
+        """Each question set's real path, refused unless inside the experiment folder (where the seal covers it)."""
+        return [inside(self.dir, s, self.dir / "prereg.toml", "sets") for s in self.sets]
 
     def available_judges(self) -> list[JudgeSpec]:
         """Registered judges whose credentials are present, in registered order; the first is primary."""
