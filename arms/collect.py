@@ -11,6 +11,7 @@ finished beyond it are in the cache.
 """
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -22,6 +23,7 @@ from tqdm import tqdm
 from . import jsonl
 from .backends.base import Backend, Reply, Request
 from .cache import CallCache, call_key
+from .errors import BadInput
 from .glue import GlueResult, load_glue
 from .load import open_backend
 from .questions import Question
@@ -99,6 +101,14 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
     existing = jsonl.current(out, ANSWER_KEY)
     retry = {k[0]: line for k, line in jsonl.to_retry(existing).items()}
     tasks = [Task(a, q, qu, s) for a in arms for q in a.quants for qu in questions for s in range(a.samples)]
+    for t in tasks:  # a row is skipped by its id alone only if it was answered under the settings registered now
+        done = existing.get((t.row,))
+        registered = json.loads(json.dumps({**t.arm.generation.to_dict(), "seed": t.seed}))
+        if done is not None and t.row not in retry and done.record.get("settings") != registered:
+            raise BadInput(out, f"the answer of arm {t.arm.name!r} at {t.quant} to question {t.question.id!r} (sample "
+                           f"{t.sample}) was collected with settings {done.record.get('settings')}, but the "
+                           f"registration now says {registered}: one folder holds one registration; collect into "
+                           "another folder", line=done.line, field="settings")
     todo = [t for t in tasks if (t.row,) not in existing or t.row in retry]
     groups: dict[tuple, list[Task]] = {}  # one model load per (model, quant, adapters)
     for t in todo:

@@ -237,6 +237,18 @@ def test_folder_written_before_binding_is_not_resumed(server, tmp_path):
     assert r.returncode == 2 and "no binding.json" in r.stderr, r.stderr
 
 
+def test_collection_never_skips_a_row_answered_under_other_settings(server, tmp_path):
+    """`arms collect` has no binding: it skips a row by its id only if the row's settings are the registered ones."""
+    exp = experiment(tmp_path, server.openai_url)
+    out = tmp_path / "out"
+    args = ("arms", "collect", "--exp", str(exp), "--arms", "base", "--limit", "2", "--out", str(out), "--quiet")
+    assert cli(*args, env=ENV, timeout=120).returncode == 0
+    exp = experiment(tmp_path, server.openai_url, base="max_tokens = 48, seed = 0")
+    r = cli(*args, env=ENV, timeout=120)
+    assert r.returncode == 2 and f"{out / 'answers.jsonl'}:1: field 'settings'" in r.stderr, r.stderr
+    assert len(lines(out / "answers.jsonl")) == 2
+
+
 # --- 3. one run at a time ------------------------------------------------------------------------------------
 
 def test_second_concurrent_run_is_refused_at_once_naming_the_holder(server, tmp_path):
