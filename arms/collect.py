@@ -104,11 +104,13 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
     for t in tasks:  # a row is skipped by its id alone only if it was answered under the settings registered now
         done = existing.get((t.row,))
         registered = json.loads(json.dumps({**t.arm.generation.to_dict(), "seed": t.seed}))
-        if done is not None and t.row not in retry and done.record.get("settings") != registered:
+        recorded = done.record.get("settings") or {} if done is not None else registered
+        if t.row not in retry and recorded != registered:
+            differ = ", ".join(f"{k} {recorded.get(k)!r} (registered now: {registered.get(k)!r})"
+                               for k in sorted(set(recorded) | set(registered)) if recorded.get(k) != registered.get(k))
             raise BadInput(out, f"the answer of arm {t.arm.name!r} at {t.quant} to question {t.question.id!r} (sample "
-                           f"{t.sample}) was collected with settings {done.record.get('settings')}, but the "
-                           f"registration now says {registered}: one folder holds one registration; collect into "
-                           "another folder", line=done.line, field="settings")
+                           f"{t.sample}) was collected with other settings: {differ}. One folder holds one "
+                           "registration: collect into another folder", line=done.line, field="settings")
     todo = [t for t in tasks if (t.row,) not in existing or t.row in retry]
     groups: dict[tuple, list[Task]] = {}  # one model load per (model, quant, adapters)
     for t in todo:

@@ -245,7 +245,8 @@ def test_collection_never_skips_a_row_answered_under_other_settings(server, tmp_
     assert cli(*args, env=ENV, timeout=120).returncode == 0
     exp = experiment(tmp_path, server.openai_url, base="max_tokens = 48, seed = 0")
     r = cli(*args, env=ENV, timeout=120)
-    assert r.returncode == 2 and f"{out / 'answers.jsonl'}:1: field 'settings'" in r.stderr, r.stderr
+    assert r.returncode == 2 and f"{out / 'answers.jsonl'}:" in r.stderr and "field 'settings'" in r.stderr
+    assert "max_tokens 64 (registered now: 48)" in r.stderr, r.stderr
     assert len(lines(out / "answers.jsonl")) == 2
 
 
@@ -266,10 +267,10 @@ def test_second_concurrent_run_is_refused_at_once_naming_the_holder(server, tmp_
         t0 = time.monotonic()
         r = run(exp, out, "--arms", "--limit", "3")
         took = time.monotonic() - t0
-        assert first.poll() is None, "the first run finished before the second started: the test proves nothing"
+        assert r.returncode == 2, r.stderr
+        assert first.poll() is None, "the first run finished before the second was refused: the test proves nothing"
     finally:
         _, err = first.communicate(timeout=180)
-    assert r.returncode == 2, r.stderr
     assert f"another `judge run` is writing this results folder (pid {first.pid} on host" in r.stderr
     assert took < 30
     assert first.returncode == 0, err
