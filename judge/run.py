@@ -2,7 +2,9 @@
 
 Idempotent: the run folder's raw files are append-only and every model call is cached, so
 re-running resumes and never repeats a finished call; answers and verdicts whose call failed
-(`error`) are asked again and appended as retries (arms.jsonl's retry rule).
+(`error`) are asked again and appended as retries (arms.jsonl's retry rule). The results folder is
+locked while the run writes it and bound to one registration before its first call (judge.folder):
+a later run resumes exactly that, extends it with more arms or questions, or is refused.
 """
 from __future__ import annotations
 

@@ -575,7 +575,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
         return list(dict.fromkeys(problems))
     problems += _disagreement("the first broken line of the amendment chain", None, amend["broken_at"])
     exp = load_experiment(exp_dir)
-    problems += binding_findings(run_dir, exp)
+    problems += binding_findings(run_dir, exp, amend["late"])
     for name, sha in raw_sha256(run_dir).items():
         if numbers.get("raw_sha256", {}).get(name) != sha:
             problems.append(f"raw file {name}: sha256 {sha[:12]}… differs from the one numbers.json was computed "
