@@ -103,9 +103,11 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
     tasks = [Task(a, q, qu, s) for a in arms for q in a.quants for qu in questions for s in range(a.samples)]
     for t in tasks:  # a row is skipped by its id alone only if it was answered under the settings registered now
         done = existing.get((t.row,))
+        if done is None or t.row in retry:
+            continue
         registered = json.loads(json.dumps({**t.arm.generation.to_dict(), "seed": t.seed}))
-        recorded = done.record.get("settings") or {} if done is not None else registered
-        if t.row not in retry and recorded != registered:
+        recorded = done.record.get("settings") or {}
+        if recorded != registered:
             differ = ", ".join(f"{k} {recorded.get(k)!r} (registered now: {registered.get(k)!r})"
                                for k in sorted(set(recorded) | set(registered)) if recorded.get(k) != registered.get(k))
             raise BadInput(out, f"the answer of arm {t.arm.name!r} at {t.quant} to question {t.question.id!r} (sample "

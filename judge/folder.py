@@ -22,10 +22,11 @@ import importlib
 import json
 import os
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from arms import jsonl
 from arms.errors import BadInput

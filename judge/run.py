@@ -29,12 +29,12 @@ from arms.spec import check_generation
 from .analysis import compute_numbers, late_amendments, write_numbers
 from .plots import write_plots
 from .blinding import blind
+from .folder import bind, commit, locked, start_judging
 from .pairwise import pair_items
 from .judging import judge_all
 from .prereg import Experiment, load_experiment
 from .report import render
 from .rubric import load_rubric
-from .folder import bind, commit, locked, start_judging
 from .seal import inside, manifest_sha256, verify_seal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +96,8 @@ def check_audit_gate(exp: Experiment, arms: list[str]) -> str:
         return (f"Audit gate OVERRIDDEN by the registration for {', '.join(gated)} (top-{a.k} audit of "
                 f"`{a.log}`, max {a.max_gamed} gamed): {a.override.strip()}")
     gate_file = Path(a.gate) if Path(a.gate).is_absolute() else ROOT / a.gate
-    doc = check_gate(gate_file, inside(exp.dir, a.log, exp.dir / "prereg.toml", "log"), k=a.k, max_gamed=a.max_gamed, gate_on_detectors=a.gate_on_detectors)
+    log = inside(exp.dir, a.log, exp.dir / "prereg.toml", "log")
+    doc = check_gate(gate_file, log, k=a.k, max_gamed=a.max_gamed, gate_on_detectors=a.gate_on_detectors)
     reader = doc.get("reader", {})
     return (f"Audit gate passed for {', '.join(gated)}: top-{doc['k']} of `{a.log}` read blind by "
             f"{reader.get('id') or reader.get('name')}, {doc.get('counted')} counted against passing "
@@ -177,7 +178,6 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     panel = exp.panel(judge_names)
     if not panel:
         raise BadInput(exp_dir / "prereg.toml", "no registered judge is available (missing API keys?)", field="judges")
-    primary = panel[0]
     mode = mode or exp.judge_mode
     rubrics = judge_rubrics(exp, panel, rubric, mode)  # refused here, before any answer is collected
     name = run_name(exp, arms, limit)

@@ -4,8 +4,9 @@ MANIFEST lines are `<sha256>  <relative path>`, or `<sha256>  private:<relative 
 file bound by hash only: it may be absent (kept out of the repository); when present it must match.
 Any other file that goes missing breaks the seal. A symbolic link anywhere in the folder is refused
 (by `seal` and by every check of the seal): its target could change, or lie outside, unseen. A path
-the registration names (a question set) must resolve inside the folder, where the seal covers it. Amendments are appended to amendments.jsonl, each hash-chained to
-the MANIFEST and the amendment before it, so none can be inserted, edited or dropped unseen.
+the registration names (a question set) must resolve inside the folder, where the seal covers it.
+Amendments are appended to amendments.jsonl, each hash-chained to the MANIFEST and the amendment
+before it, so none can be inserted, edited or dropped unseen.
 """
 from __future__ import annotations
 

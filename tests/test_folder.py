@@ -19,16 +19,16 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, cli
 
 from arms import jsonl
 from arms.questions import load_questions
 from arms.scripted_server import ScriptedServer, Seen, Step, reply, verdict
-from judge.analysis import amendments as amendment_rows, compute_numbers, write_numbers
+from judge.analysis import amendments as amendment_rows
+from judge.analysis import compute_numbers, write_numbers
 from judge.prereg import load_experiment
 from judge.report import render
 from judge.seal import amend, seal
-
-from conftest import ROOT, cli
 
 ENV = {"OPENAI_API_KEY": "sentinel-not-a-real-key"}
 SERVED = ("model-a", "model-b", "judge-model", "judge-model-2")
@@ -340,7 +340,7 @@ def test_edited_pairwise_rubric_is_refused_in_the_same_folder(server, tmp_path):
     def run_copy(*args):
         return subprocess.run([sys.executable, "-m", "judge", "run", "--exp", str(exp), "--out", str(out), "--quiet",
                                *args], cwd=code, env={**os.environ, **ENV, "PYTHONPATH": str(code)},
-                              capture_output=True, text=True, timeout=180)
+                              capture_output=True, text=True, timeout=180, check=False)
 
     r = run_copy("--arms", "--limit", "2", "--mode", "both")
     assert r.returncode == 0, r.stderr
@@ -417,6 +417,6 @@ def test_family_warning_names_the_judge_it_is_about(server, tmp_path):
     r = run(exp, out, "--arms", "--limit", "2", "--judges", "openai,second")
     assert r.returncode == 0, r.stderr
     warnings = json.loads((out / "run.json").read_text())["judge"]["warnings"]
-    assert warnings == ["The judge `second` shares a model family (scripted) with arm(s) base, trained: "
-                        "self-preference can bias the comparison."]
+    assert warnings == [("The judge `second` shares a model family (scripted) with arm(s) base, trained: "
+                         "self-preference can bias the comparison.")]
     assert "The judge `second` shares a model family" in (out / "report.md").read_text()
