@@ -187,10 +187,16 @@ def bind(run_dir: Path, exp: Experiment, arms: list[str], limit: int | None, pan
     out = {**bound, "registration": {**bound["registration"], **reg}, "scope": scope}
     if scope != old:
         out["history"] = [*bound.get("history", []), {"time": now(), **scope}]
-    if (run_dir / "judgments.jsonl").exists() and any(True for _ in jsonl.read(run_dir / "judgments.jsonl")):
-        for p in amendment_findings(exp.dir, out):
-            raise BadInput(exp.dir / "amendments.jsonl", p["message"], line=p["line"], field=p["field"])
+    findings = amendment_findings(exp.dir, out) if _judging_began(run_dir) else []
+    if findings:
+        first = findings[0]
+        raise BadInput(exp.dir / "amendments.jsonl", first["message"], line=first["line"], field=first["field"])
     return out
+
+
+def _judging_began(run_dir: Path) -> bool:
+    path = Path(run_dir) / "judgments.jsonl"
+    return path.exists() and any(True for _ in jsonl.read(path))
 
 
 def commit(run_dir: Path, doc: dict[str, Any]) -> None:
@@ -207,8 +213,7 @@ def chain_head(exp_dir: Path) -> dict[str, Any]:
 
 def start_judging(run_dir: Path, doc: dict[str, Any], exp: Experiment) -> dict[str, Any]:
     """Bind the amendment chain as it stands when judging starts (while no verdict exists yet)."""
-    path = Path(run_dir) / "judgments.jsonl"
-    if path.exists() and any(True for _ in jsonl.read(path)):
+    if _judging_began(run_dir):
         return doc
     doc = {**doc, "amendments": chain_head(exp.dir)}
     commit(run_dir, doc)

@@ -387,6 +387,24 @@ def test_amendment_written_after_judging_and_redated_earlier_is_refused_and_flag
     assert f"amendments: {exp / 'amendments.jsonl'}:1: field 'date': amendment 1" in v.stderr
 
 
+def test_amendment_edited_and_rechained_after_judging_is_refused_and_flagged(server, tmp_path):
+    """The chain verifies (it was rebuilt from the MANIFEST), but not to the head bound when judging began."""
+    exp = experiment(tmp_path, server.openai_url)
+    amend(exp, "questions tagged arithmetic count double")
+    out = tmp_path / "out"
+    assert run(exp, out, "--arms", "--limit", "2").returncode == 0
+    date = lines(exp / "amendments.jsonl")[0]["date"]
+    (exp / "amendments.jsonl").unlink()
+    amend(exp, "questions tagged arithmetic do not count", now=dt.datetime.fromisoformat(date))
+    r = run(exp, out, "--arms", "--limit", "2")
+    assert r.returncode == 2, r.stderr
+    assert f"{exp / 'amendments.jsonl'}:1: field 'prev': the amendment chain was rewritten after judging" in r.stderr
+    reanalyse(exp, out)
+    v = cli("judge", "verify", str(out))
+    assert v.returncode == 1, v.stderr
+    assert f"amendments: {exp / 'amendments.jsonl'}:1: field 'prev': the amendment chain was rewritten" in v.stderr
+
+
 def test_amendment_times_are_compared_as_times_not_text(server, tmp_path):
     exp = experiment(tmp_path, server.openai_url)
     # 30 minutes from now, written at UTC-2: as text it sorts before any judgment time of this run
