@@ -11,6 +11,7 @@ finished beyond it are in the cache.
 """
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -100,6 +101,18 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
     existing = jsonl.current(out, ANSWER_KEY)
     retry = {k[0]: line for k, line in jsonl.to_retry(existing).items()}
     tasks = [Task(a, q, qu, s) for a in arms for q in a.quants for qu in questions for s in range(a.samples)]
+    for t in tasks:  # a row is skipped by its id alone only if it was answered under the settings registered now
+        done = existing.get((t.row,))
+        if done is None or t.row in retry:
+            continue
+        registered = json.loads(json.dumps({**t.arm.generation.to_dict(), "seed": t.seed}))
+        recorded = done.record.get("settings") or {}
+        if recorded != registered:
+            differ = ", ".join(f"{k} {recorded.get(k)!r} (registered now: {registered.get(k)!r})"
+                               for k in sorted(set(recorded) | set(registered)) if recorded.get(k) != registered.get(k))
+            raise BadInput(out, f"the answer of arm {t.arm.name!r} at {t.quant} to question {t.question.id!r} (sample "
+                           f"{t.sample}) was collected with other settings: {differ}. One folder holds one "
+                           "registration: collect into another folder", line=done.line, field="settings")
     todo = [t for t in tasks if (t.row,) not in existing or t.row in retry]
     groups: dict[tuple, list[Task]] = {}  # one model load per (model, quant, adapters)
     for t in todo:

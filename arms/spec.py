@@ -333,6 +333,11 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
         raise BadInput(file, f"arm {name!r} needs a non-empty list of quant names", field="quants")
     if len(set(quants)) != len(quants):
         raise BadInput(file, f"arm {name!r} lists a quant twice: {list(quants)}", field="quants")
+    if len(quants) > 1 and models[model].backend != "llama-cpp":
+        raise BadInput(file, f"arm {name!r} runs on {models[model].backend} model {model!r}, which is served: a "
+                       f"quant label never reaches the server, so {quants[1]!r} would be answered from the call "
+                       f"cache of {quants[0]!r}. Register one label, and each served quantisation as its own "
+                       "model and arm", field="quants")
     glue = setting(t, "glue", "string", file, where, None)
     if glue is not None and ":" not in glue:
         raise BadInput(file, f"arm {name!r} glue must be an import path 'package.module:function'", field="glue")

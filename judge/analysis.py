@@ -8,6 +8,7 @@ judge.verify recomputes all of this by a separate path.
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from collections import defaultdict
@@ -31,8 +32,9 @@ RAW_FILES = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")
 
 
 def raw_sha256(run_dir: Path) -> dict[str, str]:
+    """The raw files' sha256, and the folder's binding.json (absent from folders written before binding)."""
     return {name: hashlib.sha256((run_dir / name).read_bytes()).hexdigest()
-            for name in RAW_FILES if (run_dir / name).exists()}
+            for name in (*RAW_FILES, "binding.json") if (run_dir / name).exists()}
 
 
 DIGEST_FILES = ("run.json", *RAW_FILES)  # the raw evidence, in the digest's canonical order
@@ -70,7 +72,19 @@ def load_raw(run_dir: Path) -> Raw:
                                                   make=Judgment.from_dict).values()]
     times = [r["time"] for _, r in jsonl.read(run_dir / "judgments.jsonl") if r.get("time")]
     return Raw([c.record for c in answers], keys, pkeys, judgments,
-               frozenset(c.record.row for c in answers if c.superseded), min(times) if times else None)
+               frozenset(c.record.row for c in answers if c.superseded),
+               min(times, key=lambda t: utc(t, run_dir / "judgments.jsonl", "time")) if times else None)
+
+
+def utc(text: str, file: Path | str, field: str) -> dt.datetime:
+    """An ISO 8601 time as an instant in UTC: times are compared as times, never as text (offsets differ)."""
+    try:
+        t = dt.datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        t = None
+    if t is None or t.tzinfo is None:
+        raise BadInput(file, f"{text!r} is not an ISO 8601 time with a UTC offset", field=field)
+    return t.astimezone(dt.timezone.utc)
 
 
 def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str,
@@ -262,8 +276,10 @@ def amendments(exp: Experiment, first: str | None) -> list[dict[str, Any]]:
     """Each amendment, and whether it was sealed before the first judgment of this run (`first`) existed."""
     from .seal import verify_amendments
 
+    start = utc(first, "judgments.jsonl", "time") if first else None
     return [{"n": a["n"], "date": a["date"], "text": a["text"], "post_hoc": bool(a.get("post_hoc")),
-             "before_first_judgment": first is None or a["date"] < first} for a in verify_amendments(exp.dir)]
+             "before_first_judgment": start is None or utc(a["date"], exp.dir / "amendments.jsonl", "date") < start}
+            for a in verify_amendments(exp.dir)]
 
 
 def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any]) -> dict[str, Any]:

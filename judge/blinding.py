@@ -116,10 +116,12 @@ class KeyRow:
         return {"type": "blinding", **asdict(self)}
 
 
-def run_secret(seed: int, run_name: str) -> bytes:
-    """The key every label of a run is derived from: the registered seed and the run's name (run.json `name`).
+def label_secret(label_key: str) -> bytes:
+    """The key every label of a results folder is derived from. `label_key` is "blinding:<seed>:<experiment
+    name>" (run.json and binding.json `label_key`): the experiment's, not one invocation's scope, so an answer
+    keeps its label however the run is extended. Folders written before it used the run's name in its place.
     One definition, used by judge run to blind and by judge verify to re-derive every label."""
-    return hashlib.sha256(f"blinding:{seed}:{run_name}".encode()).digest()
+    return hashlib.sha256(label_key.encode()).digest()
 
 
 def label_for(secret: bytes, row: str) -> str:

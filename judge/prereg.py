@@ -20,6 +20,7 @@ from arms.toml_lines import table
 from .blinding import DEFAULT_SCRUB, scrub_patterns
 from .judging import JudgeSpec
 from .rubric import RUBRICS_DIR
+from .seal import inside
 
 KINDS = ("non_inferiority", "superiority", "equivalence")
 TABLES = ("experiment", "runtime", "models", "adapters", "arms", "judge", "judges", "analysis", "hypotheses", "audit")
@@ -94,7 +95,8 @@ class Experiment:
         return next(a for a in self.arms if a.name == name)
 
     def set_paths(self) -> list[Path]:
-        return [self.dir / s for s in self.sets]
+        """Each question set's real path, refused unless inside the experiment folder (where the seal covers it)."""
+        return [inside(self.dir, s, self.dir / "prereg.toml", "sets") for s in self.sets]
 
     def available_judges(self) -> list[JudgeSpec]:
         """Registered judges whose credentials are present, in registered order; the first is primary."""

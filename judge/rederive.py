@@ -29,7 +29,7 @@ from arms.questions import Question
 from arms.records import ANSWER_KEY, AnswerRow, row_id
 from arms.settings import differences
 
-from .blinding import blind, run_secret
+from .blinding import blind, label_secret
 from .judging import build_request, prompt_sha256
 from .pairwise import pair_items
 from .prereg import Experiment
@@ -125,7 +125,7 @@ def blinding(run_dir: Path, run: dict[str, Any], exp: Experiment, answers: list[
     blinding.jsonl. Returns label -> (the item the judge was shown, where its answer text is), and findings."""
     path, answers_path = run_dir / "blinding.jsonl", run_dir / "answers.jsonl"
     stored = list(jsonl.read(path))
-    secret = run_secret(exp.seed, run["name"])
+    secret = label_secret(run.get("label_key") or f"blinding:{exp.seed}:{run['name']}")  # older folders: run name
     mode = run["judge"].get("mode", "single")
     items, keys = blind(answers, qmap, secret, exp.seed, exp.scrub)
     pitems, pkeys = [], []

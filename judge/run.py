@@ -2,7 +2,9 @@
 
 Idempotent: the run folder's raw files are append-only and every model call is cached, so
 re-running resumes and never repeats a finished call; answers and verdicts whose call failed
-(`error`) are asked again and appended as retries (arms.jsonl's retry rule).
+(`error`) are asked again and appended as retries (arms.jsonl's retry rule). The results folder is
+locked while the run writes it and bound to one registration before its first call (judge.folder):
+a later run resumes exactly that, extends it with more arms or questions, or is refused.
 """
 from __future__ import annotations
 
@@ -26,14 +28,15 @@ from arms.spec import check_generation
 
 from .analysis import compute_numbers, late_amendments, write_numbers
 from .plots import write_plots
-from .blinding import blind, run_secret
+from .blinding import blind, label_secret
+from .folder import bind, commit, locked, start_judging
 from .pairwise import pair_items
 from .judging import judge_all
 from .preflight import check_answers, preflight
 from .prereg import Experiment, load_experiment
 from .report import render
 from .rubric import load_rubric
-from .seal import manifest_sha256, verify_seal
+from .seal import inside, manifest_sha256, verify_seal
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "sealed" / "demo"
@@ -85,7 +88,7 @@ def judge_warnings(exp: Experiment, judge_name: str, arms: list[str]) -> list[st
                    "are close to noise. Set ANTHROPIC_API_KEY or OPENAI_API_KEY to use a registered API judge.")
     same = sorted({a for a in arms if spec.family and exp.models[exp.arm(a).model].family == spec.family})
     if same:
-        out.append(f"The judge shares a model family ({spec.family}) with arm(s) {', '.join(same)}: "
+        out.append(f"The judge `{j.name}` shares a model family ({spec.family}) with arm(s) {', '.join(same)}: "
                    "self-preference can bias the comparison.")
     return out
 
@@ -104,7 +107,8 @@ def check_audit_gate(exp: Experiment, arms: list[str]) -> str:
         return (f"Audit gate OVERRIDDEN by the registration for {', '.join(gated)} (top-{a.k} audit of "
                 f"`{a.log}`, max {a.max_gamed} gamed): {a.override.strip()}")
     gate_file = Path(a.gate) if Path(a.gate).is_absolute() else ROOT / a.gate
-    doc = check_gate(gate_file, exp.dir / a.log, k=a.k, max_gamed=a.max_gamed, gate_on_detectors=a.gate_on_detectors)
+    log = inside(exp.dir, a.log, exp.dir / "prereg.toml", "log")
+    doc = check_gate(gate_file, log, k=a.k, max_gamed=a.max_gamed, gate_on_detectors=a.gate_on_detectors)
     reader = doc.get("reader", {})
     return (f"Audit gate passed for {', '.join(gated)}: top-{doc['k']} of `{a.log}` read blind by "
             f"{reader.get('id') or reader.get('name')}, {doc.get('counted')} counted against passing "
@@ -184,23 +188,27 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     panel = exp.panel(judge_names)
     if not panel:
         raise BadInput(exp_dir / "prereg.toml", "no registered judge is available (missing API keys?)", field="judges")
-    primary = panel[0]
     mode = mode or exp.judge_mode
     rubrics = judge_rubrics(exp, panel, rubric, mode)  # refused here, before any answer is collected
     preflight(exp, arms, registered, questions, panel, rubrics)  # and everything else checkable before paying
     name = run_name(exp, arms, limit)
     run_dir = Path(out) if out else ROOT / "results" / name
     run_dir.mkdir(parents=True, exist_ok=True)
+    with locked(run_dir):  # a second run into this folder is refused at once, naming this one
+        return _run(exp, arms, questions, limit, rubric, panel, mode, rubrics, name, run_dir, progress)
+
+
+def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, rubric, panel: list, mode: str,
+         rubrics: dict, name: str, run_dir: Path, progress: bool) -> Path:
+    exp_dir, primary = exp.dir, panel[0]
+    # the folder is bound to one registration before any call: refused here if bound to another
+    binding = bind(run_dir, exp, arms, limit, panel, mode, rubrics)
     hashes = {"prereg.toml": _sha(exp_dir / "prereg.toml"), "MANIFEST": manifest_sha256(exp_dir),
               f"rubric {rubric.name}": rubric.sha256}
     run_json = run_dir / "run.json"
-    if run_json.exists():
-        before = json.loads(run_json.read_text())
-        if before.get("hashes") != hashes or before.get("judge", {}).get("primary") != primary.name:
-            raise BadInput(run_json, "this results folder was produced under a different registration or judge; "
-                           "pick another folder with --out", field="hashes")
     audit_gate = check_audit_gate(exp, arms)
     jeffective = verify_judges(exp, rubrics)
+    commit(run_dir, binding)
     cache = CallCache()
     say = (lambda m: print(m, file=sys.stderr)) if progress else (lambda m: None)
 
@@ -213,7 +221,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     answers = [a for a in answers if a.arm in arms and a.question_id in qids]
 
     say(f"[2/4] blinding {len(answers)} answers")
-    secret = run_secret(exp.seed, name)
+    secret = label_secret(binding["label_key"])  # the experiment's, not this run's scope
     qmap = {q.id: q for q in questions}
     items, keys = blind(answers, qmap, secret, exp.seed, exp.scrub) if mode != "pairwise" else ([], [])
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
@@ -225,6 +233,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
                 w.write(k.to_dict())
 
     check_answers(exp, panel, rubrics, {"single": items, "pairwise": pitems}, run_dir / "answers.jsonl")
+    binding = start_judging(run_dir, binding, exp)  # the amendment chain's head as judging starts
     jstats, identities = {}, {}
     for j in panel:
         say(f"[3/4] judging with {j.name} ({mode}; blind, shuffled)")
@@ -248,7 +257,8 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     run_info: dict[str, Any] = {
         "name": name, "dir": str(run_dir.relative_to(ROOT)) if run_dir.is_relative_to(ROOT) else str(run_dir),
         "experiment": exp.name, "experiment_dir": str(exp_dir), "seed": exp.seed, "limit": limit, "arms": arms,
-        "question_ids": [q.id for q in questions], "hashes": hashes, "versions": versions(),
+        "question_ids": [q.id for q in questions], "hashes": hashes, "label_key": binding["label_key"],
+        "versions": versions(),
         "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "runtime": {"threads": exp.runtime.threads, "n_ctx": exp.runtime.n_ctx,
                     "cpu_extra_buffers": exp.runtime.cpu_extra_buffers, **local_machine(exp)},

@@ -2,13 +2,17 @@
 
 MANIFEST lines are `<sha256>  <relative path>`, or `<sha256>  private:<relative path>` for a private
 file bound by hash only: it may be absent (kept out of the repository); when present it must match.
-Any other file that goes missing breaks the seal. Amendments are appended to amendments.jsonl, each hash-chained to
-the MANIFEST and the amendment before it, so none can be inserted, edited or dropped unseen.
+Any other file that goes missing breaks the seal. A symbolic link anywhere in the folder is refused
+(by `seal` and by every check of the seal): its target could change, or lie outside, unseen. A path
+the registration names (a question set) must resolve inside the folder, where the seal covers it.
+Amendments are appended to amendments.jsonl, each hash-chained to the MANIFEST and the amendment
+before it, so none can be inserted, edited or dropped unseen.
 """
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 from pathlib import Path
 
 from arms import jsonl
@@ -25,8 +29,26 @@ def _sha(path: Path) -> str:
 
 
 def sealed_files(exp_dir: Path) -> list[Path]:
-    return sorted(p for p in exp_dir.rglob("*") if p.is_file() and p.name not in UNSEALED
-                  and "__pycache__" not in p.parts)
+    """Every file the seal covers; a symbolic link (to a file or a folder) is bad input, named."""
+    out = []
+    for top, dirs, files in os.walk(exp_dir):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in dirs + files:
+            if os.path.islink(os.path.join(top, name)):
+                raise BadInput(Path(top) / name, "is a symbolic link: the seal covers only real files inside the "
+                               "experiment folder (copy the target in, then seal)")
+        out += [Path(top) / f for f in files if f not in UNSEALED]
+    return sorted(out)
+
+
+def inside(exp_dir: Path, rel: str, file: Path, field: str) -> Path:
+    """The real path of a file the registration names, refused unless it lies inside the experiment folder."""
+    root = Path(exp_dir).resolve()
+    path = (root / rel).resolve()
+    if not path.is_relative_to(root):
+        raise BadInput(file, f"{rel!r} resolves to {path}, outside the experiment folder {root}: the seal cannot "
+                       "cover it; put the file inside the folder and seal it", field=field)
+    return path
 
 
 def seal(exp_dir: Path, private: tuple[str, ...] = ()) -> Path:
@@ -113,4 +135,4 @@ def file_hashes(paths: dict[str, Path]) -> dict[str, str]:
     return {name: _sha(p) for name, p in paths.items() if p.exists()}
 
 
-__all__ = ["seal", "verify_seal", "amend", "read_manifest", "manifest_sha256", "file_hashes"]
+__all__ = ["seal", "verify_seal", "amend", "read_manifest", "manifest_sha256", "file_hashes", "inside"]

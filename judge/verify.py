@@ -37,6 +37,7 @@ from arms.questions import load_questions
 
 from . import stats
 from .analysis import RAW_FILES, compute_numbers, late_amendments, raw_sha256
+from .folder import binding_findings
 from .prereg import load_experiment
 from .rederive import rederive
 from .report import render
@@ -609,6 +610,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
         return list(dict.fromkeys(problems))
     problems += _disagreement("the first broken line of the amendment chain", None, amend["broken_at"])
     exp = load_experiment(exp_dir)
+    problems += binding_findings(run_dir, exp, amend["late"])
     for name, sha in raw_sha256(run_dir).items():
         if numbers.get("raw_sha256", {}).get(name) != sha:
             problems.append(f"raw file {name}: sha256 {sha[:12]}… differs from the one numbers.json was computed "
