@@ -23,7 +23,7 @@ from arms import jsonl
 from arms.questions import load_questions
 from arms.records import AnswerRow, row_id
 from judge.analysis import compute_numbers, write_numbers
-from judge.blinding import blind, run_secret
+from judge.blinding import blind, label_secret
 from judge.judging import build_request, prompt_sha256
 from judge.plots import write_plots
 from judge.prereg import load_experiment
@@ -59,12 +59,12 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
     run_dir = tmp / "run"
     run_dir.mkdir()
     # rows as `judge run` writes them, so that verify's re-derivation from the raw evidence holds: registered
-    # settings, labels from the registered seed and the run's name, prompt hashes and raw judge replies
+    # settings, labels from the registered seed and the experiment's name, prompt hashes and raw judge replies
     answers = [AnswerRow(row_id(arm, quant, f"q{i:06d}", 0), arm, quant, f"q{i:06d}", 0, "ok", "answer", "answer",
                          "stop", False, 10, 5, 0.1, "sha", None,
                          {**e.arm(arm).generation.to_dict(), "seed": e.arm(arm).generation.seed})
                for arm in arms for quant in qs for i in range(n)]
-    items, keys = blind(answers, {q.id: q for q in load_questions(e.set_paths())}, run_secret(e.seed, "bench"),
+    items, keys = blind(answers, {q.id: q for q in load_questions(e.set_paths())}, label_secret(f"blinding:{e.seed}:{e.name}"),
                         e.seed, e.scrub)
     rubric = load_rubric(e.rubric)
     # plain buffered writes: the same line format as jsonl.Appender without its per-record fsync
@@ -83,7 +83,7 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
                               prompt_sha256(build_request(rubric, item, 0)),
                               [{"raw": raw, "finish_reason": "stop", "error": None, "repaired": False}],
                               0.1, 10, 5, 0).to_dict())
-    run = {"name": "bench", "dir": str(run_dir), "experiment": "demo", "experiment_dir": str(exp), "seed": 0,
+    run = {"name": "bench", "label_key": f"blinding:{e.seed}:{e.name}", "dir": str(run_dir), "experiment": "demo", "experiment_dir": str(exp), "seed": 0,
            "limit": None, "arms": arms, "question_ids": [q.id for q in load_questions(e.set_paths())],
            "hashes": {}, "runtime": {"threads": 1, "n_ctx": 2048},
            "analysis": {"resamples": e.analysis.resamples, "method": e.analysis.method, "seed": e.analysis.seed,

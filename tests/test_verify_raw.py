@@ -11,7 +11,7 @@ import pytest
 from arms import jsonl
 from arms.questions import load_questions
 from judge.analysis import compute_numbers, write_numbers
-from judge.blinding import blind, run_secret
+from judge.blinding import blind, label_secret
 from judge.judging import build_request, prompt_sha256
 from judge.prereg import load_experiment
 from judge.report import render
@@ -112,7 +112,7 @@ def test_an_answer_edited_with_its_prompt_sha_patched_fails_on_its_calls_and_the
     from arms.records import AnswerRow
 
     items, _ = blind([AnswerRow.from_dict(a)], {q.id: q for q in load_questions(e.set_paths())},
-                     run_secret(e.seed, info["name"]), e.seed, e.scrub)
+                     label_secret(info["label_key"]), e.seed, e.scrub)
     jrecs = records(run / "judgments.jsonl")
     jline, j = next((i, j) for i, j in enumerate(jrecs, 1) if j["label"] == label)
     j["prompt_sha256"] = prompt_sha256(build_request(load_rubric(e.rubric), items[0], 0))
