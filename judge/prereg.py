@@ -43,6 +43,10 @@ class Analysis:
     method: str = "percentile"
     seed: int = 0
     max_unscored: float = 0.10  # above this share of unscored answers in either arm: inconclusive
+    rule: str = "bootstrap_and_t"  # the decision interval (judge.stats.RULES)
+    min_clusters: int = 10  # a set that declares clusters: fewer clusters than this in a comparison is inconclusive
+    calibration_sims: int = 200  # data sets simulated at the boundary to measure each decision's false-claim rate
+    calibration_ceiling: float | None = None  # above this simulated rate a claim is inconclusive; None: 2 * alpha
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,8 @@ def load_experiment(exp_dir: Path) -> Experiment:
     check_keys(exp, ("name", "description", "seed", "sets"), file, "[experiment]")
     check_keys(doc.get("runtime") or {}, ("threads", "n_ctx", "seed"), file, "[runtime]")
     check_keys(doc.get("judge") or {}, ("rubric", "attempts", "mode", "panel", "scrub"), file, "[judge]")
-    check_keys(doc.get("analysis") or {}, ("resamples", "method", "seed", "max_unscored"), file, "[analysis]")
+    check_keys(doc.get("analysis") or {}, ("resamples", "method", "seed", "max_unscored", "rule", "min_clusters",
+                                           "calibration_sims", "calibration_ceiling"), file, "[analysis]")
     if "audit" in doc:
         check_keys(doc["audit"], ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override"), file,
                    "[audit]")
@@ -184,9 +189,23 @@ def load_experiment(exp_dir: Path) -> Experiment:
                                text=t.get("text", "")))
     at = doc.get("analysis") or {}
     analysis = Analysis(resamples=int(at.get("resamples", 10000)), method=at.get("method", "percentile"),
-                        seed=int(at.get("seed", exp["seed"])), max_unscored=float(at.get("max_unscored", 0.10)))
+                        seed=int(at.get("seed", exp["seed"])), max_unscored=float(at.get("max_unscored", 0.10)),
+                        rule=at.get("rule", "bootstrap_and_t"), min_clusters=at.get("min_clusters", 10),
+                        calibration_sims=at.get("calibration_sims", 200),
+                        calibration_ceiling=at.get("calibration_ceiling"))
     if analysis.method not in ("percentile", "bca"):
         raise BadInput(file, "[analysis] method must be 'percentile' or 'bca'", field="method")
+    if analysis.rule not in ("bootstrap", "bootstrap_and_t"):
+        raise BadInput(file, "[analysis] rule must be 'bootstrap' or 'bootstrap_and_t'", field="rule")
+    for key in ("min_clusters", "calibration_sims"):
+        value = getattr(analysis, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise BadInput(file, f"[analysis] {key} must be an integer >= 1, not {value!r}", field=key)
+    ceiling = analysis.calibration_ceiling
+    if ceiling is not None and (isinstance(ceiling, bool) or not isinstance(ceiling, (int, float))
+                                or not 0 < ceiling < 1):
+        raise BadInput(file, f"[analysis] calibration_ceiling must be a number in (0, 1), not {ceiling!r}",
+                       field="calibration_ceiling")
     audit = None
     if "audit" in doc:
         a = doc["audit"]

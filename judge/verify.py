@@ -23,6 +23,7 @@ import math
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +93,8 @@ def diff_numbers(stored: dict, recomputed: dict, label: str) -> list[str]:
 
 
 def _clustered_se(d: list[float], labels: list[str]) -> float | None:
-    if len(set(labels)) == len(labels):
+    """Miller's cluster-robust SE of the mean difference; None with one cluster, where it is undefined."""
+    if len(set(labels)) < 2:
         return None
     mean = math.fsum(d) / len(d)
     sums: dict[str, float] = defaultdict(float)
@@ -160,7 +162,7 @@ def by_hand(path: Path, key: tuple[str, ...], fields: tuple[str, ...] | None = N
 
 
 def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
-                clusters: dict[str, str], answer_rows: Final, verdicts: Final) -> dict:
+                clusters: dict[str, str | None], answer_rows: Final, verdicts: Final) -> dict:
     """Recompute the numeric heart of numbers.json with plain loops (no judge.analysis code)."""
     keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
     judge, rubric = run["judge"]["primary"], run["judge"]["rubric"]
@@ -197,7 +199,7 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     for k in keys.values():
         marks[(k["arm"], k["quant"])]["scrubbed"] += k["scrubbed"]
         marks[(k["arm"], k["quant"])]["injection"] += k.get("injection", 0) > 0
-    qmeans = {cell: {q: sum(v) / len(v) for q, v in qs.items()} for cell, qs in per.items()}
+    qmeans = {cell: {q: Fraction(sum(v), len(v)) for q, v in qs.items()} for cell, qs in per.items()}
     out: dict[str, Any] = {"cells": [], "comparisons": []}
     for c in numbers["cells"]:
         cell = (c["arm"], c["quant"])
@@ -214,14 +216,25 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                              "injection_flagged": marks[cell]["injection"],
                              "mean_words": answers[cell]["words"] / answers[cell]["ok"] if answers[cell]["ok"] else None,
                              "mean": (math.fsum(m.values()) / len(m)) if m else None})
-    an = run["analysis"]
+    an, rule = run["analysis"], exp.analysis.rule
+
+    def labels(ids: list[str]) -> list[str] | None:
+        return [clusters[q] or q for q in ids] if any(clusters[q] for q in ids) else None
 
     def check(a_m: dict, b_m: dict, ids: list[str], alpha: float, margin: float) -> dict | None:
         if len(ids) < 2:
             return None
         a, b = [a_m[q] for q in ids], [b_m[q] for q in ids]
-        res = stats.resample_counts([y - x for x, y in zip(a, b)], an["resamples"], an["seed"])
-        return stats.check_paired(a, b, res, an["method"], alpha, margin=margin)
+        units = [(y - x, 1) for x, y in zip(a, b)]
+        if labels(ids):
+            grouped: dict[str, list] = {}
+            for (x, _), c in zip(units, labels(ids)):
+                grouped.setdefault(c, [Fraction(0), 0])
+                grouped[c][0] += x
+                grouped[c][1] += 1
+            units = [(v[0], v[1]) for v in grouped.values()]
+        res = stats.resample_counts(units, an["resamples"], an["seed"])
+        return stats.check_paired(a, b, res, an["method"], alpha, margin=margin, clusters=labels(ids), rule=rule)
 
     for s in numbers["subsets"]:
         h = next(h for h in exp.hypotheses if h.id == s["hypothesis"])
@@ -240,25 +253,35 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         if len(ids) >= 2:
             chk = check(a_m, b_m, ids, h.alpha, h.margin)
             entry["result"] = {k: v for k, v in chk.items() if k in (c.get("result") or {})}
-            entry["clustered_se"] = _clustered_se([b_m[q] - a_m[q] for q in ids], [clusters[q] for q in ids])
-            bound = chk["bound"]
+            lab = labels(ids)
+            entry["clusters"] = len(set(lab)) if lab else None
+            entry["clustered_se"] = _clustered_se([float(b_m[q] - a_m[q]) for q in ids], lab) if lab else None
+            bound, upper = chk["bound"], chk["upper"]
+            cap = exp.analysis.calibration_ceiling
+            cal = stats.calibrate([a_m[q] for q in ids], [b_m[q] for q in ids], h.kind, h.margin, alpha=h.alpha,
+                                  method=an["method"], resamples=an["resamples"], rule=rule,
+                                  sims=exp.analysis.calibration_sims, seed=an["seed"],
+                                  ceiling=float(cap) if cap is not None else 2 * h.alpha, clusters=lab)
+            entry["calibration"] = cal.to_dict()
             rates = []
             for arm in (h.a, h.b):
                 cc = next(x for x in out["cells"] if x["arm"] == arm and x["quant"] == h.quant)
                 miss = cc["answer_errors"] + cc["unscored"] + cc["judge_errors"]
                 rates.append(miss / cc["answers"] if cc["answers"] else 1.0)
-            if max(rates) > an["max_unscored"]:
-                entry["verdict"] = "inconclusive"
-            elif h.kind == "equivalence":
-                lo, hi = chk["ci_low"], chk["ci_high"]
-                entry["verdict"] = ("equivalent" if lo > -h.margin and hi < h.margin else
-                                    "not equivalent" if lo >= h.margin or hi <= -h.margin else "inconclusive")
+            if h.kind == "equivalence":
+                verdict = ("equivalent" if bound > -h.margin and upper < h.margin else
+                           "not equivalent" if bound >= h.margin or upper <= -h.margin else "inconclusive")
             elif bound > 0:
-                entry["verdict"] = "superior"
+                verdict = "superior"
             elif h.kind == "non_inferiority" and bound > -h.margin:
-                entry["verdict"] = "non-inferior"
+                verdict = "non-inferior"
             else:
-                entry["verdict"] = "not shown"
+                verdict = "not shown"
+            claim = verdict in ("non-inferior", "superior", "equivalent")
+            too_few = lab is not None and len(set(lab)) < exp.analysis.min_clusters
+            miscalibrated = claim and cal.rate > cal.ceiling
+            entry["verdict"] = ("inconclusive" if max(rates) > an["max_unscored"] or too_few or miscalibrated
+                                else verdict)
         else:
             entry["verdict"] = "inconclusive"
         out["comparisons"].append(entry)
@@ -581,7 +604,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
     all_q = load_questions(exp.set_paths())
     wanted = set(run["question_ids"])
     questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
-    clusters = {q.id: q.cluster or q.id for q in all_q}
+    clusters = {q.id: q.cluster for q in all_q}
     answer_rows = by_hand(run_dir / "answers.jsonl", ("row",), VERIFY_ANSWER_FIELDS)
     verdicts = by_hand(run_dir / "judgments.jsonl", ("judge", "label"))
     rule = answer_rows.problems + verdicts.problems
