@@ -75,6 +75,8 @@ __all__ = [
     "Calibration",
     "calibrate",
     "cohen_kappa",
+    "kappa_from_tables",
+    "kappa_bootstrap",
     "krippendorff_alpha",
     "check_paired",
 ]
@@ -833,25 +835,56 @@ def cohen_kappa(a_labels, b_labels, weights: str | None = None,
     if len(a_labels) != len(b_labels) or not a_labels:
         raise ValueError("need two equally long, non-empty label sequences")
     cats = list(labels) if labels is not None else sorted(set(a_labels) | set(b_labels))
+    w = _kappa_weights(len(cats), weights)
     pos = {c: i for i, c in enumerate(cats)}
+    outside = [x for x in (*a_labels, *b_labels) if x not in pos]
+    if outside:
+        raise ValueError(f"cohen_kappa: rating {outside[0]!r} is not one of the labels {cats}")
     k = len(cats)
-    table = np.zeros((k, k))
-    np.add.at(table, (np.array([pos[x] for x in a_labels]), np.array([pos[x] for x in b_labels])), 1)
-    table /= table.sum()
-    expected = np.outer(table.sum(1), table.sum(0))
+    codes = np.array([pos[x] for x in a_labels]) * k + np.array([pos[x] for x in b_labels])
+    return float(kappa_from_tables(np.bincount(codes, minlength=k * k).reshape(1, k, k), w)[0])
+
+
+def _kappa_weights(k: int, weights: str | None) -> np.ndarray:
     i, j = np.indices((k, k))
     if weights is None:
-        w = (i != j).astype(float)
-    elif weights == "linear":
-        w = np.abs(i - j).astype(float)
-    elif weights == "quadratic":
-        w = ((i - j) ** 2).astype(float)
-    else:
-        raise ValueError("weights must be None, 'linear' or 'quadratic'")
-    den = float(np.sum(w * expected))
-    if den == 0:
-        return float("nan")
-    return float(1 - np.sum(w * table) / den)
+        return (i != j).astype(float)
+    if weights == "linear":
+        return np.abs(i - j).astype(float)
+    if weights == "quadratic":
+        return ((i - j) ** 2).astype(float)
+    raise ValueError("weights must be None, 'linear' or 'quadratic'")
+
+
+def kappa_from_tables(tables: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of each k x k contingency table in ``tables`` (shape (m, k, k)); NaN where undefined."""
+    t = tables / tables.sum(axis=(1, 2), keepdims=True)
+    expected = t.sum(2)[:, :, None] * t.sum(1)[:, None, :]
+    den = np.sum(w * expected, axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den == 0, np.nan, 1 - np.sum(w * t, axis=(1, 2)) / den)
+
+
+def kappa_bootstrap(a_labels, b_labels, labels: Sequence, weights: str | None, resamples: int,
+                    seed: int) -> np.ndarray:
+    """Cohen's kappa on ``resamples`` bootstrap resamples of the rated items (vectorised; NaN where undefined).
+
+    The resample indices are ``default_rng(seed).integers(0, n, n)`` drawn once per resample, in order.
+    """
+    pos = {c: i for i, c in enumerate(labels)}
+    k, n = len(labels), len(a_labels)
+    codes = np.array([pos[x] for x in a_labels]) * k + np.array([pos[x] for x in b_labels])
+    rng = np.random.default_rng(seed)
+    w = _kappa_weights(k, weights)
+    out = np.empty(resamples)
+    step = max(1, 2_000_000 // max(n, 1))  # resamples per batch: bounds memory at 20,000 items
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        idx = np.stack([rng.integers(0, n, n) for _ in range(rows)])
+        block = codes[idx] + (np.arange(rows) * k * k)[:, None]
+        tables = np.bincount(block.ravel(), minlength=rows * k * k).reshape(rows, k, k)
+        out[start:start + rows] = kappa_from_tables(tables, w)
+    return out
 
 
 def krippendorff_alpha(matrix, level: str = "nominal") -> float:

@@ -70,6 +70,9 @@ def _leaves(x: Any, path: str = "") -> dict[str, Any]:
 
 
 def _same(a: Any, b: Any) -> bool:
+    """Equal, floats within TOL (also inside lists, such as a kappa interval)."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if isinstance(a, float) or isinstance(b, float):
         if a is None or b is None:
             return a is b
@@ -346,20 +349,20 @@ def _percentile(xs: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def _alpha_ordinal(matrix: list[list[int]]) -> float | None:
-    """Krippendorff's alpha, ordinal metric, for complete data (every rater rated every unit)."""
-    values = sorted({v for row in matrix for v in row})
+def _alpha_ordinal(matrix: list[list[int | None]]) -> float | None:
+    """Krippendorff's alpha, ordinal metric, over every pairable rating (None: the rater did not rate the unit)."""
+    values = sorted({v for row in matrix for v in row if v is not None})
     if len(values) < 2:
         return None
     idx = {v: i for i, v in enumerate(values)}
-    k, m = len(values), len(matrix)
+    k = len(values)
     o = [[0.0] * k for _ in range(k)]
     for u in range(len(matrix[0])):
-        col = [matrix[r][u] for r in range(m)]
-        for i in range(m):
-            for j in range(m):
+        col = [row[u] for row in matrix if row[u] is not None]
+        for i in range(len(col)):
+            for j in range(len(col)):
                 if i != j:
-                    o[idx[col[i]]][idx[col[j]]] += 1 / (m - 1)
+                    o[idx[col[i]]][idx[col[j]]] += 1 / (len(col) - 1)
     n_c = [sum(row) for row in o]
     n = sum(n_c)
 
@@ -370,6 +373,24 @@ def _alpha_ordinal(matrix: list[list[int]]) -> float | None:
     observed = math.fsum(o[c][e] * d2(c, e) for c in range(k) for e in range(k))
     expected = math.fsum(n_c[c] * n_c[e] * d2(c, e) for c in range(k) for e in range(k))
     return 1 - (n - 1) * observed / expected if expected else None
+
+
+def _kappa_boots(a: list[int], b: list[int], scale: list[int], seed: int) -> list[float]:
+    """Quadratic kappa on the analysis's 1,000 resamples (the same indices, from its seed), tables by np.add.at."""
+    pos = {v: i for i, v in enumerate(scale)}
+    k, n = len(scale), len(a)
+    ia, ib = np.array([pos[v] for v in a]), np.array([pos[v] for v in b])
+    w = (np.arange(k)[:, None] - np.arange(k)[None, :]) ** 2
+    rng, out = np.random.default_rng(seed), []
+    for start in range(0, 1000, 50):
+        draws = np.stack([rng.integers(0, n, n) for _ in range(min(50, 1000 - start))])
+        tables = np.zeros((draws.shape[0], k, k))
+        np.add.at(tables, (np.repeat(np.arange(draws.shape[0]), n), ia[draws].ravel(), ib[draws].ravel()), 1 / n)
+        for t in tables:
+            ra, cb = t.sum(1), t.sum(0)
+            den = float((w * np.outer(ra, cb)).sum())
+            out.append(1 - float((w * t).sum()) / den if den else float("nan"))
+    return out
 
 
 def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
@@ -426,31 +447,27 @@ def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[
                                "consistent": sum(ws[0] == ws[1] for ws in both.values()),
                                "wins_b": final.count(h.b), "wins_a": final.count(h.a), "ties": final.count("tie")})
             out["pairwise"][name] = rows_p
-    if len(scored) >= 2:
-        names = sorted(scored)
-        common = sorted(set.intersection(*(set(v) for v in scored.values())))
-        scale = list(next(iter(numbers["cells"]))["score_counts"]) if numbers["cells"] else []
+    names = sorted(j for j in scored if scored[j])
+    if len(names) >= 2:
+        common = sorted(set.intersection(*(set(scored[j]) for j in names)))
+        scale = [int(v) for v in next(iter(numbers["cells"]))["score_counts"]] if numbers["cells"] else []
         agree = []
         for i, x in enumerate(names):
             for y in names[i + 1:]:
-                a, b = [scored[x][lab] for lab in common], [scored[y][lab] for lab in common]
+                both = sorted(set(scored[x]) & set(scored[y]))
+                a, b = [scored[x][lab] for lab in both], [scored[y][lab] for lab in both]
                 if len(a) >= 2:
-                    levels = [int(v) for v in scale]
-                    # the same resample indices as the analysis (its seed); every kappa computed here by hand
-                    rng, boots = np.random.default_rng(exp.analysis.seed), []
-                    for _ in range(1000):
-                        draw = rng.integers(0, len(a), len(a)).tolist()
-                        kb = _kappa_quadratic([a[t] for t in draw], [b[t] for t in draw], levels)
-                        if kb is not None and math.isfinite(kb):
-                            boots.append(kb)
-                    agree.append({"judges": [x, y], "exact_agreement": sum(p == q for p, q in zip(a, b)) / len(a),
-                                  "kappa_quadratic": _kappa_quadratic(a, b, levels),
+                    boots = [k for k in _kappa_boots(a, b, scale, exp.analysis.seed) if math.isfinite(k)]
+                    agree.append({"judges": [x, y], "answers": len(a),
+                                  "exact_agreement": sum(p == q for p, q in zip(a, b)) / len(a),
+                                  "kappa_quadratic": _kappa_quadratic(a, b, scale),
                                   "kappa_ci95": ([_percentile(boots, 2.5), _percentile(boots, 97.5)]
                                                  if len(boots) > 100 else None)})
-        out["agreement"] = {"answers": len(common), "pairs": agree}
-        if len(common) >= 2:
-            out["agreement"]["krippendorff_alpha_ordinal"] = _alpha_ordinal(
-                [[scored[j][lab] for lab in common] for j in names])
+        pairable = sorted(lab for lab in set().union(*(scored[j] for j in names))
+                          if sum(lab in scored[j] for j in names) >= 2)
+        out["agreement"] = {"answers": len(common), "pairs": agree, "pairable_answers": len(pairable),
+                            "krippendorff_alpha_ordinal": _alpha_ordinal(
+                                [[scored[j].get(lab) for lab in pairable] for j in names]) if pairable else None}
     return out
 
 
