@@ -84,7 +84,7 @@ def test_mde_matches_statsmodels_t_power(n, sided):
     power = pytest.importorskip("statsmodels.stats.power")
     alt = "larger" if sided == 1 else "two-sided"
     es = power.TTestPower().solve_power(nobs=n, alpha=0.05, power=0.8, alternative=alt)
-    assert S.mde(0.5, n, alpha=0.05, sided=sided) == pytest.approx(0.5 * es, rel=1e-6)
+    assert S.mde(0.5, n, alpha=0.05, sided=sided) == pytest.approx(0.5 * es, rel=1e-5)  # statsmodels solves to ~1e-6
     assert S.n_for_effect(0.5 * es * 1.0001, 0.5, alpha=0.05, sided=sided) == n
 
 
