@@ -420,3 +420,67 @@ def test_krippendorff_published_example():
     assert S.krippendorff_alpha(m, "interval") == pytest.approx(0.849, abs=5e-4)
     assert S.krippendorff_alpha([[1, 1], [1, 1]]) != S.krippendorff_alpha([[1, 2], [1, 2]])
     assert S.krippendorff_alpha([[1, 2, 3], [1, 2, 3]]) == pytest.approx(1.0)
+
+
+def test_cohen_kappa_names_a_rating_outside_its_labels():
+    with pytest.raises(ValueError, match=r"rating 3 is not one of the labels \[0, 1, 2\]"):
+        S.cohen_kappa([0, 1, 2], [0, 1, 3], weights="quadratic", labels=(0, 1, 2))
+
+
+def test_kappa_bootstrap_is_the_loop_over_the_same_resamples():
+    rng = np.random.default_rng(8)
+    a = rng.integers(0, 3, 60).tolist()
+    b = np.clip(np.array(a) + rng.integers(-1, 2, 60), 0, 2).tolist()
+    fast = S.kappa_bootstrap(a, b, (0, 1, 2), "quadratic", 300, 11)
+    draws = np.random.default_rng(11)
+    slow = []
+    for _ in range(300):
+        idx = draws.integers(0, 60, 60)
+        slow.append(S.cohen_kappa([a[t] for t in idx], [b[t] for t in idx], weights="quadratic", labels=(0, 1, 2)))
+    assert fast == pytest.approx(np.array(slow), abs=1e-12, nan_ok=True)
+
+
+def test_agreement_of_three_judges_on_20000_answers_is_fast_and_uses_every_pairable_rating():
+    import time
+
+    from judge.agreement import agreement
+
+    krippendorff = pytest.importorskip("krippendorff")
+    rng = np.random.default_rng(2)
+    truth = rng.integers(0, 3, 20000)
+    scores = {}
+    for j, name in enumerate(("j1", "j2", "j3")):
+        noisy = np.clip(truth + rng.integers(-1, 2, 20000) * (rng.random(20000) < 0.3), 0, 2)
+        keep = rng.random(20000) > 0.1 * (j + 1)  # each judge missed some answers, not the same ones
+        scores[name] = {f"L{i}": int(v) for i, (v, k) in enumerate(zip(noisy, keep)) if k}
+    t0 = time.perf_counter()
+    out = agreement(scores, (0, 1, 2), seed=1)
+    assert time.perf_counter() - t0 < 10  # 40 s with the kappa bootstrap looping in Python
+    labels = sorted(set().union(*scores.values()), key=lambda s: int(s[1:]))
+    matrix = [[scores[j].get(lab, np.nan) for lab in labels] for j in ("j1", "j2", "j3")]
+    ref = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal", value_domain=[0, 1, 2])
+    assert out["krippendorff_alpha_ordinal"] == pytest.approx(ref, abs=1e-9)
+    common = set.intersection(*(set(s) for s in scores.values()))
+    assert out["answers"] == len(common) and out["pairable_answers"] > len(common)
+    for pair in out["pairs"]:
+        x, y = pair["judges"]
+        assert pair["answers"] == len(set(scores[x]) & set(scores[y]))
+        lo, hi = pair["kappa_ci95"]
+        assert lo < pair["kappa_quadratic"] < hi
+
+
+def test_krippendorff_with_missing_ratings_matches_the_package():
+    krippendorff = pytest.importorskip("krippendorff")
+    nan = np.nan
+    m = [[0, 1, 2, nan, 2, 1, 0, nan], [0, 2, 2, 1, nan, 1, 1, 2], [nan, 1, 2, 1, 2, nan, 0, 2]]
+    for level in ("nominal", "ordinal", "interval"):
+        ref = krippendorff.alpha(reliability_data=m, level_of_measurement=level, value_domain=[0, 1, 2])
+        assert S.krippendorff_alpha(m, level) == pytest.approx(ref, abs=1e-12), level
+
+
+def test_verify_compares_lists_of_floats_within_its_tolerance():
+    from judge.verify import diff_numbers
+
+    assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1 + 1e-15, 0.2 - 1e-15]}, "x") == []
+    assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1, 0.21]}, "x")
+    assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1]}, "x")
