@@ -122,9 +122,24 @@ def decimal(x: float) -> Fraction:
     return Fraction(repr(float(x)))
 
 
+def _coded(xs) -> tuple[list[Fraction], np.ndarray]:
+    """Distinct values (exact) and each item's index into them: scores repeat (1,000 questions, 3 values), so
+    the exact arithmetic is done once per distinct value."""
+    index: dict[Any, int] = {}
+    codes = np.fromiter((index.setdefault(x, len(index)) for x in xs), dtype=np.int64)
+    return [exact(x) for x in index], codes
+
+
 def differences(a, b) -> list[Fraction]:
     """Exact paired differences b - a, one per question."""
-    return [exact(y) - exact(x) for x, y in zip(a, b)]
+    cache: dict[tuple, Fraction] = {}
+    out = []
+    for x, y in zip(a, b):
+        key = (x, y)
+        if key not in cache:
+            cache[key] = exact(y) - exact(x)
+        out.append(cache[key])
+    return out
 
 
 def units(d, clusters: Sequence | None = None) -> list[tuple[Fraction, int]]:
@@ -161,13 +176,19 @@ def resample_counts(unit_list, resamples: int, seed: int) -> tuple[list[tuple[Fr
     number of draws of each kind: resamples x k numbers instead of resamples x n (judge-score differences take
     a handful of values). The check path recomputes every resample from these counts with its own loop.
     """
-    if resamples < 1 or not unit_list:
-        raise ValueError("need resamples >= 1 and at least one unit")
+    if not unit_list:
+        raise ValueError("need at least one unit")
     kinds, freq = tally(unit_list)
-    freq = np.array(freq, dtype=float)
-    g = len(unit_list)
-    counts = np.random.default_rng(seed).multinomial(g, freq / g, size=resamples)
-    return kinds, counts
+    return kinds, draw_counts(freq, resamples, seed)
+
+
+def draw_counts(freq: Sequence[int], resamples: int, seed: int) -> np.ndarray:
+    """Resamples as counts per kind: each draws sum(freq) units, a kind with probability freq / sum(freq)."""
+    if resamples < 1:
+        raise ValueError("need resamples >= 1")
+    f = np.asarray(freq, dtype=float)
+    g = int(f.sum())
+    return np.random.default_rng(seed).multinomial(g, f / g, size=resamples)
 
 
 def counts_means(kinds, counts: np.ndarray) -> np.ndarray:
@@ -592,9 +613,12 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
     """
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
-    ea, eb = [exact(x) for x in a], [exact(x) for x in b]
-    a = np.asarray([float(x) for x in ea], dtype=float)
-    b = np.asarray([float(x) for x in eb], dtype=float)
+    if np.ndim(a) != 1 or np.ndim(b) != 1 or len(a) != len(b):
+        raise ValueError("a and b must be 1-D arrays of the same length (one score per question)")
+    va, ia = _coded(a)
+    vb, ib = _coded(b)
+    a = np.array([float(x) for x in va])[ia]
+    b = np.array([float(x) for x in vb])[ib]
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError("a and b must be 1-D arrays of the same length (one score per question)")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
@@ -603,15 +627,26 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     if not 0 < alpha < 0.5:
         raise ValueError("alpha (one-sided) must be in (0, 0.5)")
-    ed = differences(ea, eb)
-    d = np.array([float(x) for x in ed])
+    pairs, which = np.unique(ia * len(vb) + ib, return_inverse=True)
+    dv = [vb[p % len(vb)] - va[p // len(vb)] for p in pairs.tolist()]  # each distinct (a, b) pair's difference
+    ed = [dv[k] for k in which.tolist()] if clusters is not None else None
+    d = np.array([float(x) for x in dv])[which]
     _check_n(d)
     n = d.size
-    constant = len(set(ed)) == 1
+    constant = len(set(dv)) == 1
 
-    unit_list = units(ed, clusters)
-    kinds, freq = tally(unit_list)
-    _, counts = resample_counts(unit_list, resamples, seed)
+    if clusters is None:  # one unit per question: tally the few distinct differences, not every question
+        merged: dict[Fraction, int] = {}
+        for x, c in zip(dv, np.bincount(which).tolist()):
+            merged[x] = merged.get(x, 0) + c
+        kinds, freq = tally([(x, 1) for x in merged])
+        freq = [merged[x] for x, _ in kinds]
+        n_units = n
+    else:
+        unit_list = units(ed, clusters)
+        kinds, freq = tally(unit_list)
+        n_units = len(unit_list)
+    counts = draw_counts(freq, resamples, seed)
     lo, hi = exact_interval(kinds, freq, counts, decimal(alpha), method)
     ci_low, ci_high = float(lo), float(hi)
     confidence = 1 - 2 * alpha
@@ -624,9 +659,9 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
         bound, upper = min(ci_low, g_low), max(ci_high, g_high)
     return Paired(
         n=n,
-        mean_a=float(sum(ea) / n),
-        mean_b=float(sum(eb) / n),
-        diff=float(sum(ed) / n),
+        mean_a=float(sum(x * int(c) for x, c in zip(va, np.bincount(ia))) / n),
+        mean_b=float(sum(x * int(c) for x, c in zip(vb, np.bincount(ib))) / n),
+        diff=float(sum(x * int(c) for x, c in zip(dv, np.bincount(which))) / n),
         sd_diff=sd,
         se=sd / math.sqrt(n),
         ci_low=ci_low,
@@ -647,7 +682,7 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
         resamples=int(resamples),
         seed=int(seed),
         resampling="questions" if clusters is None else "clusters",
-        units=len(unit_list),
+        units=n_units,
         rule=rule,
         guard_low=g_low,
         guard_high=g_high,
