@@ -3,8 +3,11 @@
 Three checks, each naming what no longer matches:
 1. the seal of the experiment and the sha256 of every raw file numbers.json was computed from;
 2. every number in numbers.json, recomputed twice: by the main analysis and by a separate,
-   plain-Python path (own loops for means and counts; stats.check_paired for the bootstrap on
-   the same resample indices; its own decision rule);
+   plain-Python path (own loops for means and counts; exact per-question means; stats.check_paired
+   for the bootstrap, or cluster bootstrap, on the same resamples in exact Fractions; its own decision
+   rule, minimum number of clusters and calibration ceiling). The calibration itself (thousands of
+   simulated decisions) is recomputed from that path's own inputs by stats.calibrate, seeded, and the
+   power figures (mde, n_for_margin) by the main path only;
 3. report.md, re-rendered from the verified numbers and compared line by line.
 The retry rule of answers.jsonl and judgments.jsonl (a key's last record is its current one; every
 earlier record of the key is an `error` superseded by the next, whose `retry_of` is its line) is
