@@ -24,9 +24,9 @@ ANSWER = re.compile(r"Reply (alpha|beta) (\d\d) seed (\d+)")
 
 
 def run_planted(tmp_path, planted: dict[str, list[list[int]]], clusters: list[str | None], analysis: str,
-                mode: str = "single"):
-    """Run `judge run` on len(clusters) questions with samples = K, the judge scoring as planted; return
-    (results folder, server log, verify's CompletedProcess)."""
+                mode: str = "single", long: dict[str, set[int]] | None = None):
+    """Run `judge run` on len(clusters) questions with samples = K, the judge scoring as planted (`long`: the
+    questions an arm answers with 40 more words); return (results folder, server log, verify's result)."""
     n, k = len(clusters), len(planted["alpha"][0])
     exp, out = tmp_path / "exp", tmp_path / "out"
     shutil.copytree(ROOT / "sealed" / "demo", exp)
@@ -38,7 +38,8 @@ def run_planted(tmp_path, planted: dict[str, list[list[int]]], clusters: list[st
     def script(seen: Seen) -> Step:
         if seen.model != "judge-model":  # an arm answering: name the arm, the question and this sample's seed
             item = re.search(r"item (\d\d)", seen.prompt).group(1)
-            return reply(f"Reply {ARMS[seen.model]} {item} seed {seen.body['seed']}.")
+            pad = " more" * 40 if int(item) in (long or {}).get(ARMS[seen.model], ()) else ""
+            return reply(f"Reply {ARMS[seen.model]} {item} seed {seen.body['seed']}.{pad}")
         if "<<<FIRST" in seen.prompt:
             return verdict({"rationale": "Both fine.", "preferred": 0})
         arm, item, seed = ANSWER.search(seen.prompt).groups()
@@ -94,14 +95,24 @@ def test_k6_n30_through_the_cli_decides_the_exact_tie_as_not_shown_and_verifies(
     assert {m.group(3) for p in pair_prompts for m in ANSWER.finditer(p)} == {"0"}
 
 
-def test_one_cluster_is_inconclusive_with_an_undefined_clustered_se_and_verifies(tmp_path):
-    a = [[2], [1], [2], [2], [1]]
-    b = [[2], [2], [2], [2], [1]]
+def test_one_cluster_is_inconclusive_with_an_undefined_clustered_se_and_a_length_caution(tmp_path):
+    # 20 questions in one cluster; the judge pays for length: 2 for a long answer, 1 for a short one. "trained"
+    # always answers long, "base" only on odd questions, so the whole difference (+0.5) is length
+    n = 20
+    a = [[2] if i % 2 else [1] for i in range(n)]
+    b = [[2] for _ in range(n)]
+    long = {"alpha": {i for i in range(n) if i % 2}, "beta": set(range(n))}
     analysis = '[analysis]\nresamples = 2000\nmethod = "percentile"\nseed = 7\nmax_unscored = 0.10\ncalibration_sims = 40'
-    out, _, v = run_planted(tmp_path, {"alpha": a, "beta": b}, ["c1"] * 5, analysis)
+    out, _, v = run_planted(tmp_path, {"alpha": a, "beta": b}, ["c1"] * n, analysis, long=long)
     assert v.returncode == 0, v.stdout + v.stderr
-    h1 = json.loads((out / "numbers.json").read_text())["comparisons"][0]
+    numbers = json.loads((out / "numbers.json").read_text())
+    h1 = numbers["comparisons"][0]
     assert h1["verdict"] == "inconclusive" and "only 1 cluster(s)" in h1["reason"] and "minimum of 10" in h1["reason"]
     assert h1["clusters"] == 1 and h1["clustered_se"] is None and h1["result"]["resampling"] == "clusters"
+    assert h1["result"]["diff"] == 0.5
+    bias = numbers["judges"]["length_bias"]["openai"]["comparisons"][0]
+    assert bias["raw_difference"] == 0.5 and abs(bias["length_adjusted_difference"]) < 1e-9  # all of it is length
+    assert len(h1["length_notes"]) == 1 and "0.000 instead of +0.500" in h1["length_notes"][0]
     report = (out / "report.md").read_text()
     assert "clustered SE undefined (one cluster)" in report and "cluster bootstrap over 1 clusters" in report
+    assert "**Length caution:** the primary judge's scores follow answer length" in report
