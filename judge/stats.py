@@ -93,7 +93,9 @@ _CHUNK = 1024  # resample rows per batch in bootstrap_means (bounds memory)
 
 
 # ----------------------------------------------------------------------------------------
-# Bootstrap building blocks (main, vectorised path)
+# Bootstrap building blocks (main, vectorised path). paired() uses the exact ones (units, resample_counts,
+# exact_interval); the float helpers (resample_indices, bootstrap_means, percentile_interval, bca_interval)
+# are scipy's arithmetic, kept so the tests can show both equal scipy on scipy's own resamples.
 # ----------------------------------------------------------------------------------------
 
 
@@ -971,8 +973,8 @@ def krippendorff_alpha(matrix, level: str = "nominal") -> float:
 #
 # Recomputes paired() from scratch with plain Python: explicit loops, `statistics`, hand
 # sorting/quantiles, math.comb for the sign test, a closed-form Student-t CDF, NormalDist
-# for z. It shares NO helper with the code above; only the resample indices are shared
-# so the two paths can be compared to 1e-9.
+# for z, exact Fractions for every resample mean. It shares NO helper with the code above; only the
+# resample counts are shared, so the two paths can be compared (bit for bit where exact, else to 1e-9).
 # ========================================================================================
 
 _ND = statistics.NormalDist()

@@ -2,6 +2,7 @@
 
 import math
 import warnings
+from fractions import Fraction
 from types import SimpleNamespace
 
 import numpy as np
@@ -484,3 +485,20 @@ def test_verify_compares_lists_of_floats_within_its_tolerance():
     assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1 + 1e-15, 0.2 - 1e-15]}, "x") == []
     assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1, 0.21]}, "x")
     assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1]}, "x")
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+@pytest.mark.parametrize("k", [1, 3])
+def test_exact_interval_is_scipys_formula_in_exact_arithmetic(method, k):
+    """The exact path and the float helpers (checked equal to scipy above) agree off ties, so paired() is scipy's
+    percentile/BCa interval computed exactly."""
+    rng = np.random.default_rng(12 + k)
+    a = [Fraction(int(x), k) for x in rng.integers(0, 3 * k, 70)]
+    b = [Fraction(int(x), k) for x in rng.integers(0, 3 * k, 70)]
+    kinds, counts = S.resample_counts(S.units(S.differences(a, b)), 5000, 4)
+    freq = S.tally(S.units(S.differences(a, b)))[1]
+    lo, hi = S.exact_interval(kinds, freq, counts, Fraction(1, 20), method)
+    boot = S.counts_means(kinds, counts)
+    d = np.array([float(x) for x in S.differences(a, b)])
+    ref = S.percentile_interval(boot, 0.9) if method == "percentile" else S.bca_interval(d, boot, 0.9)
+    assert (float(lo), float(hi)) == pytest.approx(ref, abs=1e-12)
