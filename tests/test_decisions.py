@@ -263,3 +263,29 @@ def test_no_quantisation_caution_when_the_base_barely_moves():
     exp, sc, comps = quant_setup(1.05)  # base moves +0.05 < half the effect
     quant_check(exp, ["base", "trained"], sc, comps)
     assert comps[0]["quant_notes"] == [] and comps[1]["quant_notes"] == []
+
+
+# ---------------------------------------------------------------- registration
+
+
+@pytest.mark.parametrize("line, field", [("rule = \"t\"", "rule"), ("min_clusters = 0", "min_clusters"),
+                                         ("calibration_sims = 1.5", "calibration_sims"),
+                                         ("calibration_ceiling = 2", "calibration_ceiling")])
+def test_bad_analysis_settings_are_refused_naming_the_field(tmp_path, line, field):
+    import re
+
+    from arms.errors import BadInput
+    from judge.prereg import load_experiment
+    from test_readme import _example
+
+    text = re.sub(rf"(?m)^{field} = .*$", line, _example(), count=1)
+    assert line in text
+    (tmp_path / "prereg.toml").write_text(text)
+    with pytest.raises(BadInput) as e:
+        load_experiment(tmp_path)
+    assert e.value.field == field
+
+
+def test_registered_analysis_defaults():
+    a = Analysis()
+    assert (a.rule, a.min_clusters, a.calibration_sims, a.calibration_ceiling) == ("bootstrap_and_t", 10, 200, None)
