@@ -834,21 +834,23 @@ def calibrate(a, b, kind: str, margin: float, *, alpha: float, method: str, resa
     outer = rng.multinomial(n_units, freq / n_units, size=sims)
     a_frac, conf = decimal(alpha), 1 - 2 * alpha
     hits = 0
-    chunk = max(1, 2_000_000 // max(resamples * len(kinds), 1))
-    for start in range(0, sims, chunk):
-        block = outer[start:start + chunk]
-        inner = rng.multinomial(n_units, block / n_units, size=(resamples, block.shape[0]))
-        for j, data in enumerate(block):
-            used = np.nonzero(data)[0]
-            lo, hi = exact_interval([kinds[i] for i in used], data[used].tolist(), inner[:, j, used], a_frac, method)
-            low, high = float(lo), float(hi)
-            if rule == "bootstrap_and_t":
-                nq = float(data @ sizes) + 2
-                md = float(data @ sums) / nq
-                var = (float(data @ squares) + 2 * step * step - nq * md * md) / (nq - 1)
-                half = float(stats.t.ppf((1 + conf) / 2, nq - 1)) * math.sqrt(max(var, 0.0) / nq)
-                low, high = min(low, md - half), max(high, md + half)
-            hits += claims(kind, float(margin), low, high)
+    for data in outer:
+        used = np.nonzero(data)[0]
+        if n_units < 6 * used.size:  # few units of many kinds (clusters): draw units, cheaper than k binomials
+            pool = np.repeat(np.arange(used.size), data[used])
+            draws = pool[rng.integers(0, n_units, (resamples, n_units))] + (np.arange(resamples) * used.size)[:, None]
+            inner = np.bincount(draws.ravel(), minlength=resamples * used.size).reshape(resamples, used.size)
+        else:
+            inner = rng.multinomial(n_units, data[used] / n_units, size=resamples)
+        lo, hi = exact_interval([kinds[i] for i in used], data[used].tolist(), inner, a_frac, method)
+        low, high = float(lo), float(hi)
+        if rule == "bootstrap_and_t":
+            nq = float(data @ sizes) + 2
+            md = float(data @ sums) / nq
+            var = (float(data @ squares) + 2 * step * step - nq * md * md) / (nq - 1)
+            half = float(stats.t.ppf((1 + conf) / 2, nq - 1)) * math.sqrt(max(var, 0.0) / nq)
+            low, high = min(low, md - half), max(high, md + half)
+        hits += claims(kind, float(margin), low, high)
     return Calibration(boundary=float(target), sims=int(sims), claims=int(hits), rate=hits / sims,
                        ceiling=float(ceiling), seed=int(seed))
 
