@@ -106,7 +106,7 @@ def test_one_cluster_is_inconclusive_with_an_undefined_clustered_se_and_a_length
     out, _, v = run_planted(tmp_path, {"alpha": a, "beta": b}, ["c1"] * n, analysis, long=long)
     assert v.returncode == 0, v.stdout + v.stderr
     numbers = json.loads((out / "numbers.json").read_text())
-    h1 = numbers["comparisons"][0]
+    h1 = numbers["comparisons"][0]  # (changed below to show that verify recomputes the calibration)
     assert h1["verdict"] == "inconclusive" and "only 1 cluster(s)" in h1["reason"] and "minimum of 10" in h1["reason"]
     assert h1["clusters"] == 1 and h1["clustered_se"] is None and h1["result"]["resampling"] == "clusters"
     assert h1["result"]["diff"] == 0.5
@@ -116,3 +116,10 @@ def test_one_cluster_is_inconclusive_with_an_undefined_clustered_se_and_a_length
     report = (out / "report.md").read_text()
     assert "clustered SE undefined (one cluster)" in report and "cluster bootstrap over 1 clusters" in report
     assert "**Length caution:** the primary judge's scores follow answer length" in report
+
+    # the calibration is recomputed by verify: a changed count is named by both paths
+    h1["calibration"]["claims"] += 1
+    (out / "numbers.json").write_text(json.dumps(numbers))
+    bad = cli("judge", "verify", str(out), timeout=600)
+    assert bad.returncode == 1
+    assert "comparisons[H1].calibration.claims" in bad.stderr and "independent plain-Python" in bad.stderr
