@@ -66,6 +66,21 @@ def test_a_bound_exactly_at_the_margin_is_not_shown_and_both_paths_agree(case):
                     "non_inferiority", 0.1).verdict == "not shown"
 
 
+@pytest.mark.parametrize("k", [3, 5, 6])
+def test_bounds_of_k_averaged_data_equal_the_hand_computed_exact_bound(k):
+    """Random K-averaged data sets: paired()'s bound is the exact bound rounded once, and the verdict is the
+    exact comparison with the decimal margin (so a bound exactly at -1/10 never claims)."""
+    rng = np.random.default_rng(100 + k)
+    for _ in range(25):
+        n = int(rng.integers(4, 16))
+        raw = rng.integers(0, 3, (n, k))
+        a, b = k_means(raw.tolist()), k_means(np.clip(raw + rng.integers(-1, 2, (n, k)), 0, 2).tolist())
+        exact = hand_bound(a, b, 400, 3, Fraction(1, 40))
+        p = S.paired(a, b, resamples=400, seed=3, alpha=0.025, rule="bootstrap")
+        assert p.bound == float(exact)
+        assert (S.decide(p, "non_inferiority", 0.1).verdict != "not shown") == (exact > Fraction(-1, 10))
+
+
 def test_a_tie_at_zero_is_not_superior():
     # d = (0, 0, 1/3): a resample of three zeros has probability 8/27, so the 2.5% quantile is exactly 0
     a, b = [Fraction(0)] * 3, [Fraction(0), Fraction(0), Fraction(1, 3)]
