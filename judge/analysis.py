@@ -251,7 +251,9 @@ def subset_analyses(h: Hypothesis, exp: Experiment, questions: dict[str, Questio
 
 
 def quant_check(exp: Experiment, arms: list[str], scores, comparisons: list[dict]) -> dict[str, Any]:
-    """Each arm's own score at each quant, and what that means for each comparison (seed 002)."""
+    """Each arm's own score at each quant, and what that means for each comparison: a caution when the effect
+    changes sign at another quant, or when the reference arm's own score moves between the quants, on the
+    questions both comparisons paired (the hypothesis's subset), by at least half the effect."""
     means: dict[str, dict[str, float | None]] = {}
     for arm in arms:
         means[arm] = {}
@@ -268,8 +270,12 @@ def quant_check(exp: Experiment, arms: list[str], scores, comparisons: list[dict
             other = o["result"]["diff"]
             if effect * other < 0:
                 c["quant_notes"].append(f"the effect changes sign at {o['quant']} ({other:+.3f})")
-            ma, mo = means[c["a"]].get(c["quant"]), means[c["a"]].get(o["quant"])
-            if effect != 0 and ma is not None and mo is not None and abs(mo - ma) >= abs(effect) / 2:
+            common = set(c["paired_questions"]) & set(o["paired_questions"])
+            if effect == 0 or not common:
+                continue
+            own, there = scores[(c["a"], c["quant"])], scores[(c["a"], o["quant"])]
+            ma, mo = (float(sum(s[q] for q in common) / len(common)) for s in (own, there))
+            if abs(mo - ma) >= abs(effect) / 2:
                 c["quant_notes"].append(
                     f"{c['a']}'s own score moves {mo - ma:+.3f} from {c['quant']} to {o['quant']}, comparable to the "
                     f"effect {effect:+.3f}: quantisation is a rival explanation")

@@ -259,7 +259,7 @@ def quant_setup(base_q4: float):
           ("base", "Q4_K_M"): {"q1": Fraction(base_q4), "q2": Fraction(base_q4)},
           ("trained", "Q8_0"): {"q1": Fraction(6, 5), "q2": Fraction(6, 5)},
           ("trained", "Q4_K_M"): {"q1": Fraction(base_q4) + Fraction(1, 5), "q2": Fraction(base_q4) + Fraction(1, 5)}}
-    comps = [{"a": "base", "b": "trained", "subset": [], "quant": q, "quant_notes": [],
+    comps = [{"a": "base", "b": "trained", "subset": [], "quant": q, "quant_notes": [], "paired_questions": ["q1", "q2"],
               "result": {"diff": 0.2}} for q in ("Q8_0", "Q4_K_M")]
     return exp, sc, comps
 
@@ -278,6 +278,26 @@ def test_no_quantisation_caution_when_the_base_barely_moves():
     exp, sc, comps = quant_setup(1.05)  # base moves +0.05 < half the effect
     quant_check(exp, ["base", "trained"], sc, comps)
     assert comps[0]["quant_notes"] == [] and comps[1]["quant_notes"] == []
+
+
+def test_quantisation_caution_uses_the_hypothesis_questions_not_the_whole_arm():
+    # base at Q4_K_M: +1 on q3..q6 (outside the subset), unchanged on the subset's q1, q2
+    exp, sc, comps = quant_setup(1.0)
+    for q in ("q3", "q4", "q5", "q6"):
+        sc[("base", "Q8_0")][q], sc[("base", "Q4_K_M")][q] = Fraction(0), Fraction(1)
+    for c in comps:
+        c["subset"] = ["arithmetic"]
+    check = quant_check(exp, ["base", "trained"], sc, comps)
+    assert check["means"]["base"]["Q4_K_M"] - check["means"]["base"]["Q8_0"] == pytest.approx(4 / 6)  # whole arm
+    assert comps[0]["quant_notes"] == []  # on the subset's questions the base did not move at all
+    # and the other way round: the subset's questions move, the whole arm hardly
+    exp, sc, comps = quant_setup(1.0)
+    sc[("base", "Q4_K_M")]["q1"] = Fraction(2)  # +1 on one of the two paired questions: +0.5 on the subset
+    for i in range(3, 40):
+        sc[("base", "Q8_0")][f"q{i}"] = sc[("base", "Q4_K_M")][f"q{i}"] = Fraction(1)
+    quant_check(exp, ["base", "trained"], sc, comps)
+    assert comps[0]["quant_notes"] == ["base's own score moves +0.500 from Q8_0 to Q4_K_M, comparable to the "
+                                       "effect +0.200: quantisation is a rival explanation"]
 
 
 # ---------------------------------------------------------------- registration
