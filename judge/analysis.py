@@ -341,8 +341,8 @@ def length_check(comparisons: list[dict], bias: dict[str, Any] | None) -> None:
             rho = bias["length_spearman"]
             how = f"follow answer length (Spearman ρ {rho:+.3f})" if rho is not None else "depend on answer length"
             c["length_notes"].append(
-                f"the primary judge's scores {how}; adjusted for length the difference is {adjusted:+.3f} instead of "
-                f"{raw:+.3f}, and the decision interval moved by {shift:+.3f} would say \"{after}\" instead of "
+                f"the primary judge's scores {how}; adjusted for length the difference is {round(adjusted, 3) + 0.0:+.3f} "
+                f"instead of {raw:+.3f}, and the decision interval moved by {shift:+.3f} would say \"{after}\" instead of "
                 f"\"{before}\": answer length is a rival explanation")
 
 

@@ -234,7 +234,7 @@ def test_a_length_caution_when_the_adjusted_difference_would_change_the_verdict(
     length_check([c], bias)
     assert len(c["length_notes"]) == 1
     note = c["length_notes"][0]
-    assert "0.000 instead of +0.750" in note and '"not shown" instead of "superior"' in note
+    assert "is +0.000 instead of +0.750" in note and '"not shown" instead of "superior"' in note
     assert "Spearman ρ +1.000" in note  # the score is a monotone function of the length
     # the same length bias, but a decision far from any threshold: no caution
     far = comparison(0.95, 1.2)
