@@ -22,31 +22,35 @@ def _finite(x: float) -> float | None:
 
 
 def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: int) -> dict[str, Any] | None:
-    """`scores`: judge -> label -> score. None with fewer than two judges."""
+    """`scores`: judge -> label -> score. None with fewer than two judges.
+
+    Kappa is per pair of judges on the answers both scored; Krippendorff's alpha uses every pairable rating
+    (each answer scored by at least two judges), as the `krippendorff` package does.
+    """
     judges = sorted(scores)
     if len(judges) < 2:
         return None
     common = sorted(set.intersection(*(set(scores[j]) for j in judges)))
     out: dict[str, Any] = {"judges": judges, "answers": len(common), "pairs": []}
-    if len(common) < 2:
-        return out
     for i, x in enumerate(judges):
         for y in judges[i + 1:]:
-            a = [scores[x][lab] for lab in common]
-            b = [scores[y][lab] for lab in common]
+            both = sorted(set(scores[x]) & set(scores[y]))
+            if len(both) < 2:
+                continue
+            a = [scores[x][lab] for lab in both]
+            b = [scores[y][lab] for lab in both]
             kappa = _finite(stats.cohen_kappa(a, b, weights="quadratic", labels=scale))
-            rng = np.random.default_rng(seed)
-            boots = []
-            for _ in range(1000):
-                idx = rng.integers(0, len(a), len(a))
-                k = stats.cohen_kappa([a[t] for t in idx], [b[t] for t in idx], weights="quadratic", labels=scale)
-                if math.isfinite(k):
-                    boots.append(k)
-            ci = [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))] if len(boots) > 100 else None
-            out["pairs"].append({"judges": [x, y], "exact_agreement": sum(p == q for p, q in zip(a, b)) / len(a),
+            boots = stats.kappa_bootstrap(a, b, scale, "quadratic", 1000, seed)
+            boots = boots[np.isfinite(boots)]
+            ci = [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))] if boots.size > 100 else None
+            out["pairs"].append({"judges": [x, y], "answers": len(both),
+                                 "exact_agreement": sum(p == q for p, q in zip(a, b)) / len(a),
                                  "kappa_quadratic": kappa, "kappa_ci95": ci})
-    matrix = [[scores[j].get(lab, float("nan")) for lab in common] for j in judges]
-    out["krippendorff_alpha_ordinal"] = _finite(stats.krippendorff_alpha(matrix, level="ordinal"))
+    pairable = sorted(lab for lab in set().union(*(scores[j] for j in judges))
+                      if sum(lab in scores[j] for j in judges) >= 2)
+    out["pairable_answers"] = len(pairable)
+    matrix = [[scores[j].get(lab, float("nan")) for lab in pairable] for j in judges]
+    out["krippendorff_alpha_ordinal"] = _finite(stats.krippendorff_alpha(matrix, level="ordinal")) if pairable else None
     return out
 
 

@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +89,9 @@ def utc(text: str, file: Path | str, field: str) -> dt.datetime:
 
 
 def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str,
-                 rubric: str) -> dict[tuple[str, str], dict[str, float]]:
-    """(arm, quant) -> question id -> mean score over that question's scored samples."""
+                 rubric: str) -> dict[tuple[str, str], dict[str, Fraction]]:
+    """(arm, quant) -> question id -> mean score over that question's scored samples, exact (a Fraction: with K
+    samples a mean such as 1/3 must not round before the decision compares a bound with its margin)."""
     by_label = {k.label: k for k in keys}
     acc: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for j in judgments:
@@ -99,7 +101,7 @@ def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str,
         if k is None:
             raise BadInput("judgments.jsonl", f"label {j.label} is not in blinding.jsonl", field="label")
         acc[(k.arm, k.quant)][k.question_id].append(j.score)
-    return {cell: {q: sum(v) / len(v) for q, v in qs.items()} for cell, qs in acc.items()}
+    return {cell: {q: Fraction(sum(v), len(v)) for q, v in qs.items()} for cell, qs in acc.items()}
 
 
 def error_kind(error: Any) -> str:
@@ -155,7 +157,7 @@ def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, sc
                 "scored": st["scored"], "unscored": st["unscored"], "judge_errors": st["error"],
                 "judge_error_kinds": _kinds(judge_errors[(arm, quant)]),
                 "questions_scored": len(qs),
-                "mean": (sum(qs.values()) / len(qs)) if qs else None,
+                "mean": float(sum(qs.values()) / len(qs)) if qs else None,
                 "harmful": st["harmful"],
                 "scrubbed": scrubbed[(arm, quant)],
                 "injection_flagged": injection[(arm, quant)],
@@ -188,17 +190,27 @@ def _paired_block(exp: Experiment, a_scores: dict, b_scores: dict, qs: list[Ques
         return ids, None
     an = exp.analysis
     p = stats.paired([a_scores[q] for q in ids], [b_scores[q] for q in ids], resamples=an.resamples, seed=an.seed,
-                     method=an.method, alpha=alpha, margin=margin)
+                     method=an.method, alpha=alpha, margin=margin, clusters=cluster_labels(ids, qs), rule=an.rule)
     return ids, p.to_dict()
 
 
-def _clusters(ids: list[str], questions: dict[str, Question]) -> list[str] | None:
-    """Cluster labels when questions share clusters (Miller 2024); None when every question is its own."""
-    labels = [questions[q].cluster or q for q in ids]
-    return labels if len(set(labels)) < len(labels) else None
+def cluster_labels(ids: list[str], qs: list[Question]) -> list[str] | None:
+    """Each question's cluster when the set declares clusters (a question without one is its own); None when no
+    question of `ids` carries a cluster: then questions are resampled one by one."""
+    by_id = {q.id: q for q in qs}
+    if not any(by_id[q].cluster for q in ids):
+        return None
+    return [by_id[q].cluster or q for q in ids]
+
+
+def ceiling(exp: Experiment, h: Hypothesis) -> float:
+    """The registered ceiling on a decision's simulated false-claim rate: [analysis] calibration_ceiling, else 2 alpha."""
+    c = exp.analysis.calibration_ceiling
+    return float(c) if c is not None else 2 * h.alpha
 
 
 def compare(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scores, cells) -> dict[str, Any]:
+    an = exp.analysis
     a_scores, b_scores = scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {})
     wanted = [q for q in questions.values() if all(t in q.tags for t in h.subset)]
     cell = {(c["arm"], c["quant"]): c for c in cells}
@@ -207,20 +219,37 @@ def compare(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scor
     out: dict[str, Any] = {"id": h.id, "text": h.text, "a": h.a, "b": h.b, "quant": h.quant, "kind": h.kind,
                            "margin": h.margin, "alpha": h.alpha, "subset": list(h.subset),
                            "questions_in_subset": len(wanted), "paired_questions": ids, "unscored_rate": rates,
-                           "result": result, "clustered_se": None, "quant_notes": []}
+                           "result": result, "clusters": None, "clustered_se": None, "calibration": None,
+                           "quant_notes": [], "length_notes": []}
     if result is None:
         out.update(verdict="inconclusive", reason=f"only {len(ids)} question(s) scored in both arms")
         return out
-    labels = _clusters(ids, questions)
+    labels = cluster_labels(ids, wanted)
+    a, b = [a_scores[q] for q in ids], [b_scores[q] for q in ids]
     if labels:
-        out["clustered_se"] = stats.clustered_se([b_scores[q] - a_scores[q] for q in ids], labels)
+        out["clusters"] = len(set(labels))
+        if out["clusters"] > 1:  # one cluster: the clustered SE is undefined (its deviations cancel to 0)
+            out["clustered_se"] = stats.clustered_se([float(y - x) for x, y in zip(a, b)], labels)
+    cal = stats.calibrate(a, b, h.kind, h.margin, alpha=h.alpha, method=an.method, resamples=an.resamples,
+                          rule=an.rule, sims=an.calibration_sims, seed=an.seed, ceiling=ceiling(exp, h),
+                          clusters=labels)
+    out["calibration"] = cal.to_dict()
     d = stats.decide(stats.Paired(**result), h.kind, h.margin)
     worst = max(rates.values())
-    if worst > exp.analysis.max_unscored:
+    if worst > an.max_unscored:
         who = ", ".join(f"{k} {v:.0%}" for k, v in rates.items())
         out.update(verdict="inconclusive",
-                   reason=f"unscored or failed answers ({who}) exceed the registered {exp.analysis.max_unscored:.0%}; "
+                   reason=f"unscored or failed answers ({who}) exceed the registered {an.max_unscored:.0%}; "
                           f"the statistic alone would say: {d.verdict}")
+    elif labels and out["clusters"] < an.min_clusters:
+        out.update(verdict="inconclusive",
+                   reason=f"only {out['clusters']} cluster(s) of questions, fewer than the registered minimum of "
+                          f"{an.min_clusters} for a cluster bootstrap; the statistic alone would say: {d.verdict}")
+    elif d.verdict in stats.CLAIMS[h.kind] and cal.rate > cal.ceiling:
+        out.update(verdict="inconclusive",
+                   reason=f"{d.reason}; but the rule's false-claim rate simulated at the boundary is {cal.rate:.3f} "
+                          f"({cal.claims} of {cal.sims} simulated data sets), above the registered ceiling "
+                          f"{cal.ceiling:.3f}: inconclusive")
     else:
         out.update(verdict=d.verdict, reason=d.reason)
     return out
@@ -247,13 +276,15 @@ def subset_analyses(h: Hypothesis, exp: Experiment, questions: dict[str, Questio
 
 
 def quant_check(exp: Experiment, arms: list[str], scores, comparisons: list[dict]) -> dict[str, Any]:
-    """Each arm's own score at each quant, and what that means for each comparison (seed 002)."""
+    """Each arm's own score at each quant, and what that means for each comparison: a caution when the effect
+    changes sign at another quant, or when the reference arm's own score moves between the quants, on the
+    questions both comparisons paired (the hypothesis's subset), by at least half the effect."""
     means: dict[str, dict[str, float | None]] = {}
     for arm in arms:
         means[arm] = {}
         for q in exp.arm(arm).quants:
             s = scores.get((arm, q), {})
-            means[arm][q] = sum(s.values()) / len(s) if s else None
+            means[arm][q] = float(sum(s.values()) / len(s)) if s else None
     for c in comparisons:
         if c["result"] is None:
             continue
@@ -264,8 +295,12 @@ def quant_check(exp: Experiment, arms: list[str], scores, comparisons: list[dict
             other = o["result"]["diff"]
             if effect * other < 0:
                 c["quant_notes"].append(f"the effect changes sign at {o['quant']} ({other:+.3f})")
-            ma, mo = means[c["a"]].get(c["quant"]), means[c["a"]].get(o["quant"])
-            if effect != 0 and ma is not None and mo is not None and abs(mo - ma) >= abs(effect) / 2:
+            common = set(c["paired_questions"]) & set(o["paired_questions"])
+            if effect == 0 or not common:
+                continue
+            own, there = scores[(c["a"], c["quant"])], scores[(c["a"], o["quant"])]
+            ma, mo = (float(sum(s[q] for q in common) / len(common)) for s in (own, there))
+            if abs(mo - ma) >= abs(effect) / 2:
                 c["quant_notes"].append(
                     f"{c['a']}'s own score moves {mo - ma:+.3f} from {c['quant']} to {o['quant']}, comparable to the "
                     f"effect {effect:+.3f}: quantisation is a rival explanation")
@@ -295,6 +330,8 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     cells = _cells(exp, arms, answers, keys, judgments, judge, scores, set(qmap), raw.retried_rows)
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
     comparisons = [compare(h, exp, qmap, scores, cells) for h in hyps]
+    judges = judges_section(exp, panel, rubric, answers, keys, pkeys, judgments, hyps)
+    length_check(comparisons, judges["length_bias"].get(judge))
     return {
         "schema": 1,
         "experiment": exp.name,
@@ -308,8 +345,33 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "quant_check": quant_check(exp, arms, scores, comparisons),
         "judge_totals": _judge_totals(judgments),
         "amendments": amendments(exp, raw.first_judgment),
-        "judges": judges_section(exp, panel, rubric, answers, keys, pkeys, judgments, hyps),
+        "judges": judges,
     }
+
+
+def length_check(comparisons: list[dict], bias: dict[str, Any] | None) -> None:
+    """A length caution on each decision that the primary judge's length-adjusted difference would change.
+
+    The decision interval is moved by (length-adjusted - raw difference) and decided again; when the verdict
+    differs, answer length is a rival explanation for it, and the decision line says so.
+    """
+    entries = {e["id"]: e for e in (bias or {}).get("comparisons", [])}
+    for c in comparisons:
+        r, e = c["result"], entries.get(c["id"])
+        if r is None or e is None or e["length_adjusted_difference"] is None:
+            continue
+        raw, adjusted = e["raw_difference"], e["length_adjusted_difference"]
+        shift = adjusted - raw
+        moved = r | {"bound": r["bound"] + shift, "upper": r["upper"] + shift}
+        before = stats.decide(stats.Paired(**r), c["kind"], c["margin"]).verdict
+        after = stats.decide(stats.Paired(**moved), c["kind"], c["margin"]).verdict
+        if after != before:
+            rho = bias["length_spearman"]
+            how = f"follow answer length (Spearman ρ {rho:+.3f})" if rho is not None else "depend on answer length"
+            c["length_notes"].append(
+                f"the primary judge's scores {how}; adjusted for length the difference is {round(adjusted, 3) + 0.0:+.3f} "
+                f"instead of {raw:+.3f}, and the decision interval moved by {shift:+.3f} would say \"{after}\" instead of "
+                f"\"{before}\": answer length is a rival explanation")
 
 
 def judges_section(exp: Experiment, panel: list[str], rubric: str, answers, keys, pkeys, judgments,

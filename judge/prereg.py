@@ -29,7 +29,8 @@ EXPERIMENT_KEYS = ("name", "description", "seed", "sets")
 RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers")
 JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop")
 JUDGE_TABLE_KEYS = ("model", "quant", "requires_env", "generation")
-ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored")
+ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "rule", "min_clusters", "calibration_sims",
+                 "calibration_ceiling")
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
 MIN_RESAMPLES = 100  # a floor against degenerate intervals: at 100, a 2.5% tail already rests on 2-3 resamples
@@ -56,6 +57,10 @@ class Analysis:
     method: str = "percentile"
     seed: int = 0
     max_unscored: float = 0.10  # above this share of unscored answers in either arm: inconclusive
+    rule: str = "bootstrap_and_t"  # the decision interval (judge.stats.RULES)
+    min_clusters: int = 10  # a set that declares clusters: fewer clusters than this in a comparison is inconclusive
+    calibration_sims: int = 200  # data sets simulated at the boundary to measure each decision's false-claim rate
+    calibration_ceiling: float | None = None  # above this simulated rate a claim is inconclusive; None: 2 * alpha
 
 
 @dataclass(frozen=True)
@@ -272,8 +277,22 @@ def _analysis(at: Any, file: Path, seed: int) -> Analysis:
     if not 0 <= max_unscored <= 1:
         raise BadInput(file, f"{where} max_unscored is a share of answers, in [0, 1]; got {max_unscored!r}",
                        field="max_unscored")
+    rule = setting(at, "rule", "string", file, where, "bootstrap_and_t")
+    if rule not in ("bootstrap", "bootstrap_and_t"):
+        raise BadInput(file, f"{where} rule must be 'bootstrap' or 'bootstrap_and_t'", field="rule")
+    counts = {key: setting(at, key, "integer", file, where, default)
+              for key, default in (("min_clusters", 10), ("calibration_sims", 200))}
+    for key, value in counts.items():
+        if value < 1:
+            raise BadInput(file, f"{where} {key} must be an integer >= 1, not {value!r}", field=key)
+    ceiling = setting(at, "calibration_ceiling", "number", file, where, None)
+    if ceiling is not None and not 0 < ceiling < 1:
+        raise BadInput(file, f"{where} calibration_ceiling must be a number in (0, 1), not {ceiling!r}",
+                       field="calibration_ceiling")
     return Analysis(resamples=resamples, method=method, seed=setting(at, "seed", "integer", file, where, seed),
-                    max_unscored=float(max_unscored))
+                    max_unscored=float(max_unscored), rule=rule, min_clusters=counts["min_clusters"],
+                    calibration_sims=counts["calibration_sims"],
+                    calibration_ceiling=None if ceiling is None else float(ceiling))
 
 
 def _audit(a: Any, file: Path, arms: dict[str, ArmSpec]) -> AuditGate:

@@ -8,22 +8,29 @@ Conventions (read these before using any number this module returns)
 * ``alpha`` is ONE-SIDED. The registered decision (non-inferiority / superiority) uses the
   one-sided (1 - alpha) lower bound of the mean difference, ``Paired.bound``.
 * The reported interval ``ci_low``/``ci_high`` (and ``t_low``/``t_high``) is the TWO-SIDED
-  (1 - 2*alpha) interval, whose lower end equals that bound exactly. So:
+  (1 - 2*alpha) interval, whose lower end is the one-sided (1 - alpha) bootstrap bound. So:
     - ``alpha=0.025`` -> two-sided 95% interval (regulatory convention: FDA 2016, CONSORT 2012);
     - ``alpha=0.05``  -> two-sided 90% interval, lower end = one-sided 95% lower bound.
-  Equivalence is TOST with the same (1 - 2*alpha) interval.
+  Equivalence is TOST with the same (1 - 2*alpha) interval. ``Paired.bound``/``Paired.upper`` are the
+  interval the registered rule decides on (RULES): the bootstrap interval, or the wider of it and a
+  small-sample t interval.
+* Exact arithmetic: scores are small integers and a question's score is the mean of its K samples, so
+  every difference and every resample mean is a rational with a known denominator. The bootstrap
+  quantiles are computed exactly (integer numerators over a common denominator) and rounded once, so a
+  bound exactly at the margin compares equal to it (and does not clear it) in both verification paths.
+* Resampling: questions, or whole clusters of questions when a set declares clusters (cluster bootstrap).
 * Power figures (``Paired.mde``, ``Paired.n_for_margin``) use the same one-sided alpha
-  (= two-sided 2*alpha) and power 0.8, with the normal approximation and the observed SD of
-  the differences.
+  (= two-sided 2*alpha) and power 0.8, with the paired t-test's power (noncentral t) and the observed SD
+  of the differences.
 * Bootstrap intervals follow ``scipy.stats.bootstrap`` (percentile and BCa, "linear" quantile,
   i.e. np.percentile's default) so they can be checked against scipy on the same bootstrap
   distribution. Two deliberate, documented departures:
     - when all differences are equal (identical arms, zero variance) every interval is the
       point ``(d[0], d[0])`` instead of scipy's NaN;
-    - in BCa's bias correction a bootstrap mean within ``_TIE_TOL`` (relative 1e-12) of the
-      observed mean counts as a tie, so float noise in summation order cannot move z0.
+    - in BCa's bias correction a bootstrap mean equal to the observed mean counts as a tie (exactly in
+      paired(); within ``_TIE_TOL``, relative 1e-12, in the float helpers ``bca_interval``).
 * The bootstrap uses ``resample_counts`` so the independent check (``check_paired``, at the
-  end of this module) can be run on exactly the same resamples and compared to 1e-9.
+  end of this module) can be run on exactly the same resamples; it recomputes them with exact Fractions.
 """
 
 from __future__ import annotations
@@ -35,11 +42,21 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
-from scipy import special, stats
+from scipy import optimize, special, stats
 
 __all__ = [
+    "RULES",
+    "exact",
+    "decimal",
+    "differences",
+    "units",
+    "tally",
+    "exact_interval",
+    "guarded_t_interval",
+    "t_power",
     "resample_indices",
     "resample_counts",
+    "draw_counts",
     "counts_means",
     "bootstrap_means",
     "percentile_interval",
@@ -55,18 +72,32 @@ __all__ = [
     "paired",
     "Decision",
     "decide",
+    "claims",
+    "CLAIMS",
+    "Calibration",
+    "calibrate",
     "cohen_kappa",
+    "kappa_from_tables",
+    "kappa_bootstrap",
     "krippendorff_alpha",
     "check_paired",
 ]
 
 _METHODS = ("percentile", "bca")
+RULES = ("bootstrap", "bootstrap_and_t")
+"""The registered decision interval. "bootstrap": the bootstrap interval alone. "bootstrap_and_t" (default): the
+wider of the bootstrap interval and ``guarded_t_interval``, so a claim needs both. The bootstrap bound can never
+fall below the smallest observed difference, so with few questions it claims far more often than alpha (a
+sample without one observed loss looks certain); the guard keeps small samples honest and costs little power
+once n is in the dozens (BENCHMARKS.md, type-I error of the rule)."""
 _TIE_TOL = 1e-12  # relative tolerance for "bootstrap mean equals observed mean" in BCa
 _CHUNK = 1024  # resample rows per batch in bootstrap_means (bounds memory)
 
 
 # ----------------------------------------------------------------------------------------
-# Bootstrap building blocks (main, vectorised path)
+# Bootstrap building blocks (main, vectorised path). paired() uses the exact ones (units, resample_counts,
+# exact_interval); the float helpers (resample_indices, bootstrap_means, percentile_interval, bca_interval)
+# are scipy's arithmetic, kept so the tests can show both equal scipy on scipy's own resamples.
 # ----------------------------------------------------------------------------------------
 
 
@@ -80,23 +111,203 @@ def resample_indices(n: int, resamples: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
 
 
-def resample_counts(d, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Bootstrap resamples as counts of each distinct value: (values[k], counts[resamples, k]).
+def exact(x) -> Fraction:
+    """A score, mean or difference as an exact rational: a Fraction as is, an int exactly, a float at its exact
+    binary value. Per-question means should arrive as Fractions (sum of scores over number of samples)."""
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return Fraction(int(x))
+    return Fraction(float(x))
 
-    The same distribution as resampling question indices, but judge-score differences take a
-    handful of distinct values, so this draws resamples x k numbers instead of resamples x n:
-    the main reason paired() is several times faster than scipy.stats.bootstrap. The check
-    path recomputes every resample mean from these counts with its own loop.
+
+def decimal(x: float) -> Fraction:
+    """A registered number (margin, alpha) as the decimal it was written as: 0.1 -> 1/10."""
+    return Fraction(repr(float(x)))
+
+
+def _coded(xs) -> tuple[list[Fraction], np.ndarray]:
+    """Distinct values (exact) and each item's index into them: scores repeat (1,000 questions, 3 values), so
+    the exact arithmetic is done once per distinct value."""
+    index: dict[Any, int] = {}
+    codes = np.fromiter((index.setdefault(x, len(index)) for x in xs), dtype=np.int64)
+    return [exact(x) for x in index], codes
+
+
+def differences(a, b) -> list[Fraction]:
+    """Exact paired differences b - a, one per question."""
+    cache: dict[tuple, Fraction] = {}
+    out = []
+    for x, y in zip(a, b):
+        key = (x, y)
+        if key not in cache:
+            cache[key] = exact(y) - exact(x)
+        out.append(cache[key])
+    return out
+
+
+def units(d, clusters: Sequence | None = None) -> list[tuple[Fraction, int]]:
+    """The resampling units of a paired comparison as (sum of differences, questions): one per question,
+    or one per cluster when ``clusters`` labels each question (a cluster bootstrap resamples whole clusters)."""
+    d = [exact(x) for x in d]
+    if clusters is None:
+        return [(x, 1) for x in d]
+    clusters = list(clusters)
+    if len(clusters) != len(d):
+        raise ValueError("d and clusters must have the same length")
+    sums: dict[Any, list] = {}
+    for x, c in zip(d, clusters):
+        acc = sums.setdefault(c, [Fraction(0), 0])
+        acc[0] += x
+        acc[1] += 1
+    return [(v[0], v[1]) for v in sums.values()]
+
+
+def tally(unit_list) -> tuple[list[tuple[Fraction, int]], list[int]]:
+    """Distinct units (sum, size), ordered by mean then size, and how often each occurs."""
+    out: dict[tuple[Fraction, int], int] = {}
+    for u in unit_list:
+        key = (exact(u[0]), int(u[1]))
+        out[key] = out.get(key, 0) + 1
+    kinds = sorted(out, key=lambda k: (k[0] / k[1], k[1]))
+    return kinds, [out[k] for k in kinds]
+
+
+def resample_counts(unit_list, resamples: int, seed: int) -> tuple[list[tuple[Fraction, int]], np.ndarray]:
+    """Bootstrap resamples as counts of each distinct unit: (kinds[k], counts[resamples, k]).
+
+    ``unit_list`` is from ``units``. Units with the same (sum, size) are exchangeable, so a resample is the
+    number of draws of each kind: resamples x k numbers instead of resamples x n (judge-score differences take
+    a handful of values). The check path recomputes every resample from these counts with its own loop.
     """
-    d = np.asarray(d, dtype=float)
-    values, freq = np.unique(d, return_counts=True)
-    counts = np.random.default_rng(seed).multinomial(d.size, freq / d.size, size=resamples)
-    return values, counts
+    if not unit_list:
+        raise ValueError("need at least one unit")
+    kinds, freq = tally(unit_list)
+    return kinds, draw_counts(freq, resamples, seed)
 
 
-def counts_means(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Mean of each resample given as counts per distinct value."""
-    return counts @ values / counts[0].sum()
+def draw_counts(freq: Sequence[int], resamples: int, seed: int) -> np.ndarray:
+    """Resamples as counts per kind: each draws sum(freq) units, a kind with probability freq / sum(freq)."""
+    if resamples < 1:
+        raise ValueError("need resamples >= 1")
+    f = np.asarray(freq, dtype=float)
+    g = int(f.sum())
+    return np.random.default_rng(seed).multinomial(g, f / g, size=resamples)
+
+
+def counts_means(kinds, counts: np.ndarray) -> np.ndarray:
+    """Mean difference per question of each resample (float), given as counts per kind."""
+    sums = np.array([float(s) for s, _ in kinds])
+    sizes = np.array([m for _, m in kinds], dtype=float)
+    return (counts @ sums) / (counts @ sizes)
+
+
+def _scaled(kinds) -> tuple[list[int], list[int], int]:
+    """Integer numerators over a common denominator: sum_k = nums_k / scale."""
+    scale = math.lcm(*(s.denominator for s, _ in kinds))
+    return [int(s * scale) for s, _ in kinds], [int(m) for _, m in kinds], scale
+
+
+def _sums(kinds, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Each resample's mean as num / (den * scale), in exact integers (Python ints when int64 could overflow)."""
+    nums, sizes, scale = _scaled(kinds)
+    total = int(counts[0].sum()) if counts.size else 0
+    if max(abs(x) for x in nums) * max(total, 1) < 2 ** 62:
+        num = counts.astype(np.int64) @ np.array(nums, dtype=np.int64)
+    else:
+        num = counts.astype(object) @ np.array(nums, dtype=object)
+    return num, counts @ np.array(sizes, dtype=np.int64), scale
+
+
+def _order_stats(num: np.ndarray, den: np.ndarray, scale: int, positions: Sequence[int]) -> dict[int, Fraction]:
+    """The exact values at sorted ``positions`` of the resample means num / (den * scale).
+
+    Equal denominators (every question resampled, or clusters of one size): integers are sorted. Otherwise a
+    float sort orders them exactly when distinct means are further apart than float rounding can blur
+    (checked); if not, Fractions are sorted.
+    """
+    pos = sorted(set(positions))
+    if den.min() == den.max():
+        part = np.partition(num, pos) if num.dtype != object else np.array(sorted(num), dtype=object)
+        d = int(den[0]) * scale
+        return {k: Fraction(int(part[k]), d) for k in pos}
+    q = int(den.max()) * scale
+    top = max(abs(float(x)) for x in num) / (float(den.min()) * scale)
+    if q * q * max(top, 1.0) < 2.0 ** 50:
+        order = np.argsort(num.astype(float) / den.astype(float), kind="stable")
+    else:
+        order = sorted(range(num.size), key=lambda r: Fraction(int(num[r]), int(den[r])))
+    return {k: Fraction(int(num[order[k]]), int(den[order[k]]) * scale) for k in pos}
+
+
+def _where(resamples: int, p: Fraction) -> tuple[int, int, Fraction]:
+    """Positions and weight of the type-7 quantile at level p (scipy.stats.quantile's arithmetic, exact)."""
+    jg = p * resamples + (1 - p)
+    jp1 = math.floor(jg)
+    j = jp1 - 1
+    g = Fraction(0) if j < 0 else jg - jp1
+    return min(max(j, 0), resamples - 1), min(max(jp1, 0), resamples - 1), g
+
+
+def _exact_quantiles(num, den, scale, levels: Sequence[Fraction]) -> list[Fraction]:
+    where = [_where(num.size, p) for p in levels]
+    vals = _order_stats(num, den, scale, [k for j, jp1, _ in where for k in (j, jp1)])
+    return [(1 - g) * vals[j] + g * vals[jp1] for j, jp1, g in where]
+
+
+def _exact_levels(kinds, freq: Sequence[int], num, den, scale, alpha: Fraction, method: str) -> tuple:
+    """Quantile levels (alpha, 1 - alpha), BCa-adjusted if asked (Efron & Tibshirani 14.3, 15.4; scipy's formula).
+
+    z0 counts resamples below the observed mean exactly; the acceleration uses the jackknife over units
+    (leave one question, or one cluster, out). Falls back to the percentile levels when BCa is undefined.
+    """
+    if method != "bca":
+        return alpha, 1 - alpha
+    nums, sizes, _ = _scaled(kinds)
+    t_num = sum(f * x for f, x in zip(freq, nums))
+    t_den = sum(f * m for f, m in zip(freq, sizes))
+    below = int(np.count_nonzero(num.astype(object) * t_den < den.astype(object) * t_num)) \
+        if num.dtype == object or den.min() != den.max() else int(np.count_nonzero(num < t_num))
+    at_or_below = int(np.count_nonzero(num.astype(object) * t_den <= den.astype(object) * t_num)) \
+        if num.dtype == object or den.min() != den.max() else int(np.count_nonzero(num <= t_num))
+    pct = (below + at_or_below) / (2 * num.size)
+    z0 = float(special.ndtri(pct))
+    theta = np.array([(t_num - x) / (t_den - m) / scale for f, x, m in zip(freq, nums, sizes) for _ in range(f)
+                      if t_den - m > 0], dtype=float)
+    if theta.size < 2:
+        return alpha, 1 - alpha
+    u = (theta.size - 1) * (np.mean(theta) - theta)
+    den2 = float(np.sum(u ** 2))
+    if not (math.isfinite(z0) and den2 > 0):
+        return alpha, 1 - alpha
+    a_hat = float(np.sum(u ** 3)) / den2 ** 1.5 / 6
+    z_alpha = float(special.ndtri(float(alpha)))
+    out = []
+    for z in (z_alpha, -z_alpha):
+        lev = float(special.ndtr(z0 + (z0 + z) / (1 - a_hat * (z0 + z))))
+        if not math.isfinite(lev):
+            return alpha, 1 - alpha
+        out.append(Fraction(lev))
+    return tuple(out)
+
+
+def exact_interval(kinds, freq: Sequence[int], counts: np.ndarray, alpha: Fraction,
+                   method: str) -> tuple[Fraction, Fraction]:
+    """Two-sided bootstrap interval with ``alpha`` in each tail, as exact rationals.
+
+    Every resample mean is a rational with a known denominator, so the quantiles are computed exactly and
+    rounded once: a bound that equals the margin exactly compares equal to it, never one unit in the last
+    place above (a tie never favours the claim). One kind only (all differences equal): the point interval.
+    """
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    if len({s / m for s, m in kinds}) == 1:
+        v = kinds[0][0] / kinds[0][1]
+        return v, v
+    num, den, scale = _sums(kinds, counts)
+    levels = _exact_levels(kinds, freq, num, den, scale, alpha, method)
+    lo, hi = _exact_quantiles(num, den, scale, levels)
+    return lo, hi
 
 
 def bootstrap_means(d: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -242,6 +453,16 @@ def t_interval(d: np.ndarray, confidence: float) -> tuple[float, float]:
     return mean - crit * se, mean + crit * se
 
 
+def guarded_t_interval(d: np.ndarray, confidence: float, step: float = 1.0) -> tuple[float, float]:
+    """Paired-t interval of ``d`` with one pseudo-loss and one pseudo-win of ``step`` (one score point) added.
+
+    The pseudo-observations (in the spirit of Agresti-Caffo's added counts) leave the mean nearly unchanged
+    but give a sample with no observed disagreement a non-zero spread, so twelve ties are not proof.
+    """
+    d = np.asarray(d, dtype=float)
+    return t_interval(np.concatenate([d, [-float(step), float(step)]]), confidence)
+
+
 def t_test_p(d: np.ndarray) -> float:
     """Two-sided paired t-test p for mean difference 0.
 
@@ -256,42 +477,65 @@ def t_test_p(d: np.ndarray) -> float:
     return float(2 * stats.t.sf(abs(mean / se), d.size - 1))
 
 
-def _z_sum(alpha: float, power: float, sided: int) -> float:
+def _check_power_args(alpha: float, power: float, sided: int) -> None:
     if sided not in (1, 2):
         raise ValueError("sided must be 1 or 2")
     if not (0 < alpha < 1 and 0 < power < 1):
         raise ValueError("alpha and power must be in (0, 1)")
-    return float(stats.norm.ppf(1 - alpha / sided) + stats.norm.ppf(power))
+
+
+def t_power(effect_size: float, n: int, alpha: float = 0.05, sided: int = 2) -> float:
+    """Power of the paired (one-sample) t-test for standardised effect ``effect_size`` with n questions.
+
+    Noncentral t, as statsmodels' TTestPower: the normal approximation is optimistic at small n.
+    """
+    df = n - 1
+    nc = float(effect_size) * math.sqrt(n)
+    crit = float(stats.t.ppf(1 - alpha / sided, df))
+    out = float(stats.nct.sf(crit, df, nc))
+    return out + float(stats.nct.cdf(-crit, df, nc)) if sided == 2 else out
 
 
 def mde(sd: float, n: int, alpha: float = 0.05, power: float = 0.8, sided: int = 2) -> float:
-    """Minimum detectable mean difference, normal approximation: (z_{1-a/s} + z_pow) sd / sqrt(n).
+    """Minimum detectable mean difference: the effect the paired t-test detects with this power at n.
 
     Says how small an effect this many questions can resolve. sd == 0 gives 0.0 (any
     shift is detectable when differences do not vary).
     """
-    if n < 1:
-        raise ValueError("n must be >= 1")
+    _check_power_args(alpha, power, sided)
+    if n < 2:
+        raise ValueError("n must be >= 2")
     if sd < 0:
         raise ValueError("sd must be >= 0")
-    return _z_sum(alpha, power, sided) * float(sd) / math.sqrt(n)
+    if sd == 0:
+        return 0.0
+    hi = 1.0
+    while t_power(hi, n, alpha, sided) < power:
+        hi *= 2
+    return float(optimize.brentq(lambda e: t_power(e, n, alpha, sided) - power, 0.0, hi, xtol=1e-12)) * float(sd)
 
 
 def n_for_effect(effect: float, sd: float, alpha: float = 0.05, power: float = 0.8,
                  sided: int = 2) -> int:
-    """Questions needed to detect ``|effect|`` (normal approximation, rounded up).
+    """Questions needed for the paired t-test to detect ``|effect|`` with this power (smallest such n).
 
     sd == 0 gives 1 (one question already shows a noise-free shift); effect == 0 is an error.
     """
+    _check_power_args(alpha, power, sided)
     if effect == 0:
         raise ValueError("effect must be non-zero")
     if sd < 0:
         raise ValueError("sd must be >= 0")
     if sd == 0:
         return 1
-    n = (_z_sum(alpha, power, sided) * float(sd) / abs(float(effect))) ** 2
-    # guard against 49.999999999 -> 50 style float noise before the ceiling
-    return max(1, math.ceil(n - 1e-9))
+    es = abs(float(effect)) / float(sd)
+    z = float(stats.norm.ppf(1 - alpha / sided) + stats.norm.ppf(power))
+    n = max(2, math.ceil((z / es) ** 2))  # the normal approximation: a lower bound for the t-test's n
+    while n > 2 and t_power(es, n - 1, alpha, sided) >= power:
+        n -= 1
+    while t_power(es, n, alpha, sided) < power:
+        n += 1
+    return n
 
 
 def clustered_se(scores: np.ndarray, clusters: Sequence) -> float:
@@ -325,9 +569,9 @@ class Paired:
     diff: float  # mean of d = b - a; positive = b better
     sd_diff: float  # SD of d, ddof 1
     se: float  # sd_diff / sqrt(n)
-    ci_low: float  # two-sided (1 - 2*alpha) bootstrap interval; ci_low == bound
+    ci_low: float  # two-sided (1 - 2*alpha) bootstrap interval
     ci_high: float
-    bound: float  # one-sided (1 - alpha) bootstrap lower bound (the registered decision)
+    bound: float  # one-sided (1 - alpha) lower bound the registered rule decides on (see RULES)
     up: int  # questions where b > a
     down: int  # questions where b < a
     ties: int
@@ -335,13 +579,19 @@ class Paired:
     t_low: float  # two-sided (1 - 2*alpha) paired-t interval
     t_high: float
     t_p: float  # two-sided paired t-test p
-    mde: float  # normal-approx MDE at one-sided alpha, power 0.8, observed sd_diff
+    mde: float  # paired-t MDE at one-sided alpha, power 0.8, observed sd_diff
     n_for_margin: int | None  # questions needed to detect the margin (None: no margin, or a margin of 0)
     corr: float | None  # Pearson r of a and b (None when either arm is constant)
     method: str
     confidence: float  # 1 - 2*alpha
     resamples: int
     seed: int
+    resampling: str = "questions"  # what the bootstrap resamples: "questions", or "clusters" of questions
+    units: int = 0  # how many questions, or clusters, it resamples
+    rule: str = "bootstrap"  # see RULES
+    guard_low: float | None = None  # small-sample t interval (rule "bootstrap_and_t"; see guarded_t_interval)
+    guard_high: float | None = None
+    upper: float | None = None  # upper end of the interval the rule decides on (equivalence)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -355,14 +605,24 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> float | None:
 
 
 def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percentile",
-           alpha: float = 0.05, margin: float | None = None) -> Paired:
+           alpha: float = 0.05, margin: float | None = None, clusters: Sequence | None = None,
+           rule: str = "bootstrap", step: float = 1.0) -> Paired:
     """Compare system b against system a on the same questions (d = b - a, positive = b better).
 
     ``alpha`` is one-sided: ``bound`` is the one-sided (1 - alpha) lower bound and
-    ``ci_low``/``ci_high`` the two-sided (1 - 2*alpha) interval (alpha=0.025 -> 95%).
+    ``ci_low``/``ci_high`` the two-sided (1 - 2*alpha) interval (alpha=0.025 -> 95%). Scores may be
+    Fractions (a question's mean over K samples): the bootstrap interval is computed exactly from them.
+    ``clusters`` (one label per question) makes it a cluster bootstrap: whole clusters are resampled.
+    ``rule`` (see RULES) says which interval ``bound``/``upper`` come from; ``step`` is one score point.
     """
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    if np.ndim(a) != 1 or np.ndim(b) != 1 or len(a) != len(b):
+        raise ValueError("a and b must be 1-D arrays of the same length (one score per question)")
+    va, ia = _coded(a)
+    vb, ib = _coded(b)
+    a = np.array([float(x) for x in va])[ia]
+    b = np.array([float(x) for x in vb])[ib]
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError("a and b must be 1-D arrays of the same length (one score per question)")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
@@ -371,26 +631,46 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     if not 0 < alpha < 0.5:
         raise ValueError("alpha (one-sided) must be in (0, 0.5)")
-    d = b - a
+    pairs, which = np.unique(ia * len(vb) + ib, return_inverse=True)
+    dv = [vb[p % len(vb)] - va[p // len(vb)] for p in pairs.tolist()]  # each distinct (a, b) pair's difference
+    ed = [dv[k] for k in which.tolist()] if clusters is not None else None
+    d = np.array([float(x) for x in dv])[which]
     _check_n(d)
     n = d.size
-    constant = _is_constant(d)
+    constant = len(set(dv)) == 1
 
-    boot = counts_means(*resample_counts(d, resamples, seed))
-    ci_low, ci_high = _interval_at(d, boot, alpha, method)
+    if clusters is None:  # one unit per question: tally the few distinct differences, not every question
+        merged: dict[Fraction, int] = {}
+        for x, c in zip(dv, np.bincount(which).tolist()):
+            merged[x] = merged.get(x, 0) + c
+        kinds, freq = tally([(x, 1) for x in merged])
+        freq = [merged[x] for x, _ in kinds]
+        n_units = n
+    else:
+        unit_list = units(ed, clusters)
+        kinds, freq = tally(unit_list)
+        n_units = len(unit_list)
+    counts = draw_counts(freq, resamples, seed)
+    lo, hi = exact_interval(kinds, freq, counts, decimal(alpha), method)
+    ci_low, ci_high = float(lo), float(hi)
     confidence = 1 - 2 * alpha
     t_low, t_high = t_interval(d, confidence)
     sd = 0.0 if constant else float(np.std(d, ddof=1))
+    g_low = g_high = None
+    bound, upper = ci_low, ci_high
+    if rule == "bootstrap_and_t":
+        g_low, g_high = guarded_t_interval(d, confidence, step)
+        bound, upper = min(ci_low, g_low), max(ci_high, g_high)
     return Paired(
         n=n,
-        mean_a=float(np.mean(a)),
-        mean_b=float(np.mean(b)),
-        diff=float(d[0]) if constant else float(np.mean(d)),
+        mean_a=float(sum(x * int(c) for x, c in zip(va, np.bincount(ia))) / n),
+        mean_b=float(sum(x * int(c) for x, c in zip(vb, np.bincount(ib))) / n),
+        diff=float(sum(x * int(c) for x, c in zip(dv, np.bincount(which))) / n),
         sd_diff=sd,
         se=sd / math.sqrt(n),
         ci_low=ci_low,
         ci_high=ci_high,
-        bound=ci_low,
+        bound=bound,
         up=int(np.count_nonzero(d > 0)),
         down=int(np.count_nonzero(d < 0)),
         ties=int(np.count_nonzero(d == 0)),
@@ -405,6 +685,12 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
         confidence=confidence,
         resamples=int(resamples),
         seed=int(seed),
+        resampling="questions" if clusters is None else "clusters",
+        units=n_units,
+        rule=rule,
+        guard_low=g_low,
+        guard_high=g_high,
+        upper=upper,
     )
 
 
@@ -425,6 +711,16 @@ def _pct(x: float) -> str:
     return f"{100 * x:.4g}%"
 
 
+def claims(kind: str, margin: float, low: float, high: float) -> bool:
+    """Whether the registered rule makes its claim (non-inferior or better / superior / equivalent) on the
+    decision interval [low, high]. Strict: a bound exactly at the margin does not clear it."""
+    if kind == "non_inferiority":
+        return low > -margin
+    if kind == "superiority":
+        return low > 0
+    return low > -margin and high < margin
+
+
 def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
     """Apply the registered rule to a Paired result.
 
@@ -434,7 +730,8 @@ def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
       not used: superiority is against zero).
     * equivalence (TOST): (1 - 2*alpha) interval inside (-margin, +margin) -> "equivalent";
       interval entirely outside it -> "not equivalent"; straddling a margin -> "inconclusive".
-    Non-finite bounds give "inconclusive".
+    The bound is exact rounded once, and the margin is the registered decimal, so an exact tie compares
+    equal and does not clear the margin. Non-finite bounds give "inconclusive".
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
@@ -443,32 +740,33 @@ def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
         raise ValueError("margin must be >= 0 (and > 0 for equivalence)")
     one_sided = _pct((1 + p.confidence) / 2)
     two_sided = _pct(p.confidence)
-    lb, lo, hi = p.bound, p.ci_low, p.ci_high
+    lb, lo, hi = p.bound, p.bound, p.upper
     if not all(math.isfinite(x) for x in (lb, lo, hi)):
         return Decision(kind, margin, "inconclusive", "interval is not finite")
-
+    which = "" if p.rule == "bootstrap" else (f" (the lower of the {p.resampling} bootstrap {p.ci_low:+.4f} and the "
+                                              f"small-sample t {p.guard_low:+.4f})")
     if kind == "non_inferiority":
-        if lb > 0:
+        if claims("superiority", margin, lb, hi):
             verdict = "superior"
-            reason = (f"one-sided {one_sided} lower bound {lb:+.4f} > -{margin:.4g} and > 0: "
+            reason = (f"one-sided {one_sided} lower bound {lb:+.4f}{which} > -{margin:.4g} and > 0: "
                       f"non-inferior and superior")
-        elif lb > -margin:
+        elif claims(kind, margin, lb, hi):
             verdict = "non-inferior"
-            reason = f"one-sided {one_sided} lower bound {lb:+.4f} > -{margin:.4g}: non-inferior"
+            reason = f"one-sided {one_sided} lower bound {lb:+.4f}{which} > -{margin:.4g}: non-inferior"
         else:
             verdict = "not shown"
-            reason = (f"one-sided {one_sided} lower bound {lb:+.4f} <= -{margin:.4g}: "
+            reason = (f"one-sided {one_sided} lower bound {lb:+.4f}{which} <= -{margin:.4g}: "
                       f"non-inferiority not shown")
     elif kind == "superiority":
-        if lb > 0:
+        if claims(kind, margin, lb, hi):
             verdict = "superior"
-            reason = f"one-sided {one_sided} lower bound {lb:+.4f} > 0: superior"
+            reason = f"one-sided {one_sided} lower bound {lb:+.4f}{which} > 0: superior"
         else:
             verdict = "not shown"
-            reason = f"one-sided {one_sided} lower bound {lb:+.4f} <= 0: superiority not shown"
+            reason = f"one-sided {one_sided} lower bound {lb:+.4f}{which} <= 0: superiority not shown"
     else:
         span = f"{two_sided} interval [{lo:+.4f}, {hi:+.4f}]"
-        if lo > -margin and hi < margin:
+        if claims(kind, margin, lo, hi):
             verdict = "equivalent"
             reason = f"{span} inside (-{margin:.4g}, +{margin:.4g}): equivalent (TOST)"
         elif lo >= margin or hi <= -margin:
@@ -478,6 +776,85 @@ def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
             verdict = "inconclusive"
             reason = f"{span} crosses a margin of +/-{margin:.4g}: equivalence not shown"
     return Decision(kind, margin, verdict, reason)
+
+
+CLAIMS = {"non_inferiority": ("non-inferior", "superior"), "superiority": ("superior",),
+          "equivalence": ("equivalent",)}  # the verdicts that are the claim a calibration measures
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How often the registered rule makes its claim on data simulated at the boundary of its hypothesis."""
+
+    boundary: float  # the true effect simulated: -margin (non-inferiority), 0 (superiority), -/+margin (equivalence)
+    sims: int
+    claims: int
+    rate: float  # claims / sims: the rule's false-claim rate at the boundary, for data shaped like these
+    ceiling: float  # registered: above it a claim is downgraded to inconclusive
+    seed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def calibrate(a, b, kind: str, margin: float, *, alpha: float, method: str, resamples: int, rule: str,
+              sims: int, seed: int, ceiling: float, clusters: Sequence | None = None,
+              step: float = 1.0) -> Calibration:
+    """The false-claim rate of the registered rule, simulated at the boundary, for data like these.
+
+    The observed differences are shifted so that their mean is exactly the boundary (the registered decimal
+    margin), and ``sims`` data sets are drawn from them (questions, or whole clusters, with replacement);
+    each is decided by the same rule, ``resamples`` bootstrap resamples, exact arithmetic and strict
+    comparison as the real decision. Equivalence is simulated at the margin on the side of the estimate.
+    Seeded: the same inputs give the same rate, so verify can recompute it.
+    """
+    ed = differences(a, b)
+    n = len(ed)
+    mean = sum(ed) / n
+    m = decimal(margin)
+    target = {"non_inferiority": -m, "superiority": Fraction(0)}.get(kind, -m if mean <= 0 else m)
+    shift = target - mean
+    labels = list(range(n)) if clusters is None else list(clusters)
+    groups: dict[Any, list] = {}
+    for x, c in zip(ed, labels):
+        g = groups.setdefault(c, [Fraction(0), 0, Fraction(0)])
+        x = x + shift
+        g[0] += x
+        g[1] += 1
+        g[2] += x * x
+    tallied: dict[tuple, int] = {}
+    for g in groups.values():
+        tallied[tuple(g)] = tallied.get(tuple(g), 0) + 1
+    kinds3 = sorted(tallied)
+    kinds = [(s_, m_) for s_, m_, _ in kinds3]
+    freq = np.array([tallied[k] for k in kinds3])
+    n_units = int(freq.sum())
+    sums = np.array([float(s_) for s_, _, _ in kinds3])
+    sizes = np.array([m_ for _, m_, _ in kinds3], dtype=float)
+    squares = np.array([float(q_) for _, _, q_ in kinds3])
+    rng = np.random.default_rng(seed)
+    outer = rng.multinomial(n_units, freq / n_units, size=sims)
+    a_frac, conf = decimal(alpha), 1 - 2 * alpha
+    hits = 0
+    for data in outer:
+        used = np.nonzero(data)[0]
+        if n_units < 6 * used.size:  # few units of many kinds (clusters): draw units, cheaper than k binomials
+            pool = np.repeat(np.arange(used.size), data[used])
+            draws = pool[rng.integers(0, n_units, (resamples, n_units))] + (np.arange(resamples) * used.size)[:, None]
+            inner = np.bincount(draws.ravel(), minlength=resamples * used.size).reshape(resamples, used.size)
+        else:
+            inner = rng.multinomial(n_units, data[used] / n_units, size=resamples)
+        lo, hi = exact_interval([kinds[i] for i in used], data[used].tolist(), inner, a_frac, method)
+        low, high = float(lo), float(hi)
+        if rule == "bootstrap_and_t":
+            nq = float(data @ sizes) + 2
+            md = float(data @ sums) / nq
+            var = (float(data @ squares) + 2 * step * step - nq * md * md) / (nq - 1)
+            half = float(stats.t.ppf((1 + conf) / 2, nq - 1)) * math.sqrt(max(var, 0.0) / nq)
+            low, high = min(low, md - half), max(high, md + half)
+        hits += claims(kind, float(margin), low, high)
+    return Calibration(boundary=float(target), sims=int(sims), claims=int(hits), rate=hits / sims,
+                       ceiling=float(ceiling), seed=int(seed))
 
 
 # ----------------------------------------------------------------------------------------
@@ -499,25 +876,56 @@ def cohen_kappa(a_labels, b_labels, weights: str | None = None,
     if len(a_labels) != len(b_labels) or not a_labels:
         raise ValueError("need two equally long, non-empty label sequences")
     cats = list(labels) if labels is not None else sorted(set(a_labels) | set(b_labels))
+    w = _kappa_weights(len(cats), weights)
     pos = {c: i for i, c in enumerate(cats)}
+    outside = [x for x in (*a_labels, *b_labels) if x not in pos]
+    if outside:
+        raise ValueError(f"cohen_kappa: rating {outside[0]!r} is not one of the labels {cats}")
     k = len(cats)
-    table = np.zeros((k, k))
-    np.add.at(table, (np.array([pos[x] for x in a_labels]), np.array([pos[x] for x in b_labels])), 1)
-    table /= table.sum()
-    expected = np.outer(table.sum(1), table.sum(0))
+    codes = np.array([pos[x] for x in a_labels]) * k + np.array([pos[x] for x in b_labels])
+    return float(kappa_from_tables(np.bincount(codes, minlength=k * k).reshape(1, k, k), w)[0])
+
+
+def _kappa_weights(k: int, weights: str | None) -> np.ndarray:
     i, j = np.indices((k, k))
     if weights is None:
-        w = (i != j).astype(float)
-    elif weights == "linear":
-        w = np.abs(i - j).astype(float)
-    elif weights == "quadratic":
-        w = ((i - j) ** 2).astype(float)
-    else:
-        raise ValueError("weights must be None, 'linear' or 'quadratic'")
-    den = float(np.sum(w * expected))
-    if den == 0:
-        return float("nan")
-    return float(1 - np.sum(w * table) / den)
+        return (i != j).astype(float)
+    if weights == "linear":
+        return np.abs(i - j).astype(float)
+    if weights == "quadratic":
+        return ((i - j) ** 2).astype(float)
+    raise ValueError("weights must be None, 'linear' or 'quadratic'")
+
+
+def kappa_from_tables(tables: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of each k x k contingency table in ``tables`` (shape (m, k, k)); NaN where undefined."""
+    t = tables / tables.sum(axis=(1, 2), keepdims=True)
+    expected = t.sum(2)[:, :, None] * t.sum(1)[:, None, :]
+    den = np.sum(w * expected, axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den == 0, np.nan, 1 - np.sum(w * t, axis=(1, 2)) / den)
+
+
+def kappa_bootstrap(a_labels, b_labels, labels: Sequence, weights: str | None, resamples: int,
+                    seed: int) -> np.ndarray:
+    """Cohen's kappa on ``resamples`` bootstrap resamples of the rated items (vectorised; NaN where undefined).
+
+    The resample indices are ``default_rng(seed).integers(0, n, n)`` drawn once per resample, in order.
+    """
+    pos = {c: i for i, c in enumerate(labels)}
+    k, n = len(labels), len(a_labels)
+    codes = np.array([pos[x] for x in a_labels]) * k + np.array([pos[x] for x in b_labels])
+    rng = np.random.default_rng(seed)
+    w = _kappa_weights(k, weights)
+    out = np.empty(resamples)
+    step = max(1, 2_000_000 // max(n, 1))  # resamples per batch: bounds memory at 20,000 items
+    for start in range(0, resamples, step):
+        rows = min(step, resamples - start)
+        idx = np.stack([rng.integers(0, n, n) for _ in range(rows)])
+        block = codes[idx] + (np.arange(rows) * k * k)[:, None]
+        tables = np.bincount(block.ravel(), minlength=rows * k * k).reshape(rows, k, k)
+        out[start:start + rows] = kappa_from_tables(tables, w)
+    return out
 
 
 def krippendorff_alpha(matrix, level: str = "nominal") -> float:
@@ -569,24 +977,11 @@ def krippendorff_alpha(matrix, level: str = "nominal") -> float:
 #
 # Recomputes paired() from scratch with plain Python: explicit loops, `statistics`, hand
 # sorting/quantiles, math.comb for the sign test, a closed-form Student-t CDF, NormalDist
-# for z. It shares NO helper with the code above; only the resample indices are shared
-# so the two paths can be compared to 1e-9.
+# for z, exact Fractions for every resample mean. It shares NO helper with the code above; only the
+# resample counts are shared, so the two paths can be compared (bit for bit where exact, else to 1e-9).
 # ========================================================================================
 
 _ND = statistics.NormalDist()
-
-
-def _chk_quantile(sorted_vals: list[float], p: float) -> float:
-    """Type-7 linear interpolation quantile (np.percentile default) on a sorted list."""
-    n = len(sorted_vals)
-    h = (n - 1) * p
-    lo = int(math.floor(h))
-    if lo >= n - 1:
-        return sorted_vals[-1]
-    if lo < 0:
-        return sorted_vals[0]
-    frac = h - lo
-    return sorted_vals[lo] + frac * (sorted_vals[lo + 1] - sorted_vals[lo])
 
 
 def _chk_t_abs_cdf(t: float, nu: int) -> float:
@@ -634,96 +1029,128 @@ def _chk_sign_p(up: int, down: int) -> float:
     return float(min(Fraction(1), 2 * tail))
 
 
-def _chk_interval(d: list[float], boot: list[float], alpha: float, method: str) -> tuple[float, float]:
+def _chk_exact(x) -> Fraction:
+    return x if isinstance(x, Fraction) else Fraction(int(x)) if float(x).is_integer() else Fraction(float(x))
+
+
+def _chk_pick(rows: list[list[int]], nums: list[int], sizes: list[int], scale: int, p: Fraction) -> Fraction:
+    """Exact type-7 quantile of the resample means at level p, textbook form h = (B - 1) p."""
+    means = sorted(Fraction(sum(c * x for c, x in zip(r, nums)), sum(c * m for c, m in zip(r, sizes)) * scale)
+                   for r in rows)
+    h = (len(means) - 1) * p
+    lo = math.floor(h)
+    if lo >= len(means) - 1:
+        return means[-1]
+    if lo < 0:
+        return means[0]
+    return means[lo] + (h - lo) * (means[lo + 1] - means[lo])
+
+
+def _chk_t_interval(d: list[float], alpha: float) -> tuple[float, float]:
     if min(d) == max(d):
         return d[0], d[0]
-    srt = sorted(boot)
-    if srt[0] == srt[-1]:
-        return srt[0], srt[0]
-    lev_lo, lev_hi = alpha, 1 - alpha
-    if method == "bca":
-        n = len(d)
-        theta = statistics.fmean(d)
-        tol = 1e-12 * max(1.0, abs(theta))
-        score = 0
-        for v in boot:
-            if v < theta - tol:
-                score += 2
-            elif v <= theta + tol:
-                score += 1
-        pct = score / (2 * len(boot))
-        jack = [statistics.fmean(d[:i] + d[i + 1:]) for i in range(n)]
-        jbar = statistics.fmean(jack)
-        u = [(n - 1) * (jbar - x) for x in jack]
-        s2 = math.fsum(x * x for x in u)
-        if 0 < pct < 1 and s2 > 0:
-            z0 = _ND.inv_cdf(pct)
-            acc = math.fsum(x ** 3 for x in u) / (6 * s2 ** 1.5)
-            za = _ND.inv_cdf(alpha)
-            adj = []
-            for z in (za, -za):
-                num = z0 + z
-                den = 1 - acc * num
-                adj.append(_ND.cdf(z0 + num / den) if den != 0 else float("nan"))
-            if all(math.isfinite(x) for x in adj):
-                lev_lo, lev_hi = adj
-    return _chk_quantile(srt, lev_lo), _chk_quantile(srt, lev_hi)
+    mean, se = statistics.fmean(d), statistics.stdev(d) / math.sqrt(len(d))
+    crit = _chk_t_crit(1 - alpha, len(d) - 1)
+    return mean - crit * se, mean + crit * se
 
 
-def check_paired(a, b, resamples: tuple, method: str, alpha: float, margin: float | None = None) -> dict:
-    """Independent recomputation of paired() on the same resamples (plain Python).
+def check_paired(a, b, resamples: tuple, method: str, alpha: float, margin: float | None = None,
+                 clusters: Sequence | None = None, rule: str = "bootstrap", step: float = 1.0) -> dict:
+    """Independent recomputation of paired() on the same resamples (plain Python, exact Fractions).
 
-    `resamples` is (values, counts) from resample_counts(b - a, ...). The check derives the
-    distinct differences itself and refuses resamples that do not describe them.
-    Returns the numeric fields of Paired.to_dict() (plus method/confidence/resamples).
+    `resamples` is (kinds, counts) from resample_counts(...). The check groups the differences into
+    questions or clusters itself and refuses resamples that do not describe them. Returns the fields of
+    Paired.to_dict() except the power figures (mde, n_for_margin), which only the main path computes.
     """
-    a = [float(x) for x in a]
-    b = [float(x) for x in b]
-    n = len(a)
-    d = [y - x for x, y in zip(a, b)]
-    constant = min(d) == max(d)
-    values = [float(v) for v in resamples[0]]
-    if values != sorted(set(d)):
+    ea = [_chk_exact(x) for x in a]
+    eb = [_chk_exact(x) for x in b]
+    n = len(ea)
+    ed = [y - x for x, y in zip(ea, eb)]
+    d = [float(x) for x in ed]
+    constant = len(set(ed)) == 1
+    groups: dict[Any, list] = {}
+    for i, x in enumerate(ed):
+        g = groups.setdefault(i if clusters is None else clusters[i], [Fraction(0), 0])
+        g[0] += x
+        g[1] += 1
+    seen: dict[tuple, int] = {}
+    for g in groups.values():
+        seen[(g[0], g[1])] = seen.get((g[0], g[1]), 0) + 1
+    kinds = [(Fraction(s_), int(m_)) for s_, m_ in resamples[0]]
+    if sorted(kinds) != sorted(seen):
         raise ValueError("resamples do not belong to these differences")
     rows = [list(map(int, r)) for r in resamples[1].tolist()]
-
-    boot = []
     for r in rows:
-        if sum(r) != n:
-            raise ValueError("a resample does not have n draws")
-        boot.append(math.fsum(c * v for c, v in zip(r, values)) / n)
-    ci_low, ci_high = _chk_interval(d, boot, alpha, method)
+        if sum(r) != len(groups):
+            raise ValueError("a resample does not draw every unit once on average")
+    scale = 1
+    for s_, _ in kinds:
+        scale = scale * s_.denominator // math.gcd(scale, s_.denominator)
+    nums, sizes = [int(s_ * scale) for s_, _ in kinds], [m_ for _, m_ in kinds]
+    a_frac = Fraction(repr(float(alpha)))
+    levels = (a_frac, 1 - a_frac)
+    if constant:
+        lo = hi = ed[0]
+    else:
+        if method == "bca":
+            t_num = sum(seen[k] * x for k, x in zip(kinds, nums))
+            t_den = sum(seen[k] * m_ for k, m_ in zip(kinds, sizes))
+            score = 0
+            for r in rows:
+                num, den = sum(c * x for c, x in zip(r, nums)), sum(c * m_ for c, m_ in zip(r, sizes))
+                score += 2 if num * t_den < t_num * den else 1 if num * t_den == t_num * den else 0
+            pct = score / (2 * len(rows))
+            jack = [float(Fraction(t_num - x, (t_den - m_) * scale)) for k, x, m_ in zip(kinds, nums, sizes)
+                    for _ in range(seen[k]) if t_den - m_ > 0]
+            if 0 < pct < 1 and len(jack) >= 2:
+                jbar = statistics.fmean(jack)
+                u = [(len(jack) - 1) * (jbar - x) for x in jack]
+                s2 = math.fsum(x * x for x in u)
+                if s2 > 0:
+                    z0 = _ND.inv_cdf(pct)
+                    acc = math.fsum(x ** 3 for x in u) / (6 * s2 ** 1.5)
+                    za = _ND.inv_cdf(float(alpha))
+                    adj = []
+                    for z in (za, -za):
+                        den = 1 - acc * (z0 + z)
+                        adj.append(_ND.cdf(z0 + (z0 + z) / den) if den != 0 else float("nan"))
+                    if all(math.isfinite(x) for x in adj):
+                        levels = (Fraction(adj[0]), Fraction(adj[1]))
+        lo, hi = (_chk_pick(rows, nums, sizes, scale, p) for p in levels)
+    ci_low, ci_high = float(lo), float(hi)
+    bound, upper, g_low, g_high = ci_low, ci_high, None, None
+    if rule == "bootstrap_and_t":
+        g_low, g_high = _chk_t_interval(d + [-float(step), float(step)], alpha)
+        bound, upper = min(ci_low, g_low), max(ci_high, g_high)
 
-    mean_d = d[0] if constant else statistics.fmean(d)
+    mean_d = float(sum(ed) / n)
     sd = 0.0 if constant else statistics.stdev(d)
     se = sd / math.sqrt(n)
     up = sum(1 for x in d if x > 0)
     down = sum(1 for x in d if x < 0)
+    t_low, t_high = _chk_t_interval(d, alpha)
     if constant:
-        t_low = t_high = d[0]
         t_p = 1.0 if d[0] == 0 else 0.0
     else:
-        crit = _chk_t_crit(1 - alpha, n - 1)
-        t_low, t_high = mean_d - crit * se, mean_d + crit * se
         t_p = 1.0 - _chk_t_abs_cdf(abs(mean_d / se), n - 1)
-    zsum = _ND.inv_cdf(1 - alpha) + _ND.inv_cdf(0.8)
-    n_margin = None
-    if margin:  # None or 0: no margin to detect
-        n_margin = 1 if sd == 0 else max(1, math.ceil((zsum * sd / abs(margin)) ** 2 - 1e-9))
+    fa, fb = [float(x) for x in ea], [float(x) for x in eb]
     try:
-        corr = statistics.correlation(a, b)
+        corr = statistics.correlation(fa, fb)
     except statistics.StatisticsError:
         corr = None
     return {
         "n": n,
-        "mean_a": statistics.fmean(a),
-        "mean_b": statistics.fmean(b),
+        "mean_a": float(sum(ea) / n),
+        "mean_b": float(sum(eb) / n),
         "diff": mean_d,
         "sd_diff": sd,
         "se": se,
         "ci_low": ci_low,
         "ci_high": ci_high,
-        "bound": ci_low,
+        "bound": bound,
+        "upper": upper,
+        "guard_low": g_low,
+        "guard_high": g_high,
         "up": up,
         "down": down,
         "ties": n - up - down,
@@ -731,10 +1158,11 @@ def check_paired(a, b, resamples: tuple, method: str, alpha: float, margin: floa
         "t_low": t_low,
         "t_high": t_high,
         "t_p": t_p,
-        "mde": zsum * sd / math.sqrt(n),
-        "n_for_margin": n_margin,
         "corr": corr,
         "method": method,
         "confidence": 1 - 2 * alpha,
         "resamples": len(rows),
+        "resampling": "questions" if clusters is None else "clusters",
+        "units": len(groups),
+        "rule": rule,
     }

@@ -3,8 +3,11 @@
 Four checks, each naming what no longer matches:
 1. the seal of the experiment and the sha256 of every raw file numbers.json was computed from;
 2. every number in numbers.json, recomputed twice: by the main analysis and by a separate,
-   plain-Python path (own loops for means and counts; stats.check_paired for the bootstrap on
-   the same resample indices; its own decision rule);
+   plain-Python path (own loops for means and counts; exact per-question means; stats.check_paired
+   for the bootstrap, or cluster bootstrap, on the same resamples in exact Fractions; its own decision
+   rule, minimum number of clusters and calibration ceiling). The calibration itself (thousands of
+   simulated decisions) is recomputed from that path's own inputs by stats.calibrate, seeded, and the
+   power figures (mde, n_for_margin) by the main path only;
 3. report.md, re-rendered from the verified numbers and compared line by line;
 4. the raw files themselves, re-derived from the rawest evidence they hold (judge.rederive).
 A list in numbers.json whose entries repeat a name (two comparisons with one id) is a finding, and
@@ -26,6 +29,7 @@ import math
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +104,9 @@ def duplicate_names(x: Any, path: str = "") -> list[str]:
 
 
 def _same(a: Any, b: Any) -> bool:
+    """Equal, floats within TOL (also inside lists, such as a kappa interval)."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if isinstance(a, float) or isinstance(b, float):
         if a is None or b is None:
             return a is b
@@ -123,7 +130,8 @@ def diff_numbers(stored: dict, recomputed: dict, label: str) -> list[str]:
 
 
 def _clustered_se(d: list[float], labels: list[str]) -> float | None:
-    if len(set(labels)) == len(labels):
+    """Miller's cluster-robust SE of the mean difference; None with one cluster, where it is undefined."""
+    if len(set(labels)) < 2:
         return None
     mean = math.fsum(d) / len(d)
     sums: dict[str, float] = defaultdict(float)
@@ -191,7 +199,7 @@ def by_hand(path: Path, key: tuple[str, ...], fields: tuple[str, ...] | None = N
 
 
 def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
-                clusters: dict[str, str], answer_rows: Final, verdicts: Final) -> dict:
+                clusters: dict[str, str | None], answer_rows: Final, verdicts: Final) -> dict:
     """Recompute the numeric heart of numbers.json with plain loops (no judge.analysis code)."""
     keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
     judge, rubric = run["judge"]["primary"], run["judge"]["rubric"]
@@ -228,7 +236,7 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     for k in keys.values():
         marks[(k["arm"], k["quant"])]["scrubbed"] += k["scrubbed"]
         marks[(k["arm"], k["quant"])]["injection"] += k.get("injection", 0) > 0
-    qmeans = {cell: {q: sum(v) / len(v) for q, v in qs.items()} for cell, qs in per.items()}
+    qmeans = {cell: {q: Fraction(sum(v), len(v)) for q, v in qs.items()} for cell, qs in per.items()}
     out: dict[str, Any] = {"cells": [], "comparisons": []}
     for c in numbers["cells"]:
         cell = (c["arm"], c["quant"])
@@ -245,14 +253,25 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                              "injection_flagged": marks[cell]["injection"],
                              "mean_words": answers[cell]["words"] / answers[cell]["ok"] if answers[cell]["ok"] else None,
                              "mean": (math.fsum(m.values()) / len(m)) if m else None})
-    an = run["analysis"]
+    an, rule = run["analysis"], exp.analysis.rule
+
+    def labels(ids: list[str]) -> list[str] | None:
+        return [clusters[q] or q for q in ids] if any(clusters[q] for q in ids) else None
 
     def check(a_m: dict, b_m: dict, ids: list[str], alpha: float, margin: float) -> dict | None:
         if len(ids) < 2:
             return None
         a, b = [a_m[q] for q in ids], [b_m[q] for q in ids]
-        res = stats.resample_counts([y - x for x, y in zip(a, b)], an["resamples"], an["seed"])
-        return stats.check_paired(a, b, res, an["method"], alpha, margin=margin)
+        units = [(y - x, 1) for x, y in zip(a, b)]
+        if labels(ids):
+            grouped: dict[str, list] = {}
+            for (x, _), c in zip(units, labels(ids)):
+                grouped.setdefault(c, [Fraction(0), 0])
+                grouped[c][0] += x
+                grouped[c][1] += 1
+            units = [(v[0], v[1]) for v in grouped.values()]
+        res = stats.resample_counts(units, an["resamples"], an["seed"])
+        return stats.check_paired(a, b, res, an["method"], alpha, margin=margin, clusters=labels(ids), rule=rule)
 
     for s in numbers["subsets"]:
         h = next(h for h in exp.hypotheses if h.id == s["hypothesis"])
@@ -271,25 +290,35 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         if len(ids) >= 2:
             chk = check(a_m, b_m, ids, h.alpha, h.margin)
             entry["result"] = {k: v for k, v in chk.items() if k in (c.get("result") or {})}
-            entry["clustered_se"] = _clustered_se([b_m[q] - a_m[q] for q in ids], [clusters[q] for q in ids])
-            bound = chk["bound"]
+            lab = labels(ids)
+            entry["clusters"] = len(set(lab)) if lab else None
+            entry["clustered_se"] = _clustered_se([float(b_m[q] - a_m[q]) for q in ids], lab) if lab else None
+            bound, upper = chk["bound"], chk["upper"]
+            cap = exp.analysis.calibration_ceiling
+            cal = stats.calibrate([a_m[q] for q in ids], [b_m[q] for q in ids], h.kind, h.margin, alpha=h.alpha,
+                                  method=an["method"], resamples=an["resamples"], rule=rule,
+                                  sims=exp.analysis.calibration_sims, seed=an["seed"],
+                                  ceiling=float(cap) if cap is not None else 2 * h.alpha, clusters=lab)
+            entry["calibration"] = cal.to_dict()
             rates = []
             for arm in (h.a, h.b):
                 cc = next(x for x in out["cells"] if x["arm"] == arm and x["quant"] == h.quant)
                 miss = cc["answer_errors"] + cc["unscored"] + cc["judge_errors"]
                 rates.append(miss / cc["answers"] if cc["answers"] else 1.0)
-            if max(rates) > an["max_unscored"]:
-                entry["verdict"] = "inconclusive"
-            elif h.kind == "equivalence":
-                lo, hi = chk["ci_low"], chk["ci_high"]
-                entry["verdict"] = ("equivalent" if lo > -h.margin and hi < h.margin else
-                                    "not equivalent" if lo >= h.margin or hi <= -h.margin else "inconclusive")
+            if h.kind == "equivalence":
+                verdict = ("equivalent" if bound > -h.margin and upper < h.margin else
+                           "not equivalent" if bound >= h.margin or upper <= -h.margin else "inconclusive")
             elif bound > 0:
-                entry["verdict"] = "superior"
+                verdict = "superior"
             elif h.kind == "non_inferiority" and bound > -h.margin:
-                entry["verdict"] = "non-inferior"
+                verdict = "non-inferior"
             else:
-                entry["verdict"] = "not shown"
+                verdict = "not shown"
+            claim = verdict in ("non-inferior", "superior", "equivalent")
+            too_few = lab is not None and len(set(lab)) < exp.analysis.min_clusters
+            miscalibrated = claim and cal.rate > cal.ceiling
+            entry["verdict"] = ("inconclusive" if max(rates) > an["max_unscored"] or too_few or miscalibrated
+                                else verdict)
         else:
             entry["verdict"] = "inconclusive"
         out["comparisons"].append(entry)
@@ -354,20 +383,20 @@ def _percentile(xs: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def _alpha_ordinal(matrix: list[list[int]]) -> float | None:
-    """Krippendorff's alpha, ordinal metric, for complete data (every rater rated every unit)."""
-    values = sorted({v for row in matrix for v in row})
+def _alpha_ordinal(matrix: list[list[int | None]]) -> float | None:
+    """Krippendorff's alpha, ordinal metric, over every pairable rating (None: the rater did not rate the unit)."""
+    values = sorted({v for row in matrix for v in row if v is not None})
     if len(values) < 2:
         return None
     idx = {v: i for i, v in enumerate(values)}
-    k, m = len(values), len(matrix)
+    k = len(values)
     o = [[0.0] * k for _ in range(k)]
     for u in range(len(matrix[0])):
-        col = [matrix[r][u] for r in range(m)]
-        for i in range(m):
-            for j in range(m):
+        col = [row[u] for row in matrix if row[u] is not None]
+        for i in range(len(col)):
+            for j in range(len(col)):
                 if i != j:
-                    o[idx[col[i]]][idx[col[j]]] += 1 / (m - 1)
+                    o[idx[col[i]]][idx[col[j]]] += 1 / (len(col) - 1)
     n_c = [sum(row) for row in o]
     n = sum(n_c)
 
@@ -378,6 +407,24 @@ def _alpha_ordinal(matrix: list[list[int]]) -> float | None:
     observed = math.fsum(o[c][e] * d2(c, e) for c in range(k) for e in range(k))
     expected = math.fsum(n_c[c] * n_c[e] * d2(c, e) for c in range(k) for e in range(k))
     return 1 - (n - 1) * observed / expected if expected else None
+
+
+def _kappa_boots(a: list[int], b: list[int], scale: list[int], seed: int) -> list[float]:
+    """Quadratic kappa on the analysis's 1,000 resamples (the same indices, from its seed), tables by np.add.at."""
+    pos = {v: i for i, v in enumerate(scale)}
+    k, n = len(scale), len(a)
+    ia, ib = np.array([pos[v] for v in a]), np.array([pos[v] for v in b])
+    w = (np.arange(k)[:, None] - np.arange(k)[None, :]) ** 2
+    rng, out = np.random.default_rng(seed), []
+    for start in range(0, 1000, 50):
+        draws = np.stack([rng.integers(0, n, n) for _ in range(min(50, 1000 - start))])
+        tables = np.zeros((draws.shape[0], k, k))
+        np.add.at(tables, (np.repeat(np.arange(draws.shape[0]), n), ia[draws].ravel(), ib[draws].ravel()), 1 / n)
+        for t in tables:
+            ra, cb = t.sum(1), t.sum(0)
+            den = float((w * np.outer(ra, cb)).sum())
+            out.append(1 - float((w * t).sum()) / den if den else float("nan"))
+    return out
 
 
 def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
@@ -434,31 +481,27 @@ def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[
                                "consistent": sum(ws[0] == ws[1] for ws in both.values()),
                                "wins_b": final.count(h.b), "wins_a": final.count(h.a), "ties": final.count("tie")})
             out["pairwise"][name] = rows_p
-    if len(scored) >= 2:
-        names = sorted(scored)
-        common = sorted(set.intersection(*(set(v) for v in scored.values())))
-        scale = list(next(iter(numbers["cells"]))["score_counts"]) if numbers["cells"] else []
+    names = sorted(j for j in scored if scored[j])
+    if len(names) >= 2:
+        common = sorted(set.intersection(*(set(scored[j]) for j in names)))
+        scale = [int(v) for v in next(iter(numbers["cells"]))["score_counts"]] if numbers["cells"] else []
         agree = []
         for i, x in enumerate(names):
             for y in names[i + 1:]:
-                a, b = [scored[x][lab] for lab in common], [scored[y][lab] for lab in common]
+                both = sorted(set(scored[x]) & set(scored[y]))
+                a, b = [scored[x][lab] for lab in both], [scored[y][lab] for lab in both]
                 if len(a) >= 2:
-                    levels = [int(v) for v in scale]
-                    # the same resample indices as the analysis (its seed); every kappa computed here by hand
-                    rng, boots = np.random.default_rng(exp.analysis.seed), []
-                    for _ in range(1000):
-                        draw = rng.integers(0, len(a), len(a)).tolist()
-                        kb = _kappa_quadratic([a[t] for t in draw], [b[t] for t in draw], levels)
-                        if kb is not None and math.isfinite(kb):
-                            boots.append(kb)
-                    agree.append({"judges": [x, y], "exact_agreement": sum(p == q for p, q in zip(a, b)) / len(a),
-                                  "kappa_quadratic": _kappa_quadratic(a, b, levels),
+                    boots = [k for k in _kappa_boots(a, b, scale, exp.analysis.seed) if math.isfinite(k)]
+                    agree.append({"judges": [x, y], "answers": len(a),
+                                  "exact_agreement": sum(p == q for p, q in zip(a, b)) / len(a),
+                                  "kappa_quadratic": _kappa_quadratic(a, b, scale),
                                   "kappa_ci95": ([_percentile(boots, 2.5), _percentile(boots, 97.5)]
                                                  if len(boots) > 100 else None)})
-        out["agreement"] = {"answers": len(common), "pairs": agree}
-        if len(common) >= 2:
-            out["agreement"]["krippendorff_alpha_ordinal"] = _alpha_ordinal(
-                [[scored[j][lab] for lab in common] for j in names])
+        pairable = sorted(lab for lab in set().union(*(scored[j] for j in names))
+                          if sum(lab in scored[j] for j in names) >= 2)
+        out["agreement"] = {"answers": len(common), "pairs": agree, "pairable_answers": len(pairable),
+                            "krippendorff_alpha_ordinal": _alpha_ordinal(
+                                [[scored[j].get(lab) for lab in pairable] for j in names]) if pairable else None}
     return out
 
 
@@ -618,7 +661,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
     all_q = load_questions(exp.set_paths())
     wanted = set(run["question_ids"])
     questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
-    clusters = {q.id: q.cluster or q.id for q in all_q}
+    clusters = {q.id: q.cluster for q in all_q}
     answer_rows = by_hand(run_dir / "answers.jsonl", ("row",), VERIFY_ANSWER_FIELDS)
     verdicts = by_hand(run_dir / "judgments.jsonl", ("judge", "label"))
     rule = answer_rows.problems + verdicts.problems

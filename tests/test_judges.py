@@ -69,7 +69,8 @@ def test_two_judges_pairwise_end_to_end(tmp_path):
     assert set(numbers["judges"]["pairwise"]) == {"local", "local-q4"}
     assert numbers["judges"]["agreement"]["answers"] == 8
     report = (out / "report.md").read_text()
-    assert "position-consistent" in report and "Agreement on 8 answers" in report and "Spearman" in report
+    assert "position-consistent" in report and "Agreement: 8 answers scored by every judge" in report
+    assert "Spearman" in report
     assert cli("judge", "verify", str(out)).returncode == 0
 
 
@@ -116,3 +117,13 @@ def test_verify_alpha_matches_the_analysis_and_the_reference():
     assert _alpha_ordinal([a, b]) == pytest.approx(0.6592, abs=1e-4)
     m = [[0, 1, 2, 2, 1, 0, 2, 1], [0, 1, 2, 1, 1, 0, 2, 2], [1, 1, 2, 2, 0, 0, 2, 1]]
     assert _alpha_ordinal(m) == pytest.approx(stats.krippendorff_alpha(m, level="ordinal"), abs=1e-12)
+
+
+def test_verify_alpha_uses_every_pairable_rating_like_the_package():
+    krippendorff = pytest.importorskip("krippendorff")
+    from judge.verify import _alpha_ordinal
+
+    m = [[0, 1, 2, None, 2, 1, 0, None, 1], [0, 2, 2, 1, None, 1, 1, 2, None], [None, 1, 2, 1, 2, None, 0, 2, None]]
+    ref = krippendorff.alpha(reliability_data=[[float("nan") if v is None else v for v in row] for row in m],
+                             level_of_measurement="ordinal", value_domain=[0, 1, 2])
+    assert _alpha_ordinal(m) == pytest.approx(ref, abs=1e-12)

@@ -2,6 +2,7 @@
 
 import math
 import warnings
+from fractions import Fraction
 from types import SimpleNamespace
 
 import numpy as np
@@ -64,18 +65,33 @@ def test_sign_test_edges():
 
 
 def test_mde_and_sample_size():
-    assert S.mde(0.5, 40) == pytest.approx(0.221485, abs=1e-6)
-    assert S.mde(0.5, 150) == pytest.approx(0.114374, abs=1e-6)
-    assert S.mde(0.5, 40) / 0.5 * math.sqrt(40) == pytest.approx(2.801585, abs=1e-6)
-    assert S.n_for_effect(0.1, 0.5) == 197
-    assert S.n_for_effect(0.2, 0.5) == 50
-    assert S.n_for_effect(-0.2, 0.5) == 50
-    # one-sided alpha 0.025 is the same as two-sided 0.05
-    assert S.mde(0.5, 40, alpha=0.025, sided=1) == pytest.approx(S.mde(0.5, 40))
+    """Paired t-test power (the reference's statsmodels TTestPower figures), not the normal approximation."""
+    assert S.mde(0.5, 40) == pytest.approx(0.227129, abs=1e-6)
+    assert S.mde(0.5, 150) == pytest.approx(0.115118, abs=1e-6)
+    assert S.n_for_effect(0.1, 0.5) == 199
+    assert S.n_for_effect(0.2, 0.5) == 52
+    assert S.n_for_effect(-0.2, 0.5) == 52
+    # one-sided alpha 0.025 is two-sided 0.05 but for the far tail's sliver of power
+    assert S.mde(0.5, 40, alpha=0.025, sided=1) == pytest.approx(S.mde(0.5, 40), abs=1e-5)
     assert S.mde(0.0, 40) == 0.0
     assert S.n_for_effect(0.1, 0.0) == 1
     with pytest.raises(ValueError):
         S.n_for_effect(0.0, 0.5)
+
+
+@pytest.mark.parametrize("n", [3, 5, 12, 40, 150])
+@pytest.mark.parametrize("sided", [1, 2])
+def test_mde_matches_statsmodels_t_power(n, sided):
+    power = pytest.importorskip("statsmodels.stats.power")
+    alt = "larger" if sided == 1 else "two-sided"
+    es = power.TTestPower().solve_power(nobs=n, alpha=0.05, power=0.8, alternative=alt)
+    assert S.mde(0.5, n, alpha=0.05, sided=sided) == pytest.approx(0.5 * es, rel=1e-5)  # statsmodels solves to ~1e-6
+    assert S.n_for_effect(0.5 * es * 1.0001, 0.5, alpha=0.05, sided=sided) == n
+
+
+def test_mde_at_n5_is_not_the_optimistic_normal_figure():
+    z = st.norm.ppf(0.975) + st.norm.ppf(0.8)
+    assert S.mde(0.5, 5) > 1.3 * z * 0.5 / math.sqrt(5)  # the normal approximation is ~34% optimistic at n = 5
 
 
 @pytest.mark.parametrize("method", ["percentile", "bca"])
@@ -84,7 +100,7 @@ def test_reference_bootstrap_own_seed(method):
     p95 = S.paired(a, b, alpha=0.025, method=method, seed=0)
     assert p95.ci_low == pytest.approx(-0.225, abs=STEP)
     assert p95.ci_high == pytest.approx(0.075, abs=STEP)
-    assert p95.bound == p95.ci_low
+    assert p95.bound == p95.ci_low  # rule "bootstrap" (the default of paired())
     p90 = S.paired(a, b, alpha=0.05, method=method, seed=0)
     assert p90.confidence == pytest.approx(0.90)
     assert p90.bound == pytest.approx(-0.200, abs=STEP)  # one-sided 95% lower bound
@@ -208,7 +224,7 @@ def test_constant_shift_point_intervals():
 def _fake(bound, high, confidence=0.90):
     a, b = reference_arms()
     p = S.paired(a, b, resamples=200)
-    fields = p.to_dict() | dict(ci_low=bound, bound=bound, ci_high=high, confidence=confidence)
+    fields = p.to_dict() | dict(ci_low=bound, bound=bound, ci_high=high, upper=high, confidence=confidence)
     return S.Paired(**fields)
 
 
@@ -243,8 +259,8 @@ def test_direction_b_minus_a():
 def test_paired_sample_size_fields():
     a, b = reference_arms()
     p = S.paired(a, b, alpha=0.025, margin=0.1, resamples=500)
-    assert p.mde == pytest.approx(S.mde(p.sd_diff, 40, alpha=0.05, sided=2))
-    assert p.n_for_margin == S.n_for_effect(0.1, p.sd_diff, alpha=0.05, sided=2)
+    assert p.mde == S.mde(p.sd_diff, 40, alpha=0.025, sided=1)
+    assert p.n_for_margin == S.n_for_effect(0.1, p.sd_diff, alpha=0.025, sided=1)
     assert S.paired(a, b, resamples=500).n_for_margin is None
     d = p.to_dict()
     assert d["method"] == "percentile" and d["resamples"] == 500 and d["seed"] == 0
@@ -299,15 +315,15 @@ def test_check_paired_agrees(method, alpha, case):
         b = a + rng.exponential(0.3, size=50) - 0.2
     resamples, seed = 3000, 11
     p = S.paired(a, b, resamples=resamples, seed=seed, method=method, alpha=alpha, margin=0.1)
-    chk = S.check_paired(a, b, S.resample_counts(np.asarray(b) - np.asarray(a), resamples, seed), method, alpha,
-                         margin=0.1)
-    assert set(chk) - {"seed"} <= set(p.to_dict())
+    chk = S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b)), resamples, seed), method,
+                         alpha, margin=0.1)
+    assert set(chk) <= set(p.to_dict())
     _compare(p.to_dict(), chk)
 
 
 def test_check_paired_identical_arms():
     a = np.array([0, 1, 2, 1, 1, 2, 0, 0], dtype=float)
-    res = S.resample_counts(a - a, 500, 0)
+    res = S.resample_counts(S.units(S.differences(a, a)), 500, 0)
     for method in ("percentile", "bca"):
         _compare(S.paired(a, a, resamples=500, method=method, margin=0.1).to_dict(),
                  S.check_paired(a, a, res, method, 0.05, margin=0.1))
@@ -318,8 +334,8 @@ def test_check_paired_detects_disagreement():
     rng = np.random.default_rng(5)
     a, b = rng.normal(size=40), rng.normal(size=40)
     p = S.paired(a, b, resamples=2000, seed=0)
-    _compare(p.to_dict(), S.check_paired(a, b, S.resample_counts(b - a, 2000, 0), "percentile", 0.05))
-    chk = S.check_paired(a, b, S.resample_counts(b - a, 2000, 1), "percentile", 0.05)
+    _compare(p.to_dict(), S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b)), 2000, 0), "percentile", 0.05))
+    chk = S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b)), 2000, 1), "percentile", 0.05)
     with pytest.raises(AssertionError):
         _compare(p.to_dict(), chk)
 
@@ -327,14 +343,14 @@ def test_check_paired_detects_disagreement():
 def test_check_paired_refuses_resamples_of_other_data():
     a, b = np.zeros(10), np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0], dtype=float)
     with pytest.raises(ValueError):
-        S.check_paired(a, b, S.resample_counts(a - b, 100, 0), "percentile", 0.05)
+        S.check_paired(a, b, S.resample_counts(S.units(S.differences(b, a)), 100, 0), "percentile", 0.05)
 
 
 def test_resample_counts_match_index_resampling_in_distribution():
     d = np.array([-1.0] * 7 + [1.0] * 4 + [0.0] * 29)
-    values, counts = S.resample_counts(d, 20000, 0)
+    kinds, counts = S.resample_counts(S.units(d), 20000, 0)
     assert counts.shape == (20000, 3) and (counts.sum(axis=1) == 40).all()
-    by_counts = S.counts_means(values, counts)
+    by_counts = S.counts_means(kinds, counts)
     by_index = S.bootstrap_means(d, S.resample_indices(40, 20000, 0))
     assert by_counts.mean() == pytest.approx(by_index.mean(), abs=0.002)
     assert by_counts.std() == pytest.approx(by_index.std(), rel=0.03)
@@ -405,3 +421,84 @@ def test_krippendorff_published_example():
     assert S.krippendorff_alpha(m, "interval") == pytest.approx(0.849, abs=5e-4)
     assert S.krippendorff_alpha([[1, 1], [1, 1]]) != S.krippendorff_alpha([[1, 2], [1, 2]])
     assert S.krippendorff_alpha([[1, 2, 3], [1, 2, 3]]) == pytest.approx(1.0)
+
+
+def test_cohen_kappa_names_a_rating_outside_its_labels():
+    with pytest.raises(ValueError, match=r"rating 3 is not one of the labels \[0, 1, 2\]"):
+        S.cohen_kappa([0, 1, 2], [0, 1, 3], weights="quadratic", labels=(0, 1, 2))
+
+
+def test_kappa_bootstrap_is_the_loop_over_the_same_resamples():
+    rng = np.random.default_rng(8)
+    a = rng.integers(0, 3, 60).tolist()
+    b = np.clip(np.array(a) + rng.integers(-1, 2, 60), 0, 2).tolist()
+    fast = S.kappa_bootstrap(a, b, (0, 1, 2), "quadratic", 300, 11)
+    draws = np.random.default_rng(11)
+    slow = []
+    for _ in range(300):
+        idx = draws.integers(0, 60, 60)
+        slow.append(S.cohen_kappa([a[t] for t in idx], [b[t] for t in idx], weights="quadratic", labels=(0, 1, 2)))
+    assert fast == pytest.approx(np.array(slow), abs=1e-12, nan_ok=True)
+
+
+def test_agreement_of_three_judges_on_20000_answers_is_fast_and_uses_every_pairable_rating():
+    import time
+
+    from judge.agreement import agreement
+
+    krippendorff = pytest.importorskip("krippendorff")
+    rng = np.random.default_rng(2)
+    truth = rng.integers(0, 3, 20000)
+    scores = {}
+    for j, name in enumerate(("j1", "j2", "j3")):
+        noisy = np.clip(truth + rng.integers(-1, 2, 20000) * (rng.random(20000) < 0.3), 0, 2)
+        keep = rng.random(20000) > 0.1 * (j + 1)  # each judge missed some answers, not the same ones
+        scores[name] = {f"L{i}": int(v) for i, (v, k) in enumerate(zip(noisy, keep)) if k}
+    t0 = time.perf_counter()
+    out = agreement(scores, (0, 1, 2), seed=1)
+    assert time.perf_counter() - t0 < 10  # 40 s with the kappa bootstrap looping in Python
+    labels = sorted(set().union(*scores.values()), key=lambda s: int(s[1:]))
+    matrix = [[scores[j].get(lab, np.nan) for lab in labels] for j in ("j1", "j2", "j3")]
+    ref = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal", value_domain=[0, 1, 2])
+    assert out["krippendorff_alpha_ordinal"] == pytest.approx(ref, abs=1e-9)
+    common = set.intersection(*(set(s) for s in scores.values()))
+    assert out["answers"] == len(common) and out["pairable_answers"] > len(common)
+    for pair in out["pairs"]:
+        x, y = pair["judges"]
+        assert pair["answers"] == len(set(scores[x]) & set(scores[y]))
+        lo, hi = pair["kappa_ci95"]
+        assert lo < pair["kappa_quadratic"] < hi
+
+
+def test_krippendorff_with_missing_ratings_matches_the_package():
+    krippendorff = pytest.importorskip("krippendorff")
+    nan = np.nan
+    m = [[0, 1, 2, nan, 2, 1, 0, nan], [0, 2, 2, 1, nan, 1, 1, 2], [nan, 1, 2, 1, 2, nan, 0, 2]]
+    for level in ("nominal", "ordinal", "interval"):
+        ref = krippendorff.alpha(reliability_data=m, level_of_measurement=level, value_domain=[0, 1, 2])
+        assert S.krippendorff_alpha(m, level) == pytest.approx(ref, abs=1e-12), level
+
+
+def test_verify_compares_lists_of_floats_within_its_tolerance():
+    from judge.verify import diff_numbers
+
+    assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1 + 1e-15, 0.2 - 1e-15]}, "x") == []
+    assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1, 0.21]}, "x")
+    assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1]}, "x")
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+@pytest.mark.parametrize("k", [1, 3])
+def test_exact_interval_is_scipys_formula_in_exact_arithmetic(method, k):
+    """The exact path and the float helpers (checked equal to scipy above) agree off ties, so paired() is scipy's
+    percentile/BCa interval computed exactly."""
+    rng = np.random.default_rng(12 + k)
+    a = [Fraction(int(x), k) for x in rng.integers(0, 3 * k, 70)]
+    b = [Fraction(int(x), k) for x in rng.integers(0, 3 * k, 70)]
+    kinds, counts = S.resample_counts(S.units(S.differences(a, b)), 5000, 4)
+    freq = S.tally(S.units(S.differences(a, b)))[1]
+    lo, hi = S.exact_interval(kinds, freq, counts, Fraction(1, 20), method)
+    boot = S.counts_means(kinds, counts)
+    d = np.array([float(x) for x in S.differences(a, b)])
+    ref = S.percentile_interval(boot, 0.9) if method == "percentile" else S.bca_interval(d, boot, 0.9)
+    assert (float(lo), float(hi)) == pytest.approx(ref, abs=1e-12)

@@ -1,0 +1,326 @@
+"""Decisions at their edges: exact boundaries, clusters, small n (calibration), length and quantisation cautions.
+
+Expected values come from hand computation (exact Fractions), planted facts, or a peer library.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from arms.questions import Question
+from judge import stats as S
+from judge.agreement import length_bias
+from judge.analysis import compare, length_check, quant_check
+from judge.prereg import Analysis, Hypothesis
+
+# ---------------------------------------------------------------- exact boundary (K samples per question)
+
+# the issue's reproduction: n = 10 questions, K = 3 samples each
+REPRO_A = [[1, 1, 1], [2, 1, 2], [1, 1, 1], [2, 2, 2], [1, 1, 1], [0, 1, 1], [0, 2, 0], [0, 1, 0], [2, 0, 1], [1, 0, 1]]
+REPRO_B = [[1, 1, 1], [2, 2, 2], [1, 2, 2], [1, 2, 2], [1, 1, 1], [0, 1, 1], [0, 2, 0], [2, 1, 2], [2, 0, 1], [1, 0, 0]]
+
+
+def k_means(rows) -> list[Fraction]:
+    return [Fraction(sum(r), len(r)) for r in rows]
+
+
+def k6_n30() -> tuple[list[list[int]], list[list[int]]]:
+    """A K = 6, n = 30 data set (scores 0/1/2) whose exact 97.5% bound (2,000 resamples, seed 7) is -1/10."""
+    rng = np.random.default_rng(18)
+    a = rng.integers(0, 3, (30, 6))
+    b = np.clip(a + rng.integers(-1, 2, (30, 6)) * (rng.random((30, 6)) < 0.4), 0, 2)
+    return a.tolist(), b.tolist()
+
+
+def hand_bound(a, b, resamples: int, seed: int, alpha: Fraction) -> Fraction:
+    """The percentile bound by hand: every resample mean as a Fraction, the type-7 quantile h = (B - 1) p."""
+    d = [y - x for x, y in zip(a, b)]
+    kinds, counts = S.resample_counts(S.units(d), resamples, seed)
+    assert sorted(k for k, _ in kinds) == sorted(set(d))  # the resamples describe these differences
+    means = sorted(sum((c * k for c, (k, _) in zip(row, kinds)), Fraction(0)) / len(d) for row in counts.tolist())
+    h = (resamples - 1) * alpha
+    lo = math.floor(h)
+    return means[lo] + (h - lo) * (means[lo + 1] - means[lo])
+
+
+@pytest.mark.parametrize("case", ["issue n=10 K=3", "n=30 K=6"])
+def test_a_bound_exactly_at_the_margin_is_not_shown_and_both_paths_agree(case):
+    if case == "issue n=10 K=3":
+        a, b, resamples, seed = k_means(REPRO_A), k_means(REPRO_B), 10000, 20261130
+    else:
+        ra, rb = k6_n30()
+        a, b, resamples, seed = k_means(ra), k_means(rb), 2000, 7
+    assert hand_bound(a, b, resamples, seed, Fraction(1, 40)) == Fraction(-1, 10)  # the planted tie
+    p = S.paired(a, b, resamples=resamples, seed=seed, alpha=0.025, margin=0.1, rule="bootstrap")
+    assert p.bound == -0.1  # exactly the margin, not -0.09999999999999998
+    assert S.decide(p, "non_inferiority", 0.1).verdict == "not shown"
+    chk = S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b)), resamples, seed), "percentile",
+                         0.025, margin=0.1, rule="bootstrap")
+    assert chk["bound"] == p.bound and chk["ci_high"] == p.ci_high  # bit for bit, not merely within 1e-9
+    # the default rule is at least as strict
+    assert S.decide(S.paired(a, b, resamples=resamples, seed=seed, alpha=0.025, margin=0.1, rule="bootstrap_and_t"),
+                    "non_inferiority", 0.1).verdict == "not shown"
+
+
+@pytest.mark.parametrize("k", [3, 5, 6])
+def test_bounds_of_k_averaged_data_equal_the_hand_computed_exact_bound(k):
+    """Random K-averaged data sets: paired()'s bound is the exact bound rounded once, and the verdict is the
+    exact comparison with the decimal margin (so a bound exactly at -1/10 never claims)."""
+    rng = np.random.default_rng(100 + k)
+    for _ in range(25):
+        n = int(rng.integers(4, 16))
+        raw = rng.integers(0, 3, (n, k))
+        a, b = k_means(raw.tolist()), k_means(np.clip(raw + rng.integers(-1, 2, (n, k)), 0, 2).tolist())
+        exact = hand_bound(a, b, 400, 3, Fraction(1, 40))
+        p = S.paired(a, b, resamples=400, seed=3, alpha=0.025, rule="bootstrap")
+        assert p.bound == float(exact)
+        assert (S.decide(p, "non_inferiority", 0.1).verdict != "not shown") == (exact > Fraction(-1, 10))
+
+
+def test_a_tie_at_zero_is_not_superior():
+    # d = (0, 0, 1/3): a resample of three zeros has probability 8/27, so the 2.5% quantile is exactly 0
+    a, b = [Fraction(0)] * 3, [Fraction(0), Fraction(0), Fraction(1, 3)]
+    p = S.paired(a, b, resamples=4000, seed=1, alpha=0.025, rule="bootstrap")
+    assert p.bound == 0.0
+    assert S.decide(p, "superiority").verdict == "not shown"
+
+
+# ---------------------------------------------------------------- clusters
+
+
+def clustered_arms():
+    """12 clusters of 5 questions; within a cluster every difference is the same (a strong cluster effect)."""
+    per_cluster = [0] * 8 + [1] * 3 + [-1]
+    a = [Fraction(1)] * 60
+    b = [Fraction(1 + v) for v in per_cluster for _ in range(5)]
+    labels = [f"c{i}" for i in range(12) for _ in range(5)]
+    return a, b, labels, per_cluster
+
+
+def test_cluster_bootstrap_of_equal_clusters_is_the_bootstrap_of_cluster_means():
+    a, b, labels, per_cluster = clustered_arms()
+    clustered = S.paired(a, b, resamples=5000, seed=3, alpha=0.025, clusters=labels, rule="bootstrap")
+    of_means = S.paired([0] * 12, per_cluster, resamples=5000, seed=3, alpha=0.025, rule="bootstrap")
+    assert (clustered.ci_low, clustered.ci_high) == (of_means.ci_low, of_means.ci_high)
+    assert clustered.resampling == "clusters" and clustered.units == 12
+    iid = S.paired(a, b, resamples=5000, seed=3, alpha=0.025, rule="bootstrap")
+    assert iid.resampling == "questions" and iid.units == 60
+    # the i.i.d. bootstrap treats 60 correlated questions as independent: it claims, the cluster bootstrap does not
+    assert S.decide(iid, "non_inferiority", 0.1).verdict in ("non-inferior", "superior")
+    assert S.decide(clustered, "non_inferiority", 0.1).verdict == "not shown"
+    chk = S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b), labels), 5000, 3), "percentile", 0.025,
+                         clusters=labels, rule="bootstrap")
+    assert (chk["ci_low"], chk["ci_high"], chk["units"]) == (clustered.ci_low, clustered.ci_high, 12)
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+@pytest.mark.parametrize("rule", list(S.RULES))
+def test_check_path_agrees_on_unequal_clusters(method, rule):
+    rng = np.random.default_rng(4)
+    a = k_means(rng.integers(0, 3, (45, 3)).tolist())
+    b = k_means(rng.integers(0, 3, (45, 3)).tolist())
+    labels = [f"c{int(x)}" for x in rng.integers(0, 14, 45)]  # clusters of unequal size
+    p = S.paired(a, b, resamples=3000, seed=2, alpha=0.025, method=method, clusters=labels, rule=rule, margin=0.1)
+    chk = S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b), labels), 3000, 2), method, 0.025,
+                         clusters=labels, rule=rule)
+    for key, v in chk.items():
+        if isinstance(v, float):
+            assert p.to_dict()[key] == pytest.approx(v, abs=1e-9), key
+        else:
+            assert p.to_dict()[key] == v, key
+
+
+def analysis(**kw) -> SimpleNamespace:
+    return SimpleNamespace(analysis=Analysis(resamples=2000, seed=5, calibration_sims=100, **kw))
+
+
+def cells(*arms):
+    return [{"arm": arm, "quant": "Q8_0", "answers": 60, "answer_errors": 0, "unscored": 0, "judge_errors": 0}
+            for arm in arms]
+
+
+def questions(labels):
+    return {f"q{i:02d}": Question(f"q{i:02d}", "?", None, (), c, "x.jsonl") for i, c in enumerate(labels)}
+
+
+def scores(a, b):
+    return {("base", "Q8_0"): {f"q{i:02d}": x for i, x in enumerate(a)},
+            ("trained", "Q8_0"): {f"q{i:02d}": x for i, x in enumerate(b)}}
+
+
+H = Hypothesis(id="H1", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1, alpha=0.025)
+
+
+def test_a_declared_cluster_set_is_decided_by_clusters_and_below_the_minimum_is_inconclusive():
+    a, b, labels, _ = clustered_arms()
+    out = compare(H, analysis(), questions(labels), scores(a, b), cells("base", "trained"))
+    assert out["result"]["resampling"] == "clusters" and out["clusters"] == 12
+    assert out["verdict"] == "not shown"
+    few = compare(H, analysis(min_clusters=13), questions(labels), scores(a, b), cells("base", "trained"))
+    assert few["verdict"] == "inconclusive"
+    assert "only 12 cluster(s)" in few["reason"] and "minimum of 13" in few["reason"]
+    one = compare(H, analysis(), questions(["d1"] * 60), scores(a, b), cells("base", "trained"))
+    assert one["clusters"] == 1 and one["clustered_se"] is None  # undefined, not 0.0
+    assert one["verdict"] == "inconclusive" and "only 1 cluster(s)" in one["reason"]
+    none = compare(H, analysis(), questions([None] * 60), scores(a, b), cells("base", "trained"))
+    assert none["result"]["resampling"] == "questions" and none["clusters"] is None
+
+
+# ---------------------------------------------------------------- small n: calibration at the boundary
+
+
+def test_two_questions_one_win_one_tie_never_say_non_inferior():
+    a, b = [Fraction(0), Fraction(0)], [Fraction(1), Fraction(0)]
+    labels = [None, None]
+    # the bootstrap bound alone is 0 (it cannot fall below the smallest observed difference) ...
+    p = S.paired(a, b, resamples=2000, seed=5, alpha=0.025, rule="bootstrap")
+    assert p.bound == 0.0 and S.decide(p, "non_inferiority", 0.1).verdict == "non-inferior"
+    # ... but simulated at the boundary (differences 0.4 and -0.6) the rule claims whenever both draws are the 0.4:
+    # a quarter of the time, ten times alpha
+    cal = S.calibrate(a, b, "non_inferiority", 0.1, alpha=0.025, method="percentile", resamples=2000,
+                      rule="bootstrap", sims=400, seed=5, ceiling=0.05)
+    assert cal.boundary == -0.1 and cal.sims == 400
+    assert 0.18 < cal.rate < 0.32  # 0.25 +- 3.5 binomial SEs
+    out = compare(H, analysis(rule="bootstrap"), questions(labels), scores(a, b), cells("base", "trained"))
+    assert out["verdict"] == "inconclusive" and "false-claim rate simulated at the boundary" in out["reason"]
+    assert out["calibration"]["rate"] == cal.rate or out["calibration"]["seed"] == 5
+    # the default rule does not claim at all
+    assert compare(H, analysis(), questions(labels), scores(a, b), cells("base", "trained"))["verdict"] == "not shown"
+
+
+def test_calibration_is_seeded_and_shifts_to_the_boundary():
+    rng = np.random.default_rng(9)
+    a = k_means(rng.integers(0, 3, (40, 2)).tolist())
+    b = k_means(rng.integers(0, 3, (40, 2)).tolist())
+    kw = dict(alpha=0.025, method="percentile", resamples=1000, rule="bootstrap_and_t", sims=150, ceiling=0.05)
+    one = S.calibrate(a, b, "non_inferiority", 0.1, seed=1, **kw)
+    assert one == S.calibrate(a, b, "non_inferiority", 0.1, seed=1, **kw)
+    assert one.rate <= 0.05  # n = 40: near alpha, and never much above it
+    # shifting b by a constant does not change the simulated population (it is re-centred on the boundary)
+    assert S.calibrate(a, [x + Fraction(1, 2) for x in b], "non_inferiority", 0.1, seed=1, **kw).rate == one.rate
+    assert S.calibrate(a, b, "superiority", 0.0, seed=1, **kw).boundary == 0.0
+
+
+# ---------------------------------------------------------------- length bias
+
+
+def length_planted(long_wins: bool):
+    """b writes 60 words, a 10; the judge gives 2 to long answers and 1 to short ones (and to a's answers that
+    happen to be long), so the raw difference is all length."""
+    points = []
+    for i in range(40):
+        points.append(("trained", "Q8_0", 60, 2 if long_wins else 1))
+        short = i % 4 != 0
+        points.append(("base", "Q8_0", 10 if short else 60, (1 if short else 2) if long_wins else 1))
+    return length_bias(points, [("H1", "base", "trained", "Q8_0")])
+
+
+def comparison(bound: float, upper: float):
+    a, b = [0.0] * 20, [0.0] * 20
+    r = S.paired(a, b, resamples=100).to_dict() | {"bound": bound, "upper": upper, "ci_low": bound, "ci_high": upper}
+    return {"id": "H1", "kind": "non_inferiority", "margin": 0.1, "result": r, "length_notes": []}
+
+
+def test_a_length_caution_when_the_adjusted_difference_would_change_the_verdict():
+    bias = length_planted(True)
+    entry = bias["comparisons"][0]
+    assert entry["raw_difference"] == pytest.approx(0.75)  # 2 - (30 x 1 + 10 x 2) / 40
+    assert entry["length_adjusted_difference"] == pytest.approx(0.0, abs=1e-9)  # length explains it all
+    c = comparison(0.30, 0.9)  # "superior" on the raw scores
+    length_check([c], bias)
+    assert len(c["length_notes"]) == 1
+    note = c["length_notes"][0]
+    assert "is +0.000 instead of +0.750" in note and '"not shown" instead of "superior"' in note
+    assert "Spearman ρ +1.000" in note  # the score is a monotone function of the length
+    # the same length bias, but a decision far from any threshold: no caution
+    far = comparison(0.95, 1.2)
+    length_check([far], bias)
+    assert far["length_notes"] == []
+
+
+def test_no_length_caution_without_length_bias():
+    bias = length_planted(False)
+    assert bias["length_spearman"] is None  # every score equal: no correlation to speak of
+    c = comparison(0.02, 0.5)
+    length_check([c], bias)
+    assert c["length_notes"] == []
+
+
+# ---------------------------------------------------------------- quantisation caution
+
+
+def quant_setup(base_q4: float):
+    exp = SimpleNamespace(arm=lambda name: SimpleNamespace(quants=["Q8_0", "Q4_K_M"]))
+    sc = {("base", "Q8_0"): {"q1": Fraction(1), "q2": Fraction(1)},
+          ("base", "Q4_K_M"): {"q1": Fraction(base_q4), "q2": Fraction(base_q4)},
+          ("trained", "Q8_0"): {"q1": Fraction(6, 5), "q2": Fraction(6, 5)},
+          ("trained", "Q4_K_M"): {"q1": Fraction(base_q4) + Fraction(1, 5), "q2": Fraction(base_q4) + Fraction(1, 5)}}
+    comps = [{"a": "base", "b": "trained", "subset": [], "quant": q, "quant_notes": [], "paired_questions": ["q1", "q2"],
+              "result": {"diff": 0.2}} for q in ("Q8_0", "Q4_K_M")]
+    return exp, sc, comps
+
+
+def test_quantisation_caution_names_the_base_shift_and_the_effect():
+    exp, sc, comps = quant_setup(1.5)  # base moves +0.5 between quants; the effect is +0.2
+    check = quant_check(exp, ["base", "trained"], sc, comps)
+    assert check["means"]["base"] == {"Q8_0": 1.0, "Q4_K_M": 1.5}
+    q8 = comps[0]["quant_notes"]
+    assert q8 == ["base's own score moves +0.500 from Q8_0 to Q4_K_M, comparable to the effect +0.200: "
+                  "quantisation is a rival explanation"]
+    assert "-0.500 from Q4_K_M to Q8_0" in comps[1]["quant_notes"][0]
+
+
+def test_no_quantisation_caution_when_the_base_barely_moves():
+    exp, sc, comps = quant_setup(1.05)  # base moves +0.05 < half the effect
+    quant_check(exp, ["base", "trained"], sc, comps)
+    assert comps[0]["quant_notes"] == [] and comps[1]["quant_notes"] == []
+
+
+def test_quantisation_caution_uses_the_hypothesis_questions_not_the_whole_arm():
+    # base at Q4_K_M: +1 on q3..q6 (outside the subset), unchanged on the subset's q1, q2
+    exp, sc, comps = quant_setup(1.0)
+    for q in ("q3", "q4", "q5", "q6"):
+        sc[("base", "Q8_0")][q], sc[("base", "Q4_K_M")][q] = Fraction(0), Fraction(1)
+    for c in comps:
+        c["subset"] = ["arithmetic"]
+    check = quant_check(exp, ["base", "trained"], sc, comps)
+    assert check["means"]["base"]["Q4_K_M"] - check["means"]["base"]["Q8_0"] == pytest.approx(4 / 6)  # whole arm
+    assert comps[0]["quant_notes"] == []  # on the subset's questions the base did not move at all
+    # and the other way round: the subset's questions move, the whole arm hardly
+    exp, sc, comps = quant_setup(1.0)
+    sc[("base", "Q4_K_M")]["q1"] = Fraction(2)  # +1 on one of the two paired questions: +0.5 on the subset
+    for i in range(3, 40):
+        sc[("base", "Q8_0")][f"q{i}"] = sc[("base", "Q4_K_M")][f"q{i}"] = Fraction(1)
+    quant_check(exp, ["base", "trained"], sc, comps)
+    assert comps[0]["quant_notes"] == ["base's own score moves +0.500 from Q8_0 to Q4_K_M, comparable to the "
+                                       "effect +0.200: quantisation is a rival explanation"]
+
+
+# ---------------------------------------------------------------- registration
+
+
+@pytest.mark.parametrize("line, field", [("rule = \"t\"", "rule"), ("min_clusters = 0", "min_clusters"),
+                                         ("calibration_sims = 1.5", "calibration_sims"),
+                                         ("calibration_ceiling = 2", "calibration_ceiling")])
+def test_bad_analysis_settings_are_refused_naming_the_field(tmp_path, line, field):
+    import re
+
+    from arms.errors import BadInput
+    from judge.prereg import load_experiment
+    from test_readme import _example
+
+    text = re.sub(rf"(?m)^{field} = .*$", line, _example(), count=1)
+    assert line in text
+    (tmp_path / "prereg.toml").write_text(text)
+    with pytest.raises(BadInput) as e:
+        load_experiment(tmp_path)
+    assert e.value.field == field
+
+
+def test_registered_analysis_defaults():
+    a = Analysis()
+    assert (a.rule, a.min_clusters, a.calibration_sims, a.calibration_ceiling) == ("bootstrap_and_t", 10, 200, None)
