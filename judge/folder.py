@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from arms import jsonl
+from arms.crash import PARENT_ENV
 from arms.errors import BadInput
 from arms.load import chat_template
 
@@ -67,7 +68,10 @@ def locked(run_dir: Path) -> Iterator[None]:
             raise BadInput(path, f"another `judge run` is writing this results folder ({who}); wait for it to "
                            "finish, or pick another folder with --out") from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": now()}).encode(), 0)
+        # the pid of the command the user started (the crash supervisor's, whose death ends this process too)
+        pid = int(os.environ.get(PARENT_ENV, os.getpid()))
+        os.pwrite(fd, json.dumps({"pid": pid, "worker_pid": os.getpid(), "host": socket.gethostname(),
+                                  "started": now()}).encode(), 0)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
