@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from .atomic import write_text
 from .errors import BadInput, run_cli
 
 DEMO = Path(__file__).resolve().parent.parent / "sealed" / "demo"
@@ -65,9 +66,7 @@ def _collect(args) -> None:
         cache.close()
     record = {"experiment": exp.name, "arms": wanted, "limit": args.limit, "effective_settings": stats.pop("effective"),
               "last_invocation": {"answers": stats}}
-    tmp = args.out / "collection.json.tmp"
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    tmp.replace(args.out / "collection.json")
+    write_text(args.out / "collection.json", json.dumps(record, indent=1) + "\n")
     print(f"answers: {args.out / 'answers.jsonl'} ({stats['rows_total']} rows, {stats['model_calls']} new model calls, "
           f"{stats['errors']} errors)", file=sys.stderr)
 

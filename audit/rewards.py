@@ -11,6 +11,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from arms.atomic import write_text
+
 from .charts import write_charts
 from .hooks import load_function
 from .log import Columns, read_log
@@ -49,10 +51,8 @@ def telemetry(log_path: Path, out_dir: Path, settings: Settings = Settings(), co
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     numbers["charts"] = write_charts(numbers, out_dir)
-    tmp = out_dir / "numbers.json.tmp"
-    tmp.write_text(json.dumps(numbers, indent=1) + "\n")
-    tmp.replace(out_dir / "numbers.json")
-    (out_dir / "report.md").write_text(render(numbers))
+    write_text(out_dir / "numbers.json", json.dumps(numbers, indent=1) + "\n")
+    write_text(out_dir / "report.md", render(numbers))
     return numbers
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from arms import jsonl
+from arms.atomic import write_text
 from arms.errors import BadInput
 from arms.questions import Question
 from arms.records import ANSWER_KEY, AnswerRow
@@ -410,9 +411,7 @@ def _judge_totals(judgments: list[Judgment]) -> dict[str, dict[str, int]]:
 
 
 def write_numbers(numbers: dict[str, Any], path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(numbers, indent=1) + "\n")
-    tmp.replace(path)
+    write_text(path, json.dumps(numbers, indent=1) + "\n")
 
 
 def undecided(numbers: dict[str, Any], max_unscored: float) -> list[str]:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from arms import jsonl
+from arms.atomic import write_text
 from arms.errors import BadInput
 from arms.load import chat_template
 
@@ -130,12 +131,7 @@ def _read(run_dir: Path) -> dict[str, Any] | None:
 
 
 def _write(run_dir: Path, doc: dict[str, Any]) -> None:
-    tmp = run_dir / (BINDING + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(json.dumps(doc, indent=1) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(run_dir / BINDING)
+    write_text(run_dir / BINDING, json.dumps(doc, indent=1) + "\n")
 
 
 def _short(v: str) -> str:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arms.atomic import write_text
 from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput
@@ -274,9 +275,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
         "last_invocation": {"answers": {k: v for k, v in cstats.items() if k != "effective"}, "judging": jstats},
         "audit_gate": audit_gate,
     }
-    tmp = run_json.with_suffix(".tmp")
-    tmp.write_text(json.dumps(run_info, indent=1) + "\n")
-    tmp.replace(run_json)
+    write_text(run_json, json.dumps(run_info, indent=1) + "\n")
     numbers = compute_numbers(exp, load_questions(exp.set_paths()), run_dir, run_info)
     for a in late_amendments(numbers):
         raise BadInput(exp_dir / "amendments.jsonl", f"amendment {a['n']} is dated {a['date']}, after the first "
@@ -285,7 +284,5 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
     write_numbers(numbers, run_dir / "numbers.json")
     write_plots(numbers, run_dir)
     report = render(numbers, run_info)
-    tmp = run_dir / "report.md.tmp"
-    tmp.write_text(report)
-    tmp.replace(run_dir / "report.md")
+    write_text(run_dir / "report.md", report)
     return run_dir
