@@ -62,7 +62,7 @@ class ModelSpec:
     thinking_control: str = "none"  # openai: how thinking is switched, one of THINKING_CONTROLS
     sampling_params: bool = False  # Anthropic-compatible server accepts temperature/top_p (the API does not)
     attempts: int = 4  # HTTP backends: tries per call before the answer becomes an `error` row
-    timeout_s: float = 120.0  # HTTP backends: one attempt that takes longer is abandoned (and retried)
+    timeout_s: float = 120.0  # HTTP backends: bounds each wait for data (not a whole call); a timeout is retried
     api_key_env: str | None = None  # HTTP backends: the variable holding the key (default: the SDK's usual one)
     structured: str = "json_schema"  # openai: how structured output is asked for, one of STRUCTURED
 

@@ -132,8 +132,4 @@ def amend(exp_dir: Path, text: str, now: dt.datetime | None = None, post_hoc: bo
     return rec
 
 
-def file_hashes(paths: dict[str, Path]) -> dict[str, str]:
-    return {name: _sha(p) for name, p in paths.items() if p.exists()}
-
-
-__all__ = ["seal", "verify_seal", "amend", "read_manifest", "manifest_sha256", "file_hashes", "inside"]
+__all__ = ["seal", "verify_seal", "amend", "read_manifest", "manifest_sha256", "inside"]
