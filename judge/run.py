@@ -165,24 +165,12 @@ def run_name(exp: Experiment, arms: list[str], limit: int | None) -> str:
     return name
 
 
-def select_arms(exp: Experiment, names: str | None) -> list[str]:
-    registered = [a.name for a in exp.arms]
-    if not names:
-        return registered
-    wanted = [n.strip() for n in names.split(",") if n.strip()]
-    for n in wanted:
-        if n not in registered:
-            raise BadInput(exp.dir / "prereg.toml", f"--arms names unregistered arm {n!r}; registered: {registered}",
-                           field="arms")
-    return [n for n in registered if n in wanted]
-
-
 def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = None, out: Path | None = None,
         progress: bool = True, judge_names: str | None = None, mode: str | None = None) -> Path:
     exp_dir = Path(exp_dir)
     verify_seal(exp_dir)
     exp = load_experiment(exp_dir)
-    arms = select_arms(exp, arm_names)
+    arms = exp.selected_arms(arm_names)
     registered = load_questions(exp.set_paths())
     questions = registered[:limit] if limit else registered
     rubric = load_rubric(exp.rubric)
