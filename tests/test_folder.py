@@ -23,7 +23,7 @@ from conftest import ROOT, cli
 
 from arms import jsonl
 from arms.questions import load_questions
-from arms.scripted_server import ScriptedServer, Seen, Step, reply, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 from judge.analysis import amendments as amendment_rows
 from judge.analysis import compute_numbers, write_numbers
 from judge.prereg import load_experiment

@@ -18,7 +18,7 @@ from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
 from arms.backends.openai import OpenAIBackend, OpenAIConfig
 from arms.cache import CallCache
 from arms.questions import load_questions
-from arms.scripted_server import ScriptedServer, Seen, Step, fail, raw_body, reply, reset, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, fail, raw_body, reply, reset, verdict
 from judge.blinding import BlindItem
 from judge.judging import judge_all
 from judge.rubric import load_rubric
