@@ -87,7 +87,7 @@ class ArmSpec:
     quants: tuple[str, ...]
     generation: Generation
     adapters: tuple[str, ...] = ()  # applied together, each with its registered scale
-    glue: str | None = None  # import path "package.module:function"
+    glue: str | None = None  # "file.py:function" in the experiment folder, or "package.module:function"
     samples: int = 1
 
 
@@ -340,7 +340,8 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
                        "model and arm", field="quants")
     glue = setting(t, "glue", "string", file, where, None)
     if glue is not None and ":" not in glue:
-        raise BadInput(file, f"arm {name!r} glue must be an import path 'package.module:function'", field="glue")
+        raise BadInput(file, f"arm {name!r} glue must be 'file.py:function' (a file in the experiment folder) or "
+                       "'package.module:function'", field="glue")
     samples = setting(t, "samples", "integer", file, where, 1)
     if samples < 1:
         raise BadInput(file, f"arm {name!r} samples must be an integer >= 1", field="samples")
