@@ -1,6 +1,6 @@
 """Model files: where the embedded model lives, file hashes, and what a GGUF really contains.
 
-Settings are verified, not trusted (DESIGN principle 2): the quant type is read back from the
+Settings are verified, not trusted (principle 2, docs/principles.md): the quant type is read back from the
 GGUF's own metadata and per-tensor types, never inferred from a file name.
 """
 from __future__ import annotations

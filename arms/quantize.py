@@ -5,7 +5,7 @@ sha256 recorded, and their quant type read back from the file before use: a K-qu
 can silently fall back to other tensor types (SmolLM2's 576-wide tensors do), so the name you
 asked for is not evidence of what you got.
 
-Importance matrix (seed 002: "our quantiser uses no importance matrix" cost the base about 0.2
+Importance matrix (docs/motivating-experiment.md, section 1: a quantiser without one cost the base about 0.2
 points): the file written by llama.cpp's `llama-imatrix` (GGUF, or the legacy .dat) is read
 here, normalised exactly as `llama-quantize` does, and handed to `llama_model_quantize` through
 `llama_model_quantize_params.imatrix` (a NULL-terminated array of {name, data, size}, exposed

@@ -1,6 +1,6 @@
 """`python -m audit rewards FILE`: reward-log telemetry, written as numbers.json, report.md and PNG charts.
 
-No curve shows a parse-failure collapse or a hack signature (seed 000); these tables put the
+No curve shows a parse-failure collapse or a hack signature (docs/reward-telemetry.md); these tables put the
 completions' own properties next to their scores. report.md and the charts are rendered from
 numbers.json alone. The fidelity gate (re-grading stored completions) is the one check that can
 fail the command: exit 1 when the re-graded rewards drift from the logged ones beyond tolerance.

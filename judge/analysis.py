@@ -2,7 +2,7 @@
 
 Scores are averaged over a question's samples first, then over questions. Unscored and errored
 answers are counted, never scored; a comparison whose arms are too often unscored is
-inconclusive (DESIGN principle 1). Every count is of the final state: each key's current record
+inconclusive (principle 1, docs/principles.md). Every count is of the final state: each key's current record
 under the retry rule (arms.jsonl), so an error retried into an answer is not an error.
 judge.verify recomputes all of this by a separate path.
 """

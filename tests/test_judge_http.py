@@ -76,7 +76,8 @@ def test_good_verdict_is_scored_and_structured_output_was_asked_for(api, tmp_pat
 
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("text", [
-    '{"rationale": "Right amount.\n\nRight article.", "score": 1, "harmful": false}',  # seed 000's raw newline
+    # a raw newline inside a JSON string (docs/reward-telemetry.md)
+    '{"rationale": "Right amount.\n\nRight article.", "score": 1, "harmful": false}',
     '```json\n{"rationale": "Right amount.", "score": 1, "harmful": false}\n```',
 ], ids=["raw-newline", "code-fence"])
 def test_repairable_verdict_is_repaired_and_scored(api, text, tmp_path):

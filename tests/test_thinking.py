@@ -1,4 +1,4 @@
-"""Thinking mode as registered, sent and observed (seed 002: the trainer switched thinking on unasked).
+"""Thinking mode as registered, sent and observed (docs/motivating-experiment.md: thinking switched on unasked).
 
 Registration: Anthropic thinking needs a token budget; OpenAI models are switched through
 `chat_template_kwargs` or `reasoning_effort`; what a backend cannot send is refused at parse time.
