@@ -6,6 +6,7 @@ Python path). Glue over base and glue over trained share this code and differ on
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -52,7 +53,7 @@ _lock = threading.Lock()
 
 def _import_file(path: Path):
     """A glue file as a module, imported once per process under a name unique to its path."""
-    name = "_glue_" + "".join(c if c.isalnum() else "_" for c in str(path))
+    name = f"_glue_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
     with _lock:
         if name not in sys.modules:
             spec = importlib.util.spec_from_file_location(name, path)
