@@ -37,12 +37,6 @@ class Refused(Exception):
     exit_code = 2
 
 
-class NotBuilt(NotImplementedError):
-    """A stage that is registered but not implemented yet: it refuses instead of inventing numbers."""
-
-    exit_code = 2
-
-
 def run_cli(body: Callable[[], int | None]) -> int:
     """Run a CLI body and turn every expected failure into its message and documented exit code.
 
@@ -51,7 +45,7 @@ def run_cli(body: Callable[[], int | None]) -> int:
     """
     try:
         return body() or 0
-    except (BadInput, NotBuilt, Refused) as e:
+    except (BadInput, Refused) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except CheckFailed as e:

@@ -2,7 +2,7 @@
 
 Scores are averaged over a question's samples first, then over questions. Unscored and errored
 answers are counted, never scored; a comparison whose arms are too often unscored is
-inconclusive (DESIGN principle 1). Every count is of the final state: each key's current record
+inconclusive (principle 1, docs/principles.md). Every count is of the final state: each key's current record
 under the retry rule (arms.jsonl), so an error retried into an answer is not an error.
 judge.verify recomputes all of this by a separate path.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from arms import jsonl
+from arms.atomic import write_text
 from arms.errors import BadInput
 from arms.questions import Question
 from arms.records import ANSWER_KEY, AnswerRow
@@ -410,9 +411,7 @@ def _judge_totals(judgments: list[Judgment]) -> dict[str, dict[str, int]]:
 
 
 def write_numbers(numbers: dict[str, Any], path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(numbers, indent=1) + "\n")
-    tmp.replace(path)
+    write_text(path, json.dumps(numbers, indent=1) + "\n")
 
 
 def undecided(numbers: dict[str, Any], max_unscored: float) -> list[str]:

@@ -99,6 +99,18 @@ class Experiment:
     def arm(self, name: str) -> ArmSpec:
         return next(a for a in self.arms if a.name == name)
 
+    def selected_arms(self, names: str | None) -> list[str]:
+        """The arms named by `--arms` (comma-separated; all when empty), in registered order."""
+        registered = [a.name for a in self.arms]
+        if not names:
+            return registered
+        wanted = [n.strip() for n in names.split(",") if n.strip()]
+        for n in wanted:
+            if n not in registered:
+                raise BadInput(self.dir / "prereg.toml",
+                               f"--arms names unregistered arm {n!r}; registered: {registered}", field="arms")
+        return [n for n in registered if n in wanted]
+
     def set_paths(self) -> list[Path]:
         """Each question set's real path, refused unless inside the experiment folder (where the seal covers it)."""
         return [inside(self.dir, s, self.dir / "prereg.toml", "sets") for s in self.sets]

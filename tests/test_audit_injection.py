@@ -10,7 +10,7 @@ from arms import jsonl
 from arms.errors import CheckFailed
 from arms.questions import Question
 from arms.records import AnswerRow
-from arms.scripted_server import ScriptedServer, verdict
+from support.scripted_server import ScriptedServer, verdict
 from audit.detectors import CATEGORIES, DETECTORS, detect
 from audit.gate import check_gate
 from audit.log import Completion, read_log

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from arms import jsonl
-from arms.scripted_server import ScriptedServer, fail, reply, verdict
+from support.scripted_server import ScriptedServer, fail, reply, verdict
 
 from conftest import cli, rewards_log
 

@@ -16,7 +16,7 @@ import pytest
 
 from arms import jsonl
 from arms.errors import BadInput
-from arms.scripted_server import ScriptedServer, Seen, Step, fail, reply, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, fail, reply, verdict
 from judge.seal import seal
 from judge.verify import by_hand
 

@@ -23,7 +23,7 @@ from conftest import ROOT, cli
 
 from arms import jsonl
 from arms.questions import load_questions
-from arms.scripted_server import ScriptedServer, Seen, Step, reply, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 from judge.analysis import amendments as amendment_rows
 from judge.analysis import compute_numbers, write_numbers
 from judge.prereg import load_experiment
@@ -328,6 +328,34 @@ def test_edited_glue_source_is_refused_in_the_same_folder(server, tmp_path):
     assert binding["registration"]["glue myglue:answer source sha256"] == hashlib.sha256(
         GLUE.format(suffix=" (v1)").encode()).hexdigest()
 
+
+
+def test_a_glue_file_in_the_experiment_folder_is_sealed_and_bound(server, tmp_path):
+    """"file.py:function" loads the file from the experiment folder (no PYTHONPATH): the seal covers it, an edit
+    after sealing is refused, and binding.json holds its sha256 as for a module; a file outside is refused."""
+    exp = tmp_path / "exp"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    (exp / "myglue.py").write_text(GLUE.format(suffix=" (v1)"))
+    experiment(tmp_path, server.openai_url, glue='glue = "myglue.py:answer"\n')
+    assert "myglue.py" in (exp / "MANIFEST").read_text()
+    out = tmp_path / "out"
+    assert run(exp, out, "--arms", "--limit", "2").returncode == 0
+    texts = [a["text"] for a in lines(out / "answers.jsonl")]
+    assert sum(t.endswith(" (v1)") for t in texts) == 2, texts  # the glue arm's two answers
+    binding = json.loads((out / "binding.json").read_text())
+    assert binding["registration"]["glue myglue.py:answer source sha256"] == hashlib.sha256(
+        GLUE.format(suffix=" (v1)").encode()).hexdigest()
+    (exp / "myglue.py").write_text(GLUE.format(suffix=" (v2)"))
+    r = run(exp, out, "--arms", "--limit", "3")
+    assert r.returncode == 2 and "myglue.py" in r.stderr and "changed after sealing" in r.stderr, r.stderr
+    seal(exp)
+    r = run(exp, out, "--arms", "--limit", "3")
+    assert r.returncode == 2 and "glue myglue.py:answer source sha256: bound" in r.stderr, r.stderr
+    (tmp_path / "outside.py").write_text(GLUE.format(suffix=""))
+    experiment(tmp_path, server.openai_url, glue='glue = "../outside.py:answer"\n')
+    r = run(exp, tmp_path / "out2", "--arms", "--limit", "2")
+    assert r.returncode == 2 and "outside the experiment folder" in r.stderr and "'glue'" in r.stderr, r.stderr
+    assert not (tmp_path / "out2" / "answers.jsonl").exists()
 
 def test_edited_pairwise_rubric_is_refused_in_the_same_folder(server, tmp_path):
     """The pairwise rubric is not the primary one; it shapes verdicts all the same."""

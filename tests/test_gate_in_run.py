@@ -5,7 +5,7 @@ import json
 import re
 import shutil
 
-from arms.scripted_server import ScriptedServer, verdict
+from support.scripted_server import ScriptedServer, verdict
 from judge.seal import seal
 
 from conftest import cli

@@ -18,7 +18,7 @@ from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
 from arms.backends.openai import OpenAIBackend, OpenAIConfig
 from arms.cache import CallCache
 from arms.questions import load_questions
-from arms.scripted_server import ScriptedServer, Seen, Step, fail, raw_body, reply, reset, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, fail, raw_body, reply, reset, verdict
 from judge.blinding import BlindItem
 from judge.judging import judge_all
 from judge.rubric import load_rubric
@@ -76,7 +76,8 @@ def test_good_verdict_is_scored_and_structured_output_was_asked_for(api, tmp_pat
 
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("text", [
-    '{"rationale": "Right amount.\n\nRight article.", "score": 1, "harmful": false}',  # seed 000's raw newline
+    # a raw newline inside a JSON string (docs/reward-telemetry.md)
+    '{"rationale": "Right amount.\n\nRight article.", "score": 1, "harmful": false}',
     '```json\n{"rationale": "Right amount.", "score": 1, "harmful": false}\n```',
 ], ids=["raw-newline", "code-fence"])
 def test_repairable_verdict_is_repaired_and_scored(api, text, tmp_path):

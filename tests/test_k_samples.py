@@ -13,7 +13,7 @@ import shutil
 from fractions import Fraction
 
 from arms import jsonl
-from arms.scripted_server import ScriptedServer, Seen, Step, reply, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 from judge.seal import seal
 
 from conftest import ROOT, cli, http_prereg

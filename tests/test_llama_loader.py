@@ -158,7 +158,7 @@ def test_a_native_crash_mid_run_exits_2_with_the_cause_and_loses_nothing(demo_co
     shutil.copytree(demo_copy, exp)
     (tmp_path / "crashglue.py").write_text(GLUE)
     p = exp / "prereg.toml"
-    p.write_text(p.read_text().replace('glue = "arms.demo_glue:answer"', 'glue = "crashglue:answer"'))
+    p.write_text(p.read_text().replace('glue = "glue.py:answer"', 'glue = "crashglue:answer"'))
     seal(exp)
     first_ids = [json.loads(line)["id"] for line in (exp / "sets" / "exam.jsonl").read_text().splitlines()[:3]]
     out = tmp_path / "out"

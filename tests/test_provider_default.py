@@ -11,7 +11,7 @@ import pytest
 
 from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
 from arms.errors import BadInput
-from arms.scripted_server import ScriptedServer, reply
+from support.scripted_server import ScriptedServer, reply
 from arms.settings import differences
 from arms.spec import Runtime, parse_arms, parse_generation, parse_models
 
@@ -68,7 +68,7 @@ def test_provider_default_judge_retry_is_a_new_call_not_a_cache_hit(tmp_path):
     from arms import jsonl
     from arms.backends.openai import OpenAIBackend, OpenAIConfig
     from arms.cache import CallCache
-    from arms.scripted_server import verdict
+    from support.scripted_server import verdict
     from judge.blinding import BlindItem
     from judge.judging import judge_all
     from judge.rubric import load_rubric
@@ -95,7 +95,7 @@ def test_provider_default_judge_retry_is_a_new_call_not_a_cache_hit(tmp_path):
 def test_audit_reader_retry_reaches_an_anthropic_reader(tmp_path):
     """The audit's Anthropic reader sends no seed (the API takes none): its retry must reach the server too."""
     from audit.readers import make_reader, read_all
-    from arms.scripted_server import verdict
+    from support.scripted_server import verdict
     from judge.blinding import BlindItem
     from judge.rubric import load_rubric
 

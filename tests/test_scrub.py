@@ -12,7 +12,7 @@ import pytest
 
 from arms import jsonl
 from arms.errors import BadInput
-from arms.scripted_server import ScriptedServer, Seen, Step, reply, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 from audit.detectors import grader_text
 from judge.blinding import DEFAULT_SCRUB, REDACTED, injection_count, scrub
 from judge.prereg import load_experiment

@@ -1,4 +1,4 @@
-"""Tests for judge.stats against the figures in /work/shared/reference/statistics.md."""
+"""Tests for judge.stats against the figures in docs/statistics-reference.md."""
 
 import math
 import warnings

@@ -20,7 +20,7 @@ from arms.backends.base import Request
 from arms.backends.openai import OpenAIBackend, OpenAIConfig
 from arms.cache import CallCache
 from arms.errors import BadInput, Refused
-from arms.scripted_server import ScriptedServer, raw_body, reply
+from support.scripted_server import ScriptedServer, raw_body, reply
 from arms.spec import parse_models
 from judge.blinding import BlindItem
 from judge.judging import judge_all

@@ -1,4 +1,4 @@
-"""Thinking mode as registered, sent and observed (seed 002: the trainer switched thinking on unasked).
+"""Thinking mode as registered, sent and observed (docs/motivating-experiment.md: thinking switched on unasked).
 
 Registration: Anthropic thinking needs a token budget; OpenAI models are switched through
 `chat_template_kwargs` or `reasoning_effort`; what a backend cannot send is refused at parse time.
@@ -22,7 +22,7 @@ from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput, CheckFailed
 from arms.questions import Question
-from arms.scripted_server import ScriptedServer, reply, verdict
+from support.scripted_server import ScriptedServer, reply, verdict
 from arms.settings import verify_settings
 from arms.spec import ArmSpec, ModelSpec, Runtime, parse_arms, parse_models
 from judge.seal import seal

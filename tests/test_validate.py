@@ -317,7 +317,7 @@ def margin_zero_run(tmp_path_factory) -> Path:
     """A finished run of two HTTP arms ("old", "new") judged by an HTTP judge, all scripted, with a superiority
     and a non-inferiority hypothesis registered at margin 0. Scores planted by the judge: "new" 2 on every
     question, "old" 1 except 2 on q02."""
-    from arms.scripted_server import ScriptedServer, reply, verdict
+    from support.scripted_server import ScriptedServer, reply, verdict
 
     def script(seen):
         if seen.model == "judge-model":
