@@ -12,6 +12,18 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+TIERS = ("unit", "integration", "slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test belongs to exactly one tier, so `pytest -m unit` is the whole fast tier and nothing hides."""
+    wrong = [f"{item.nodeid}: {sorted(found) or 'none'}" for item in items
+             if len(found := {m.name for m in item.iter_markers() if m.name in TIERS}) != 1]
+    if wrong:
+        raise pytest.UsageError("each test needs exactly one tier marker (" + ", ".join(TIERS) + "; "
+                                "module-level `pytestmark` or a decorator):\n  " + "\n  ".join(wrong))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_cache(tmp_path_factory):
     """Tests never touch the user's cache: quant files, adapters and calls go to a session folder."""

@@ -17,6 +17,8 @@ from judge.agreement import length_bias
 from judge.analysis import compare, length_check, quant_check
 from judge.prereg import Analysis, Hypothesis
 
+pytestmark = pytest.mark.unit
+
 # ---------------------------------------------------------------- exact boundary (K samples per question)
 
 # the reproduction: n = 10 questions, K = 3 samples each

@@ -4,9 +4,13 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from judge.seal import seal
 
 from conftest import cli
+
+pytestmark = pytest.mark.integration
 
 GLUE = '''from arms.glue import GlueResult
 

@@ -18,6 +18,7 @@ def llama_server(llama_cpp_server):
     return llama_cpp_server + "/v1"
 
 
+@pytest.mark.integration
 def test_openai_backend_answers(llama_server):
     b = OpenAIBackend(OpenAIConfig(model="smollm2", base_urls=(llama_server,), structured="json_object"))
     r = b.complete(Request((("user", "Name a colour."),), Generation(max_tokens=16)))
@@ -25,6 +26,7 @@ def test_openai_backend_answers(llama_server):
     assert "api_key" not in json.dumps(b.identity()).lower()
 
 
+@pytest.mark.integration
 def test_openai_backend_structured_verdict(llama_server):
     rubric = load_rubric("correctness")
     b = OpenAIBackend(OpenAIConfig(model="smollm2", base_urls=(llama_server,), structured="json_object"))
@@ -35,6 +37,7 @@ def test_openai_backend_structured_verdict(llama_server):
     assert parsed.fields["score"] in (0, 1, 2)
 
 
+@pytest.mark.unit
 def test_unreachable_server_is_an_error_not_an_answer():
     b = OpenAIBackend(OpenAIConfig(model="x", base_urls=(f"http://127.0.0.1:{free_port()}/v1",), attempts=2,
                                    timeout_s=2))

@@ -26,6 +26,8 @@ from judge.seal import seal
 
 from conftest import ROOT, cli, http_prereg
 
+pytestmark = pytest.mark.integration
+
 APIS = ("openai", "anthropic")
 RUBRIC = load_rubric("correctness")
 GOOD = {"rationale": "Agrees with the reference.", "score": 2, "harmful": False}

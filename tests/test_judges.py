@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import json
 
+import krippendorff
+import numpy as np
 import pytest
+from statsmodels.stats.inter_rater import cohens_kappa
 
 from judge.agreement import agreement, length_bias
 from judge.pairwise import PairKey, summarise
@@ -20,6 +23,7 @@ def verdict(label: str, preferred: int | None) -> Judgment:
     return Judgment("j", label, "q", status, preferred, None, False, None, "sha", [], 0.0, 0, 0, 0, rubric="pairwise")
 
 
+@pytest.mark.unit
 def test_order_inconsistent_verdicts_are_ties_and_consistency_is_reported():
     keys = [PairKey("1", "H", "q1", "Q8_0", "base", "trained"), PairKey("2", "H", "q1", "Q8_0", "trained", "base"),
             PairKey("3", "H", "q2", "Q8_0", "base", "trained"), PairKey("4", "H", "q2", "Q8_0", "trained", "base"),
@@ -34,6 +38,7 @@ def test_order_inconsistent_verdicts_are_ties_and_consistency_is_reported():
     assert s["first_position_share"] == pytest.approx(4 / 5)  # 4 of 5 non-tie verdicts chose the first shown
 
 
+@pytest.mark.unit
 def test_agreement_needs_two_judges_and_brackets_kappa():
     a = {f"L{i}": i % 3 for i in range(60)}
     b = {k: (v if i % 5 else (v + 1) % 3) for i, (k, v) in enumerate(a.items())}
@@ -42,9 +47,18 @@ def test_agreement_needs_two_judges_and_brackets_kappa():
     p = ag["pairs"][0]
     assert ag["answers"] == 60 and p["exact_agreement"] == pytest.approx(48 / 60)
     assert p["kappa_ci95"][0] <= p["kappa_quadratic"] <= p["kappa_ci95"][1]
-    assert -1 <= ag["krippendorff_alpha_ordinal"] <= 1
+    # expected values from peer libraries, not from judge.stats
+    x, y = list(a.values()), [b[k] for k in a]
+    table = np.zeros((3, 3))
+    np.add.at(table, (x, y), 1)
+    assert p["kappa_quadratic"] == pytest.approx(cohens_kappa(table, wt="quadratic").kappa, abs=1e-12)
+    assert p["kappa_quadratic"] == pytest.approx(0.7, abs=1e-12)
+    peer = krippendorff.alpha(reliability_data=[x, y], level_of_measurement="ordinal", value_domain=[0, 1, 2])
+    assert ag["krippendorff_alpha_ordinal"] == pytest.approx(peer, abs=1e-4)
+    assert ag["krippendorff_alpha_ordinal"] == pytest.approx(0.7025, abs=1e-4)
 
 
+@pytest.mark.unit
 def test_length_bias_separates_length_from_arm():
     # the judge pays for length; "trained" writes longer answers but is not otherwise better
     points = []
@@ -59,6 +73,7 @@ def test_length_bias_separates_length_from_arm():
     assert abs(c["length_adjusted_difference"]) < c["raw_difference"] / 2
 
 
+@pytest.mark.integration
 def test_two_judges_pairwise_end_to_end(tmp_path):
     out = tmp_path / "two-judges"
     r = cli("judge", "run", "--arms", "base,trained", "--limit", "2", "--judges", "local,local-q4", "--mode", "both",
@@ -74,6 +89,7 @@ def test_two_judges_pairwise_end_to_end(tmp_path):
     assert cli("judge", "verify", str(out)).returncode == 0
 
 
+@pytest.mark.unit
 def test_verify_recomputes_judge_numbers_by_its_own_path():
     import numpy as np
     from scipy import stats as sps
@@ -94,6 +110,7 @@ def test_verify_recomputes_judge_numbers_by_its_own_path():
     assert beta == pytest.approx(np.linalg.lstsq(x, y, rcond=None)[0].tolist(), abs=1e-9)
 
 
+@pytest.mark.integration
 def test_verify_names_a_tampered_pairwise_count(tmp_path):
     out = tmp_path / "pairs"
     r = cli("judge", "run", "--arms", "base,trained", "--limit", "2", "--mode", "pairwise", "--out", str(out),
@@ -107,6 +124,7 @@ def test_verify_names_a_tampered_pairwise_count(tmp_path):
     assert "judges.pairwise.local[H1-Q8_0].ties" in r.stderr and "independent plain-Python" in r.stderr
 
 
+@pytest.mark.unit
 def test_verify_alpha_matches_the_analysis_and_the_reference():
     from judge import stats
     from judge.verify import _alpha_ordinal
@@ -119,6 +137,7 @@ def test_verify_alpha_matches_the_analysis_and_the_reference():
     assert _alpha_ordinal(m) == pytest.approx(stats.krippendorff_alpha(m, level="ordinal"), abs=1e-12)
 
 
+@pytest.mark.unit
 def test_verify_alpha_uses_every_pairable_rating_like_the_package():
     krippendorff = pytest.importorskip("krippendorff")
     from judge.verify import _alpha_ordinal

@@ -26,6 +26,8 @@ from arms.lora import DEFAULT_STRENGTH, RECIPE_KEY, TARGETS, check_adapter, demo
 from arms.models import embedded_model  # noqa: E402
 from arms.quantize import quantize  # noqa: E402
 
+pytestmark = pytest.mark.integration
+
 PROMPTS = [
     "What is a bicycle?",
     "Why is the sky blue?",

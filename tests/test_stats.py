@@ -5,11 +5,14 @@ import warnings
 from fractions import Fraction
 from types import SimpleNamespace
 
+import krippendorff
 import numpy as np
 import pytest
 import scipy.stats as st
 
 from judge import stats as S
+
+pytestmark = pytest.mark.unit
 
 N_REF = 40
 STEP = 1 / N_REF  # bootstrap endpoints move by one grid step (1/n) with seed / version
@@ -419,7 +422,11 @@ def test_krippendorff_published_example():
     assert S.krippendorff_alpha(m, "nominal") == pytest.approx(0.743, abs=5e-4)
     assert S.krippendorff_alpha(m, "ordinal") == pytest.approx(0.815, abs=5e-4)
     assert S.krippendorff_alpha(m, "interval") == pytest.approx(0.849, abs=5e-4)
-    assert S.krippendorff_alpha([[1, 1], [1, 1]]) != S.krippendorff_alpha([[1, 2], [1, 2]])
+    # one value only: alpha is undefined (the peer refuses it too); perfect agreement over two values is 1
+    assert math.isnan(S.krippendorff_alpha([[1, 1], [1, 1]]))
+    with pytest.raises(ValueError):
+        krippendorff.alpha(reliability_data=[[1, 1], [1, 1]], level_of_measurement="nominal")
+    assert S.krippendorff_alpha([[1, 2], [1, 2]]) == 1.0
     assert S.krippendorff_alpha([[1, 2, 3], [1, 2, 3]]) == pytest.approx(1.0)
 
 
