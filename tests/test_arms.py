@@ -13,20 +13,18 @@ import gguf
 import numpy as np
 import pytest
 
-llama_cpp = pytest.importorskip("llama_cpp")
+from arms.backends import Generation, Request
+from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, Lora
+from arms.errors import BadInput, CheckFailed
+from arms.llama_loader import extra_buffers, load_llama
+from arms.lora import demo_adapter
+from arms.models import embedded_model
+from arms.quantize import load_imatrix, quantize
+from arms.settings import verify_settings
+from arms.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime, parse_arms, parse_generation, parse_models
+from judge.seal import seal
 
-from arms.backends import Generation, Request  # noqa: E402
-from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, Lora  # noqa: E402
-from arms.errors import BadInput, CheckFailed  # noqa: E402
-from arms.llama_loader import extra_buffers, load_llama  # noqa: E402
-from arms.lora import demo_adapter  # noqa: E402
-from arms.models import embedded_model  # noqa: E402
-from arms.quantize import load_imatrix, quantize  # noqa: E402
-from arms.settings import verify_settings  # noqa: E402
-from arms.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime, parse_arms, parse_generation, parse_models  # noqa: E402
-from judge.seal import seal  # noqa: E402
-
-from conftest import ROOT, cli  # noqa: E402
+from conftest import ROOT, cli
 
 THINKING_TEMPLATE = (  # ChatML with Qwen3's switch: thinking off pre-fills an empty think block
     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
