@@ -52,6 +52,23 @@ def test_provider_default_sends_no_sampling_fields():
     assert "temperature" not in body and "top_p" not in body
 
 
+@pytest.mark.integration
+def test_provider_default_request_is_answered_by_a_real_messages_route(llama_server):
+    """The normal path: llama-server's Messages route answers a request that carries no sampling fields."""
+    arm, _ = _arm({"temperature": "provider-default", "seed": "provider-default", "top_p": "provider-default"})
+    from dataclasses import replace
+
+    from arms.backends.base import Request
+
+    assert (arm.generation.temperature, arm.generation.top_p, arm.generation.seed) == (None, None, None)
+    b = AnthropicBackend(AnthropicConfig(model="smollm2-q8", base_url=llama_server.url, sampling_params=True))
+    try:
+        r = b.complete(Request((("user", "Name a colour."),), replace(arm.generation, max_tokens=8)))
+    finally:
+        b.close()
+    assert r.text.strip() and 0 < r.completion_tokens <= 8 and r.finish_reason in ("stop", "length")
+
+
 @pytest.mark.unit
 def test_llama_cpp_refuses_provider_default():
     with pytest.raises(BadInput) as e:
