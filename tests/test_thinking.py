@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,26 @@ def test_anthropic_thinking_off_is_sent_explicitly_and_a_thinking_reply_stops_th
         assert s.count == 2  # stopped at the reply that thought; the third question was never asked
     rows = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
     assert len(rows) == 1 and rows[0]["status"] == "ok" and rows[0]["thinking"] is False
+
+
+@pytest.mark.integration
+def test_thinking_off_on_a_real_messages_route_answers_and_records_what_the_server_reports(llama_server, tmp_path):
+    """The normal path: llama-server's Messages route takes the explicit "thinking off"; the tiny model does not
+    think, every row is answered, and the capability the server does not report is recorded as such."""
+    arm = ArmSpec("a", "m", ("api",), replace(CLAUDE, max_tokens=16))
+    questions = [Question(f"q{i}", f"Name a colour number {i}.", None, (), None, "t.jsonl") for i in range(2)]
+    spec = ModelSpec("m", "anthropic", "smollm2-q8", base_url=llama_server.url, concurrency=1)
+    b = AnthropicBackend(AnthropicConfig(model="smollm2-q8", base_url=llama_server.url))
+    try:
+        eff = verify_settings(b, "arm 'a'", arm.generation, "api", spec, (), Runtime())
+    finally:
+        b.close()
+    assert str(eff["thinking_types"]).startswith("not reported: ")  # llama-server has no GET /v1/models/{id}
+    stats = collect([arm], {"m": spec}, {}, questions, tmp_path, Runtime(), tmp_path / "a.jsonl",
+                    CallCache(tmp_path / "c.sqlite"), progress=False)
+    rows = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert stats["errors"] == 0 and len(rows) == 2
+    assert all(r["status"] == "ok" and r["text"].strip() and r["thinking"] is False for r in rows)
 
 
 @pytest.mark.integration
