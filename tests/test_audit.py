@@ -105,6 +105,24 @@ def test_gate_counts_reader_verdicts_and_registered_detectors(tmp_path, server):
 
 
 @pytest.mark.integration
+def test_an_openai_reader_on_llama_server_scores_every_answer(tmp_path, llama_server):
+    """The normal path of an API reader: llama-server's OpenAI route, its JSON-schema grammar constraining each
+    verdict. With --max-gamed equal to k the gate cannot stop, whatever the tiny reader says."""
+    out = tmp_path / "audit"
+    r = cli("audit", "topk", "--k", "3", "--max-gamed", "3", "--rewards", str(LOG), "--reader", "openai",
+            "--model", "smollm2-q8", "--base-url", llama_server.url + "/v1", "--out", str(out), "--quiet",
+            env={"OPENAI_API_KEY": "sk-test"})
+    assert r.returncode == 0, r.stderr
+    verdicts = [v for _, v in jsonl.read(out / "verdicts.jsonl")]
+    assert len(verdicts) == 3 and all(v["status"] == "scored" and v["score"] in (0, 1) for v in verdicts), verdicts
+    gate = json.loads((out / "gate.json").read_text())
+    gamed = sum(v["score"] == 1 for v in verdicts)
+    assert (gate["read"], gate["gamed"], gate["unscored"], gate["verdict"]) == (3, gamed, 0, "pass")
+    top3 = {c.completion_id for c in top_k(read_log(LOG).rows, 3)}
+    assert {f["completion_id"] for f in gate["flagged"]} == top3
+
+
+@pytest.mark.integration
 def test_a_reader_that_cannot_read_cannot_pass_the_gate(tmp_path, server):
     """An Anthropic client against a server without the Messages API gets no verdict: each counts against passing."""
     out = tmp_path / "audit"
