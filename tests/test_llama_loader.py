@@ -195,7 +195,7 @@ def test_a_native_crash_mid_run_exits_2_with_the_cause_and_loses_nothing(demo_co
     assert eff["cpu_extra_buffers"] is decision["use"] and eff["weight_buffers"]
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 def test_killing_the_supervisor_kills_its_child(tmp_path):
     """`kill -9` of the command a user started must stop the work too, not leave an orphan writing files."""
     import os
