@@ -291,3 +291,40 @@ def test_run_with_an_ungradable_arm_is_inconclusive_not_zero(tmp_path):
         if arm_of[row["label"]] == "trained":
             assert row["score"] is None and row["error"]
             assert [a["raw"] for a in row["attempts"]] == ["I cannot grade this one, sorry."] * 2
+
+
+def test_an_http_experiment_on_llama_server_runs_end_to_end_and_verifies(llama_server, tmp_path):
+    """The normal path of a served experiment: one arm over the OpenAI route, one over the Messages route, the
+    judge over the OpenAI route with its JSON-schema grammar; each cell's mean is recomputed here from the raw
+    judgments, and `judge verify` passes."""
+    url = llama_server.url
+    models = (f'[models.a]\nbackend = "openai"\nsource = "smollm2-q8"\nbase_url = "{url}/v1"\nfamily = "smollm2"\n'
+              'concurrency = 1\n\n'
+              f'[models.b]\nbackend = "anthropic"\nsource = "smollm2-q8"\nbase_url = "{url}"\nfamily = "smollm2"\n'
+              'sampling_params = true\nconcurrency = 1\n\n')
+    arms = "".join(f'[[arms]]\nname = "{arm}"\nmodel = "{m}"\nquants = ["served"]\n'
+                   'generation = { temperature = 0.0, max_tokens = 32, seed = 0 }\n\n'
+                   for arm, m in (("base", "a"), ("trained", "b")))
+    text = http_prereg("served", f"{url}/v1", models + arms, [("H1", "base", "trained")])
+    text = text.replace('source = "judge-model"', 'source = "smollm2-q8"')
+    exp, out = tmp_path / "exp", tmp_path / "out"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    (exp / "prereg.toml").write_text(text)
+    seal(exp)
+    keys = {"OPENAI_API_KEY": "sentinel", "ANTHROPIC_API_KEY": "sentinel"}
+    r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "2", "--out", str(out), "--quiet", env=keys,
+            timeout=600)
+    assert r.returncode == 0, r.stderr
+    answers = [a for _, a in jsonl.read(out / "answers.jsonl")]
+    assert sorted((a["arm"], a["effective"]["backend"]) for a in answers) == [
+        ("base", "openai"), ("base", "openai"), ("trained", "anthropic"), ("trained", "anthropic")]
+    assert all(a["status"] == "ok" and a["text"].strip() for a in answers)
+    judgments = [j for _, j in jsonl.read(out / "judgments.jsonl")]
+    assert len(judgments) == 4 and all(j["status"] == "scored" for j in judgments), judgments
+    keys_by_label = {k["label"]: k for _, k in jsonl.read(out / "blinding.jsonl")}
+    numbers = json.loads((out / "numbers.json").read_text())
+    for cell in numbers["cells"]:
+        scores = [j["score"] for j in judgments if keys_by_label[j["label"]]["arm"] == cell["arm"]]
+        assert len(scores) == 2 and cell["mean"] == pytest.approx(sum(scores) / 2, abs=1e-12), cell
+    v = cli("judge", "verify", str(out), timeout=300)
+    assert v.returncode == 0, v.stdout + v.stderr
