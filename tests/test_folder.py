@@ -2,7 +2,8 @@
 
 Every run here is a real `python -m judge run` against a scripted HTTP server on 127.0.0.1 standing in for
 the arms' and the judge's servers (fast, and deterministic: an answer depends only on the model and the
-question, a verdict only on the prompt), so a folder extended in two runs can be compared with a fresh one.
+question, a verdict only on the prompt), so a folder extended in two runs can be compared with a fresh one,
+and a run can be slowed down to be killed or to hold its lock. A run with nothing scripted uses llama-server.
 """
 from __future__ import annotations
 
@@ -445,8 +446,14 @@ def test_amendment_at_utc_minus_two_is_after_a_judgment_two_hours_earlier_in_utc
 # --- 7. the family warning names its judge --------------------------------------------------------------------
 
 @pytest.mark.integration
-def test_family_warning_names_the_judge_it_is_about(server, tmp_path):
-    exp = experiment(tmp_path, server.openai_url)
+def test_family_warning_names_the_judge_it_is_about(llama_server, tmp_path):
+    """The normal path on llama-server (every model is its one served model): two judges, one warned about."""
+    exp = experiment(tmp_path, llama_server.url + "/v1")
+    text = (exp / "prereg.toml").read_text()
+    for name in SERVED:
+        text = text.replace(f'source = "{name}"', 'source = "smollm2-q8"')
+    (exp / "prereg.toml").write_text(text)
+    seal(exp)
     out = tmp_path / "out"
     r = run(exp, out, "--arms", "--limit", "2", "--judges", "openai,second")
     assert r.returncode == 0, r.stderr
