@@ -1,6 +1,6 @@
 """One results folder holds exactly one registered experiment: bound at its start, locked while written.
 
-Most runs here are a real `python -m judge run` against a scripted HTTP server on 127.0.0.1 standing in for
+Most runs here are real `python -m judge run` calls against a scripted HTTP server on 127.0.0.1 standing in for
 the arms' and the judge's servers (fast, and deterministic: an answer depends only on the model and the
 question, a verdict only on the prompt), so a folder extended in two runs can be compared with a fresh one,
 and a run can be slowed down to be killed or to hold its lock. A run with nothing scripted uses llama-server.
