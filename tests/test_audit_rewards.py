@@ -10,6 +10,8 @@ import pytest
 
 from conftest import ROOT, cli
 
+pytestmark = pytest.mark.integration
+
 DATA = ROOT / "tests" / "data" / "audit"
 RUN1 = ROOT / "sealed" / "demo" / "training" / "run1.jsonl"
 _spec = importlib.util.spec_from_file_location("ticket_log", DATA / "ticket_log.py")

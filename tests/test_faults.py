@@ -15,6 +15,8 @@ from judge.seal import seal
 
 from conftest import ROOT, cli, http_prereg
 
+pytestmark = pytest.mark.integration
+
 
 def _mount_tmpfs(path: Path, options: str) -> None:
     path.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,8 @@ from judge.seal import seal
 
 from conftest import cli
 
+pytestmark = pytest.mark.integration
+
 GLUE = '''from arms.glue import GlueResult
 
 

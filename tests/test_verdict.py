@@ -1,8 +1,12 @@
 """A parse failure is never a score (docs/principles.md): strict parse, documented repair, else unscored."""
 from __future__ import annotations
 
+import pytest
+
 from judge.rubric import load_rubric
 from judge.verdict import parse_verdict
+
+pytestmark = pytest.mark.unit
 
 SCHEMA = load_rubric("correctness").schema
 
