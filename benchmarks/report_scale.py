@@ -21,13 +21,12 @@ from pathlib import Path
 
 from arms import jsonl
 from arms.questions import load_questions
-from arms.records import AnswerRow, row_id
+from arms.records import AnswerRow, Judgment, row_id
 from judge.analysis import compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
 from judge.judging import build_request, prompt_sha256
 from judge.plots import write_plots
 from judge.prereg import load_experiment
-from judge.records import Judgment
 from judge.report import render
 from judge.rubric import load_rubric
 from judge.seal import seal

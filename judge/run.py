@@ -226,7 +226,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
     items, keys = blind(answers, qmap, secret, exp.seed, exp.scrub) if mode != "pairwise" else ([], [])
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
     pitems, pkeys = pair_items(hyps, answers, qmap, secret, exp.seed, exp.scrub) if mode != "single" else ([], [])
-    have = {r["label"] for _, r in read(run_dir / "blinding.jsonl")}
+    have = {r["label"] for _, r in read(run_dir / "blinding.jsonl", required=("label",))}
     with Appender(run_dir / "blinding.jsonl") as w:
         for k in [*keys, *pkeys]:
             if k.label not in have:

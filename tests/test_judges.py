@@ -5,10 +5,10 @@ import json
 
 import pytest
 
+from arms.records import Judgment, PairKey
 from judge.agreement import agreement, length_bias
-from judge.pairwise import PairKey, summarise
+from judge.pairwise import summarise
 from judge.prereg import Hypothesis
-from judge.records import Judgment
 
 from conftest import cli
 
@@ -17,7 +17,7 @@ H = Hypothesis("H", "base", "trained", "Q8_0", "non_inferiority", 0.1, 0.025)
 
 def verdict(label: str, preferred: int | None) -> Judgment:
     status = "scored" if preferred is not None else "unscored"
-    return Judgment("j", label, "q", status, preferred, None, False, None, "sha", [], 0.0, 0, 0, 0, rubric="pairwise")
+    return Judgment("j", label, "q", status, preferred, None, False, None, "sha", [], 0.0, 0, 0, 0, rubric="pairwise", kind="pairwise")
 
 
 def test_order_inconsistent_verdicts_are_ties_and_consistency_is_reported():
