@@ -164,9 +164,9 @@ def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, sc
 
 
 def exp_scale(exp: Experiment) -> tuple[int, ...]:
-    from .rubric import load_rubric
+    from .rubric import load_rubric, rubric_dir
 
-    return load_rubric(exp.rubric).scale
+    return load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)).scale
 
 
 def late_amendments(numbers: dict[str, Any]) -> list[dict[str, Any]]:

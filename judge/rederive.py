@@ -33,7 +33,7 @@ from .blinding import blind, label_secret
 from .judging import build_request, prompt_sha256
 from .pairwise import pair_items
 from .prereg import Experiment
-from .rubric import Rubric, load_rubric
+from .rubric import Rubric, load_rubric, rubric_dir
 from .verdict import parse_verdict
 
 
@@ -191,7 +191,8 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, prompts: dict[
     prompt re-rendered, its call keys re-derived, its raw replies against the call cache."""
     path = run_dir / "judgments.jsonl"
     out: list[str] = []
-    rubrics = {"single": load_rubric(exp.rubric), "pairwise": load_rubric("pairwise")}  # by the verdict's kind
+    rubrics = {kind: load_rubric(name, rubric_dir(name, exp.dir))  # by the verdict's kind, never by its rubric's name
+               for kind, name in (("single", exp.rubric), ("pairwise", "pairwise"))}
     for r in rubrics.values():
         recorded = (run.get("hashes") or {}).get(f"rubric {r.name}")
         if recorded and recorded != r.sha256:
