@@ -9,12 +9,12 @@ import pytest
 from arms import jsonl
 from arms.errors import CheckFailed
 from arms.questions import Question
-from arms.records import AnswerRow
+from arms.records import AnswerRow, KeyRow
 from arms.scripted_server import ScriptedServer, verdict
 from audit.detectors import CATEGORIES, DETECTORS, detect
 from audit.gate import check_gate
 from audit.log import Completion, read_log
-from judge.blinding import INJECTION, KeyRow, blind, injection_count
+from judge.blinding import INJECTION, blind, injection_count
 
 from conftest import ROOT, cli, rewards_log
 
