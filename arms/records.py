@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 import types
 import typing
-from functools import cache
 from dataclasses import MISSING, asdict, dataclass, field, fields
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 

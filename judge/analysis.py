@@ -84,7 +84,8 @@ def utc(text: str, file: Path | str, field: str) -> dt.datetime:
     return t.astimezone(dt.timezone.utc)
 
 
-def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str) -> dict[tuple[str, str], dict[str, Fraction]]:
+def per_question(keys: list[KeyRow], judgments: list[Judgment],
+                 judge: str) -> dict[tuple[str, str], dict[str, Fraction]]:
     """(arm, quant) -> question id -> mean score over that question's scored samples, exact (a Fraction: with K
     samples a mean such as 1/3 must not round before the decision compares a bound with its margin). Only
     single-answer verdicts count, whatever their rubric is called."""

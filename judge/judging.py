@@ -86,7 +86,8 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
             attempts.append({"raw": None, "error": describe(e)})
             return Judgment(name, item.label, item.question_id, "error", None, None, False,
                             f"judge call failed: {describe(e)['message']}", first_sha, attempts,
-                            round(latency, 4), *tokens, calls=keys, cached_calls=cached, rubric=rubric.name, kind=item.kind)
+                            round(latency, 4), *tokens, calls=keys, cached_calls=cached, rubric=rubric.name,
+                            kind=item.kind)
         keys.append(key)
         latency += reply.latency_s
         tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens,

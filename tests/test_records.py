@@ -74,7 +74,8 @@ def helpfulness(tmp_path_factory):
         prereg = http_prereg("records", f"{server.url}/v1", ARMS.format(url=server.url), [("H", "alpha", "beta")],
                              judge_settings="timeout_s = 5\n")
         assert 'rubric = "correctness"' in prereg
-        (exp / "prereg.toml").write_text(prereg.replace('rubric = "correctness"', 'rubric = "helpfulness"\nmode = "both"'))
+        prereg = prereg.replace('rubric = "correctness"', 'rubric = "helpfulness"\nmode = "both"')
+        (exp / "prereg.toml").write_text(prereg)
         seal(exp)
         env = {**ENV, "BLINDEVAL_CACHE": str(root / "cache")}
         r = cli("judge", "run", "--exp", str(exp), "--limit", "3", "--out", str(out), "--quiet", env=env, timeout=300)
