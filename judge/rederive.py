@@ -197,8 +197,8 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, prompts: dict[
         recorded = (run.get("hashes") or {}).get(f"rubric {r.name}")
         if recorded and recorded != r.sha256:
             out.append(f"{run_dir / 'run.json'}: field 'hashes': rubric {r.name} was {recorded[:12]}… when the run "
-                       f"was judged and is {r.sha256[:12]}… now ({r.path}): verdicts are re-checked against the rubric "
-                       "as it is now")
+                       f"was judged and is {r.sha256[:12]}… now ({r.path}): verdicts are re-checked against the "
+                       "rubric as it is now")
     judges = {j.name: j for j in exp.judges}
     identities = run["judge"].get("identities") or {}
     for no, j in jsonl.read(path):
