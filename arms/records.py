@@ -32,29 +32,29 @@ def row_id(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:24]
 
 
-def _fits(value: Any, hint: Any) -> bool:
-    """Whether a JSON value has the annotated type (an int is a float; a bool is not an int)."""
+def _accepted(hint: Any) -> tuple[frozenset[type], frozenset[str]] | None:
+    """The exact JSON types (a bool is not an int; an int is a float) and the Literal strings a field of type `hint`
+    accepts; None: anything."""
     origin = typing.get_origin(hint)
     if hint is Any:
-        return True
+        return None
     if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, h) for h in typing.get_args(hint))
+        parts = [_accepted(h) for h in typing.get_args(hint)]
+        if None in parts:
+            return None
+        return frozenset().union(*(t for t, _ in parts)), frozenset().union(*(v for _, v in parts))
     if origin is Literal:
-        return value in typing.get_args(hint)
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, origin or hint)
+        return frozenset(), frozenset(typing.get_args(hint))
+    return frozenset({int, float} if hint is float else {origin or hint}), frozenset()
 
 
 @cache
-def _contract(cls: type) -> tuple[tuple[str, Any, bool], ...]:
-    """(field, annotated type, required) of a record class, resolved once: records are read by the 100,000."""
+def _contract(cls: type) -> tuple[tuple[str, Any, bool, Any], ...]:
+    """(field, annotated type, required, what it accepts) of a record class, resolved once: records are read by
+    the 100,000."""
     hints = typing.get_type_hints(cls)
-    return tuple((f.name, hints[f.name], f.default is MISSING and f.default_factory is MISSING) for f in fields(cls))
+    return tuple((f.name, hints[f.name], f.default is MISSING and f.default_factory is MISSING,
+                  _accepted(hints[f.name])) for f in fields(cls))
 
 
 def _type_name(hint: Any) -> str:
@@ -76,20 +76,20 @@ class Record:
         version = d.get("version", 1)  # written since records carry versions: absent is version 1
         if type(version) is not int or not 1 <= version <= cls.VERSION:
             raise BadRecord(file, f"reads {version!r}; this version of blindeval reads {cls.TYPE} records of "
-                           f"version 1 to {cls.VERSION}", line=line, field="version")
+                            f"version 1 to {cls.VERSION}", line=line, field="version")
         if d.get("type", cls.TYPE) != cls.TYPE:
             raise BadRecord(file, f"reads {d['type']!r}, expected {cls.TYPE!r}", line=line, field="type")
         values = cls._upgrade(d)
         kept = {}
-        for name, hint, required in _contract(cls):
+        for name, hint, required, accepted in _contract(cls):
             if name not in values:
                 if required:
                     raise BadRecord(file, f"missing from this {cls.TYPE} record", line=line, field=name)
                 continue
-            if not _fits(values[name], hint):
-                raise BadRecord(file, f"reads {values[name]!r}, which is not of type {_type_name(hint)}", line=line,
-                                field=name)
-            kept[name] = values[name]
+            v = values[name]
+            if accepted and type(v) not in accepted[0] and not (type(v) is str and v in accepted[1]):
+                raise BadRecord(file, f"reads {v!r}, which is not of type {_type_name(hint)}", line=line, field=name)
+            kept[name] = v
         return cls(**kept)
 
     @classmethod
