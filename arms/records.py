@@ -24,7 +24,6 @@ from .errors import BadRecord
 
 ANSWER_KEY = ("row",)  # the key of the retry rule: `row` is the hash of (arm, quant, question, sample)
 JUDGMENT_KEY = ("judge", "label")  # the key of the retry rule (single labels start L, pair labels P)
-KINDS = ("single", "pairwise")  # what a judgment judged: one answer, or an ordered pair of answers
 
 
 def row_id(*parts: object) -> str:
