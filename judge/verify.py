@@ -16,6 +16,8 @@ The retry rule of answers.jsonl and judgments.jsonl (a key's last record is its 
 earlier record of the key is an `error` superseded by the next, whose `retry_of` is its line) is
 read by hand here, not through arms.jsonl.current, and checked: a duplicate that is not a retry of
 an error is a finding naming file, line and field, and the main path must refuse the same file.
+A raw record that breaks its contract (arms.records: a field missing or of the wrong type) is not a
+finding but bad input, exit 2, as on the main path: neither path can read it.
 The amendment chain is checked twice too: by judge.seal and judge.analysis, and by hand from the raw
 amendments.jsonl and judgments.jsonl (hash chain, numbering, and the rule that an amendment dated at or
 after the first judgment of this run cannot govern it unless marked post hoc); the two must agree.
