@@ -22,6 +22,11 @@ class BadInput(Exception):
         super().__init__(f"{where}:{what} {message}")
 
 
+class BadRecord(BadInput):
+    """A raw record (answers, blinding keys, judgments) that breaks its contract: a field missing or of the wrong
+    type. Bad input for every reader, judge verify included: the file cannot be read, so nothing is compared."""
+
+
 class CheckFailed(Exception):
     """A registered gate or check said no (settings differ, audit gate failed, verify mismatch)."""
 

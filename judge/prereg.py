@@ -19,7 +19,7 @@ from arms.toml_lines import table
 
 from .blinding import DEFAULT_SCRUB, scrub_patterns
 from .judging import JudgeSpec
-from .rubric import RUBRICS_DIR
+from .rubric import RUBRICS_DIR, rubric_dir
 from .seal import inside
 
 KINDS = ("non_inferiority", "superiority", "equivalence")
@@ -178,8 +178,8 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
         jt = doc.get("judge") or {}
         check_keys(jt, JUDGE_KEYS, file, "[judge]")
         rubric = setting(jt, "rubric", "string", file, "[judge]")
-        if not (RUBRICS_DIR / f"{rubric}.toml").is_file():
-            known = sorted(p.stem for p in RUBRICS_DIR.glob("*.toml"))
+        if not (rubric_dir(rubric, exp_dir) / f"{rubric}.toml").is_file():
+            known = sorted({p.stem for d in (exp_dir / "rubrics", RUBRICS_DIR) for p in d.glob("*.toml")})
             raise BadInput(file, f"[judge] names unknown rubric {rubric!r}; known: {', '.join(known)}", field="rubric")
         attempts = setting(jt, "attempts", "integer", file, "[judge]", 2)
         if attempts < 1:

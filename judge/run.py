@@ -36,7 +36,7 @@ from .judging import judge_all
 from .preflight import check_answers, preflight
 from .prereg import Experiment, load_experiment
 from .report import render
-from .rubric import load_rubric
+from .rubric import load_rubric, rubric_dir
 from .seal import inside, manifest_sha256, verify_seal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,7 +132,8 @@ def quant_files(exp: Experiment, arms: list[str]) -> dict[str, dict]:
 def judge_rubrics(exp: Experiment, panel: list, rubric, mode: str) -> dict[tuple[str, str], Any]:
     """Each judge's rubrics with its registered generation overrides, refused if its backend cannot send them."""
     out = {}
-    kinds = [("single", rubric)] + ([("pairwise", load_rubric("pairwise"))] if mode != "single" else [])
+    pairwise = load_rubric("pairwise", rubric_dir("pairwise", exp.dir))
+    kinds = [("single", rubric)] + ([("pairwise", pairwise)] if mode != "single" else [])
     for j in panel:
         for kind, r in kinds:
             out[j.name, kind] = j.rubric(r)
@@ -173,7 +174,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     arms = exp.selected_arms(arm_names)
     registered = load_questions(exp.set_paths())
     questions = registered[:limit] if limit else registered
-    rubric = load_rubric(exp.rubric)
+    rubric = load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir))
     panel = exp.panel(judge_names)
     if not panel:
         raise BadInput(exp_dir / "prereg.toml", "no registered judge is available (missing API keys?)", field="judges")
@@ -215,7 +216,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
     items, keys = blind(answers, qmap, secret, exp.seed, exp.scrub) if mode != "pairwise" else ([], [])
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
     pitems, pkeys = pair_items(hyps, answers, qmap, secret, exp.seed, exp.scrub) if mode != "single" else ([], [])
-    have = {r["label"] for _, r in read(run_dir / "blinding.jsonl")}
+    have = {r["label"] for _, r in read(run_dir / "blinding.jsonl", required=("label",))}
     with Appender(run_dir / "blinding.jsonl") as w:
         for k in [*keys, *pkeys]:
             if k.label not in have:

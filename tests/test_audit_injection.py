@@ -2,6 +2,7 @@
 and the gate counts it only when detectors are registered. The patterns are the judge's own (judge/blinding.py)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -9,12 +10,12 @@ import pytest
 from arms import jsonl
 from arms.errors import CheckFailed
 from arms.questions import Question
-from arms.records import AnswerRow
+from arms.records import AnswerRow, KeyRow
 from support.scripted_server import ScriptedServer, verdict
 from audit.detectors import CATEGORIES, DETECTORS, detect
 from audit.gate import check_gate
 from audit.log import Completion, read_log
-from judge.blinding import INJECTION, KeyRow, blind, injection_count
+from judge.blinding import INJECTION, blind, injection_count
 
 from conftest import ROOT, cli, rewards_log
 
@@ -98,7 +99,7 @@ def test_the_judge_counts_the_same_text_in_its_blinding_keys():
 
 def _answer(row: str, text: str) -> AnswerRow:
     """An ok answer row; only the fields blinding reads matter, the rest are left empty."""
-    fields = {name: None for name in AnswerRow.__dataclass_fields__}
+    fields = {f.name: None for f in dataclasses.fields(AnswerRow)}
     return AnswerRow(**{**fields, "row": row, "arm": "base", "quant": "Q8_0", "question_id": "q1", "sample": 0,
                         "status": "ok", "text": text})
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 
+from arms.records import Judgment, PairKey
 from judge.agreement import agreement, length_bias
-from judge.pairwise import PairKey, summarise
+from judge.pairwise import summarise
 from judge.prereg import Hypothesis
-from judge.records import Judgment
 
 from conftest import cli
 
@@ -20,7 +20,7 @@ H = Hypothesis("H", "base", "trained", "Q8_0", "non_inferiority", 0.1, 0.025)
 
 def verdict(label: str, preferred: int | None) -> Judgment:
     status = "scored" if preferred is not None else "unscored"
-    return Judgment("j", label, "q", status, preferred, None, False, None, "sha", [], 0.0, 0, 0, 0, rubric="pairwise")
+    return Judgment("j", label, "q", status, preferred, None, False, None, "sha", [], 0.0, 0, 0, 0, rubric="pairwise", kind="pairwise")
 
 
 @pytest.mark.unit
