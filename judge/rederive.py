@@ -10,7 +10,8 @@ judge.verify; this module checks those files against what produced them, with th
   where run.json records the judge's identity, each attempt's call key against `calls`;
 - every blinding key re-derived from the registered seed and the run's name;
 - every answer row's settings, read-back settings and model file against the registration;
-- where this machine's call cache holds a stored call, the stored reply against the cached one.
+- where the call cache the run wrote to (run.json `call_cache`) is on this machine and holds a stored call,
+  the stored reply against the cached one.
 Each finding names the file, the line and the field.
 
 Out of reach: a forger who rewrites the judge's raw replies and everything derived from them
@@ -46,7 +47,9 @@ def rederive(run_dir: Path, run: dict[str, Any], exp: Experiment, questions: lis
     wanted = set(run["question_ids"])
     qmap = {q.id: q for q in questions if q.id in wanted}
     answers = [c.record for c in current.values() if c.record.arm in run["arms"] and c.record.question_id in qmap]
-    cache_file = cache_dir() / "calls.sqlite"
+    # the cache this run wrote to (run.json `call_cache`): llama.cpp can give another reply to the same request
+    # after another history of prompt-cache reuse, so another cache may hold another, equally honest, reply
+    cache_file = Path(run["call_cache"]) if run.get("call_cache") else cache_dir() / "calls.sqlite"
     cache = CallCache(cache_file) if cache_file.exists() else None
     try:
         problems = answer_rows(answers_path, run, exp, cache)

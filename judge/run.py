@@ -250,6 +250,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
         "question_ids": [q.id for q in questions], "hashes": hashes, "label_key": binding["label_key"],
         "versions": versions(),
         "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "call_cache": str(cache.path.resolve()),
         "runtime": {"threads": exp.runtime.threads, "n_ctx": exp.runtime.n_ctx,
                     "cpu_extra_buffers": exp.runtime.cpu_extra_buffers, **local_machine(exp)},
         "analysis": {"resamples": exp.analysis.resamples, "method": exp.analysis.method, "seed": exp.analysis.seed,
