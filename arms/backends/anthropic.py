@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import CheckFailed
 from ..retry import MalformedReply, reply_body, with_retries
-from .base import Generation, Reply, Request
+from .base import SENDS, BackendInfo, Generation, Reply, Request, nothing_read_back
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,11 @@ class AnthropicBackend:
                 "stop": list(g.stop), "system": g.system, "thinking": g.thinking,
                 "thinking_budget": g.thinking_budget if g.thinking else None, "effort": g.effort}
 
+    def read_back(self, generation: Generation) -> dict[str, Any]:
+        """Not verifiable: the Messages API echoes no sampling setting (and takes none but through
+        `sampling_params`)."""
+        return nothing_read_back()
+
     def complete(self, request: Request) -> Reply:
         g = request.generation
         if g.thinking and not g.thinking_budget:
@@ -140,3 +145,27 @@ class AnthropicBackend:
 
     def close(self) -> None:
         self.client.close()
+
+
+def open_anthropic(spec, quant: str | None, adapters: tuple, exp_dir, runtime) -> AnthropicBackend:
+    return AnthropicBackend(AnthropicConfig(model=spec.source, base_url=spec.base_url, attempts=spec.attempts,
+                                            timeout_s=spec.timeout_s, sampling_params=spec.sampling_params,
+                                            api_key_env=spec.api_key_env or "ANTHROPIC_API_KEY"))
+
+
+def check_generation(model, g: Generation) -> list[tuple[str, str]]:
+    """Thinking on needs a budget the API accepts."""
+    if g.thinking and g.thinking_budget is None:
+        return [("thinking_budget", "thinking on the anthropic backend needs a registered thinking_budget "
+                 "(tokens, at least 1024)")]
+    if g.thinking and not 1024 <= g.thinking_budget < g.max_tokens:
+        return [("thinking_budget", f"thinking_budget must be at least 1024 and below max_tokens ({g.max_tokens})")]
+    return []
+
+
+# The API takes no temperature, top_p or seed; a compatible server registered with sampling_params takes
+# temperature and top_p, and `sent` says so per model.
+INFO = BackendInfo(name=AnthropicBackend.name, open=open_anthropic,
+                   sends=frozenset((*(k for k in SENDS if k not in ("temperature", "top_p", "seed")),
+                                    "thinking_budget", "effort")),
+                   model_keys=("sampling_params",), check_generation=check_generation)

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 from ..errors import CheckFailed, Refused
 from ..retry import MalformedReply, reply_body, retryable, with_retries
 from ..spec import STRUCTURED
-from .base import Generation, Reply, Request
+from .base import SENDS, BackendInfo, Generation, Reply, Request, nothing_read_back
 
 COOLDOWN_S = 5.0
 # A server's answer that it cannot take the structured-output mode at all, whatever its status code
@@ -152,6 +152,11 @@ class OpenAIBackend:
                 "stop": list(g.stop), "system": g.system, "thinking": g.thinking if switchable else None,
                 "thinking_budget": None, "effort": g.effort if g.thinking and switchable else None}
 
+    def read_back(self, generation: Generation) -> dict[str, Any]:
+        """Not verifiable: the Chat Completions API echoes no sampling setting, so a server that ignores one
+        cannot be caught from the client."""
+        return nothing_read_back()
+
     def complete(self, request: Request) -> Reply:
         g = request.generation
         kwargs: dict[str, Any] = {}
@@ -209,3 +214,24 @@ class OpenAIBackend:
     def close(self) -> None:
         for client in self.clients:
             client.close()
+
+
+def open_openai(spec, quant: str | None, adapters: tuple, exp_dir, runtime) -> OpenAIBackend:
+    return OpenAIBackend(OpenAIConfig(model=spec.source, base_urls=spec.urls(), attempts=spec.attempts,
+                                      timeout_s=spec.timeout_s, thinking_control=spec.thinking_control,
+                                      api_key_env=spec.api_key_env or "OPENAI_API_KEY", structured=spec.structured))
+
+
+def check_generation(model, g: Generation) -> list[tuple[str, str]]:
+    """effort goes out only with thinking on, through the registered thinking_control."""
+    if g.effort is not None and model.thinking_control == "none":
+        return [("effort", f"effort cannot be sent to model {model.name!r}: it has no thinking_control")]
+    if g.effort is not None and not g.thinking:
+        return [("effort", "effort is registered but thinking is off")]
+    if model.thinking_control == "reasoning_effort" and g.thinking and g.effort is None:
+        return [("effort", "thinking on through reasoning_effort needs a registered effort")]
+    return []
+
+
+INFO = BackendInfo(name=OpenAIBackend.name, open=open_openai, sends=frozenset((*SENDS, "effort")),
+                   model_keys=("thinking_control", "structured"), check_generation=check_generation)
