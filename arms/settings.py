@@ -68,8 +68,9 @@ def verify_settings(backend: Backend, who: str, generation: Generation, quant: s
     `not_verifiable`, and no difference: recorded, not claimed to match.
 
     `who` names the system in the message: "arm 'base'" or "judge 'local'"."""
+    eff = backend.effective()
     sent = backend.sent(generation)
-    eff = {**backend.effective(), "read_back": backend.read_back(generation)}
+    eff = {**eff, "read_back": backend.read_back(generation)}
     problems = differences(generation, quant, model, adapters, runtime, eff, sent)
     if problems:
         raise CheckFailed(f"{who} at {quant}: {len(problems)} setting(s) differ from the registration:\n"

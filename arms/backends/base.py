@@ -145,7 +145,7 @@ class BackendInfo:
     # further registration rules, as (field, message) for each generation setting it cannot honour
     check_generation: Callable[["ModelSpec", Generation], list[tuple[str, str]]] = lambda model, g: []
     # differences between the registration and what only this backend reads back (file types, threads...)
-    differences: Callable[..., list[str]] = lambda eff, quant, model, adapters, runtime: []
+    differences: Callable[..., list[str]] = lambda generation, eff, quant, model, adapters, runtime: []
 
     def workers(self, concurrency: int) -> int:
         """Calls in flight at once."""
