@@ -211,7 +211,7 @@ def _model(name: str, t: Any, file: Path) -> ModelSpec:
 
     backend = setting(t, "backend", "string", file, where)
     if backend not in REGISTRY:
-        raise BadInput(file, f"{where} backend must be one of {tuple(REGISTRY)}", field="backend")
+        raise BadInput(file, f"{where} backend {backend!r} is not one of {tuple(REGISTRY)}", field="backend")
     for key, default in BACKEND_MODEL_KEYS.items():
         if t.get(key, default) != default and key not in REGISTRY[backend].model_keys:
             users = [name for name, info in REGISTRY.items() if key in info.model_keys]

@@ -35,6 +35,8 @@ DEFAULTS = {
     "anthropic": (ModelSpec("claude", "anthropic", "claude-sonnet-4-5", family="claude"), None, "ANTHROPIC_API_KEY"),
 }
 
+AUTO = ("anthropic", "openai")  # the readers `auto` tries, in this order, before the local one
+
 
 @dataclass(frozen=True)
 class Reader:
@@ -55,7 +57,7 @@ def choose(name: str) -> str:
     """`auto`: the first reader whose API key is set (Anthropic, then OpenAI), else the local model."""
     if name != "auto":
         return name
-    for candidate in ("anthropic", "openai"):
+    for candidate in AUTO:
         if os.environ.get(DEFAULTS[candidate][2] or ""):
             return candidate
     return "local"

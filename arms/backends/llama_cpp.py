@@ -214,6 +214,7 @@ class LlamaCppBackend:
 
     def _generate(self, request: Request) -> dict[str, Any]:
         g = request.generation
+        llm = self.llm
         if g.thinking and not self.thinking_switch:
             raise CheckFailed(f"thinking mode is registered on, but the chat template of {self.config.model_path} "
                               "has no enable_thinking switch")
@@ -224,7 +225,7 @@ class LlamaCppBackend:
                         f"CPU extra buffers {'on' if self.extra_buffers.use else 'off'})",
                         build_amx=self.extra_buffers.build_amx, cpu_amx=self.extra_buffers.cpu_amx):
             return self._handler(
-                llama=self.llm,
+                llama=llm,
                 messages=[{"role": r, "content": c} for r, c in request.messages],
                 temperature=g.temperature,
                 top_p=g.top_p,

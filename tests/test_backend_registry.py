@@ -1,0 +1,238 @@
+"""The backend registry: a new backend is one module plus one registry line, and sampling is read back, not echoed.
+
+The `echo` backend below is the whole of a new backend: its class, its BackendInfo, and one registry entry
+(made for the test's duration). Collection, settings verification and spec parsing take it without any
+other change, and no product module outside arms/backends compares a backend's name.
+"""
+from __future__ import annotations
+
+import json
+import re
+import threading
+import tomllib
+from dataclasses import replace
+
+import pytest
+
+from arms.backends.base import NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
+from arms.backends.registry import REGISTRY
+from arms.cache import CallCache
+from arms.collect import collect
+from arms.errors import BadInput, CheckFailed
+from arms.questions import Question
+from arms.spec import Runtime, parse_arms, parse_models
+
+from conftest import ROOT
+
+
+class EchoBackend:
+    """Answers every question with the question itself."""
+
+    name = "echo"
+
+    def __init__(self, model: str):
+        self.model = model
+        self.threads: set[int] = set()
+
+    def identity(self):
+        return {"backend": self.name, "model": self.model}
+
+    def effective(self):
+        return {"backend": self.name, "model": self.model}
+
+    def sent(self, generation: Generation):
+        return generation.to_dict()
+
+    def read_back(self, generation: Generation):
+        return nothing_read_back()
+
+    def complete(self, request: Request) -> Reply:
+        self.threads.add(threading.get_ident())
+        text = request.messages[-1][1]
+        return Reply(text=text, finish_reason="stop", prompt_tokens=len(text.split()),
+                     completion_tokens=len(text.split()), latency_s=0.0)
+
+    def close(self) -> None:
+        pass
+
+
+OPENED: list[EchoBackend] = []
+
+
+def open_echo(spec, quant, adapters, exp_dir, runtime) -> EchoBackend:
+    OPENED.append(EchoBackend(spec.source))
+    return OPENED[-1]
+
+
+ECHO = BackendInfo(name="echo", open=open_echo)
+
+PREREG = """
+[models.e]
+backend = "echo"
+source = "parrot"
+concurrency = 3
+[[arms]]
+name = "a"
+model = "e"
+quants = ["source"]
+generation = { temperature = 0.0, top_p = 1.0, seed = 0, max_tokens = 8 }
+"""
+
+
+@pytest.fixture
+def echo(monkeypatch):
+    monkeypatch.setitem(REGISTRY, "echo", ECHO)  # the one registry line
+    OPENED.clear()
+
+
+def test_an_unregistered_backend_is_bad_input(tmp_path):
+    with pytest.raises(BadInput) as e:
+        parse_models(tomllib.loads(PREREG), tmp_path / "prereg.toml")
+    assert e.value.field == "backend" and "echo" in str(e.value)
+
+
+def test_a_registered_echo_backend_collects_and_is_verified_honestly(echo, tmp_path):
+    doc = tomllib.loads(PREREG)
+    f = tmp_path / "prereg.toml"
+    models = parse_models(doc, f)
+    arms = parse_arms(doc, f, models, {})
+    questions = [Question(f"q{i}", f"What is {i} plus {i}?", None, (), None, "set.jsonl") for i in range(6)]
+    out = tmp_path / "answers.jsonl"
+    stats = collect(arms, models, {}, questions, tmp_path, Runtime(), out, CallCache(tmp_path / "calls.sqlite"),
+                    progress=False)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["question_id"]: r["text"] for r in rows} == {q.id: q.question for q in questions}
+    assert stats["model_calls"] == 6 and stats["errors"] == 0
+    eff = stats["effective"]["a/source"]
+    # nothing was read back, so nothing is claimed to match: each sent sampling setting is "not verifiable"
+    assert eff["read_back"] == {"temperature": NOT_VERIFIABLE, "top_p": NOT_VERIFIABLE, "seed": NOT_VERIFIABLE}
+    assert eff["not_verifiable"] == ["temperature", "top_p", "seed"]
+    assert all(r["effective"]["not_verifiable"] == ["temperature", "top_p", "seed"] for r in rows)
+    assert len(OPENED) == 1  # not serial: up to the model's concurrency (3) in flight, on worker threads
+    assert threading.get_ident() not in OPENED[0].threads
+
+
+def test_the_echo_backend_refuses_keys_and_settings_it_does_not_declare(echo, tmp_path):
+    f = tmp_path / "prereg.toml"
+    with pytest.raises(BadInput) as e:  # thinking_control is a model key of the openai backend only
+        parse_models(tomllib.loads(PREREG.replace('source = "parrot"', 'source = "parrot"\n'
+                                                  'thinking_control = "reasoning_effort"')), f)
+    assert e.value.field == "thinking_control" and "openai" in str(e.value)
+    doc = tomllib.loads(PREREG.replace("max_tokens = 8", 'max_tokens = 8, thinking = true, effort = "low"'))
+    with pytest.raises(BadInput) as e:  # echo declares no way to send an effort
+        parse_arms(doc, f, parse_models(doc, f), {})
+    assert e.value.field == "effort"
+
+
+def test_a_serial_backend_gets_one_call_at_a_time(echo, monkeypatch, tmp_path):
+    monkeypatch.setitem(REGISTRY, "echo", replace(ECHO, serial=True))
+    doc = tomllib.loads(PREREG)
+    f = tmp_path / "prereg.toml"
+    models = parse_models(doc, f)
+    questions = [Question(f"q{i}", f"Question {i}?", None, (), None, "set.jsonl") for i in range(4)]
+    collect(parse_arms(doc, f, models, {}), models, {}, questions, tmp_path, Runtime(), tmp_path / "a.jsonl",
+            CallCache(tmp_path / "calls.sqlite"), progress=False)
+    assert OPENED[0].threads == {threading.get_ident()}  # in the caller's thread: no pool
+
+
+PRODUCT = ("arms", "judge", "audit")
+# a backend's name compared, or a set of names tested: the facts belong in the backend's BackendInfo
+NAMES = r"""["'](llama-cpp|openai|anthropic)["']"""
+NAME_TEST = re.compile(rf"""(==|!=)\s*{NAMES}|{NAMES}\s*(==|!=)|\bin\s*[({{\[]\s*{NAMES}|\b[A-Z_]*BACKENDS\b""")
+
+
+def test_no_product_module_outside_the_backends_compares_a_backend_name():
+    found = []
+    for package in PRODUCT:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path.parent.name == "backends" or path.name == "scripted_server.py":  # the backends; a test server
+                continue
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if NAME_TEST.search(line):
+                    found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
+def test_the_name_test_finds_the_comparisons_it_is_for():
+    """The scan above would find each form the registry replaced (planted lines, not the code under test)."""
+    for line in ('workers = 1 if model.backend == "llama-cpp" else model.concurrency',
+                 'SERIAL_BACKENDS = {"llama-cpp"}', 'if spec.backend != "anthropic":',
+                 'if eff.get("backend") == "llama-cpp":', "if name in ('openai', 'anthropic'):"):
+        assert NAME_TEST.search(line), line
+    assert not NAME_TEST.search("workers = backend_info(model.backend).workers(model.concurrency)")
+
+
+# --- sampling read back from llama.cpp's own sampler chain ---------------------------------------------------
+
+llama_cpp = pytest.importorskip("llama_cpp")
+
+from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, sampler_differences  # noqa: E402
+from arms.backends.openai import OpenAIBackend, OpenAIConfig  # noqa: E402
+from arms.models import embedded_model  # noqa: E402
+from arms.settings import verify_settings  # noqa: E402
+from arms.spec import ModelSpec  # noqa: E402
+
+
+class IgnoresTemperature(LlamaCppBackend):
+    """A backend that sends the registered temperature but samples greedily: what a read-back must catch."""
+
+    def _generate(self, request: Request):
+        return super()._generate(replace(request, generation=replace(request.generation, temperature=0.0)))
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return str(embedded_model("smollm2"))
+
+
+def _verify(b, **gen):
+    return verify_settings(b, "arm 'a'", Generation(max_tokens=8, **gen), "source",
+                           ModelSpec("m", "llama-cpp", "x"), (), Runtime(n_ctx=512))
+
+
+def test_llama_cpp_reads_back_the_sampler_chain_and_seed(smollm2):
+    b = LlamaCppBackend(LlamaConfig(model_path=smollm2, threads=1, n_ctx=512))
+    try:
+        sampled = _verify(b, temperature=0.7, top_p=0.9, seed=1234)
+        rb = sampled["read_back"]
+        assert rb["seed"] == 1234  # the dist sampler's own seed, read from llama.cpp
+        assert {"temp", "top-p", "dist"} <= set(rb["sampler_chain"]) and "greedy" not in rb["sampler_chain"]
+        assert (rb["temperature"], rb["top_p"]) == (NOT_VERIFIABLE, NOT_VERIFIABLE)  # llama.cpp has no getter
+        assert sampled["not_verifiable"] == ["temperature", "top_p"]
+        greedy = _verify(b, temperature=0.0, top_p=1.0, seed=7)["read_back"]
+        assert greedy["temperature"] == 0.0 and "greedy" in greedy["sampler_chain"]
+        assert greedy["seed"] == NOT_VERIFIABLE  # greedy decoding draws nothing
+        full = _verify(b, temperature=0.5, top_p=1.0, seed=3)["read_back"]
+        assert full["top_p"] == 1.0 and "?top-p" in full["sampler_chain"]  # llama.cpp marks an inactive sampler "?"
+    finally:
+        b.close()
+
+
+def test_a_backend_that_ignores_temperature_is_caught(smollm2):
+    b = IgnoresTemperature(LlamaConfig(model_path=smollm2, threads=1, n_ctx=512))
+    try:
+        assert b.sent(Generation(temperature=0.7))["temperature"] == 0.7  # what it sends looks right
+        with pytest.raises(CheckFailed, match=r"temperature: registered 0.7, llama.cpp sampled greedily"):
+            _verify(b, temperature=0.7, top_p=0.9, seed=1)
+        _verify(b, temperature=0.0, top_p=1.0, seed=1)  # where it is honoured, it passes
+    finally:
+        b.close()
+
+
+def test_sampler_chain_differences_by_hand():
+    chain = ["?penalties", "?top-k", "?typical", "top-p", "?min-p", "temp", "dist"]
+    assert sampler_differences(Generation(temperature=0.7, top_p=0.9), chain) == []
+    assert len(sampler_differences(Generation(temperature=0.7, top_p=1.0), chain)) == 1  # top-p active, 1 registered
+    assert len(sampler_differences(Generation(temperature=0.0, top_p=0.9), chain)) == 1  # sampled, 0 registered
+    assert len(sampler_differences(Generation(temperature=0.0, top_p=1.0), chain)) == 2  # and top-p active too
+    assert sampler_differences(Generation(temperature=0.0), ["?penalties", "greedy"]) == []
+    assert "top-k" in sampler_differences(Generation(temperature=0.0), ["?penalties", "top-k", "greedy"])[0]
+
+
+def test_an_openai_compatible_server_reads_back_nothing():
+    b = OpenAIBackend(OpenAIConfig(model="m", base_urls=("http://127.0.0.1:9/v1",)))
+    try:
+        assert b.read_back(Generation()) == {"temperature": NOT_VERIFIABLE, "top_p": NOT_VERIFIABLE,
+                                             "seed": NOT_VERIFIABLE}
+    finally:
+        b.close()
