@@ -236,3 +236,79 @@ def test_an_openai_compatible_server_reads_back_nothing():
                                              "seed": NOT_VERIFIABLE}
     finally:
         b.close()
+
+
+# --- sampling read back from llama-server's /slots through the OpenAI backend ---------------------------------
+
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+import urllib.request  # noqa: E402
+
+from arms.quantize import quantize  # noqa: E402
+from test_arms_http import LlamaServer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
+    q8 = quantize(embedded_model("smollm2"), "Q8_0").info.path
+    server = LlamaServer(q8, "smollm2-q8", tmp_path_factory.mktemp("llama-server") / "server.log")
+    yield server
+    server.stop()
+
+
+class DropTemperature(BaseHTTPRequestHandler):
+    """A proxy in front of llama-server that drops `temperature` from every request: a server ignoring it."""
+
+    upstream = ""
+
+    def _forward(self, body: bytes | None) -> None:
+        req = urllib.request.Request(self.upstream + self.path, data=body, method=self.command,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                status, data = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            status, data = e.code, e.read()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self._forward(None)
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body.pop("temperature", None)
+        self._forward(json.dumps(body).encode())
+
+    def log_message(self, *args):
+        pass
+
+
+def _verify_openai(url: str, **gen):
+    b = OpenAIBackend(OpenAIConfig(model="smollm2-q8", base_urls=(f"{url}/v1",)))
+    try:
+        return verify_settings(b, "arm 'a'", Generation(max_tokens=8, **gen), "source",
+                               ModelSpec("m", "openai", "smollm2-q8", base_url=f"{url}/v1"), (), Runtime())
+    finally:
+        b.close()
+
+
+def test_llama_server_reads_back_the_sampling_it_used(llama_server):
+    eff = _verify_openai(llama_server.url, temperature=0.7, top_p=0.9, seed=5)
+    assert eff["read_back"] == {"temperature": 0.7, "top_p": 0.9, "seed": 5} and eff["not_verifiable"] == []
+
+
+def test_a_server_that_ignores_temperature_is_caught_over_http(llama_server):
+    DropTemperature.upstream = llama_server.url
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), DropTemperature)
+    thread = threading.Thread(target=proxy.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{proxy.server_address[1]}"
+        with pytest.raises(CheckFailed, match=r"temperature: registered 0.7, the backend used (?!0\.7)"):
+            _verify_openai(url, temperature=0.7, top_p=0.9, seed=5)
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
