@@ -312,3 +312,15 @@ def test_a_server_that_ignores_temperature_is_caught_over_http(llama_server):
     finally:
         proxy.shutdown()
         proxy.server_close()
+
+
+def test_the_report_names_what_could_not_be_verified():
+    from judge.report import owe_the_reader
+
+    numbers = {"comparisons": [], "amendments": [], "subsets": [], "cells": []}
+    run = {"judge": {"warnings": [], "effective_settings": {"local/correctness": {"not_verifiable": []}}},
+           "effective_settings": {"base/Q8_0": {"not_verifiable": ["temperature", "top_p"]}}, "audit_gate": "gate"}
+    said = [line for line in owe_the_reader(numbers, run) if "not verifiable" in line]
+    assert len(said) == 1 and "arm base/Q8_0 (temperature, top_p)" in said[0] and "judge" not in said[0]
+    del run["effective_settings"]  # run.json written before read-back existed: no line
+    assert not [line for line in owe_the_reader(numbers, run) if "not verifiable" in line]
