@@ -44,7 +44,7 @@ def differences(generation: Generation, quant: str, model: ModelSpec, adapters: 
     read_back = eff.get("read_back") or {}
     for key in READ_BACK:
         got = read_back.get(key, NOT_VERIFIABLE)
-        if got != NOT_VERIFIABLE and registered.get(key) is not None and got != registered.get(key):
+        if got != NOT_VERIFIABLE and sent.get(key) is not None and got != registered.get(key):
             out.append(f"{key}: registered {registered.get(key)!r}, the backend used {got!r}")
     info = REGISTRY.get(eff.get("backend"))
     if info is not None:

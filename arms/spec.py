@@ -205,10 +205,10 @@ def parse_models(doc: dict, file: Path) -> dict[str, ModelSpec]:
 
 
 def _model(name: str, t: Any, file: Path) -> ModelSpec:
-    where = f"[models.{name}]"
-    check_keys(t, MODEL_KEYS, file, where)
     from .backends.registry import REGISTRY
 
+    where = f"[models.{name}]"
+    check_keys(t, MODEL_KEYS, file, where)
     backend = setting(t, "backend", "string", file, where)
     if backend not in REGISTRY:
         raise BadInput(file, f"{where} backend {backend!r} is not one of {tuple(REGISTRY)}", field="backend")

@@ -324,3 +324,17 @@ def test_the_report_names_what_could_not_be_verified():
     assert len(said) == 1 and "arm base/Q8_0 (temperature, top_p)" in said[0] and "judge" not in said[0]
     del run["effective_settings"]  # run.json written before read-back existed: no line
     assert not [line for line in owe_the_reader(numbers, run) if "not verifiable" in line]
+
+
+def test_llama_server_reads_back_over_the_messages_route_too(llama_server):
+    from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
+
+    b = AnthropicBackend(AnthropicConfig(model="smollm2-q8", base_url=llama_server.url, sampling_params=True))
+    try:
+        eff = verify_settings(b, "arm 'a'", Generation(max_tokens=8, temperature=0.6, top_p=0.8, seed=None), "api",
+                              ModelSpec("m", "anthropic", "smollm2-q8", base_url=llama_server.url,
+                                        sampling_params=True), (), Runtime())
+    finally:
+        b.close()
+    assert (eff["read_back"]["temperature"], eff["read_back"]["top_p"]) == (0.6, 0.8)
+    assert eff["not_verifiable"] == []  # the seed is not sent, so nothing is claimed for it

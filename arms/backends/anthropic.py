@@ -28,7 +28,8 @@ from typing import Any
 
 from ..errors import CheckFailed
 from ..retry import MalformedReply, reply_body, with_retries
-from .base import SENDS, BackendInfo, Generation, Reply, Request, nothing_read_back
+from . import slots
+from .base import NOT_VERIFIABLE, SENDS, BackendInfo, Generation, Reply, Request, nothing_read_back
 
 
 @dataclass(frozen=True)
@@ -86,16 +87,19 @@ class AnthropicBackend:
                 "thinking_budget": g.thinking_budget if g.thinking else None, "effort": g.effort}
 
     def read_back(self, generation: Generation) -> dict[str, Any]:
-        """Not verifiable: the Messages API echoes no sampling setting (and takes none but through
-        `sampling_params`)."""
-        return nothing_read_back()
+        """The sampling the server says it used (arms.backends.slots): a compatible llama-server can say, the API
+        cannot. A thinking request needs a budget of at least 1024 tokens, too dear for a probe: not verifiable."""
+        if self.config.base_url is None or generation.thinking:
+            return nothing_read_back()
+        messages = [{"role": r, "content": c} for r, c in slots.PROBE]
+        used = slots.read_back(self.config.base_url, lambda: self.client.messages.create(
+            model=self.config.model, messages=messages, max_tokens=1, **self._kwargs(Request(slots.PROBE, generation))))
+        return {**used, "seed": NOT_VERIFIABLE}  # never sent (`sent` counts it only where greedy decoding ignores it)
 
-    def complete(self, request: Request) -> Reply:
+    def _kwargs(self, request: Request) -> dict[str, Any]:
+        """What a request sends beyond the model, the user/assistant messages and max_tokens."""
         g = request.generation
-        if g.thinking and not g.thinking_budget:
-            raise CheckFailed("thinking mode on the anthropic backend needs a registered thinking_budget")
         system = "\n\n".join(c for r, c in request.messages if r == "system")
-        messages = [{"role": r, "content": c} for r, c in request.messages if r != "system"]
         kwargs: dict[str, Any] = {}
         if system:
             # a cache breakpoint after the shared prefix (tools + system): identical prefixes are billed once
@@ -112,10 +116,18 @@ class AnthropicBackend:
             kwargs["extra_body"] = {k: v for k, v in sampling.items() if v is not None}
         if g.effort:
             kwargs["output_config"] = {"effort": g.effort}
-        thinking = {"type": "enabled", "budget_tokens": g.thinking_budget} if g.thinking else {"type": "disabled"}
+        kwargs["thinking"] = ({"type": "enabled", "budget_tokens": g.thinking_budget} if g.thinking
+                              else {"type": "disabled"})
+        return kwargs
+
+    def complete(self, request: Request) -> Reply:
+        g = request.generation
+        if g.thinking and not g.thinking_budget:
+            raise CheckFailed("thinking mode on the anthropic backend needs a registered thinking_budget")
+        messages = [{"role": r, "content": c} for r, c in request.messages if r != "system"]
+        kwargs = self._kwargs(request)
         t0 = time.perf_counter()
-        out = self._create(model=self.config.model, messages=messages, max_tokens=g.max_tokens, thinking=thinking,
-                           **kwargs)
+        out = self._create(model=self.config.model, messages=messages, max_tokens=g.max_tokens, **kwargs)
         latency = time.perf_counter() - t0
         # the SDK does not validate: a body that is not a message with a content list gets here
         if getattr(out, "type", None) != "message" or not isinstance(getattr(out, "content", None), list):

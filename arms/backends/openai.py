@@ -16,13 +16,14 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..errors import CheckFailed, Refused
 from ..retry import MalformedReply, reply_body, retryable, with_retries
 from ..spec import STRUCTURED
-from .base import NOT_VERIFIABLE, READ_BACK, SENDS, BackendInfo, Generation, Reply, Request, nothing_read_back
+from . import slots
+from .base import READ_BACK, SENDS, BackendInfo, Generation, Reply, Request, nothing_read_back
 
 COOLDOWN_S = 5.0
 # A server's answer that it cannot take the structured-output mode at all, whatever its status code
@@ -153,35 +154,20 @@ class OpenAIBackend:
                 "thinking_budget": None, "effort": g.effort if g.thinking and switchable else None}
 
     def read_back(self, generation: Generation) -> dict[str, Any]:
-        """The sampling each server says it used. The Chat Completions reply echoes none; llama-server reports
-        the last request's sampling per slot at `GET /slots`, so a server that answers it gets a one-token probe
-        with these settings and is read back from there. Any other server: "not verifiable" (and no probe)."""
-        if generation.thinking and self.config.thinking_control == "none":
-            return nothing_read_back()  # it cannot be sent (verification says so); a probe would stop on it
-        found = []
-        for i, client in enumerate(self.clients):
-            if _slots(client) is None:
-                return nothing_read_back()
-            try:
-                self._probe(i, generation)
-            except Exception:  # a probe the server does not answer reads back nothing; the calls record why
-                return nothing_read_back()
-            slots = _slots(client) or []
-            last = max((s for s in slots if isinstance(s.get("params"), dict)), key=lambda s: s.get("id_task", -1),
-                       default=None)
-            if last is None:
-                return nothing_read_back()
-            params = last["params"]
-            found.append({k: _number(params.get(k)) if k in params else NOT_VERIFIABLE for k in READ_BACK})
+        """The sampling each server says it used (arms.backends.slots): llama-server can say, others cannot."""
+        if not self.config.base_urls or (generation.thinking and self.config.thinking_control == "none"):
+            return nothing_read_back()  # the OpenAI API; or thinking that cannot be sent, which verification refuses
+        found = [slots.read_back(str(client.base_url), lambda i=i: self._probe(i, generation))
+                 for i, client in enumerate(self.clients)]
         if all(f == found[0] for f in found):
             return found[0]
         urls = self.config.base_urls
         return {k: {url: f[k] for url, f in zip(urls, found)} for k in READ_BACK}  # servers disagree: shown per URL
 
     def _probe(self, i: int, generation: Generation) -> None:
-        request = Request((("user", "Say hello."),), replace(generation, max_tokens=1))
-        self.clients[i].chat.completions.create(model=self.config.model, messages=[{"role": "user", "content": "Say hello."}],
-                                                max_tokens=1, **self._kwargs(request))
+        self.clients[i].chat.completions.create(model=self.config.model, max_tokens=1,
+                                                messages=[{"role": r, "content": c} for r, c in slots.PROBE],
+                                                **self._kwargs(Request(slots.PROBE, generation)))
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
         """What a request sends beyond the model, messages and max_tokens."""
@@ -246,24 +232,6 @@ class OpenAIBackend:
     def close(self) -> None:
         for client in self.clients:
             client.close()
-
-
-def _slots(client) -> list[dict] | None:
-    """llama-server's `GET /slots` (beside /v1), or None from a server without it."""
-    import urllib.request
-
-    url = str(client.base_url).rstrip("/").removesuffix("/v1") + "/slots"
-    try:
-        with urllib.request.urlopen(url, timeout=10) as r:
-            body = json.loads(r.read())
-    except (OSError, ValueError):  # urllib's HTTP and connection errors are OSErrors
-        return None
-    return body if isinstance(body, list) and all(isinstance(s, dict) for s in body) else None
-
-
-def _number(value: Any) -> Any:
-    """llama-server keeps sampling settings as float32 (0.7 reads 0.699999988): rounded back to 6 places."""
-    return round(value, 6) if isinstance(value, float) else value
 
 
 def open_openai(spec, quant: str | None, adapters: tuple, exp_dir, runtime) -> OpenAIBackend:
