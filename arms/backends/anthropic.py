@@ -112,7 +112,8 @@ class AnthropicBackend:
         if g.stop:
             kwargs["stop_sequences"] = list(g.stop)
         if self.config.sampling_params:
-            sampling = {"temperature": g.temperature, **({"top_p": g.top_p} if g.top_p != 1.0 else {})}
+            # top_p is sent at 1.0 too: left out, llama-server applied its own 0.95 (caught by the read-back)
+            sampling = {"temperature": g.temperature, "top_p": g.top_p}
             kwargs["extra_body"] = {k: v for k, v in sampling.items() if v is not None}
         if g.effort:
             kwargs["output_config"] = {"effort": g.effort}
