@@ -10,19 +10,30 @@ import json
 import re
 import threading
 import tomllib
+import urllib.error
+import urllib.request
 from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
 from arms.backends.base import NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
+from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, sampler_differences
+from arms.backends.openai import OpenAIBackend, OpenAIConfig
 from arms.backends.registry import REGISTRY
 from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput, CheckFailed
+from arms.models import embedded_model
+from arms.quantize import quantize
 from arms.questions import Question
-from arms.spec import Runtime, parse_arms, parse_models
+from arms.settings import verify_settings
+from arms.spec import ModelSpec, Runtime, parse_arms, parse_models
+from judge.report import owe_the_reader
 
 from conftest import ROOT
+from test_arms_http import LlamaServer
 
 
 class EchoBackend:
@@ -164,13 +175,6 @@ def test_the_name_test_finds_the_comparisons_it_is_for():
 
 # --- sampling read back from llama.cpp's own sampler chain ---------------------------------------------------
 
-llama_cpp = pytest.importorskip("llama_cpp")
-
-from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, sampler_differences  # noqa: E402
-from arms.backends.openai import OpenAIBackend, OpenAIConfig  # noqa: E402
-from arms.models import embedded_model  # noqa: E402
-from arms.settings import verify_settings  # noqa: E402
-from arms.spec import ModelSpec  # noqa: E402
 
 
 class IgnoresTemperature(LlamaCppBackend):
@@ -240,11 +244,6 @@ def test_an_openai_compatible_server_reads_back_nothing():
 
 # --- sampling read back from llama-server's /slots through the OpenAI backend ---------------------------------
 
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
-import urllib.request  # noqa: E402
-
-from arms.quantize import quantize  # noqa: E402
-from test_arms_http import LlamaServer  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -315,8 +314,6 @@ def test_a_server_that_ignores_temperature_is_caught_over_http(llama_server):
 
 
 def test_the_report_names_what_could_not_be_verified():
-    from judge.report import owe_the_reader
-
     numbers = {"comparisons": [], "amendments": [], "subsets": [], "cells": []}
     run = {"judge": {"warnings": [], "effective_settings": {"local/correctness": {"not_verifiable": []}}},
            "effective_settings": {"base/Q8_0": {"not_verifiable": ["temperature", "top_p"]}}, "audit_gate": "gate"}
@@ -327,8 +324,6 @@ def test_the_report_names_what_could_not_be_verified():
 
 
 def test_llama_server_reads_back_over_the_messages_route_too(llama_server):
-    from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
-
     b = AnthropicBackend(AnthropicConfig(model="smollm2-q8", base_url=llama_server.url, sampling_params=True))
     try:
         eff = verify_settings(b, "arm 'a'", Generation(max_tokens=8, temperature=0.6, top_p=0.8, seed=None), "api",

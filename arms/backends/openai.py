@@ -161,8 +161,8 @@ class OpenAIBackend:
                  for i, client in enumerate(self.clients)]
         if all(f == found[0] for f in found):
             return found[0]
-        urls = self.config.base_urls
-        return {k: {url: f[k] for url, f in zip(urls, found)} for k in READ_BACK}  # servers disagree: shown per URL
+        urls = self.config.base_urls  # the servers disagree: each value shown per URL
+        return {k: {url: f[k] for url, f in zip(urls, found, strict=True)} for k in READ_BACK}
 
     def _probe(self, i: int, generation: Generation) -> None:
         self.clients[i].chat.completions.create(model=self.config.model, max_tokens=1,
