@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backends.base import NOT_VERIFIABLE, READ_BACK, Backend, Generation, Reply
+from .backends.base import NOT_USED, NOT_VERIFIABLE, READ_BACK, Backend, Generation, Reply
 from .backends.registry import REGISTRY
 from .errors import CheckFailed
 from .spec import AdapterSpec, ModelSpec, Runtime
@@ -44,7 +44,7 @@ def differences(generation: Generation, quant: str, model: ModelSpec, adapters: 
     read_back = eff.get("read_back") or {}
     for key in READ_BACK:
         got = read_back.get(key, NOT_VERIFIABLE)
-        if got != NOT_VERIFIABLE and sent.get(key) is not None and got != registered.get(key):
+        if got not in (NOT_VERIFIABLE, NOT_USED) and sent.get(key) is not None and got != registered.get(key):
             out.append(f"{key}: registered {registered.get(key)!r}, the backend used {got!r}")
     info = REGISTRY.get(eff.get("backend"))
     if info is not None:

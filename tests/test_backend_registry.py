@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
-from arms.backends.base import NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
+from arms.backends.base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
 from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, sampler_differences
 from arms.backends.openai import OpenAIBackend, OpenAIConfig
 from arms.backends.registry import REGISTRY
@@ -203,9 +203,10 @@ def test_llama_cpp_reads_back_the_sampler_chain_and_seed(smollm2):
         assert {"temp", "top-p", "dist"} <= set(rb["sampler_chain"]) and "greedy" not in rb["sampler_chain"]
         assert (rb["temperature"], rb["top_p"]) == (NOT_VERIFIABLE, NOT_VERIFIABLE)  # llama.cpp has no getter
         assert sampled["not_verifiable"] == ["temperature", "top_p"]
-        greedy = _verify(b, temperature=0.0, top_p=1.0, seed=7)["read_back"]
-        assert greedy["temperature"] == 0.0 and "greedy" in greedy["sampler_chain"]
-        assert greedy["seed"] == NOT_VERIFIABLE  # greedy decoding draws nothing
+        eff = _verify(b, temperature=0.0, top_p=1.0, seed=7)
+        greedy = eff["read_back"]
+        assert greedy["temperature"] == 0.0 and "greedy" in greedy["sampler_chain"] and eff["not_verifiable"] == []
+        assert greedy["seed"] == greedy["top_p"] == NOT_USED  # greedy decoding draws nothing: nothing to verify
         full = _verify(b, temperature=0.5, top_p=1.0, seed=3)["read_back"]
         assert full["top_p"] == 1.0 and "?top-p" in full["sampler_chain"]  # llama.cpp marks an inactive sampler "?"
     finally:

@@ -123,6 +123,7 @@ class Backend(Protocol):
 SENDS = ("temperature", "top_p", "max_tokens", "seed", "stop", "thinking", "system")  # what most backends can send
 READ_BACK = ("temperature", "top_p", "seed")
 NOT_VERIFIABLE = "not verifiable"
+NOT_USED = "not used (greedy)"  # read back as greedy decoding, which no top_p or seed can change
 
 
 def nothing_read_back() -> dict[str, Any]:

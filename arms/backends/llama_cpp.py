@@ -28,7 +28,7 @@ from .. import crash
 from ..errors import BadInput, CheckFailed
 from ..llama_loader import ExtraBuffers, check_runs, extra_buffers, load_llama
 from ..models import GGUFInfo, gguf_info, sha256_file
-from .base import NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request
+from .base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request
 
 EXTRA_SAMPLING = {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}  # all off: only registered settings sample
 PROBE = (("system", "You are a probe."), ("user", "Say hello."))
@@ -207,8 +207,9 @@ class LlamaCppBackend:
             return {"temperature": NOT_VERIFIABLE, "top_p": NOT_VERIFIABLE, "seed": NOT_VERIFIABLE}
         chain = [llama_cpp.llama_sampler_name(llama_cpp.llama_sampler_chain_get(sampler, i)).decode()
                  for i in range(llama_cpp.llama_sampler_chain_n(sampler))]
-        return {"temperature": 0.0 if "greedy" in chain else NOT_VERIFIABLE,
-                "top_p": 1.0 if "?top-p" in chain else NOT_VERIFIABLE,
+        if "greedy" in chain:
+            return {"temperature": 0.0, "top_p": NOT_USED, "seed": NOT_USED, "sampler_chain": chain}
+        return {"temperature": NOT_VERIFIABLE, "top_p": 1.0 if "?top-p" in chain else NOT_VERIFIABLE,
                 "seed": int(llama_cpp.llama_sampler_get_seed(sampler)) if "dist" in chain else NOT_VERIFIABLE,
                 "sampler_chain": chain}
 
