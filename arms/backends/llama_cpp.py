@@ -28,7 +28,7 @@ from .. import crash
 from ..errors import BadInput, CheckFailed
 from ..llama_loader import ExtraBuffers, check_runs, extra_buffers, load_llama
 from ..models import GGUFInfo, gguf_info, sha256_file
-from .base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request
+from .base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
 
 EXTRA_SAMPLING = {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}  # all off: only registered settings sample
 PROBE = (("system", "You are a probe."), ("user", "Say hello."))
@@ -204,7 +204,7 @@ class LlamaCppBackend:
         sampler = getattr(getattr(self.llm, "_sampler", None), "sampler", None)  # the chain the probe sampled with
         self.llm.reset()  # the probe's KV cache must not be reused as a prompt prefix
         if sampler is None:
-            return {"temperature": NOT_VERIFIABLE, "top_p": NOT_VERIFIABLE, "seed": NOT_VERIFIABLE}
+            return nothing_read_back()
         chain = [llama_cpp.llama_sampler_name(llama_cpp.llama_sampler_chain_get(sampler, i)).decode()
                  for i in range(llama_cpp.llama_sampler_chain_n(sampler))]
         if "greedy" in chain:
