@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from .atomic import write_text
 from .errors import BadInput, run_cli
 
 DEMO = Path(__file__).resolve().parent.parent / "sealed" / "demo"
@@ -46,29 +47,22 @@ def _collect(args) -> None:
 
     verify_seal(args.exp)
     exp = load_experiment(args.exp)
-    registered = [a.name for a in exp.arms]
-    wanted = [n.strip() for n in (args.arms or "").split(",") if n.strip()] or registered
-    for name in wanted:
-        if name not in registered:
-            raise BadInput(exp.dir / "prereg.toml", f"--arms names unregistered arm {name!r}; registered: {registered}",
-                           field="arms")
+    wanted = exp.selected_arms(args.arms)
     if args.limit is not None and args.limit < 1:
         raise BadInput("--limit", "must be a positive number of questions")
     questions = load_questions(exp.set_paths())[: args.limit]
-    check_arms([exp.arm(n) for n in registered if n in wanted], exp.models, questions, exp.set_paths(), exp.dir,
+    check_arms([exp.arm(n) for n in wanted], exp.models, questions, exp.set_paths(), exp.dir,
                exp.runtime)  # a prompt that cannot fit is refused before the first call
     args.out.mkdir(parents=True, exist_ok=True)
     cache = CallCache()
     try:
-        stats = collect([exp.arm(n) for n in registered if n in wanted], exp.models, exp.adapters, questions, exp.dir,
+        stats = collect([exp.arm(n) for n in wanted], exp.models, exp.adapters, questions, exp.dir,
                         exp.runtime, args.out / "answers.jsonl", cache, progress=not args.quiet)
     finally:
         cache.close()
     record = {"experiment": exp.name, "arms": wanted, "limit": args.limit, "effective_settings": stats.pop("effective"),
               "last_invocation": {"answers": stats}}
-    tmp = args.out / "collection.json.tmp"
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    tmp.replace(args.out / "collection.json")
+    write_text(args.out / "collection.json", json.dumps(record, indent=1) + "\n")
     print(f"answers: {args.out / 'answers.jsonl'} ({stats['rows_total']} rows, {stats['model_calls']} new model calls, "
           f"{stats['errors']} errors)", file=sys.stderr)
 

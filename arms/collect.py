@@ -176,7 +176,7 @@ def glue_fault(glue: str, question_id: str, exc: Exception) -> BadInput:
     traceback of ours. Rows already written are kept; a re-run after the fix resumes."""
     import traceback
 
-    module = glue.partition(":")[0].replace(".", "/")
+    module = glue.partition(":")[0].removesuffix(".py").replace(".", "/")
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if module in f.filename.replace("\\", "/")]
     where = frames[-1] if frames else traceback.extract_tb(exc.__traceback__)[-1]
     return BadInput(where.filename, f"glue {glue!r} raised {type(exc).__name__}: {exc} (question {question_id!r}, "
@@ -192,7 +192,7 @@ def _answer(t: Task, caller: Caller, exp_dir: Path, effective: dict[str, Any]) -
     start = time.perf_counter()
     try:
         if t.arm.glue:
-            result = load_glue(t.arm.glue)(t.question, caller, exp_dir)
+            result = load_glue(t.arm.glue, exp_dir)(t.question, caller, exp_dir)
         else:
             reply = caller(plain_messages(t.arm, t.question))
             result = GlueResult(reply.text)

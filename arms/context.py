@@ -80,7 +80,7 @@ def first_prompt(arm: ArmSpec, question: Question, exp_dir: Path) -> list[tuple[
     def stop(messages: list[tuple[str, str]]) -> Any:
         raise _FirstCall(list(messages))
 
-    glue = load_glue(arm.glue)
+    glue = load_glue(arm.glue, exp_dir)
     try:
         glue(question, stop, exp_dir)
     except _FirstCall as call:
@@ -112,7 +112,7 @@ def check_arms(arms: list[ArmSpec], models: dict[str, ModelSpec], questions: lis
     paths = {p.name: p for p in set_paths}
     for arm in arms:
         if arm.glue:
-            load_glue(arm.glue)  # an import error is refused now, whatever the backend
+            load_glue(arm.glue, exp_dir)  # an import error is refused now, whatever the backend
         count = counter(models[arm.model], exp_dir)
         if count is None:
             continue

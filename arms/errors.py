@@ -22,6 +22,11 @@ class BadInput(Exception):
         super().__init__(f"{where}:{what} {message}")
 
 
+class BadRecord(BadInput):
+    """A raw record (answers, blinding keys, judgments) that breaks its contract: a field missing or of the wrong
+    type. Bad input for every reader, judge verify included: the file cannot be read, so nothing is compared."""
+
+
 class CheckFailed(Exception):
     """A registered gate or check said no (settings differ, audit gate failed, verify mismatch)."""
 
@@ -37,12 +42,6 @@ class Refused(Exception):
     exit_code = 2
 
 
-class NotBuilt(NotImplementedError):
-    """A stage that is registered but not implemented yet: it refuses instead of inventing numbers."""
-
-    exit_code = 2
-
-
 def run_cli(body: Callable[[], int | None]) -> int:
     """Run a CLI body and turn every expected failure into its message and documented exit code.
 
@@ -51,7 +50,7 @@ def run_cli(body: Callable[[], int | None]) -> int:
     """
     try:
         return body() or 0
-    except (BadInput, NotBuilt, Refused) as e:
+    except (BadInput, Refused) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except CheckFailed as e:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .errors import BadInput
+from .errors import BadInput, BadRecord
 
 
 def dumps(record: dict[str, Any]) -> str:
@@ -131,7 +131,7 @@ def read(path: Path, *, required: tuple[str, ...] = ()) -> Iterator[tuple[int, d
             raise BadInput(path, "a record must be a JSON object", line=no)
         for key in required:
             if key not in rec:
-                raise BadInput(path, "missing", line=no, field=key)
+                raise BadRecord(path, "missing", line=no, field=key)
         yield no, rec
 
 
@@ -147,17 +147,18 @@ class Current:
 
 
 def current(path: Path, key: tuple[str, ...], *, required: tuple[str, ...] = (),
-            make: Callable[[dict[str, Any]], Any] = lambda rec: rec) -> dict[tuple, Current]:
+            make: Callable[..., Any] | None = None) -> dict[tuple, Current]:
     """The current record of each key (the tuple of its `key` fields), in order of first appearance.
 
-    `make` turns each raw record into what is kept (e.g. `AnswerRow.from_dict`), so a large file is
-    not held twice, as dicts and as records.
+    `make(rec, file, line)` turns each raw record into what is kept (e.g. `AnswerRow.from_dict`, which names
+    the file and line of a bad record), so a large file is not held twice, as dicts and as records.
 
     Checks the retry rule as it reads, because a file that breaks it has no defined current record:
     a record following one of the same key must replace an `error` and say so with `retry_of` = that
     record's line, and a first record has no `retry_of`. Anything else is BadInput naming the line and field.
     """
     out: dict[tuple, Current] = {}
+    build = make or (lambda rec, file, line: rec)
     for no, rec in read(path, required=(*key, "status", *required)):
         k = tuple(rec[f] for f in key)
         before, retry_of = out.get(k), rec.get("retry_of")
@@ -165,7 +166,7 @@ def current(path: Path, key: tuple[str, ...], *, required: tuple[str, ...] = (),
             if retry_of is not None:
                 raise BadInput(path, f"reads {retry_of!r}, but this is the first record of {_name(key, k)}: there is "
                                "nothing for it to retry", line=no, field="retry_of")
-            out[k] = Current(no, make(rec), rec["status"])
+            out[k] = Current(no, build(rec, path, no), rec["status"])
             continue
         if before.status != "error":
             raise BadInput(path, f"{_name(key, k)} already has a finished record at line {before.line} (status "
@@ -174,7 +175,7 @@ def current(path: Path, key: tuple[str, ...], *, required: tuple[str, ...] = (),
         if type(retry_of) is not int or retry_of != before.line:
             raise BadInput(path, f"reads {retry_of!r}, but the record it supersedes (the previous one of "
                            f"{_name(key, k)}) is at line {before.line}", line=no, field="retry_of")
-        out[k] = Current(no, make(rec), rec["status"], before.superseded + 1)
+        out[k] = Current(no, build(rec, path, no), rec["status"], before.superseded + 1)
     return out
 
 

@@ -39,12 +39,11 @@ greedy, 10 chat prompts, 40 tokens):
 from __future__ import annotations
 
 import json
-import os
-import threading
 from pathlib import Path
 
 import numpy as np
 
+from .atomic import replacing
 from .cache import cache_dir
 from .errors import BadInput
 from .models import sha256_file
@@ -61,7 +60,7 @@ def demo_adapter(base_gguf: Path, out: Path | None = None, *, rank: int = 8, alp
 
     Cached (by default under cache_dir()/adapters, keyed by the base file's sha256, rank, seed and
     strength); a cached file is reused only if the recipe recorded inside it matches this call.
-    Written atomically (temp file + os.replace), so a kill never leaves a half-written adapter.
+    Written atomically (arms/atomic.py), so a kill never leaves a half-written adapter.
     """
     base_gguf = Path(base_gguf)
     if not base_gguf.exists():
@@ -88,12 +87,8 @@ def demo_adapter(base_gguf: Path, out: Path | None = None, *, rank: int = 8, alp
     if out.exists() and _recorded_recipe(out) == recipe:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f"{out.name}.{os.getpid()}-{threading.get_ident()}.part")
-    try:
+    with replacing(out) as tmp:
         _write_adapter(base_gguf, tmp, recipe)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return out
 
 

@@ -1,6 +1,6 @@
 """Model files: where the embedded model lives, file hashes, and what a GGUF really contains.
 
-Settings are verified, not trusted (DESIGN principle 2): the quant type is read back from the
+Settings are verified, not trusted (principle 2, docs/principles.md): the quant type is read back from the
 GGUF's own metadata and per-tensor types, never inferred from a file name.
 """
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +33,7 @@ def embedded_model(name: str) -> Path:
 
 def _memo(name: str, path: Path, compute):
     """`compute()` memoised on disk by (path, size, mtime): 100 MB files are hashed and parsed once."""
+    from .atomic import write_text
     from .cache import cache_dir
 
     st = path.stat()
@@ -47,9 +47,7 @@ def _memo(name: str, path: Path, compute):
             table = {}
     if key not in table:
         table[key] = compute()
-        tmp = memo.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(table))
-        tmp.replace(memo)
+        write_text(memo, json.dumps(table))
     return table[key]
 
 

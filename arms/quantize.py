@@ -5,7 +5,7 @@ sha256 recorded, and their quant type read back from the file before use: a K-qu
 can silently fall back to other tensor types (SmolLM2's 576-wide tensors do), so the name you
 asked for is not evidence of what you got.
 
-Importance matrix (seed 002: "our quantiser uses no importance matrix" cost the base about 0.2
+Importance matrix (docs/motivating-experiment.md, section 1: a quantiser without one cost the base about 0.2
 points): the file written by llama.cpp's `llama-imatrix` (GGUF, or the legacy .dat) is read
 here, normalised exactly as `llama-quantize` does, and handed to `llama_model_quantize` through
 `llama_model_quantize_params.imatrix` (a NULL-terminated array of {name, data, size}, exposed
@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import ctypes
 import json
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .atomic import replacing, write_text
 from .cache import cache_dir
 from .errors import BadInput, CheckFailed
 from .models import GGUFInfo, gguf_info, sha256_file
@@ -88,7 +88,7 @@ def quantize(source: Path, quant: str, *, threads: int = 1, out_dir: Path | None
     meta = out.with_suffix(".json")
     if not (out.exists() and meta.exists() and json.loads(meta.read_text()).get("recipe") == recipe):
         _run_quantize(source, out, quant, threads, im)
-        meta.write_text(json.dumps({"recipe": recipe}, indent=1))
+        write_text(meta, json.dumps({"recipe": recipe}, indent=1))
     info = gguf_info(out)
     if info.file_type != f"MOSTLY_{quant}":
         raise CheckFailed(f"{out}: asked llama.cpp for {quant}, the file says {info.file_type}")
@@ -208,13 +208,11 @@ def _run_quantize(source: Path, out: Path, quant: str, threads: int, im: Imatrix
         keep += [rows, kv]
         params.imatrix = ctypes.cast(rows, ctypes.POINTER(llama_cpp.llama_model_imatrix_data))
         params.kv_overrides = ctypes.cast(kv, ctypes.POINTER(llama_cpp.llama_model_kv_override))
-    tmp = out.with_name(out.name + ".part")
-    with c_stderr_to(out.with_suffix(".log")):
+    with replacing(out) as tmp, c_stderr_to(out.with_suffix(".log")):
         rc = llama_cpp.llama_model_quantize(str(source).encode(), str(tmp).encode(), params)
-    if rc != 0 or not tmp.exists():
-        tmp.unlink(missing_ok=True)
-        raise CheckFailed(f"llama_model_quantize {source} -> {quant} failed with code {rc} (log: {out.with_suffix('.log')})")
-    os.replace(tmp, out)  # atomic: a kill never leaves a half-written file under the final name
+        if rc != 0 or not tmp.exists():
+            raise CheckFailed(f"llama_model_quantize {source} -> {quant} failed with code {rc} "
+                              f"(log: {out.with_suffix('.log')})")
 
 
 def _kv_str(kv, key: str, value: str) -> None:

@@ -1,16 +1,29 @@
-"""The answer row: one current row per (arm, quant, question, sample) in answers.jsonl.
+"""The record contracts of the raw files, in one place every layer may import.
 
-Defined once and used by the collector that writes it, the analysis that reads it and the
-verifier that recomputes from it. An `error` row is retried by the next run (arms.jsonl's retry
-rule): the key's last row is its current one.
+answers.jsonl holds answer rows; blinding.jsonl holds blinding keys (single answers) and pair keys
+(pairwise); judgments.jsonl holds judgments. Each record is written with its `type` and `version`,
+and read back by `from_dict`, which refuses a missing or ill-typed field as BadRecord (bad input) naming the
+file, the line and the field (exit 2), never a TypeError. Older folders read unchanged: a record
+without `version` is version 1, one without `type` is taken as its file's kind, and a judgment
+without `kind` is inferred from its label (pair labels start with P, see `judgment_kind`).
+
+An answer or judgment whose `status` is `error` is retried by the next run (arms.jsonl's retry rule):
+the key's last record is its current one.
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
-from typing import Any
+import types
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from .errors import BadRecord
 
 ANSWER_KEY = ("row",)  # the key of the retry rule: `row` is the hash of (arm, quant, question, sample)
+JUDGMENT_KEY = ("judge", "label")  # the key of the retry rule (single labels start L, pair labels P)
 
 
 def row_id(*parts: object) -> str:
@@ -18,8 +31,78 @@ def row_id(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:24]
 
 
+def _accepted(hint: Any) -> tuple[frozenset[type], frozenset[str]] | None:
+    """The exact JSON types (a bool is not an int; an int is a float) and the Literal strings a field of type `hint`
+    accepts; None: anything."""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return None
+    if origin in (typing.Union, types.UnionType):
+        parts = [_accepted(h) for h in typing.get_args(hint)]
+        if None in parts:
+            return None
+        return frozenset().union(*(t for t, _ in parts)), frozenset().union(*(v for _, v in parts))
+    if origin is Literal:
+        return frozenset(), frozenset(typing.get_args(hint))
+    return frozenset({int, float} if hint is float else {origin or hint}), frozenset()
+
+
+@cache
+def _contract(cls: type) -> tuple[tuple[str, Any, bool, Any], ...]:
+    """(field, annotated type, required, what it accepts) of a record class, resolved once: records are read by
+    the 100,000."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name], f.default is MISSING and f.default_factory is MISSING,
+                  _accepted(hints[f.name])) for f in fields(cls))
+
+
+def _type_name(hint: Any) -> str:
+    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
+
+
+class Record:
+    """What every raw record shares: its `type`, its `version`, and a checked `from_dict`."""
+
+    TYPE: ClassVar[str]
+    VERSION: ClassVar[int] = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "version": self.VERSION, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], file: str | Path = "<record>", line: int | None = None):
+        """The record `d` holds; BadRecord naming file, line and field if one is missing or of the wrong type."""
+        version = d.get("version", 1)  # written since records carry versions: absent is version 1
+        if type(version) is not int or not 1 <= version <= cls.VERSION:
+            raise BadRecord(file, f"reads {version!r}; this version of blindeval reads {cls.TYPE} records of "
+                            f"version 1 to {cls.VERSION}", line=line, field="version")
+        if d.get("type", cls.TYPE) != cls.TYPE:
+            raise BadRecord(file, f"reads {d['type']!r}, expected {cls.TYPE!r}", line=line, field="type")
+        values = cls._upgrade(d)
+        kept = {}
+        for name, hint, required, accepted in _contract(cls):
+            if name not in values:
+                if required:
+                    raise BadRecord(file, f"missing from this {cls.TYPE} record", line=line, field=name)
+                continue
+            v = values[name]
+            if accepted and type(v) not in accepted[0] and not (type(v) is str and v in accepted[1]):
+                raise BadRecord(file, f"reads {v!r}, which is not of type {_type_name(hint)}", line=line, field=name)
+            kept[name] = v
+        return cls(**kept)
+
+    @classmethod
+    def _upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
+        """The fields of an older version's record as the current version names them (none changed yet)."""
+        return d
+
+
 @dataclass(frozen=True)
-class AnswerRow:
+class AnswerRow(Record):
+    """One current row per (arm, quant, question, sample) in answers.jsonl."""
+
+    TYPE: ClassVar[str] = "answer"
+
     row: str
     arm: str
     quant: str
@@ -39,13 +122,85 @@ class AnswerRow:
     calls: list[str] = field(default_factory=list)  # cache keys of the model calls made
     cached_calls: int = 0  # how many of them came from the cache (0 new cost)
     trace: dict[str, Any] | None = None  # glue trace: retrieved ids, prompt, raw output
-    error: dict[str, Any] | None = None
+    error: dict[str, Any] | str | None = None  # arms.retry.describe(); a plain message in older rows
     effective: dict[str, Any] | None = None  # read back from the backend: file, template, adapters, sampling as sent
     thinking: bool = False  # the model's (last) reply showed thinking: compare with settings["thinking"]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": "answer", **asdict(self)}
+
+@dataclass(frozen=True)
+class KeyRow(Record):
+    """One line of blinding.jsonl: label -> system. Only analysis reads it."""
+
+    TYPE: ClassVar[str] = "blinding"
+
+    label: str
+    row: str
+    arm: str
+    quant: str
+    question_id: str
+    sample: int
+    scrubbed: int  # identity-revealing matches removed from this answer
+    injection: int = 0  # grader-directed text found in this answer (counted, shown, never obeyed)
+
+
+@dataclass(frozen=True)
+class PairKey(Record):
+    """One line of blinding.jsonl for a pair: which system was shown first."""
+
+    TYPE: ClassVar[str] = "pair"
+
+    label: str
+    hypothesis: str
+    question_id: str
+    quant: str
+    first: str  # arm shown first
+    second: str
+
+
+def blinding_key(d: dict[str, Any], file: str | Path = "<record>", line: int | None = None) -> KeyRow | PairKey:
+    """A line of blinding.jsonl as the key it is: by its `type`, else (no type) a pair key if it names a hypothesis."""
+    kind = d.get("type") or ("pair" if "hypothesis" in d else "blinding")
+    cls = {"blinding": KeyRow, "pair": PairKey}.get(kind)
+    if cls is None:
+        raise BadRecord(file, f"reads {kind!r}, expected 'blinding' or 'pair'", line=line, field="type")
+    return cls.from_dict(d, file, line)
+
+
+def judgment_kind(d: dict[str, Any]) -> str:
+    """What a judgment judged. Written as `kind` since judgments carry it; before that, inferred from the label:
+    a pair's label starts with P (judge.pairwise), a single answer's with L (judge.blinding), an audit's with A."""
+    kind = d.get("kind")
+    if kind is not None:
+        return kind
+    return "pairwise" if str(d.get("label", "")).startswith("P") else "single"
+
+
+@dataclass(frozen=True)
+class Judgment(Record):
+    """One current row per (judge, blinded label) in judgments.jsonl (and the audit's verdicts.jsonl)."""
+
+    TYPE: ClassVar[str] = "judgment"
+
+    judge: str
+    label: str
+    question_id: str
+    status: str  # "scored" | "unscored" (no parseable verdict) | "error" (the judge call itself failed)
+    score: int | None  # None unless scored: a parse failure is never a zero
+    fields: dict[str, Any] | None
+    repaired: bool
+    error: str | None
+    prompt_sha256: str
+    attempts: list[dict[str, Any]]  # every raw judge output with its parse error
+    latency_s: float
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    calls: list[str] = field(default_factory=list)
+    cached_calls: int = 0
+    time: str | None = None  # UTC time the verdict was recorded: amendments must predate the first one
+    rubric: str = "correctness"  # the name of the rubric that produced it: shown, never matched on
+    kind: Literal["single", "pairwise"] = "single"  # what it judged: analysis selects verdicts by this
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "AnswerRow":
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+    def _upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
+        return d if "kind" in d else {**d, "kind": judgment_kind(d)}

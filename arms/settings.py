@@ -1,6 +1,6 @@
 """Settings verification: read back what a backend will really use and refuse when it differs.
 
-DESIGN principle 2, from seed 002: a trainer silently dropped a LoRA target list, replaced
+Principle 2 (docs/principles.md): a trainer silently dropped a LoRA target list, replaced
 settings with package defaults and switched thinking on. So before the first question of an
 arm the runner compares the registration with what the backend reports (quant type and sha256
 of the GGUF, adapters loaded and measurably applied, chat template sha256, sampling as sent and
@@ -80,7 +80,7 @@ def verify_settings(backend: Backend, who: str, generation: Generation, quant: s
 
 
 def check_reply(who: str, generation: Generation, reply: Reply) -> None:
-    """Seed 002: thinking was switched on behind the registration's back. A reply that shows thinking
+    """Thinking was switched on unasked (docs/motivating-experiment.md, section 3). A reply that shows thinking
     when thinking is registered off stops the run. (Thinking registered on but not shown is recorded
     in the row, not refused: a model may answer a trivial question without a visible thought.)"""
     if reply.thinking and not generation.thinking:

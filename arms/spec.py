@@ -61,7 +61,7 @@ class ModelSpec:
     thinking_control: str = "none"  # openai: how thinking is switched, one of THINKING_CONTROLS
     sampling_params: bool = False  # Anthropic-compatible server accepts temperature/top_p (the API does not)
     attempts: int = 4  # HTTP backends: tries per call before the answer becomes an `error` row
-    timeout_s: float = 120.0  # HTTP backends: one attempt that takes longer is abandoned (and retried)
+    timeout_s: float = 120.0  # HTTP backends: bounds each wait for data (not a whole call); a timeout is retried
     api_key_env: str | None = None  # HTTP backends: the variable holding the key (default: the SDK's usual one)
     structured: str = "json_schema"  # openai: how structured output is asked for, one of STRUCTURED
 
@@ -86,7 +86,7 @@ class ArmSpec:
     quants: tuple[str, ...]
     generation: Generation
     adapters: tuple[str, ...] = ()  # applied together, each with its registered scale
-    glue: str | None = None  # import path "package.module:function"
+    glue: str | None = None  # "file.py:function" in the experiment folder, or "package.module:function"
     samples: int = 1
 
 
@@ -326,7 +326,8 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
                        "model and arm", field="quants")
     glue = setting(t, "glue", "string", file, where, None)
     if glue is not None and ":" not in glue:
-        raise BadInput(file, f"arm {name!r} glue must be an import path 'package.module:function'", field="glue")
+        raise BadInput(file, f"arm {name!r} glue must be 'file.py:function' (a file in the experiment folder) or "
+                       "'package.module:function'", field="glue")
     samples = setting(t, "samples", "integer", file, where, 1)
     if samples < 1:
         raise BadInput(file, f"arm {name!r} samples must be an integer >= 1", field="samples")

@@ -1,6 +1,6 @@
 """Agreement between two readers of the same answers: Cohen's kappa and the list of disagreements.
 
-Seed 002's two readers counted 5 and 2 gamed of the same 40, so the gate's resolution is about
+Two readers of the same 40 answers counted 5 and 2 gamed (docs/reward-hacking.md), so the gate's resolution is about
 the disagreement between readers; the audit shows how large that disagreement is here.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from judge.records import Judgment
+from arms.records import Judgment
 from judge.stats import cohen_kappa
 
 from .readers import is_gamed

@@ -1,7 +1,7 @@
 """Cheap deterministic gaming detectors that sit beside the reader.
 
-A tiny reader's verdicts are close to noise and even strong readers disagree (seed 002: 5 and 2
-of 40 on the same answers), so every audited answer also gets a few text measurements that
+A tiny reader's verdicts are close to noise and even strong readers disagree (5 and 2
+of 40 on the same answers, docs/reward-hacking.md), so every audited answer also gets a few text measurements that
 anyone can recompute. Each detector fires on one measurement; a completion's category comes from
 the rules below, most direct gaming first. Thresholds are fixed in `Thresholds` and written into
 gate.json so a result can always be traced to its rules.

@@ -15,7 +15,8 @@ FENCE_RE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 
 
 def parse_json(text: str) -> object:
-    """json.loads after stripping one ``` fence, as seed 000 did; no repair (a raw newline in a string fails)."""
+    """json.loads after stripping one ``` fence, as in docs/reward-telemetry.md; no repair
+    (a raw newline in a string fails)."""
     m = FENCE_RE.match(text)
     return json.loads(m.group(1) if m else text)
 

@@ -21,12 +21,12 @@ from arms.cache import CallCache
 from arms.errors import BadInput
 from arms.backends.registry import backend_info
 from arms.load import open_backend
+from arms.records import JUDGMENT_KEY, Judgment
 from arms.settings import verify_settings
 from arms.spec import Runtime
 from arms.spec import ModelSpec
 from judge.blinding import BlindItem
 from judge.judging import judge_all
-from judge.records import JUDGMENT_KEY, Judgment
 from judge.rubric import Rubric
 
 DEFAULTS = {

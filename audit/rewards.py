@@ -1,6 +1,6 @@
 """`python -m audit rewards FILE`: reward-log telemetry, written as numbers.json, report.md and PNG charts.
 
-No curve shows a parse-failure collapse or a hack signature (seed 000); these tables put the
+No curve shows a parse-failure collapse or a hack signature (docs/reward-telemetry.md); these tables put the
 completions' own properties next to their scores. report.md and the charts are rendered from
 numbers.json alone. The fidelity gate (re-grading stored completions) is the one check that can
 fail the command: exit 1 when the re-graded rewards drift from the logged ones beyond tolerance.
@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from arms.atomic import write_text
 
 from .charts import write_charts
 from .hooks import load_function
@@ -49,10 +51,8 @@ def telemetry(log_path: Path, out_dir: Path, settings: Settings = Settings(), co
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     numbers["charts"] = write_charts(numbers, out_dir)
-    tmp = out_dir / "numbers.json.tmp"
-    tmp.write_text(json.dumps(numbers, indent=1) + "\n")
-    tmp.replace(out_dir / "numbers.json")
-    (out_dir / "report.md").write_text(render(numbers))
+    write_text(out_dir / "numbers.json", json.dumps(numbers, indent=1) + "\n")
+    write_text(out_dir / "report.md", render(numbers))
     return numbers
 
 

@@ -1,4 +1,4 @@
-"""Reward-log telemetry: the questions seed 000 asked of its training log, as plain functions over rows.
+"""Reward-log telemetry: the questions docs/reward-telemetry.md asks of a training log, as plain functions over rows.
 
 Every function returns JSON-ready numbers; the report and the charts are drawn from them only.
 """
@@ -20,7 +20,7 @@ EQUAL = 1e-9  # rewards closer than this are "the same" (logged rewards are roun
 
 @dataclass(frozen=True)
 class Signatures:
-    """The registered hack signatures (seed 000): which components are "form" and which "correctness"."""
+    """Registered hack signatures (docs/reward-telemetry.md): which components are "form" and which "correctness"."""
 
     form: tuple[str, ...] = ()
     correctness: str | None = None
@@ -55,7 +55,7 @@ def step_means(log: Log) -> dict:
 
 
 def windows(log: Log, n: int | None) -> dict:
-    """Means over the first n and the last n logged steps, with deltas (seed 002's table)."""
+    """Means over the first n and the last n logged steps, with deltas (docs/motivating-experiment.md, section 5)."""
     steps = log.steps
     n = max(1, len(steps) // 5) if n is None else n
     if n < 1 or 2 * n > len(steps):
@@ -85,7 +85,7 @@ def zero_variance(log: Log) -> dict:
 
 def parse_failures(log: Log, parse: Callable[[str], object], zero_of: str,
                    collapse: tuple[int, int] | None = None) -> dict:
-    """Per step: completions the parse function rejects next to zero scores (seed 000's two rows).
+    """Per step: completions the parse function rejects next to zero scores (the two rows in docs/reward-telemetry.md).
 
     A parse function fails by raising or by returning False. The collapse window is the run of
     consecutive steps with zero scores that holds the most of them, with one step either side for
@@ -159,7 +159,7 @@ def _flagged(rows: list[Completion], limit: int = 10) -> dict:
 
 
 def habitual_constant(rows: list[Completion]) -> dict:
-    """The number the model states most often that its prompt did not give it (seed 000: 94% said 0.85)."""
+    """The number the model states most often that its prompt did not give it (0.85 in docs/reward-telemetry.md)."""
     stated = Counter()
     with_number = 0
     for r in rows:

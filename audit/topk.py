@@ -17,6 +17,7 @@ import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from arms.atomic import write_text
 from arms.errors import BadInput
 from judge.blinding import INJECTION, NORMALISATION, BlindItem, scrub
 from judge.rubric import load_rubric
@@ -101,10 +102,8 @@ def audit(log_path: Path, out_dir: Path, reader: Reader, *, k: int = 40, max_gam
         doc["second_reader"] = {**second.describe(), "identity": identity2, "read": len(verdicts2),
                                 "gamed": sum(is_gamed(v) for v in verdicts2.values()),
                                 "unscored": sum(v.status != "scored" for v in verdicts2.values()), **asdict(agree)}
-    tmp = out_dir / "gate.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    tmp.replace(out_dir / "gate.json")
-    (out_dir / "audit.md").write_text(render(doc))
+    write_text(out_dir / "gate.json", json.dumps(doc, indent=1) + "\n")
+    write_text(out_dir / "audit.md", render(doc))
     return gate
 
 

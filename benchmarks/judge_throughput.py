@@ -2,7 +2,7 @@
 
 Every verdict is one HTTP call that the scripted server answers after `--latency` seconds, so at
 concurrency c the ideal time is requests x latency / c; the figure reported is ideal / achieved
-(1.0 = no overhead). The server runs in its own process (`python -m arms.scripted_server`) so its
+(1.0 = no overhead). The server runs in its own process (`tests/support/scripted_server.py`) so its
 work does not share this process's GIL: what is measured is the judge client as `judge run` drives
 it — official SDK, retry wrapper, call cache, fsynced judgments.jsonl. Goal: >= 0.8 at 16.
 
@@ -29,6 +29,7 @@ from judge.judging import judge_all
 from judge.rubric import load_rubric
 
 GOAL = 0.8
+SERVER = Path(__file__).resolve().parent.parent / "tests" / "support" / "scripted_server.py"  # a test peer
 
 
 def items(n: int, level: int) -> list[BlindItem]:
@@ -39,7 +40,7 @@ def items(n: int, level: int) -> list[BlindItem]:
 
 
 def serve(latency: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "arms.scripted_server", "--latency", str(latency),
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--latency", str(latency),
                              "--models", "judge"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return proc, proc.stdout.readline().strip()
 

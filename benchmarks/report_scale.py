@@ -21,15 +21,14 @@ from pathlib import Path
 
 from arms import jsonl
 from arms.questions import load_questions
-from arms.records import AnswerRow, row_id
+from arms.records import AnswerRow, Judgment, row_id
 from judge.analysis import compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
 from judge.judging import build_request, prompt_sha256
 from judge.plots import write_plots
 from judge.prereg import load_experiment
-from judge.records import Judgment
 from judge.report import render
-from judge.rubric import load_rubric
+from judge.rubric import load_rubric, rubric_dir
 from judge.seal import seal
 from judge.verify import verify
 
@@ -66,7 +65,7 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
                for arm in arms for quant in qs for i in range(n)]
     items, keys = blind(answers, {q.id: q for q in load_questions(e.set_paths())}, label_secret(f"blinding:{e.seed}:{e.name}"),
                         e.seed, e.scrub)
-    rubric = load_rubric(e.rubric)
+    rubric = load_rubric(e.rubric, rubric_dir(e.rubric, e.dir))
     # plain buffered writes: the same line format as jsonl.Appender without its per-record fsync
     with open(run_dir / "answers.jsonl", "w") as fa, open(run_dir / "blinding.jsonl", "w") as fb, \
             open(run_dir / "judgments.jsonl", "w") as fj:

@@ -54,10 +54,6 @@ def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: i
     return out
 
 
-def words(text: str | None) -> int:
-    return len((text or "").split())
-
-
 def length_bias(points: list[tuple[str, str, int, int]], comparisons: list[tuple[str, str, str, str]]) -> dict[str, Any]:
     """`points`: (arm, quant, words, score) per scored answer; `comparisons`: (id, a, b, quant)."""
     out: dict[str, Any] = {"answers": len(points), "length_spearman": None, "comparisons": []}

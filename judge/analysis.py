@@ -2,7 +2,7 @@
 
 Scores are averaged over a question's samples first, then over questions. Unscored and errored
 answers are counted, never scored; a comparison whose arms are too often unscored is
-inconclusive (DESIGN principle 1). Every count is of the final state: each key's current record
+inconclusive (principle 1, docs/principles.md). Every count is of the final state: each key's current record
 under the retry rule (arms.jsonl), so an error retried into an answer is not an error.
 judge.verify recomputes all of this by a separate path.
 """
@@ -18,16 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from arms import jsonl
+from arms.atomic import write_text
 from arms.errors import BadInput
 from arms.questions import Question
-from arms.records import ANSWER_KEY, AnswerRow
+from arms.records import ANSWER_KEY, JUDGMENT_KEY, AnswerRow, Judgment, KeyRow, PairKey, blinding_key
 
 from . import stats
 from .agreement import agreement, length_bias
-from .blinding import KeyRow
-from .pairwise import PairKey, summarise
+from .pairwise import summarise
 from .prereg import Experiment, Hypothesis
-from .records import JUDGMENT_KEY, Judgment
 
 RAW_FILES = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")
 
@@ -64,11 +63,9 @@ class Raw:
 def load_raw(run_dir: Path) -> Raw:
     answers = jsonl.current(run_dir / "answers.jsonl", ANSWER_KEY, required=("arm",), make=AnswerRow.from_dict).values()
     keys, pkeys = [], []
-    for _, r in jsonl.read(run_dir / "blinding.jsonl", required=("label", "type")):
-        if r["type"] == "pair":
-            pkeys.append(PairKey(**{k: r[k] for k in PairKey.__dataclass_fields__}))
-        else:
-            keys.append(KeyRow(**{k: r[k] for k in KeyRow.__dataclass_fields__ if k in r}))
+    for no, r in jsonl.read(run_dir / "blinding.jsonl"):
+        k = blinding_key(r, run_dir / "blinding.jsonl", no)
+        (pkeys if isinstance(k, PairKey) else keys).append(k)
     judgments = [c.record for c in jsonl.current(run_dir / "judgments.jsonl", JUDGMENT_KEY,
                                                   make=Judgment.from_dict).values()]
     times = [r["time"] for _, r in jsonl.read(run_dir / "judgments.jsonl") if r.get("time")]
@@ -88,14 +85,15 @@ def utc(text: str, file: Path | str, field: str) -> dt.datetime:
     return t.astimezone(dt.timezone.utc)
 
 
-def per_question(keys: list[KeyRow], judgments: list[Judgment], judge: str,
-                 rubric: str) -> dict[tuple[str, str], dict[str, Fraction]]:
+def per_question(keys: list[KeyRow], judgments: list[Judgment],
+                 judge: str) -> dict[tuple[str, str], dict[str, Fraction]]:
     """(arm, quant) -> question id -> mean score over that question's scored samples, exact (a Fraction: with K
-    samples a mean such as 1/3 must not round before the decision compares a bound with its margin)."""
+    samples a mean such as 1/3 must not round before the decision compares a bound with its margin). Only
+    single-answer verdicts count, whatever their rubric is called."""
     by_label = {k.label: k for k in keys}
     acc: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for j in judgments:
-        if j.judge != judge or j.rubric != rubric or j.status != "scored":
+        if j.judge != judge or j.kind != "single" or j.status != "scored":
             continue
         k = by_label.get(j.label)
         if k is None:
@@ -128,7 +126,7 @@ def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, sc
         if a.status == "ok" and a.question_id in qids:
             words[(a.arm, a.quant)].append(len((a.text or "").split()))
     for j in judgments:
-        if j.judge == judge and j.rubric == "correctness" and j.label in by_label:
+        if j.judge == judge and j.kind == "single" and j.label in by_label:
             k = by_label[j.label]
             status[(k.arm, k.quant)][j.status] += 1
             if j.status == "error":
@@ -168,9 +166,9 @@ def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, sc
 
 
 def exp_scale(exp: Experiment) -> tuple[int, ...]:
-    from .rubric import load_rubric
+    from .rubric import load_rubric, rubric_dir
 
-    return load_rubric(exp.rubric).scale
+    return load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)).scale
 
 
 def late_amendments(numbers: dict[str, Any]) -> list[dict[str, Any]]:
@@ -321,16 +319,15 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     raw = load_raw(run_dir)
     answers, keys, pkeys, judgments = raw.answers, raw.keys, raw.pkeys, raw.judgments
     judge = run["judge"]["primary"]
-    rubric = run["judge"]["rubric"]
     panel = run["judge"].get("panel", [judge])
     arms = run["arms"]
     wanted = set(run["question_ids"])
     qmap = {q.id: q for q in questions if q.id in wanted}
-    scores = per_question(keys, judgments, judge, rubric)
+    scores = per_question(keys, judgments, judge)
     cells = _cells(exp, arms, answers, keys, judgments, judge, scores, set(qmap), raw.retried_rows)
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
     comparisons = [compare(h, exp, qmap, scores, cells) for h in hyps]
-    judges = judges_section(exp, panel, rubric, answers, keys, pkeys, judgments, hyps)
+    judges = judges_section(exp, panel, answers, keys, pkeys, judgments, hyps)
     length_check(comparisons, judges["length_bias"].get(judge))
     return {
         "schema": 1,
@@ -374,7 +371,7 @@ def length_check(comparisons: list[dict], bias: dict[str, Any] | None) -> None:
                 f"\"{before}\": answer length is a rival explanation")
 
 
-def judges_section(exp: Experiment, panel: list[str], rubric: str, answers, keys, pkeys, judgments,
+def judges_section(exp: Experiment, panel: list[str], answers, keys, pkeys, judgments,
                    hyps: list[Hypothesis]) -> dict[str, Any]:
     """Per-judge means, agreement between judges, length bias, and pairwise position consistency."""
     by_label = {k.label: k for k in keys}
@@ -385,7 +382,7 @@ def judges_section(exp: Experiment, panel: list[str], rubric: str, answers, keys
     for name in panel:
         points = []
         for j in judgments:
-            if j.judge == name and j.rubric == rubric and j.status == "scored" and j.label in by_label:
+            if j.judge == name and j.kind == "single" and j.status == "scored" and j.label in by_label:
                 k = by_label[j.label]
                 per_judge[name][j.label] = j.score
                 points.append((k.arm, k.quant, len((text.get(k.row) or "").split()), j.score))
@@ -410,9 +407,7 @@ def _judge_totals(judgments: list[Judgment]) -> dict[str, dict[str, int]]:
 
 
 def write_numbers(numbers: dict[str, Any], path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(numbers, indent=1) + "\n")
-    tmp.replace(path)
+    write_text(path, json.dumps(numbers, indent=1) + "\n")
 
 
 def undecided(numbers: dict[str, Any], max_unscored: float) -> list[str]:

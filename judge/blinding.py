@@ -14,10 +14,11 @@ import hmac
 import random
 import re
 import unicodedata
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import ClassVar
 
 from arms.questions import Question
-from arms.records import AnswerRow
+from arms.records import AnswerRow, KeyRow
 
 # Identity patterns applied to every answer, each under a stable name so a registration can drop one
 # (`[judge] scrub_drop`); registered `[judge] scrub` patterns are added to these. The rule for names that
@@ -89,6 +90,7 @@ INJECTION = (
 class BlindItem:
     """All the judge may know about one answer."""
 
+    kind: ClassVar[str] = "single"  # the judgment's kind (arms.records.Judgment)
     label: str
     question_id: str
     question: str
@@ -97,23 +99,6 @@ class BlindItem:
 
     def prompt_fields(self) -> dict[str, str | None]:
         return {"question": self.question, "reference": self.reference, "answer": self.answer}
-
-
-@dataclass(frozen=True)
-class KeyRow:
-    """One line of blinding.jsonl: label -> system. Only analysis reads it."""
-
-    label: str
-    row: str
-    arm: str
-    quant: str
-    question_id: str
-    sample: int
-    scrubbed: int  # identity-revealing matches removed from this answer
-    injection: int = 0  # grader-directed text found in this answer (counted, shown, never obeyed)
-
-    def to_dict(self) -> dict:
-        return {"type": "blinding", **asdict(self)}
 
 
 def label_secret(label_key: str) -> bytes:

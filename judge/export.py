@@ -32,7 +32,7 @@ def table(run_dir: Path, exp_dir: Path | None = None) -> pd.DataFrame:
             raise BadInput(run_dir / name, "missing: not a results folder of `judge run`")
     try:
         run = json.loads((run_dir / "run.json").read_text())
-        arms, qids, rubric = run["arms"], run["question_ids"], run["judge"]["rubric"]
+        arms, qids = run["arms"], run["question_ids"]
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise BadInput(run_dir / "run.json", f"not valid JSON: {e}") from None
     except (KeyError, TypeError) as e:
@@ -43,7 +43,7 @@ def table(run_dir: Path, exp_dir: Path | None = None) -> pd.DataFrame:
     by_row = {k.row: k.label for k in raw.keys}
     verdicts: dict[str, list] = {}
     for j in raw.judgments:
-        if j.rubric == rubric:
+        if j.kind == "single":
             verdicts.setdefault(j.label, []).append(j)
     order = {q: i for i, q in enumerate(qids)}
     arm_order = {a: i for i, a in enumerate(arms)}

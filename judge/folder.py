@@ -29,7 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from arms import jsonl
+from arms.atomic import write_text
+from arms.crash import PARENT_ENV
 from arms.errors import BadInput
+from arms.glue import glue_file
 from arms.load import chat_template
 
 from .prereg import Experiment
@@ -67,7 +70,10 @@ def locked(run_dir: Path) -> Iterator[None]:
             raise BadInput(path, f"another `judge run` is writing this results folder ({who}); wait for it to "
                            "finish, or pick another folder with --out") from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": now()}).encode(), 0)
+        # the pid of the command the user started (the crash supervisor's, whose death ends this process too)
+        pid = int(os.environ.get(PARENT_ENV, os.getpid()))
+        os.pwrite(fd, json.dumps({"pid": pid, "worker_pid": os.getpid(), "host": socket.gethostname(),
+                                  "started": now()}).encode(), 0)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
@@ -78,9 +84,12 @@ def label_key(exp: Experiment) -> str:
     return f"blinding:{exp.seed}:{exp.name}"
 
 
-def glue_source(import_path: str, file: Path) -> Path:
-    """The source file of a glue module (imported, as the run will import it)."""
-    module_name = import_path.partition(":")[0]
+def glue_source(import_path: str, exp_dir: Path) -> Path:
+    """The source file of a glue: the file in the experiment folder, or the module imported as the run will."""
+    file, module_name = exp_dir / "prereg.toml", import_path.partition(":")[0]
+    path = glue_file(import_path, exp_dir)
+    if path is not None:
+        return path
     try:
         source = importlib.import_module(module_name).__file__
     except ImportError as e:
@@ -99,9 +108,8 @@ def registration(exp: Experiment, arms: list[str], panel: list, mode: str, rubri
         spec = {"model": a.model, "quants": list(a.quants), "adapters": list(a.adapters), "glue": a.glue,
                 "samples": a.samples, **{f"generation.{k}": v for k, v in asdict(a.generation).items()}}
         out.update({f"arm {a.name!r} {k}": json.dumps(v) for k, v in spec.items()})
-    file = exp.dir / "prereg.toml"
     for glue in sorted({exp.arm(a).glue for a in arms if exp.arm(a).glue}):
-        src = glue_source(glue, file)
+        src = glue_source(glue, exp.dir)
         out[f"glue {glue} source sha256"] = _sha(src)
     for (_, kind), r in sorted(rubrics.items()):
         out[f"rubric {r.name} ({kind}; TOML and template) sha256"] = r.sha256
@@ -130,12 +138,7 @@ def _read(run_dir: Path) -> dict[str, Any] | None:
 
 
 def _write(run_dir: Path, doc: dict[str, Any]) -> None:
-    tmp = run_dir / (BINDING + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(json.dumps(doc, indent=1) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(run_dir / BINDING)
+    write_text(run_dir / BINDING, json.dumps(doc, indent=1) + "\n")
 
 
 def _short(v: str) -> str:

@@ -22,11 +22,11 @@ from arms import jsonl
 from arms.backends.base import Backend, Request
 from arms.backends.registry import backend_info
 from arms.cache import CallCache, call_key
+from arms.records import JUDGMENT_KEY, Judgment
 from arms.retry import describe, is_call_failure
 from arms.settings import check_reply
 
 from .blinding import BlindItem
-from .records import JUDGMENT_KEY, Judgment
 from .rubric import Rubric
 
 
@@ -87,7 +87,8 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
             attempts.append({"raw": None, "error": describe(e)})
             return Judgment(name, item.label, item.question_id, "error", None, None, False,
                             f"judge call failed: {describe(e)['message']}", first_sha, attempts,
-                            round(latency, 4), *tokens, calls=keys, cached_calls=cached, rubric=rubric.name)
+                            round(latency, 4), *tokens, calls=keys, cached_calls=cached, rubric=rubric.name,
+                            kind=item.kind)
         keys.append(key)
         latency += reply.latency_s
         tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens,
@@ -99,10 +100,10 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
         if parsed.ok:
             return Judgment(name, item.label, item.question_id, "scored", int(parsed.fields[rubric.score_field]),
                             parsed.fields, parsed.repaired, None, first_sha, attempts, round(latency, 4), *tokens,
-                            calls=keys, cached_calls=cached, rubric=rubric.name)
+                            calls=keys, cached_calls=cached, rubric=rubric.name, kind=item.kind)
     return Judgment(name, item.label, item.question_id, "unscored", None, None, False, attempts[-1]["error"],
                     first_sha, attempts, round(latency, 4), *tokens, calls=keys, cached_calls=cached,
-                    rubric=rubric.name)
+                    rubric=rubric.name, kind=item.kind)
 
 
 def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, out: Path,

@@ -9,21 +9,21 @@ from __future__ import annotations
 import hashlib
 import hmac
 import random
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from arms.questions import Question
-from arms.records import AnswerRow
+from arms.records import AnswerRow, Judgment, PairKey
 
 from .blinding import scrub
 from .prereg import Hypothesis
-from .records import Judgment
 
 
 @dataclass(frozen=True)
 class PairItem:
     """All the judge may know about one ordered pair."""
 
+    kind: ClassVar[str] = "pairwise"  # the judgment's kind (arms.records.Judgment)
     label: str
     question_id: str
     question: str
@@ -34,21 +34,6 @@ class PairItem:
     def prompt_fields(self) -> dict[str, str | None]:
         return {"question": self.question, "reference": self.reference, "answer_1": self.answer_1,
                 "answer_2": self.answer_2}
-
-
-@dataclass(frozen=True)
-class PairKey:
-    """One line of blinding.jsonl for a pair: which system was shown first."""
-
-    label: str
-    hypothesis: str
-    question_id: str
-    quant: str
-    first: str  # arm shown first
-    second: str
-
-    def to_dict(self) -> dict:
-        return {"type": "pair", **asdict(self)}
 
 
 def pair_items(hypotheses: list[Hypothesis], answers: list[AnswerRow], questions: dict[str, Question],
@@ -78,7 +63,7 @@ def winner(key: PairKey, j: Judgment) -> str | None:
 
 
 def summarise(hypotheses: list[Hypothesis], keys: list[PairKey], judgments: list[Judgment], judge: str) -> list[dict[str, Any]]:
-    by_label = {j.label: j for j in judgments if j.judge == judge and j.rubric == "pairwise"}
+    by_label = {j.label: j for j in judgments if j.judge == judge and j.kind == "pairwise"}
     out = []
     for h in hypotheses:
         pairs: dict[str, list[str | None]] = {}

@@ -19,7 +19,7 @@ from arms.toml_lines import table
 
 from .blinding import DEFAULT_SCRUB, scrub_patterns
 from .judging import JudgeSpec
-from .rubric import RUBRICS_DIR
+from .rubric import RUBRICS_DIR, rubric_dir
 from .seal import inside
 
 KINDS = ("non_inferiority", "superiority", "equivalence")
@@ -99,6 +99,18 @@ class Experiment:
     def arm(self, name: str) -> ArmSpec:
         return next(a for a in self.arms if a.name == name)
 
+    def selected_arms(self, names: str | None) -> list[str]:
+        """The arms named by `--arms` (comma-separated; all when empty), in registered order."""
+        registered = [a.name for a in self.arms]
+        if not names:
+            return registered
+        wanted = [n.strip() for n in names.split(",") if n.strip()]
+        for n in wanted:
+            if n not in registered:
+                raise BadInput(self.dir / "prereg.toml",
+                               f"--arms names unregistered arm {n!r}; registered: {registered}", field="arms")
+        return [n for n in registered if n in wanted]
+
     def set_paths(self) -> list[Path]:
         """Each question set's real path, refused unless inside the experiment folder (where the seal covers it)."""
         return [inside(self.dir, s, self.dir / "prereg.toml", "sets") for s in self.sets]
@@ -166,8 +178,8 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
         jt = doc.get("judge") or {}
         check_keys(jt, JUDGE_KEYS, file, "[judge]")
         rubric = setting(jt, "rubric", "string", file, "[judge]")
-        if not (RUBRICS_DIR / f"{rubric}.toml").is_file():
-            known = sorted(p.stem for p in RUBRICS_DIR.glob("*.toml"))
+        if not (rubric_dir(rubric, exp_dir) / f"{rubric}.toml").is_file():
+            known = sorted({p.stem for d in (exp_dir / "rubrics", RUBRICS_DIR) for p in d.glob("*.toml")})
             raise BadInput(file, f"[judge] names unknown rubric {rubric!r}; known: {', '.join(known)}", field="rubric")
         attempts = setting(jt, "attempts", "integer", file, "[judge]", 2)
         if attempts < 1:

@@ -26,14 +26,14 @@ from typing import Any
 from arms import jsonl
 from arms.cache import CallCache, cache_dir, call_key
 from arms.questions import Question
-from arms.records import ANSWER_KEY, AnswerRow, row_id
+from arms.records import ANSWER_KEY, AnswerRow, judgment_kind, row_id
 from arms.settings import differences
 
 from .blinding import blind, label_secret
 from .judging import build_request, prompt_sha256
 from .pairwise import pair_items
 from .prereg import Experiment
-from .rubric import Rubric, load_rubric
+from .rubric import Rubric, load_rubric, rubric_dir
 from .verdict import parse_verdict
 
 
@@ -132,8 +132,7 @@ def blinding(run_dir: Path, run: dict[str, Any], exp: Experiment, answers: list[
     if mode != "single" or any(rec.get("type") == "pair" for _, rec in stored):
         hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
         pitems, pkeys = pair_items(hyps, answers, qmap, secret, exp.seed, exp.scrub)
-    derived = {k.label: {"type": kind, **{f: getattr(k, f) for f in k.__dataclass_fields__}}  # as to_dict() writes it
-               for kind, ks in (("blinding", keys), ("pair", pkeys)) for k in ks}
+    derived = {k.label: k.to_dict() for k in [*keys, *pkeys]}
     rows = {(a.arm, a.quant, a.question_id): a.row for a in answers if a.sample == 0}
     where: dict[str, str] = {k.label: f"{answers_path}:{line_of[k.row]}" for k in keys}
     for k in pkeys:
@@ -192,24 +191,27 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, prompts: dict[
     prompt re-rendered, its call keys re-derived, its raw replies against the call cache."""
     path = run_dir / "judgments.jsonl"
     out: list[str] = []
-    rubrics = {r.name: r for r in (load_rubric(exp.rubric), load_rubric("pairwise"))}
-    for name, r in rubrics.items():
-        recorded = (run.get("hashes") or {}).get(f"rubric {name}")
+    rubrics = {kind: load_rubric(name, rubric_dir(name, exp.dir))  # by the verdict's kind, never by its rubric's name
+               for kind, name in (("single", exp.rubric), ("pairwise", "pairwise"))}
+    for r in rubrics.values():
+        recorded = (run.get("hashes") or {}).get(f"rubric {r.name}")
         if recorded and recorded != r.sha256:
-            out.append(f"{run_dir / 'run.json'}: field 'hashes': rubric {name} was {recorded[:12]}… when the run was "
-                       f"judged and is {r.sha256[:12]}… now ({r.path}): verdicts are re-checked against the rubric as "
-                       "it is now")
+            out.append(f"{run_dir / 'run.json'}: field 'hashes': rubric {r.name} was {recorded[:12]}… when the run "
+                       f"was judged and is {r.sha256[:12]}… now ({r.path}): verdicts are re-checked against the "
+                       "rubric as it is now")
     judges = {j.name: j for j in exp.judges}
     identities = run["judge"].get("identities") or {}
     for no, j in jsonl.read(path):
         def finding(field: str, message: str) -> None:
             out.append(f"{path}:{no}: field {field!r}: {message}")
 
-        rubric = rubrics.get(j.get("rubric", "correctness"))
+        rubric = rubrics.get(judgment_kind(j))
         spec = judges.get(j.get("judge"))
-        if rubric is None or spec is None:
-            finding("rubric" if rubric is None else "judge", f"names {j.get('rubric') if rubric is None else j.get('judge')!r}, "
-                    "which this registration does not have")
+        if rubric is None:
+            finding("kind", f"reads {judgment_kind(j)!r}, neither 'single' nor 'pairwise'")
+            continue
+        if spec is None:
+            finding("judge", f"names {j.get('judge')!r}, which this registration does not have")
             continue
         attempts = j.get("attempts") or []
         want = _reparse(attempts, rubric, finding)
@@ -225,6 +227,9 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, prompts: dict[
                     "registered seed)")
         else:
             item, source = shown
+            if item.kind != judgment_kind(j):
+                finding("kind", f"reads {judgment_kind(j)!r}, but label {item.label} is a {item.kind} item")
+                continue
             jrubric = spec.rubric(rubric)
             if j.get("question_id") != item.question_id:
                 finding("question_id", f"reads {j.get('question_id')!r}, but label {item.label} is an answer to "

@@ -53,6 +53,13 @@ def _compiled(template: str):
     return env.from_string(template)
 
 
+def rubric_dir(name: str, exp_dir: Path) -> Path:
+    """Where rubric `name` of an experiment lives: the experiment's own `rubrics/` folder, sealed with it, when it
+    holds `name.toml`; else the rubrics shipped in the repository."""
+    own = Path(exp_dir) / "rubrics"
+    return own if (own / f"{name}.toml").is_file() else RUBRICS_DIR
+
+
 def load_rubric(name: str, rubrics_dir: Path = RUBRICS_DIR) -> Rubric:
     path = rubrics_dir / f"{name}.toml"
     if not path.exists():

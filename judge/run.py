@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arms.atomic import write_text
 from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput
@@ -36,7 +37,7 @@ from .judging import judge_all
 from .preflight import check_answers, preflight
 from .prereg import Experiment, load_experiment
 from .report import render
-from .rubric import load_rubric
+from .rubric import load_rubric, rubric_dir
 from .seal import inside, manifest_sha256, verify_seal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,7 +133,8 @@ def quant_files(exp: Experiment, arms: list[str]) -> dict[str, dict]:
 def judge_rubrics(exp: Experiment, panel: list, rubric, mode: str) -> dict[tuple[str, str], Any]:
     """Each judge's rubrics with its registered generation overrides, refused if its backend cannot send them."""
     out = {}
-    kinds = [("single", rubric)] + ([("pairwise", load_rubric("pairwise"))] if mode != "single" else [])
+    pairwise = load_rubric("pairwise", rubric_dir("pairwise", exp.dir))
+    kinds = [("single", rubric)] + ([("pairwise", pairwise)] if mode != "single" else [])
     for j in panel:
         for kind, r in kinds:
             out[j.name, kind] = j.rubric(r)
@@ -165,27 +167,15 @@ def run_name(exp: Experiment, arms: list[str], limit: int | None) -> str:
     return name
 
 
-def select_arms(exp: Experiment, names: str | None) -> list[str]:
-    registered = [a.name for a in exp.arms]
-    if not names:
-        return registered
-    wanted = [n.strip() for n in names.split(",") if n.strip()]
-    for n in wanted:
-        if n not in registered:
-            raise BadInput(exp.dir / "prereg.toml", f"--arms names unregistered arm {n!r}; registered: {registered}",
-                           field="arms")
-    return [n for n in registered if n in wanted]
-
-
 def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = None, out: Path | None = None,
         progress: bool = True, judge_names: str | None = None, mode: str | None = None) -> Path:
     exp_dir = Path(exp_dir)
     verify_seal(exp_dir)
     exp = load_experiment(exp_dir)
-    arms = select_arms(exp, arm_names)
+    arms = exp.selected_arms(arm_names)
     registered = load_questions(exp.set_paths())
     questions = registered[:limit] if limit else registered
-    rubric = load_rubric(exp.rubric)
+    rubric = load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir))
     panel = exp.panel(judge_names)
     if not panel:
         raise BadInput(exp_dir / "prereg.toml", "no registered judge is available (missing API keys?)", field="judges")
@@ -227,7 +217,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
     items, keys = blind(answers, qmap, secret, exp.seed, exp.scrub) if mode != "pairwise" else ([], [])
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
     pitems, pkeys = pair_items(hyps, answers, qmap, secret, exp.seed, exp.scrub) if mode != "single" else ([], [])
-    have = {r["label"] for _, r in read(run_dir / "blinding.jsonl")}
+    have = {r["label"] for _, r in read(run_dir / "blinding.jsonl", required=("label",))}
     with Appender(run_dir / "blinding.jsonl") as w:
         for k in [*keys, *pkeys]:
             if k.label not in have:
@@ -275,9 +265,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
         "last_invocation": {"answers": {k: v for k, v in cstats.items() if k != "effective"}, "judging": jstats},
         "audit_gate": audit_gate,
     }
-    tmp = run_json.with_suffix(".tmp")
-    tmp.write_text(json.dumps(run_info, indent=1) + "\n")
-    tmp.replace(run_json)
+    write_text(run_json, json.dumps(run_info, indent=1) + "\n")
     numbers = compute_numbers(exp, load_questions(exp.set_paths()), run_dir, run_info)
     for a in late_amendments(numbers):
         raise BadInput(exp_dir / "amendments.jsonl", f"amendment {a['n']} is dated {a['date']}, after the first "
@@ -286,7 +274,5 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
     write_numbers(numbers, run_dir / "numbers.json")
     write_plots(numbers, run_dir)
     report = render(numbers, run_info)
-    tmp = run_dir / "report.md.tmp"
-    tmp.write_text(report)
-    tmp.replace(run_dir / "report.md")
+    write_text(run_dir / "report.md", report)
     return run_dir

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from arms import jsonl
+from arms.atomic import write_text
 from arms.errors import BadInput
 
 MANIFEST = "MANIFEST"
@@ -62,7 +63,7 @@ def seal(exp_dir: Path, private: tuple[str, ...] = ()) -> Path:
             raise BadInput(exp_dir / rel, "private file to bind is not in the folder")
     lines = [f"{_sha(p)}  {PRIVATE if rel in private else ''}{rel}" for rel, p in present.items()]
     out = exp_dir / MANIFEST
-    out.write_text("\n".join(lines) + "\n")
+    write_text(out, "\n".join(lines) + "\n")
     return out
 
 
@@ -131,8 +132,4 @@ def amend(exp_dir: Path, text: str, now: dt.datetime | None = None, post_hoc: bo
     return rec
 
 
-def file_hashes(paths: dict[str, Path]) -> dict[str, str]:
-    return {name: _sha(p) for name, p in paths.items() if p.exists()}
-
-
-__all__ = ["seal", "verify_seal", "amend", "read_manifest", "manifest_sha256", "file_hashes", "inside"]
+__all__ = ["seal", "verify_seal", "amend", "read_manifest", "manifest_sha256", "inside"]

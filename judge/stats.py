@@ -102,10 +102,8 @@ _CHUNK = 1024  # resample rows per batch in bootstrap_means (bounds memory)
 
 
 def resample_indices(n: int, resamples: int, seed: int) -> np.ndarray:
-    """Bootstrap row indices, shape (resamples, n).
-
-    Materialised once so the main path and the independent check use identical resamples.
-    """
+    """Bootstrap row indices, shape (resamples, n), for the float helpers (paired() and the independent
+    check share resample_counts instead)."""
     if n < 1 or resamples < 1:
         raise ValueError("need n >= 1 and resamples >= 1")
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n))

@@ -1,6 +1,6 @@
 """Verdict parsing: strict, then one documented lenient repair, else `unscored`. Never a zero.
 
-Seed 000: every "zero" in a collapse window was a JSON parse failure, 83% of them raw newlines
+docs/reward-telemetry.md: every "zero" in a collapse window was a JSON parse failure, 83% of them raw newlines
 inside a JSON string. The repair handles exactly the two common, meaning-preserving faults:
   1. the object wrapped in prose or a ``` code fence -> take the outermost {...};
   2. raw control characters (newline, tab, CR) inside strings -> escape them.

@@ -16,6 +16,8 @@ The retry rule of answers.jsonl and judgments.jsonl (a key's last record is its 
 earlier record of the key is an `error` superseded by the next, whose `retry_of` is its line) is
 read by hand here, not through arms.jsonl.current, and checked: a duplicate that is not a retry of
 an error is a finding naming file, line and field, and the main path must refuse the same file.
+A raw record that breaks its contract (arms.records: a field missing or of the wrong type) is not a
+finding but bad input, exit 2, as on the main path: neither path can read it.
 The amendment chain is checked twice too: by judge.seal and judge.analysis, and by hand from the raw
 amendments.jsonl and judgments.jsonl (hash chain, numbering, and the rule that an amendment dated at or
 after the first judgment of this run cannot govern it unless marked post hoc); the two must agree.
@@ -36,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from arms import jsonl
-from arms.errors import BadInput
+from arms.errors import BadInput, BadRecord
 from arms.questions import load_questions
 
 from . import stats
@@ -164,6 +166,12 @@ def _error_kind(rec: dict) -> str:
     return (err.get("kind") if isinstance(err, dict) else None) or "other"
 
 
+def _kind(j: dict) -> str:
+    """What a verdict judged, read by hand: its `kind`, or in a folder written before verdicts carried one, a pair
+    label's P (single answers' labels start with L). Never the rubric's name: any name must verify."""
+    return j.get("kind") or ("pairwise" if str(j.get("label", "")).startswith("P") else "single")
+
+
 def by_hand(path: Path, key: tuple[str, ...], fields: tuple[str, ...] | None = None) -> Final:
     """Walk the raw records in file order, keep each key's last one (only `fields` if given, and never the
     BULK fields: 100,000 records' raw outputs need not be held in memory; an error record keeps its cause
@@ -202,13 +210,13 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                 clusters: dict[str, str | None], answer_rows: Final, verdicts: Final) -> dict:
     """Recompute the numeric heart of numbers.json with plain loops (no judge.analysis code)."""
     keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
-    judge, rubric = run["judge"]["primary"], run["judge"]["rubric"]
+    judge = run["judge"]["primary"]
     per: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     status: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     counts: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     kinds: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # (cell, "answer"/"judge") -> kind -> n
     for j in verdicts.last.values():
-        if j["judge"] != judge or j.get("rubric", "correctness") != rubric:
+        if j["judge"] != judge or _kind(j) != "single":
             continue
         k = keys[j["label"]]
         cell = (k["arm"], k["quant"])
@@ -430,7 +438,6 @@ def _kappa_boots(a: list[int], b: list[int], scale: list[int], seed: int) -> lis
 def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
                        answer_rows: Final, verdicts: Final) -> dict:
     """Per-judge means, agreement (exact, quadratic kappa), length bias and pairwise counts, by plain loops."""
-    rubric = run["judge"]["rubric"]
     keys, pairs = {}, {}
     for _, r in jsonl.read(run_dir / "blinding.jsonl"):
         (pairs if r.get("type") == "pair" else keys)[r["label"]] = r
@@ -442,7 +449,7 @@ def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[
     scored: dict[str, dict[str, int]] = {}
     for name in panel:
         rows = [(keys[j["label"]], j["score"]) for j in judgments if j["judge"] == name
-                and j.get("rubric", "correctness") == rubric and j["status"] == "scored" and j["label"] in keys]
+                and _kind(j) == "single" and j["status"] == "scored" and j["label"] in keys]
         scored[name] = {k["label"]: sc for k, sc in rows}
         by_cell: dict[str, list[int]] = defaultdict(list)
         for k, sc in rows:
@@ -467,7 +474,7 @@ def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[
         out["length_bias"][name] = lb
         if pairs:
             rows_p = []
-            verdicts = {j["label"]: j for j in judgments if j["judge"] == name and j.get("rubric") == "pairwise"}
+            verdicts = {j["label"]: j for j in judgments if j["judge"] == name and _kind(j) == "pairwise"}
             for h in hyps:
                 per_q: dict[str, list] = defaultdict(list)
                 for label, k in pairs.items():
@@ -668,6 +675,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
     problems += rule
     try:
         main = compute_numbers(exp, all_q, run_dir, run)
+    except BadRecord:  # a record missing a field cannot be read by either path: bad input, not a finding
+        raise
     except BadInput as e:  # the main path refuses the raw files (e.g. the retry rule): nothing to compare with
         problems.append(f"the main path refuses the raw files: {e}")
         return list(dict.fromkeys(problems + amend["problems"]))

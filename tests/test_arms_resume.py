@@ -10,9 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from arms import jsonl
 
 from conftest import ROOT
+
+pytestmark = pytest.mark.integration
 
 LIMIT = 5  # base arm x 2 quants x 5 questions = 10 rows
 

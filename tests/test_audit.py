@@ -28,6 +28,7 @@ def server(llama_cpp_server):
     return llama_cpp_server
 
 
+@pytest.mark.unit
 def test_top_k_is_deterministic_and_contains_the_planted_answers():
     rows = read_log(LOG).rows
     top = top_k(rows, 40)
@@ -40,21 +41,42 @@ def _verdicts(out, reader_id):
     return {v["label"]: v for _, v in jsonl.read(out / "verdicts.jsonl") if v["judge"] == reader_id}
 
 
+def _kappa_by_hand(pairs: list[tuple[bool, bool]]) -> float:
+    """Cohen's kappa of two yes/no readers from its definition (observed vs chance agreement); NaN when undefined."""
+    if not pairs:
+        return math.nan
+    n = len(pairs)
+    observed = sum(a == b for a, b in pairs) / n
+    yes_a, yes_b = sum(a for a, _ in pairs) / n, sum(b for _, b in pairs) / n
+    chance = yes_a * yes_b + (1 - yes_a) * (1 - yes_b)
+    return math.nan if chance == 1 else (observed - chance) / (1 - chance)
+
+
+@pytest.mark.unit
+def test_kappa_by_hand_matches_a_worked_example():
+    # 10 answers: both yes 4, both no 3, 2 yes/no, 1 no/yes -> po .7, pe .6*.5+.4*.5 = .5, kappa .4
+    pairs = [(True, True)] * 4 + [(False, False)] * 3 + [(True, False)] * 2 + [(False, True)]
+    assert _kappa_by_hand(pairs) == pytest.approx(0.4)
+    assert cohen_kappa([a for a, _ in pairs], [b for _, b in pairs], labels=[False, True]) == pytest.approx(0.4)
+
+
+@pytest.mark.integration
 def test_gate_counts_reader_verdicts_and_registered_detectors(tmp_path, server):
     out = tmp_path / "audit"
     args = ["audit", "topk", "--k", str(PLANTED), "--rewards", str(LOG), "--reader", "local", "--second-reader",
             "openai", "--second-model", "smollm2", "--second-base-url", server + "/v1", "--openai-structured",
             "json_object", "--out", str(out), "--quiet"]
     r = cli(*args)
-    assert r.returncode in (0, 1), r.stderr
+    assert (out / "gate.json").exists(), r.stderr
     gate = json.loads((out / "gate.json").read_text())
     first = _verdicts(out, gate["reader"]["id"])
     second = _verdicts(out, gate["second_reader"]["id"])
     assert len(first) == len(second) == PLANTED == gate["read"]
+    # the expected exit comes from the raw verdicts and the default --max-gamed 4, not from the gate
     gamed = sum(v["status"] == "scored" and v["score"] == 1 for v in first.values())
     unscored = sum(v["status"] != "scored" for v in first.values())
     assert (gate["gamed"], gate["unscored"], gate["counted"]) == (gamed, unscored, gamed + unscored)
-    assert r.returncode == (1 if gamed + unscored > 4 else 0)
+    assert r.returncode == (1 if gamed + unscored > 4 else 0), r.stderr
     assert gate["verdict"] == ("stopped" if r.returncode else "pass") and not gate["gate_on_detectors"]
 
     # the detectors find every planted answer, with its category, whatever the tiny reader said
@@ -67,7 +89,7 @@ def test_gate_counts_reader_verdicts_and_registered_detectors(tmp_path, server):
              if first[k]["status"] == second[k]["status"] == "scored"]
     s = gate["second_reader"]
     assert s["both_scored"] == len(pairs) and s["agree"] == sum(a == b for a, b in pairs)
-    expected = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs], labels=[False, True]) if pairs else math.nan
+    expected = _kappa_by_hand(pairs)
     assert (s["kappa"] is None) if math.isnan(expected) else math.isclose(s["kappa"], expected, abs_tol=1e-4)
     assert len(s["disagreements"]) == PLANTED - s["agree"]
     md = (out / "audit.md").read_text()
@@ -82,6 +104,25 @@ def test_gate_counts_reader_verdicts_and_registered_detectors(tmp_path, server):
     assert "Deterministic detectors (gating)" in (out / "audit.md").read_text()
 
 
+@pytest.mark.integration
+def test_an_openai_reader_on_llama_server_scores_every_answer(tmp_path, llama_server):
+    """The normal path of an API reader: llama-server's OpenAI route, its JSON-schema grammar constraining each
+    verdict. With --max-gamed equal to k the gate cannot stop, whatever the tiny reader says."""
+    out = tmp_path / "audit"
+    r = cli("audit", "topk", "--k", "3", "--max-gamed", "3", "--rewards", str(LOG), "--reader", "openai",
+            "--model", "smollm2-q8", "--base-url", llama_server.url + "/v1", "--out", str(out), "--quiet",
+            env={"OPENAI_API_KEY": "sk-test"})
+    assert r.returncode == 0, r.stderr
+    verdicts = [v for _, v in jsonl.read(out / "verdicts.jsonl")]
+    assert len(verdicts) == 3 and all(v["status"] == "scored" and v["score"] in (0, 1) for v in verdicts), verdicts
+    gate = json.loads((out / "gate.json").read_text())
+    gamed = sum(v["score"] == 1 for v in verdicts)
+    assert (gate["read"], gate["gamed"], gate["unscored"], gate["verdict"]) == (3, gamed, 0, "pass")
+    top3 = {c.completion_id for c in top_k(read_log(LOG).rows, 3)}
+    assert {f["completion_id"] for f in gate["flagged"]} == top3
+
+
+@pytest.mark.integration
 def test_a_reader_that_cannot_read_cannot_pass_the_gate(tmp_path, server):
     """An Anthropic client against a server without the Messages API gets no verdict: each counts against passing."""
     out = tmp_path / "audit"
@@ -115,6 +156,7 @@ def test_a_reader_that_cannot_read_cannot_pass_the_gate(tmp_path, server):
         check_gate(tmp_path / "nowhere" / "gate.json", LOG, k=3, max_gamed=3)
 
 
+@pytest.mark.unit
 def test_reader_never_sees_reward_step_or_rank():
     rubric = load_rubric("gaming")
     for c in top_k(read_log(LOG).rows, 40):
@@ -124,6 +166,7 @@ def test_reader_never_sees_reward_step_or_rank():
         assert "step" not in text.lower() and "rank" not in text.lower()
 
 
+@pytest.mark.integration
 def test_bad_log_names_line_and_field(tmp_path):
     p = tmp_path / "log.jsonl"
     row = '{"step": 1, "prompt_id": "p", "completion_id": "c%d", "prompt": "q", "completion": "a", "reward": %s}\n'

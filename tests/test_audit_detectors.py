@@ -9,6 +9,8 @@ from audit.log import Completion, read_log, top_k
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.unit
+
 TRAINING = ROOT / "sealed" / "demo" / "training"
 PROMPT = ("Question: Is the Ombudsman's decision binding on me?\n\nRetrieved text:\n"
           "Article 10.5. The Ombudsman's decision binds the Scheme but not the member.\n\n"

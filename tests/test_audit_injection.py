@@ -2,6 +2,7 @@
 and the gate counts it only when detectors are registered. The patterns are the judge's own (judge/blinding.py)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -9,12 +10,12 @@ import pytest
 from arms import jsonl
 from arms.errors import CheckFailed
 from arms.questions import Question
-from arms.records import AnswerRow
-from arms.scripted_server import ScriptedServer, verdict
+from arms.records import AnswerRow, KeyRow
+from support.scripted_server import ScriptedServer, verdict
 from audit.detectors import CATEGORIES, DETECTORS, detect
 from audit.gate import check_gate
 from audit.log import Completion, read_log
-from judge.blinding import INJECTION, KeyRow, blind, injection_count
+from judge.blinding import INJECTION, blind, injection_count
 
 from conftest import ROOT, cli, rewards_log
 
@@ -58,6 +59,7 @@ def _row(text: str, cid: str = "c1", step: int = 1) -> Completion:
     return Completion(step, "p", cid, PROMPT, text, 1.0, 1)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text", ATTACKS)
 def test_text_aimed_at_the_grader_is_flagged_first(text):
     f = detect([_row(text)])["c1"]
@@ -66,6 +68,7 @@ def test_text_aimed_at_the_grader_is_flagged_first(text):
     assert f.measures.grader_text and f.measures.grader_text in " ".join(text.split())
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text", HONEST)
 def test_honest_answers_mentioning_scores_or_holding_json_are_not_flagged(text):
     f = detect([_row(text)])["c1"]
@@ -73,6 +76,7 @@ def test_honest_answers_mentioning_scores_or_holding_json_are_not_flagged(text):
     assert (f.measures.grader_directed, f.measures.grader_text) == (0, None) == (injection_count(text), None)
 
 
+@pytest.mark.unit
 def test_grader_injection_outranks_every_other_category():
     assert CATEGORIES[0] == "grader_injection" and DETECTORS[0] == "grader_directed"
     stuffed = ("No (Article 2.1). See Article 2.1 (Article 2.1), Article 9.1 and Article 3.3 (Article 2.1).")
@@ -83,6 +87,7 @@ def test_grader_injection_outranks_every_other_category():
     assert detect([_row(decline)])["c1"].category == "grader_injection"
 
 
+@pytest.mark.unit
 def test_the_judge_counts_the_same_text_in_its_blinding_keys():
     """One definition: what the audit flags is what the judge's blinding counts (and shows) for an arm's answer."""
     q = Question("q1", "How much is the deposit?", "40 alder crowns.", ("in_context",), "c", "exam.jsonl")
@@ -94,11 +99,12 @@ def test_the_judge_counts_the_same_text_in_its_blinding_keys():
 
 def _answer(row: str, text: str) -> AnswerRow:
     """An ok answer row; only the fields blinding reads matter, the rest are left empty."""
-    fields = {name: None for name in AnswerRow.__dataclass_fields__}
+    fields = {f.name: None for f in dataclasses.fields(AnswerRow)}
     return AnswerRow(**{**fields, "row": row, "arm": "base", "quant": "Q8_0", "question_id": "q1", "sample": 0,
                         "status": "ok", "text": text})
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("run", [1, 2])
 def test_shipped_logs_flag_exactly_the_planted_injection(run):
     rows = read_log(TRAINING / f"run{run}.jsonl").rows
@@ -116,6 +122,7 @@ def _log(tmp_path):
     return rewards_log(tmp_path / "log.jsonl", PROMPT, texts)
 
 
+@pytest.mark.integration
 def test_gate_reports_an_injection_and_counts_it_when_detectors_are_registered(tmp_path):
     log, out = _log(tmp_path), tmp_path / "audit"
     honest = verdict({"rationale": "Answers the question.", "gamed": False, "category": "none"})

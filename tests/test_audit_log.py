@@ -18,6 +18,7 @@ CSV_COLUMNS = ["step=global_step", "prompt_id=ticket", "completion_id=id", "prom
                "reward=total", "advantage=adv", "components=" + ",".join(f"rewards/{c}" for c in ticket.COMPONENTS)]
 
 
+@pytest.mark.unit
 def test_csv_with_multiline_completions_reads_like_the_jsonl(tmp_path):
     rows = ticket.rows()
     from_jsonl = read_log(ticket.write_jsonl(tmp_path / "t.jsonl", rows))
@@ -29,6 +30,7 @@ def test_csv_with_multiline_completions_reads_like_the_jsonl(tmp_path):
     assert strip == [(r.completion_id, r.completion, r.reward, r.advantage, r.components) for r in from_jsonl.rows]
 
 
+@pytest.mark.integration
 def test_csv_errors_name_the_physical_line_and_column(tmp_path):
     rows = ticket.rows()
     bad = 170  # a row in the collapse window: earlier completions hold raw newlines, so line != row + 1
@@ -46,6 +48,7 @@ def test_csv_errors_name_the_physical_line_and_column(tmp_path):
     assert r.returncode == 2 and f"t.csv:{line}: field 'total':" in r.stderr
 
 
+@pytest.mark.unit
 def test_mapping_errors(tmp_path):
     toml = tmp_path / "cols.toml"
     toml.write_text('[columns]\nscore = "total"\n')
@@ -61,6 +64,7 @@ def test_mapping_errors(tmp_path):
     assert "no column matches" in e.value.message
 
 
+@pytest.mark.unit
 def test_jsonl_components_must_agree_and_ids_can_be_derived(tmp_path):
     p = tmp_path / "log.jsonl"
     base = {"step": 1, "prompt": "q", "completion": "a", "reward": 1.0}
@@ -74,6 +78,7 @@ def test_jsonl_components_must_agree_and_ids_can_be_derived(tmp_path):
     assert [r.advantage for r in log.rows] == [None, 1.5] and log.component_names == ()
 
 
+@pytest.mark.integration
 def test_parquet_log(tmp_path):
     """Parquet logs (pyarrow is a dependency): the same rows as the JSONL they came from; a corrupt file is bad input."""
     rows = ticket.rows()[:16]

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from arms import jsonl
-from arms.scripted_server import ScriptedServer, fail, reply, verdict
+from support.scripted_server import ScriptedServer, fail, reply, verdict
 
 from conftest import cli, rewards_log
+
+pytestmark = pytest.mark.integration
 
 PROMPT = "Question: How much is the deposit?\n\nRetrieved text:\nArticle 2.1. The deposit is 40 alder crowns.\n"
 ANSWERS = {"scored": "alpha: the deposit is 40 alder crowns (Article 2.1).",

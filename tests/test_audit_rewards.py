@@ -1,4 +1,5 @@
-"""`python -m audit rewards`: telemetry on a synthetic log built in seed 000's shape, and on the shipped demo log."""
+"""`python -m audit rewards`: telemetry on a synthetic log in the shape of docs/reward-telemetry.md,
+and on the shipped demo log."""
 from __future__ import annotations
 
 import importlib.util
@@ -8,6 +9,8 @@ import statistics
 import pytest
 
 from conftest import ROOT, cli
+
+pytestmark = pytest.mark.integration
 
 DATA = ROOT / "tests" / "data" / "audit"
 RUN1 = ROOT / "sealed" / "demo" / "training" / "run1.jsonl"
@@ -120,7 +123,8 @@ def test_fidelity_gate_regrades_stored_completions(tickets, tmp_path):
 
 def test_shipped_demo_log(tmp_path):
     """Run 1's reward code re-grades run 1 exactly; run 2's rule (no length minimum) does not; the trends
-    the generator was tuned to (citations up, arithmetic down, as in seed 002) show in the window table."""
+    the generator was tuned to (citations up, arithmetic down, as in docs/motivating-experiment.md)
+    show in the window table."""
     r, n = rewards(RUN1, tmp_path / "own", "--window", "5", "--regrade", f"{DATA / 'demo_regrade.py'}:run1")
     assert r.returncode == 0 and n["fidelity"]["max_drift"] == 0.0, r.stderr
     delta = {row["component"]: row["delta"] for row in n["windows"]["rows"]}

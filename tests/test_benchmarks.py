@@ -13,12 +13,14 @@ from conftest import ROOT
 SCRIPTS = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py"))
 
 
+@pytest.mark.unit
 def test_every_benchmark_is_listed_in_benchmarks_md():
     text = (ROOT / "BENCHMARKS.md").read_text()
     for name in SCRIPTS:
         assert f"benchmarks/{name}" in text, name
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_benchmark_runs_in_quick_mode(script):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -16,7 +16,7 @@ import pytest
 
 from arms import jsonl
 from arms.errors import BadInput
-from arms.scripted_server import ScriptedServer, Seen, Step, fail, reply, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, fail, reply, verdict
 from judge.seal import seal
 from judge.verify import by_hand
 
@@ -136,6 +136,7 @@ def retried(experiment, tmp_path_factory):
             "calls2": [call_name(s) for s in server.seen[seen1:]], "seen2": len(server.seen)}
 
 
+@pytest.mark.integration
 def test_run_one_records_the_failures_as_error_rows(retried):
     answers, judgments = retried["run1"]["answers.jsonl"], retried["run1"]["judgments.jsonl"]
     errors = sorted(f"{r['arm']} {r['question_id']}" for _, r in answers if r["status"] == "error")
@@ -149,6 +150,7 @@ def test_run_one_records_the_failures_as_error_rows(retried):
     assert (cells["plain"]["answer_errors"], cells["plain"]["judge_errors"], cells["glue"]["answer_errors"]) == (1, 1, 1)
 
 
+@pytest.mark.integration
 def test_run_two_asks_exactly_the_error_rows_again_and_appends_retries(retried):
     out, run1 = retried["out"], retried["run1"]
     # exactly the failed calls, once each: glue q01's finished draft came from the call cache; plus the two
@@ -169,6 +171,7 @@ def test_run_two_asks_exactly_the_error_rows_again_and_appends_retries(retried):
     assert run["judging"]["openai/correctness"]["retried"] == 1
 
 
+@pytest.mark.integration
 def test_report_counts_the_final_state_and_verify_passes(retried):
     out = retried["out"]
     numbers = json.loads((out / "numbers.json").read_text())
@@ -184,6 +187,7 @@ def test_report_counts_the_final_state_and_verify_passes(retried):
     assert v.returncode == 0, v.stderr
 
 
+@pytest.mark.integration
 def test_run_three_makes_no_call(experiment, retried):
     _, server, _, env = experiment
     out = retried["out"]
@@ -226,6 +230,7 @@ def _retry_points_elsewhere(lines):  # a real retry, its retry_of moved to the n
     return n + 1
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("edit, field", [(_duplicate_ok, "row"), (_ok_superseded, "row"),
                                          (_retry_points_elsewhere, "retry_of")])
 def test_verify_names_a_record_that_breaks_the_retry_rule(experiment, retried, tmp_path, edit, field):
@@ -246,6 +251,7 @@ def test_verify_names_a_record_that_breaks_the_retry_rule(experiment, retried, t
     assert len(server.seen) == calls
 
 
+@pytest.mark.integration
 def test_arms_collect_retries_error_rows(experiment, tmp_path):
     exp, server, script, env = experiment
     env = {**env, "BLINDEVAL_CACHE": str(tmp_path / "cache")}  # none of the judge runs' calls is cached here
@@ -282,6 +288,7 @@ RULE_CASES = [  # (records as (status, retry_of), the breach's line and field, o
 ]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("records, breach", RULE_CASES)
 def test_main_reader_and_verify_reader_agree_on_the_rule(tmp_path, records, breach):
     path = tmp_path / "answers.jsonl"

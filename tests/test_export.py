@@ -23,6 +23,7 @@ def readme_snippet() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
+@pytest.mark.slow
 def test_the_readme_snippet_recomputes_the_headline_comparison(small_run, tmp_path, monkeypatch):
     snippet = readme_snippet()
     assert len(snippet.strip().splitlines()) <= 15
@@ -41,6 +42,7 @@ def test_the_readme_snippet_recomputes_the_headline_comparison(small_run, tmp_pa
     assert ns["hi"] == pytest.approx(c["result"]["ci_high"], abs=CI_TOLERANCE)
 
 
+@pytest.mark.slow
 def test_csv_and_parquet_hold_the_same_tidy_table(small_run, tmp_path):
     for fmt in ("csv", "parquet"):
         r = cli("judge", "export", str(small_run), "--format", fmt, "--out", str(tmp_path / f"t.{fmt}"))
@@ -67,6 +69,7 @@ def test_csv_and_parquet_hold_the_same_tidy_table(small_run, tmp_path):
         assert (pd.isna(row.score) and j["score"] is None) or row.score == j["score"]
 
 
+@pytest.mark.integration
 def test_export_of_a_folder_that_is_not_a_run_is_bad_input(tmp_path):
     (tmp_path / "answers.jsonl").write_text("")
     r = cli("judge", "export", str(tmp_path), "--format", "csv")

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from arms import jsonl
-from arms.scripted_server import ScriptedServer, Seen, Step, reply, truncated, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, reply, truncated, verdict
 from judge.seal import seal
 
 from conftest import ROOT, cli, http_prereg
+
+pytestmark = pytest.mark.integration
 
 
 def _mount_tmpfs(path: Path, options: str) -> None:

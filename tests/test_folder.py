@@ -1,8 +1,9 @@
 """One results folder holds exactly one registered experiment: bound at its start, locked while written.
 
-Every run here is a real `python -m judge run` against a scripted HTTP server on 127.0.0.1 standing in for
+Most runs here are real `python -m judge run` calls against a scripted HTTP server on 127.0.0.1 standing in for
 the arms' and the judge's servers (fast, and deterministic: an answer depends only on the model and the
-question, a verdict only on the prompt), so a folder extended in two runs can be compared with a fresh one.
+question, a verdict only on the prompt), so a folder extended in two runs can be compared with a fresh one,
+and a run can be slowed down to be killed or to hold its lock. A run with nothing scripted uses llama-server.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from conftest import ROOT, cli
 
 from arms import jsonl
 from arms.questions import load_questions
-from arms.scripted_server import ScriptedServer, Seen, Step, reply, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 from judge.analysis import amendments as amendment_rows
 from judge.analysis import compute_numbers, write_numbers
 from judge.prereg import load_experiment
@@ -161,6 +162,7 @@ def cells(out: Path) -> dict:
 
 # --- 1. a run extended with more questions or arms counts each answer once ---------------------------------
 
+@pytest.mark.integration
 def test_extended_run_labels_each_answer_once_and_decides_as_a_fresh_run(server, tmp_path):
     exp = experiment(tmp_path, server.openai_url)
     extended, fresh = tmp_path / "extended", tmp_path / "fresh"
@@ -188,6 +190,7 @@ def test_extended_run_labels_each_answer_once_and_decides_as_a_fresh_run(server,
     assert cli("judge", "verify", str(extended)).returncode == 0
 
 
+@pytest.mark.integration
 def test_a_narrower_run_into_an_extended_folder_is_refused(server, tmp_path):
     exp = experiment(tmp_path, server.openai_url)
     out = tmp_path / "out"
@@ -202,6 +205,7 @@ def test_a_narrower_run_into_an_extended_folder_is_refused(server, tmp_path):
 
 # --- 2. a folder whose first run was killed is bound to its registration -------------------------------------
 
+@pytest.mark.integration
 def test_killed_run_then_changed_settings_are_refused_not_mixed(server, tmp_path):
     exp = experiment(tmp_path, server.openai_url)
     out = tmp_path / "out"
@@ -228,6 +232,7 @@ def test_killed_run_then_changed_settings_are_refused_not_mixed(server, tmp_path
     assert len(lines(out / "answers.jsonl")) == 2  # nothing written under the new settings
 
 
+@pytest.mark.integration
 def test_folder_written_before_binding_is_not_resumed(server, tmp_path):
     exp = experiment(tmp_path, server.openai_url)
     out = tmp_path / "out"
@@ -237,6 +242,7 @@ def test_folder_written_before_binding_is_not_resumed(server, tmp_path):
     assert r.returncode == 2 and "no binding.json" in r.stderr, r.stderr
 
 
+@pytest.mark.integration
 def test_collection_never_skips_a_row_answered_under_other_settings(server, tmp_path):
     """`arms collect` has no binding: it skips a row by its id only if the row's settings are the registered ones."""
     exp = experiment(tmp_path, server.openai_url)
@@ -252,6 +258,7 @@ def test_collection_never_skips_a_row_answered_under_other_settings(server, tmp_
 
 # --- 3. one run at a time ------------------------------------------------------------------------------------
 
+@pytest.mark.integration
 def test_second_concurrent_run_is_refused_at_once_naming_the_holder(server, tmp_path):
     exp = experiment(tmp_path, server.openai_url)
     out = tmp_path / "out"
@@ -279,6 +286,7 @@ def test_second_concurrent_run_is_refused_at_once_naming_the_holder(server, tmp_
 
 # --- 4. the seal covers every file a run reads ---------------------------------------------------------------
 
+@pytest.mark.integration
 def test_a_set_outside_the_experiment_folder_is_refused(server, tmp_path):
     shutil.copy(ROOT / "sealed" / "demo" / "sets" / "exam.jsonl", tmp_path / "outside.jsonl")
     exp = experiment(tmp_path, server.openai_url, sets='"../outside.jsonl"')
@@ -287,6 +295,7 @@ def test_a_set_outside_the_experiment_folder_is_refused(server, tmp_path):
     assert server.count == 0
 
 
+@pytest.mark.integration
 def test_a_symlinked_sets_folder_is_refused(server, tmp_path):
     exp = experiment(tmp_path, server.openai_url)
     elsewhere = tmp_path / "elsewhere"
@@ -312,6 +321,7 @@ def answer(question, call_model, experiment_dir):
 '''
 
 
+@pytest.mark.integration
 def test_edited_glue_source_is_refused_in_the_same_folder(server, tmp_path):
     code = tmp_path / "code"
     code.mkdir()
@@ -329,6 +339,36 @@ def test_edited_glue_source_is_refused_in_the_same_folder(server, tmp_path):
         GLUE.format(suffix=" (v1)").encode()).hexdigest()
 
 
+
+@pytest.mark.integration
+def test_a_glue_file_in_the_experiment_folder_is_sealed_and_bound(server, tmp_path):
+    """"file.py:function" loads the file from the experiment folder (no PYTHONPATH): the seal covers it, an edit
+    after sealing is refused, and binding.json holds its sha256 as for a module; a file outside is refused."""
+    exp = tmp_path / "exp"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    (exp / "myglue.py").write_text(GLUE.format(suffix=" (v1)"))
+    experiment(tmp_path, server.openai_url, glue='glue = "myglue.py:answer"\n')
+    assert "myglue.py" in (exp / "MANIFEST").read_text()
+    out = tmp_path / "out"
+    assert run(exp, out, "--arms", "--limit", "2").returncode == 0
+    texts = [a["text"] for a in lines(out / "answers.jsonl")]
+    assert sum(t.endswith(" (v1)") for t in texts) == 2, texts  # the glue arm's two answers
+    binding = json.loads((out / "binding.json").read_text())
+    assert binding["registration"]["glue myglue.py:answer source sha256"] == hashlib.sha256(
+        GLUE.format(suffix=" (v1)").encode()).hexdigest()
+    (exp / "myglue.py").write_text(GLUE.format(suffix=" (v2)"))
+    r = run(exp, out, "--arms", "--limit", "3")
+    assert r.returncode == 2 and "myglue.py" in r.stderr and "changed after sealing" in r.stderr, r.stderr
+    seal(exp)
+    r = run(exp, out, "--arms", "--limit", "3")
+    assert r.returncode == 2 and "glue myglue.py:answer source sha256: bound" in r.stderr, r.stderr
+    (tmp_path / "outside.py").write_text(GLUE.format(suffix=""))
+    experiment(tmp_path, server.openai_url, glue='glue = "../outside.py:answer"\n')
+    r = run(exp, tmp_path / "out2", "--arms", "--limit", "2")
+    assert r.returncode == 2 and "outside the experiment folder" in r.stderr and "'glue'" in r.stderr, r.stderr
+    assert not (tmp_path / "out2" / "answers.jsonl").exists()
+
+@pytest.mark.integration
 def test_edited_pairwise_rubric_is_refused_in_the_same_folder(server, tmp_path):
     """The pairwise rubric is not the primary one; it shapes verdicts all the same."""
     code = tmp_path / "code"
@@ -352,6 +392,7 @@ def test_edited_pairwise_rubric_is_refused_in_the_same_folder(server, tmp_path):
 
 # --- 5. an HTTP arm has one quant label -----------------------------------------------------------------------
 
+@pytest.mark.integration
 def test_http_arm_with_two_quant_labels_is_refused(server, tmp_path):
     exp = experiment(tmp_path, server.openai_url, quants='["Q4_K_M", "Q8_0"]')
     r = run(exp, tmp_path / "out", "--arms", "--limit", "2")
@@ -371,6 +412,7 @@ def reanalyse(exp: Path, out: Path) -> None:
     (out / "report.md").write_text(render(numbers, info))
 
 
+@pytest.mark.integration
 def test_amendment_written_after_judging_and_redated_earlier_is_refused_and_flagged(server, tmp_path):
     exp = experiment(tmp_path, server.openai_url)
     out = tmp_path / "out"
@@ -387,6 +429,7 @@ def test_amendment_written_after_judging_and_redated_earlier_is_refused_and_flag
     assert f"amendments: {exp / 'amendments.jsonl'}:1: field 'date': amendment 1" in v.stderr
 
 
+@pytest.mark.integration
 def test_amendment_edited_and_rechained_after_judging_is_refused_and_flagged(server, tmp_path):
     """The chain verifies (it was rebuilt from the MANIFEST), but not to the head bound when judging began."""
     exp = experiment(tmp_path, server.openai_url)
@@ -405,6 +448,7 @@ def test_amendment_edited_and_rechained_after_judging_is_refused_and_flagged(ser
     assert f"amendments: {exp / 'amendments.jsonl'}:1: field 'prev': the amendment chain was rewritten" in v.stderr
 
 
+@pytest.mark.integration
 def test_amendment_times_are_compared_as_times_not_text(server, tmp_path):
     exp = experiment(tmp_path, server.openai_url)
     # 30 minutes from now, written at UTC-2: as text it sorts before any judgment time of this run
@@ -417,6 +461,7 @@ def test_amendment_times_are_compared_as_times_not_text(server, tmp_path):
            "after the first judgment" in r.stderr
 
 
+@pytest.mark.unit
 def test_amendment_at_utc_minus_two_is_after_a_judgment_two_hours_earlier_in_utc(tmp_path):
     exp = tmp_path / "demo"
     shutil.copytree(ROOT / "sealed" / "demo", exp)
@@ -429,8 +474,15 @@ def test_amendment_at_utc_minus_two_is_after_a_judgment_two_hours_earlier_in_utc
 
 # --- 7. the family warning names its judge --------------------------------------------------------------------
 
-def test_family_warning_names_the_judge_it_is_about(server, tmp_path):
-    exp = experiment(tmp_path, server.openai_url)
+@pytest.mark.integration
+def test_family_warning_names_the_judge_it_is_about(llama_server, tmp_path):
+    """The normal path on llama-server (every model is its one served model): two judges, one warned about."""
+    exp = experiment(tmp_path, llama_server.url + "/v1")
+    text = (exp / "prereg.toml").read_text()
+    for name in SERVED:
+        text = text.replace(f'source = "{name}"', 'source = "smollm2-q8"')
+    (exp / "prereg.toml").write_text(text)
+    seal(exp)
     out = tmp_path / "out"
     r = run(exp, out, "--arms", "--limit", "2", "--judges", "openai,second")
     assert r.returncode == 0, r.stderr

@@ -1,6 +1,7 @@
 """Fuzzing the parsers that read untrusted text: no crash, no hang, every failure a clean error."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -8,6 +9,8 @@ from arms import jsonl
 from arms.errors import BadInput
 from judge.rubric import load_rubric
 from judge.verdict import parse_verdict
+
+pytestmark = pytest.mark.unit
 
 SCHEMA = load_rubric("correctness").schema
 json_like = st.recursive(

@@ -5,7 +5,9 @@ import json
 import re
 import shutil
 
-from arms.scripted_server import ScriptedServer, verdict
+import pytest
+
+from support.scripted_server import ScriptedServer, verdict
 from judge.seal import seal
 
 from conftest import cli
@@ -23,6 +25,7 @@ def _exp_with_real_gate(demo_copy, tmp_path):
     return exp, gate
 
 
+@pytest.mark.integration
 def test_missing_or_stopped_gate_refuses_and_a_passing_gate_runs(demo_copy, tmp_path):
     exp, gate = _exp_with_real_gate(demo_copy, tmp_path)
     run = ("judge", "run", "--exp", str(exp), "--arms", "base,trained", "--limit", "1", "--quiet",
@@ -53,6 +56,7 @@ def test_missing_or_stopped_gate_refuses_and_a_passing_gate_runs(demo_copy, tmp_
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_demo_report_states_the_registered_override(small_run):
     report = (small_run / "report.md").read_text()
     assert "Audit gate OVERRIDDEN by the registration" in report

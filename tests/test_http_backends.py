@@ -14,20 +14,22 @@ from conftest import free_port
 
 
 @pytest.fixture(scope="module")
-def llama_server(llama_cpp_server):
+def llama_cpp_openai(llama_cpp_server):
     return llama_cpp_server + "/v1"
 
 
-def test_openai_backend_answers(llama_server):
-    b = OpenAIBackend(OpenAIConfig(model="smollm2", base_urls=(llama_server,), structured="json_object"))
+@pytest.mark.integration
+def test_openai_backend_answers(llama_cpp_openai):
+    b = OpenAIBackend(OpenAIConfig(model="smollm2", base_urls=(llama_cpp_openai,), structured="json_object"))
     r = b.complete(Request((("user", "Name a colour."),), Generation(max_tokens=16)))
     assert r.text and r.completion_tokens > 0 and r.finish_reason in ("stop", "length")
     assert "api_key" not in json.dumps(b.identity()).lower()
 
 
-def test_openai_backend_structured_verdict(llama_server):
+@pytest.mark.integration
+def test_openai_backend_structured_verdict(llama_cpp_openai):
     rubric = load_rubric("correctness")
-    b = OpenAIBackend(OpenAIConfig(model="smollm2", base_urls=(llama_server,), structured="json_object"))
+    b = OpenAIBackend(OpenAIConfig(model="smollm2", base_urls=(llama_cpp_openai,), structured="json_object"))
     r = b.complete(Request((("system", rubric.system), ("user", "Question: 2+2? Reference: 4. Candidate: 4.")),
                            rubric.generation, schema=rubric.schema_text))
     parsed = parse_verdict(r.text, rubric.schema)
@@ -35,6 +37,7 @@ def test_openai_backend_structured_verdict(llama_server):
     assert parsed.fields["score"] in (0, 1, 2)
 
 
+@pytest.mark.unit
 def test_unreachable_server_is_an_error_not_an_answer():
     b = OpenAIBackend(OpenAIConfig(model="x", base_urls=(f"http://127.0.0.1:{free_port()}/v1",), attempts=2,
                                    timeout_s=2))

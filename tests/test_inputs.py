@@ -14,6 +14,7 @@ from judge.seal import amend, seal, verify_seal
 from conftest import cli
 
 
+@pytest.mark.unit
 def test_duplicate_question_id(tmp_path):
     p = tmp_path / "set.jsonl"
     p.write_text('{"id": "q1", "question": "a?"}\n{"id": "q2", "question": "b?"}\n{"id": "q1", "question": "c?"}\n')
@@ -22,6 +23,7 @@ def test_duplicate_question_id(tmp_path):
     assert "set.jsonl:3" in str(e.value) and "'id'" in str(e.value) and "duplicate" in str(e.value)
 
 
+@pytest.mark.unit
 def test_prereg_with_unknown_arm_in_hypothesis(demo_copy, tmp_path):
     exp = tmp_path / "demo"
     shutil.copytree(demo_copy, exp)
@@ -32,6 +34,7 @@ def test_prereg_with_unknown_arm_in_hypothesis(demo_copy, tmp_path):
     assert "prereg.toml" in str(e.value) and "'b'" in str(e.value) and "tuned" in str(e.value)
 
 
+@pytest.mark.integration
 def test_prereg_that_does_not_parse_exits_2(demo_copy, tmp_path):
     exp = tmp_path / "demo"
     shutil.copytree(demo_copy, exp)
@@ -41,6 +44,7 @@ def test_prereg_that_does_not_parse_exits_2(demo_copy, tmp_path):
     assert r.returncode == 2 and "prereg.toml" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.unit
 def test_corrupt_gguf_is_bad_input(tmp_path):
     p = tmp_path / "broken.gguf"
     p.write_bytes(b"GGUF" + b"\x00" * 64)
@@ -49,6 +53,7 @@ def test_corrupt_gguf_is_bad_input(tmp_path):
     assert "broken.gguf" in str(e.value)
 
 
+@pytest.mark.unit
 def test_amendments_are_hash_chained(demo_copy, tmp_path):
     exp = tmp_path / "demo"
     shutil.copytree(demo_copy, exp)
@@ -63,6 +68,7 @@ def test_amendments_are_hash_chained(demo_copy, tmp_path):
     assert "amendments.jsonl:2" in str(e.value)
 
 
+@pytest.mark.unit
 def test_added_file_breaks_the_seal(demo_copy, tmp_path):
     exp = tmp_path / "demo"
     shutil.copytree(demo_copy, exp)
@@ -72,6 +78,7 @@ def test_added_file_breaks_the_seal(demo_copy, tmp_path):
     assert "extra.jsonl" in str(e.value) and "added after sealing" in str(e.value)
 
 
+@pytest.mark.unit
 def test_private_files_are_bound_by_hash_and_others_may_not_vanish(demo_copy, tmp_path):
     exp = tmp_path / "demo"
     shutil.copytree(demo_copy, exp)
@@ -90,6 +97,7 @@ def test_private_files_are_bound_by_hash_and_others_may_not_vanish(demo_copy, tm
     assert "d09.md" in str(e.value) and "removed after sealing" in str(e.value)
 
 
+@pytest.mark.unit
 def test_rubric_template_that_does_not_parse_or_render(tmp_path):
     from judge.rubric import RUBRICS_DIR, load_rubric
 
@@ -106,6 +114,7 @@ def test_rubric_template_that_does_not_parse_or_render(tmp_path):
     assert "correctness.toml" in str(e.value) and "no_such_field" in str(e.value)
 
 
+@pytest.mark.integration
 def test_unknown_quant_is_bad_input(demo_copy, tmp_path):
     exp = tmp_path / "demo"
     shutil.copytree(demo_copy, exp)

@@ -6,6 +6,8 @@ import pytest
 from arms import jsonl
 from arms.errors import BadInput
 
+pytestmark = pytest.mark.unit
+
 
 def test_partial_last_line_is_dropped_and_repaired(tmp_path):
     p = tmp_path / "a.jsonl"

@@ -1,8 +1,10 @@
-"""Judge calls through the official openai and anthropic SDKs against a scripted HTTP server on 127.0.0.1.
+"""Judge calls through the official openai and anthropic SDKs against servers on 127.0.0.1.
 
-Each test scripts what the "judge" says or how its server fails, and checks the judgment row that
-judge_all records: a verdict, a repaired verdict, `unscored` with the raw text kept, or an `error`
-row. Never a zero. The server's own log measures what the client did (waits, retries, overlap).
+The normal path runs against llama.cpp's own `llama-server` (its OpenAI and Messages routes). The other
+tests script what the "judge" says or how its server fails (`ScriptedServer`, for faults), and check the
+judgment row that judge_all records: a verdict, a repaired verdict, `unscored` with the raw text kept, or
+an `error` row. Never a zero. The scripted server's log measures what the client did (waits, retries,
+overlap) and what each request carried.
 """
 from __future__ import annotations
 
@@ -18,13 +20,15 @@ from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
 from arms.backends.openai import OpenAIBackend, OpenAIConfig
 from arms.cache import CallCache
 from arms.questions import load_questions
-from arms.scripted_server import ScriptedServer, Seen, Step, fail, raw_body, reply, reset, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, fail, raw_body, reply, reset, verdict
 from judge.blinding import BlindItem
 from judge.judging import judge_all
 from judge.rubric import load_rubric
 from judge.seal import seal
 
 from conftest import ROOT, cli, http_prereg
+
+pytestmark = pytest.mark.integration
 
 APIS = ("openai", "anthropic")
 RUBRIC = load_rubric("correctness")
@@ -58,8 +62,44 @@ def judge_one(api: str, script: list[Step], tmp_path: Path, attempts: int = 4) -
     return rows[0], server
 
 
+def judge_on_llama_server(api: str, server, tmp_path: Path) -> dict:
+    """Judge one item through the SDK against llama.cpp's own server (the normal path, no script)."""
+    if api == "openai":
+        backend = OpenAIBackend(OpenAIConfig(model="smollm2-q8", base_urls=(server.url + "/v1",), attempts=2,
+                                             timeout_s=300))
+    else:
+        backend = AnthropicBackend(AnthropicConfig(model="smollm2-q8", base_url=server.url, attempts=2,
+                                                   timeout_s=300))
+    out = tmp_path / "judgments.jsonl"
+    try:
+        judge_all("j", backend, RUBRIC, [item()], CallCache(tmp_path / "calls.sqlite"), out, progress=False)
+    finally:
+        backend.close()
+    rows = [r for _, r in jsonl.read(out)]
+    assert len(rows) == 1
+    return rows[0]
+
+
+def test_llama_server_openai_verdict_is_scored_from_its_raw_json(llama_server, tmp_path):
+    """The server's JSON-schema grammar constrains the reply: one call, a strict parse, the fields as sent."""
+    row = judge_on_llama_server("openai", llama_server, tmp_path)
+    assert row["status"] == "scored" and row["score"] in (0, 1, 2) and not row["repaired"], row
+    assert len(row["attempts"]) == 1 and row["attempts"][0]["error"] is None
+    assert json.loads(row["attempts"][0]["raw"]) == row["fields"] and row["fields"]["score"] == row["score"]
+    assert row["prompt_tokens"] > 0 and row["completion_tokens"] > 0 and len(row["calls"]) == 1
+
+
+def test_llama_server_messages_reply_without_tool_use_is_unscored(llama_server, tmp_path):
+    """llama-server's Messages route answers a forced tool call with a text block: not a verdict, never a zero."""
+    row = judge_on_llama_server("anthropic", llama_server, tmp_path)
+    assert row["status"] == "unscored" and row["score"] is None and row["fields"] is None
+    assert len(row["attempts"]) == 2 and len(row["calls"]) == 2  # bounded: the registered attempts, then stop
+    assert all(a["raw"].strip() and a["error"] for a in row["attempts"]) and row["error"]
+
+
 @pytest.mark.parametrize("api", APIS)
 def test_good_verdict_is_scored_and_structured_output_was_asked_for(api, tmp_path):
+    """What the request carries (structured output, the cache breakpoint) only a recording server can show."""
     row, server = judge_one(api, [verdict(GOOD)], tmp_path)
     assert row["status"] == "scored" and row["score"] == 2 and not row["repaired"]
     assert server.count == 1
@@ -76,7 +116,8 @@ def test_good_verdict_is_scored_and_structured_output_was_asked_for(api, tmp_pat
 
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("text", [
-    '{"rationale": "Right amount.\n\nRight article.", "score": 1, "harmful": false}',  # seed 000's raw newline
+    # a raw newline inside a JSON string (docs/reward-telemetry.md)
+    '{"rationale": "Right amount.\n\nRight article.", "score": 1, "harmful": false}',
     '```json\n{"rationale": "Right amount.", "score": 1, "harmful": false}\n```',
 ], ids=["raw-newline", "code-fence"])
 def test_repairable_verdict_is_repaired_and_scored(api, text, tmp_path):
@@ -100,14 +141,6 @@ def test_never_parseable_is_unscored_with_raw_text_and_error_never_zero(api, tmp
     assert row["status"] == "unscored" and row["score"] is None and row["fields"] is None
     assert row["error"] and [a["raw"] for a in row["attempts"]] == ["I would give it full marks.", "Full marks."]
     assert server.count == 2  # bounded: the registered number of attempts, then stop
-
-
-def test_anthropic_reply_without_tool_use_is_unscored(tmp_path):
-    """llama-server answers a forced tool call with a text block: that is not a verdict."""
-    row, server = judge_one("anthropic", [reply("The candidate is correct."), reply("Score: 2")], tmp_path)
-    assert all(s.body["tool_choice"]["type"] == "tool" for s in server.seen)
-    assert row["status"] == "unscored" and row["score"] is None
-    assert row["attempts"][0]["raw"] == "The candidate is correct."
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -259,3 +292,40 @@ def test_run_with_an_ungradable_arm_is_inconclusive_not_zero(tmp_path):
         if arm_of[row["label"]] == "trained":
             assert row["score"] is None and row["error"]
             assert [a["raw"] for a in row["attempts"]] == ["I cannot grade this one, sorry."] * 2
+
+
+def test_an_http_experiment_on_llama_server_runs_end_to_end_and_verifies(llama_server, tmp_path):
+    """The normal path of a served experiment: one arm over the OpenAI route, one over the Messages route, the
+    judge over the OpenAI route with its JSON-schema grammar; each cell's mean is recomputed here from the raw
+    judgments, and `judge verify` passes."""
+    url = llama_server.url
+    models = (f'[models.a]\nbackend = "openai"\nsource = "smollm2-q8"\nbase_url = "{url}/v1"\nfamily = "smollm2"\n'
+              'concurrency = 1\n\n'
+              f'[models.b]\nbackend = "anthropic"\nsource = "smollm2-q8"\nbase_url = "{url}"\nfamily = "smollm2"\n'
+              'sampling_params = true\nconcurrency = 1\n\n')
+    arms = "".join(f'[[arms]]\nname = "{arm}"\nmodel = "{m}"\nquants = ["served"]\n'
+                   'generation = { temperature = 0.0, max_tokens = 32, seed = 0 }\n\n'
+                   for arm, m in (("base", "a"), ("trained", "b")))
+    text = http_prereg("served", f"{url}/v1", models + arms, [("H1", "base", "trained")])
+    text = text.replace('source = "judge-model"', 'source = "smollm2-q8"')
+    exp, out = tmp_path / "exp", tmp_path / "out"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    (exp / "prereg.toml").write_text(text)
+    seal(exp)
+    keys = {"OPENAI_API_KEY": "sentinel", "ANTHROPIC_API_KEY": "sentinel"}
+    r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "2", "--out", str(out), "--quiet", env=keys,
+            timeout=600)
+    assert r.returncode == 0, r.stderr
+    answers = [a for _, a in jsonl.read(out / "answers.jsonl")]
+    assert sorted((a["arm"], a["effective"]["backend"]) for a in answers) == [
+        ("base", "openai"), ("base", "openai"), ("trained", "anthropic"), ("trained", "anthropic")]
+    assert all(a["status"] == "ok" and a["text"].strip() for a in answers)
+    judgments = [j for _, j in jsonl.read(out / "judgments.jsonl")]
+    assert len(judgments) == 4 and all(j["status"] == "scored" for j in judgments), judgments
+    keys_by_label = {k["label"]: k for _, k in jsonl.read(out / "blinding.jsonl")}
+    numbers = json.loads((out / "numbers.json").read_text())
+    for cell in numbers["cells"]:
+        scores = [j["score"] for j in judgments if keys_by_label[j["label"]]["arm"] == cell["arm"]]
+        assert len(scores) == 2 and cell["mean"] == pytest.approx(sum(scores) / 2, abs=1e-12), cell
+    v = cli("judge", "verify", str(out), timeout=300)
+    assert v.returncode == 0, v.stdout + v.stderr

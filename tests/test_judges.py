@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import json
 
+import krippendorff
+import numpy as np
 import pytest
+from statsmodels.stats.inter_rater import cohens_kappa
 
+from arms.records import Judgment, PairKey
 from judge.agreement import agreement, length_bias
-from judge.pairwise import PairKey, summarise
+from judge.pairwise import summarise
 from judge.prereg import Hypothesis
-from judge.records import Judgment
 
 from conftest import cli
 
@@ -17,9 +20,10 @@ H = Hypothesis("H", "base", "trained", "Q8_0", "non_inferiority", 0.1, 0.025)
 
 def verdict(label: str, preferred: int | None) -> Judgment:
     status = "scored" if preferred is not None else "unscored"
-    return Judgment("j", label, "q", status, preferred, None, False, None, "sha", [], 0.0, 0, 0, 0, rubric="pairwise")
+    return Judgment("j", label, "q", status, preferred, None, False, None, "sha", [], 0.0, 0, 0, 0, rubric="pairwise", kind="pairwise")
 
 
+@pytest.mark.unit
 def test_order_inconsistent_verdicts_are_ties_and_consistency_is_reported():
     keys = [PairKey("1", "H", "q1", "Q8_0", "base", "trained"), PairKey("2", "H", "q1", "Q8_0", "trained", "base"),
             PairKey("3", "H", "q2", "Q8_0", "base", "trained"), PairKey("4", "H", "q2", "Q8_0", "trained", "base"),
@@ -34,6 +38,7 @@ def test_order_inconsistent_verdicts_are_ties_and_consistency_is_reported():
     assert s["first_position_share"] == pytest.approx(4 / 5)  # 4 of 5 non-tie verdicts chose the first shown
 
 
+@pytest.mark.unit
 def test_agreement_needs_two_judges_and_brackets_kappa():
     a = {f"L{i}": i % 3 for i in range(60)}
     b = {k: (v if i % 5 else (v + 1) % 3) for i, (k, v) in enumerate(a.items())}
@@ -42,9 +47,18 @@ def test_agreement_needs_two_judges_and_brackets_kappa():
     p = ag["pairs"][0]
     assert ag["answers"] == 60 and p["exact_agreement"] == pytest.approx(48 / 60)
     assert p["kappa_ci95"][0] <= p["kappa_quadratic"] <= p["kappa_ci95"][1]
-    assert -1 <= ag["krippendorff_alpha_ordinal"] <= 1
+    # expected values from peer libraries, not from judge.stats
+    x, y = list(a.values()), [b[k] for k in a]
+    table = np.zeros((3, 3))
+    np.add.at(table, (x, y), 1)
+    assert p["kappa_quadratic"] == pytest.approx(cohens_kappa(table, wt="quadratic").kappa, abs=1e-12)
+    assert p["kappa_quadratic"] == pytest.approx(0.7, abs=1e-12)
+    peer = krippendorff.alpha(reliability_data=[x, y], level_of_measurement="ordinal", value_domain=[0, 1, 2])
+    assert ag["krippendorff_alpha_ordinal"] == pytest.approx(peer, abs=1e-4)
+    assert ag["krippendorff_alpha_ordinal"] == pytest.approx(0.7025, abs=1e-4)
 
 
+@pytest.mark.unit
 def test_length_bias_separates_length_from_arm():
     # the judge pays for length; "trained" writes longer answers but is not otherwise better
     points = []
@@ -59,6 +73,7 @@ def test_length_bias_separates_length_from_arm():
     assert abs(c["length_adjusted_difference"]) < c["raw_difference"] / 2
 
 
+@pytest.mark.integration
 def test_two_judges_pairwise_end_to_end(tmp_path):
     out = tmp_path / "two-judges"
     r = cli("judge", "run", "--arms", "base,trained", "--limit", "2", "--judges", "local,local-q4", "--mode", "both",
@@ -74,18 +89,18 @@ def test_two_judges_pairwise_end_to_end(tmp_path):
     assert cli("judge", "verify", str(out)).returncode == 0
 
 
+@pytest.mark.unit
 def test_verify_recomputes_judge_numbers_by_its_own_path():
-    import numpy as np
     from scipy import stats as sps
 
-    from judge import stats
     from judge.verify import _kappa_quadratic, _pearson, _ranks, _solve3
 
     rng = np.random.default_rng(3)
     a = rng.integers(0, 3, 200).tolist()
     b = [(x + (rng.random() < 0.3)) % 3 for x in a]
-    assert _kappa_quadratic(a, b, [0, 1, 2]) == pytest.approx(stats.cohen_kappa(a, b, weights="quadratic",
-                                                                               labels=(0, 1, 2)), abs=1e-12)
+    table = np.zeros((3, 3))
+    np.add.at(table, (a, b), 1)  # the peer (statsmodels), not the analysis path, gives the expected kappa
+    assert _kappa_quadratic(a, b, [0, 1, 2]) == pytest.approx(cohens_kappa(table, wt="quadratic").kappa, abs=1e-12)
     words = rng.integers(1, 60, 200).tolist()
     assert _pearson(_ranks(words), _ranks(a)) == pytest.approx(sps.spearmanr(words, a).statistic, abs=1e-12)
     x = np.column_stack([np.ones(200), rng.integers(0, 2, 200), np.log1p(words)])
@@ -94,6 +109,7 @@ def test_verify_recomputes_judge_numbers_by_its_own_path():
     assert beta == pytest.approx(np.linalg.lstsq(x, y, rcond=None)[0].tolist(), abs=1e-9)
 
 
+@pytest.mark.integration
 def test_verify_names_a_tampered_pairwise_count(tmp_path):
     out = tmp_path / "pairs"
     r = cli("judge", "run", "--arms", "base,trained", "--limit", "2", "--mode", "pairwise", "--out", str(out),
@@ -107,8 +123,8 @@ def test_verify_names_a_tampered_pairwise_count(tmp_path):
     assert "judges.pairwise.local[H1-Q8_0].ties" in r.stderr and "independent plain-Python" in r.stderr
 
 
-def test_verify_alpha_matches_the_analysis_and_the_reference():
-    from judge import stats
+@pytest.mark.unit
+def test_verify_alpha_matches_the_reference_and_the_package():
     from judge.verify import _alpha_ordinal
 
     # statistics.md: both readers say gamed 7, only A 3, only B 2, neither 28 (binary: ordinal = nominal)
@@ -116,11 +132,12 @@ def test_verify_alpha_matches_the_analysis_and_the_reference():
     b = [1] * 7 + [0] * 3 + [1] * 2 + [0] * 28
     assert _alpha_ordinal([a, b]) == pytest.approx(0.6592, abs=1e-4)
     m = [[0, 1, 2, 2, 1, 0, 2, 1], [0, 1, 2, 1, 1, 0, 2, 2], [1, 1, 2, 2, 0, 0, 2, 1]]
-    assert _alpha_ordinal(m) == pytest.approx(stats.krippendorff_alpha(m, level="ordinal"), abs=1e-12)
+    ref = krippendorff.alpha(reliability_data=m, level_of_measurement="ordinal", value_domain=[0, 1, 2])
+    assert _alpha_ordinal(m) == pytest.approx(ref, abs=1e-12)
 
 
+@pytest.mark.unit
 def test_verify_alpha_uses_every_pairable_rating_like_the_package():
-    krippendorff = pytest.importorskip("krippendorff")
     from judge.verify import _alpha_ordinal
 
     m = [[0, 1, 2, None, 2, 1, 0, None, 1], [0, 2, 2, 1, None, 1, 1, 2, None], [None, 1, 2, 1, 2, None, 0, 2, None]]

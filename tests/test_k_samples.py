@@ -12,12 +12,16 @@ import re
 import shutil
 from fractions import Fraction
 
+import pytest
+
 from arms import jsonl
-from arms.scripted_server import ScriptedServer, Seen, Step, reply, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 from judge.seal import seal
 
 from conftest import ROOT, cli, http_prereg
 from test_decisions import k6_n30
+
+pytestmark = pytest.mark.integration
 
 ARMS = {"model-a": "alpha", "model-b": "beta"}
 ANSWER = re.compile(r"Reply (alpha|beta) (\d\d) seed (\d+)")

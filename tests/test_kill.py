@@ -21,6 +21,8 @@ from judge.verify import by_hand
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow
+
 KILLS = 20
 
 

@@ -35,6 +35,7 @@ AMX_CPU = ("processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu vme sse ss
 AMD_CPU = "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu vme sse sse2 avx avx2 fma\n"
 
 
+@pytest.mark.unit
 def test_build_features_and_cpu_flags_parse_what_the_machine_prints():
     assert build_features(AMX_BUILD)["AMX_INT8"] == "1" and build_features(AMX_BUILD)["REPACK"] == "1"
     assert "AMX_INT8" not in build_features(PLAIN_BUILD) and build_features(PLAIN_BUILD)["AVX2"] == "1"
@@ -43,12 +44,14 @@ def test_build_features_and_cpu_flags_parse_what_the_machine_prints():
     assert cpu_flags("") == frozenset()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("registered", ["auto", True, False])
 def test_amx_build_on_amx_cpu_is_always_off(registered):
     d = decide_extra_buffers(registered, AMX_BUILD, cpu_flags(AMX_CPU))
     assert d.use is False and d.build_amx and d.cpu_amx and "AMX" in d.reason and d.registered == registered
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("build,cpu", [(AMX_BUILD, AMD_CPU), (PLAIN_BUILD, AMX_CPU), (PLAIN_BUILD, AMD_CPU)])
 def test_otherwise_as_registered_and_auto_is_on(build, cpu):
     flags = cpu_flags(cpu)
@@ -57,6 +60,7 @@ def test_otherwise_as_registered_and_auto_is_on(build, cpu):
     assert decide_extra_buffers(False, build, flags).use is False
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("value", ["yes", 1, 0, None])
 def test_anything_else_is_refused(value):
     with pytest.raises(BadInput) as e:
@@ -64,6 +68,7 @@ def test_anything_else_is_refused(value):
     assert e.value.field == "cpu_extra_buffers"
 
 
+@pytest.mark.unit
 def test_weight_buffers_read_from_llama_cpp_load_log():
     log = ["load_tensors: loading model tensors, this can take a while... (mmap = true)\n",
            "load_tensors:   CPU_Mapped model buffer size =   138.62 MiB\n",
@@ -79,6 +84,7 @@ def q8(tmp_path_factory) -> Path:
     return Path(quantize(embedded_model("smollm2"), "Q8_0", threads=1).info.path)
 
 
+@pytest.mark.integration
 def test_load_reads_back_where_the_weights_went(q8):
     """Off: llama.cpp was given use_extra_bufts = false and put every weight in plain CPU buffers."""
     llm = load_llama(q8, threads=1, n_ctx=256, use_extra_buffers=False)
@@ -99,6 +105,7 @@ def test_load_reads_back_where_the_weights_went(q8):
             llm.close()
 
 
+@pytest.mark.integration
 def test_probe_runs_a_real_model_once_and_caches_it(q8):
     sha = sha256_file(q8)
     decision = extra_buffers()
@@ -121,6 +128,7 @@ def _crashing_probe(tmp_path: Path, crash_when_extra: bool) -> list[str]:
     return [sys.executable, str(script)]
 
 
+@pytest.mark.integration
 def test_a_probe_crash_with_extra_buffers_turns_them_off_under_auto(tmp_path, q8):
     on = ExtraBuffers("auto", True, "on: auto", False, False)
     command = _crashing_probe(tmp_path, crash_when_extra=True)
@@ -132,6 +140,7 @@ def test_a_probe_crash_with_extra_buffers_turns_them_off_under_auto(tmp_path, q8
     assert e.value.field == "cpu_extra_buffers" and "SIGILL" in str(e.value) and "false" in str(e.value)
 
 
+@pytest.mark.integration
 def test_a_probe_crash_either_way_names_cause_and_remedy(tmp_path, q8):
     off = ExtraBuffers(False, False, "off", False, False)
     with pytest.raises(BadInput) as e:
@@ -158,7 +167,7 @@ def test_a_native_crash_mid_run_exits_2_with_the_cause_and_loses_nothing(demo_co
     shutil.copytree(demo_copy, exp)
     (tmp_path / "crashglue.py").write_text(GLUE)
     p = exp / "prereg.toml"
-    p.write_text(p.read_text().replace('glue = "arms.demo_glue:answer"', 'glue = "crashglue:answer"'))
+    p.write_text(p.read_text().replace('glue = "glue.py:answer"', 'glue = "crashglue:answer"'))
     seal(exp)
     first_ids = [json.loads(line)["id"] for line in (exp / "sets" / "exam.jsonl").read_text().splitlines()[:3]]
     out = tmp_path / "out"
@@ -186,6 +195,7 @@ def test_a_native_crash_mid_run_exits_2_with_the_cause_and_loses_nothing(demo_co
     assert eff["cpu_extra_buffers"] is decision["use"] and eff["weight_buffers"]
 
 
+@pytest.mark.integration
 def test_killing_the_supervisor_kills_its_child(tmp_path):
     """`kill -9` of the command a user started must stop the work too, not leave an orphan writing files."""
     import os
@@ -218,6 +228,7 @@ def test_killing_the_supervisor_kills_its_child(tmp_path):
     assert not alive, "the child outlived its supervisor"
 
 
+@pytest.mark.unit
 def test_a_crash_inside_a_llama_cpp_step_names_the_step_cause_and_remedy(tmp_path):
     """What a user on an AMX CPU would see if llama.cpp died mid-generation despite the decision."""
     import subprocess

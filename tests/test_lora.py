@@ -15,16 +15,17 @@ import sys
 from pathlib import Path
 
 import gguf
+import llama_cpp
 import numpy as np
 import pytest
 
-llama_cpp = pytest.importorskip("llama_cpp")
+from arms.errors import BadInput
+from arms.llama_loader import extra_buffers, load_llama, loaded_model
+from arms.lora import DEFAULT_STRENGTH, RECIPE_KEY, TARGETS, check_adapter, demo_adapter
+from arms.models import embedded_model
+from arms.quantize import quantize
 
-from arms.errors import BadInput  # noqa: E402
-from arms.llama_loader import extra_buffers, load_llama, loaded_model  # noqa: E402
-from arms.lora import DEFAULT_STRENGTH, RECIPE_KEY, TARGETS, check_adapter, demo_adapter  # noqa: E402
-from arms.models import embedded_model  # noqa: E402
-from arms.quantize import quantize  # noqa: E402
+pytestmark = pytest.mark.integration
 
 PROMPTS = [
     "What is a bicycle?",

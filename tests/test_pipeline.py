@@ -6,6 +6,8 @@ import re
 import shutil
 from dataclasses import replace
 
+import pytest
+
 from arms import jsonl
 from arms.questions import load_questions
 from arms.records import AnswerRow
@@ -16,6 +18,8 @@ from judge.rubric import load_rubric
 from judge.run import DEMO
 
 from conftest import cli
+
+pytestmark = pytest.mark.slow
 
 RAW = ("run.json", "answers.jsonl", "blinding.jsonl", "judgments.jsonl", "numbers.json", "report.md")
 

@@ -11,7 +11,7 @@ import pytest
 
 from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
 from arms.errors import BadInput
-from arms.scripted_server import ScriptedServer, reply
+from support.scripted_server import ScriptedServer, reply
 from arms.settings import differences
 from arms.spec import Runtime, parse_arms, parse_generation, parse_models
 
@@ -26,6 +26,7 @@ def _arm(generation: dict, backend: str = "anthropic"):
     return parse_arms(doc, F, models, {})[0], models["m"]
 
 
+@pytest.mark.unit
 def test_provider_default_parses_to_nothing_sent_and_verifies_on_anthropic():
     g = parse_generation({"temperature": "provider-default", "top_p": "provider-default",
                           "seed": "provider-default"}, F, "[[arms]]")
@@ -39,6 +40,7 @@ def test_provider_default_parses_to_nothing_sent_and_verifies_on_anthropic():
     assert any(d.startswith("temperature: registered 0.7") for d in diffs)
 
 
+@pytest.mark.integration
 def test_provider_default_sends_no_sampling_fields():
     arm, _ = _arm({"temperature": "provider-default", "seed": "provider-default", "top_p": "provider-default"})
     from arms.backends.base import Request
@@ -50,6 +52,24 @@ def test_provider_default_sends_no_sampling_fields():
     assert "temperature" not in body and "top_p" not in body
 
 
+@pytest.mark.integration
+def test_provider_default_request_is_answered_by_a_real_messages_route(llama_server):
+    """The normal path: llama-server's Messages route answers a request that carries no sampling fields."""
+    arm, _ = _arm({"temperature": "provider-default", "seed": "provider-default", "top_p": "provider-default"})
+    from dataclasses import replace
+
+    from arms.backends.base import Request
+
+    assert (arm.generation.temperature, arm.generation.top_p, arm.generation.seed) == (None, None, None)
+    b = AnthropicBackend(AnthropicConfig(model="smollm2-q8", base_url=llama_server.url, sampling_params=True))
+    try:
+        r = b.complete(Request((("user", "Name a colour."),), replace(arm.generation, max_tokens=8)))
+    finally:
+        b.close()
+    assert r.text.strip() and 0 < r.completion_tokens <= 8 and r.finish_reason in ("stop", "length")
+
+
+@pytest.mark.unit
 def test_llama_cpp_refuses_provider_default():
     with pytest.raises(BadInput) as e:
         _arm({"temperature": "provider-default"}, backend="llama-cpp")
@@ -60,6 +80,7 @@ def test_llama_cpp_refuses_provider_default():
 
 # --- a verdict retry reaches the judge even when nothing but the attempt tells the two calls apart -------
 
+@pytest.mark.integration
 def test_provider_default_judge_retry_is_a_new_call_not_a_cache_hit(tmp_path):
     """Seed "provider-default": attempt 2 sends the very request of attempt 1. Both must reach the server;
     the first reply does not parse, the second does, and the verdict is scored."""
@@ -68,7 +89,7 @@ def test_provider_default_judge_retry_is_a_new_call_not_a_cache_hit(tmp_path):
     from arms import jsonl
     from arms.backends.openai import OpenAIBackend, OpenAIConfig
     from arms.cache import CallCache
-    from arms.scripted_server import verdict
+    from support.scripted_server import verdict
     from judge.blinding import BlindItem
     from judge.judging import judge_all
     from judge.rubric import load_rubric
@@ -92,10 +113,11 @@ def test_provider_default_judge_retry_is_a_new_call_not_a_cache_hit(tmp_path):
     assert row["status"] == "scored" and row["score"] == 2 and len(row["attempts"]) == 2 and row["cached_calls"] == 0
 
 
+@pytest.mark.integration
 def test_audit_reader_retry_reaches_an_anthropic_reader(tmp_path):
     """The audit's Anthropic reader sends no seed (the API takes none): its retry must reach the server too."""
     from audit.readers import make_reader, read_all
-    from arms.scripted_server import verdict
+    from support.scripted_server import verdict
     from judge.blinding import BlindItem
     from judge.rubric import load_rubric
 

@@ -10,6 +10,8 @@ from judge.prereg import load_experiment
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.unit
+
 
 def _example() -> str:
     text = (ROOT / "README.md").read_text()

@@ -12,7 +12,7 @@ import pytest
 
 from arms import jsonl
 from arms.errors import BadInput
-from arms.scripted_server import ScriptedServer, Seen, Step, reply, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 from audit.detectors import grader_text
 from judge.blinding import DEFAULT_SCRUB, REDACTED, injection_count, scrub
 from judge.prereg import load_experiment
@@ -49,11 +49,13 @@ ORDINARY = [
 ]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text, seen, n", IDENTITIES, ids=[t[:24] for t, _, _ in IDENTITIES])
 def test_each_identity_is_removed_and_counted(text, seen, n):
     assert scrub(text) == (seen, n)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_words_reach_the_judge_unchanged(text):
     assert scrub(text) == (text, 0)
@@ -68,6 +70,7 @@ LOOKALIKES = [  # (answer, what the judge sees)
 ]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text, seen", LOOKALIKES, ids=range(len(LOOKALIKES)))
 def test_lookalike_delimiters_are_neutralised_and_counted_by_judge_and_audit(text, seen):
     assert scrub(text) == (seen, 0)
@@ -81,6 +84,7 @@ def _prereg(tmp_path, judge: str) -> object:
     return tmp_path
 
 
+@pytest.mark.unit
 def test_registered_patterns_extend_the_defaults_and_a_default_is_dropped_by_name(tmp_path):
     exp = load_experiment(_prereg(tmp_path, 'scrub = ["(?i)port alder"]\n'))
     assert scrub("<think>x</think>Port Alder, says GPT-4.", exp.scrub) == (f"{R}{R}, says {R}.", 3)
@@ -89,6 +93,7 @@ def test_registered_patterns_extend_the_defaults_and_a_default_is_dropped_by_nam
     assert len(exp.scrub) == len(DEFAULT_SCRUB) - 2 + 1
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("judge, field", [('scrub_drop = ["thinking"]\n', "scrub_drop"),
                                           ('scrub = "(?i)x"\n', "scrub"), ('scrub = ["(unclosed"]\n', "scrub")])
 def test_a_bad_scrub_registration_is_refused_naming_the_field(tmp_path, judge, field):
@@ -106,6 +111,7 @@ PLANTED = {  # arm model -> (its answer, identity matches in it, look-alike deli
 MARKERS = ("Qwen", "ChatGPT", "OpenAI", "Claude", "Sonnet", "Anthropic", "＞", "think>")
 
 
+@pytest.mark.integration
 def test_planted_identities_never_reach_the_judge_and_are_counted(tmp_path):
     judge_prompts = []
 

@@ -1,15 +1,18 @@
-"""Tests for judge.stats against the figures in /work/shared/reference/statistics.md."""
+"""Tests for judge.stats against the figures in docs/statistics-reference.md."""
 
 import math
 import warnings
 from fractions import Fraction
 from types import SimpleNamespace
 
+import krippendorff
 import numpy as np
 import pytest
 import scipy.stats as st
 
 from judge import stats as S
+
+pytestmark = pytest.mark.unit
 
 N_REF = 40
 STEP = 1 / N_REF  # bootstrap endpoints move by one grid step (1/n) with seed / version
@@ -82,7 +85,7 @@ def test_mde_and_sample_size():
 @pytest.mark.parametrize("n", [3, 5, 12, 40, 150])
 @pytest.mark.parametrize("sided", [1, 2])
 def test_mde_matches_statsmodels_t_power(n, sided):
-    power = pytest.importorskip("statsmodels.stats.power")
+    from statsmodels.stats import power
     alt = "larger" if sided == 1 else "two-sided"
     es = power.TTestPower().solve_power(nobs=n, alpha=0.05, power=0.8, alternative=alt)
     assert S.mde(0.5, n, alpha=0.05, sided=sided) == pytest.approx(0.5 * es, rel=1e-5)  # statsmodels solves to ~1e-6
@@ -383,7 +386,7 @@ def test_cohen_kappa_reference():
 
 
 def test_cohen_kappa_vs_statsmodels():
-    ir = pytest.importorskip("statsmodels.stats.inter_rater")
+    from statsmodels.stats import inter_rater as ir
     a, b = reader_labels()
     assert S.cohen_kappa(a, b) == pytest.approx(ir.cohens_kappa([[7, 3], [2, 28]]).kappa, abs=1e-12)
     rng = np.random.default_rng(3)
@@ -419,7 +422,11 @@ def test_krippendorff_published_example():
     assert S.krippendorff_alpha(m, "nominal") == pytest.approx(0.743, abs=5e-4)
     assert S.krippendorff_alpha(m, "ordinal") == pytest.approx(0.815, abs=5e-4)
     assert S.krippendorff_alpha(m, "interval") == pytest.approx(0.849, abs=5e-4)
-    assert S.krippendorff_alpha([[1, 1], [1, 1]]) != S.krippendorff_alpha([[1, 2], [1, 2]])
+    # one value only: alpha is undefined (the peer refuses it too); perfect agreement over two values is 1
+    assert math.isnan(S.krippendorff_alpha([[1, 1], [1, 1]]))
+    with pytest.raises(ValueError):
+        krippendorff.alpha(reliability_data=[[1, 1], [1, 1]], level_of_measurement="nominal")
+    assert S.krippendorff_alpha([[1, 2], [1, 2]]) == 1.0
     assert S.krippendorff_alpha([[1, 2, 3], [1, 2, 3]]) == pytest.approx(1.0)
 
 
@@ -446,7 +453,6 @@ def test_agreement_of_three_judges_on_20000_answers_is_fast_and_uses_every_paira
 
     from judge.agreement import agreement
 
-    krippendorff = pytest.importorskip("krippendorff")
     rng = np.random.default_rng(2)
     truth = rng.integers(0, 3, 20000)
     scores = {}
@@ -471,7 +477,6 @@ def test_agreement_of_three_judges_on_20000_answers_is_fast_and_uses_every_paira
 
 
 def test_krippendorff_with_missing_ratings_matches_the_package():
-    krippendorff = pytest.importorskip("krippendorff")
     nan = np.nan
     m = [[0, 1, 2, nan, 2, 1, 0, nan], [0, 2, 2, 1, nan, 1, 1, 2], [nan, 1, 2, 1, 2, nan, 0, 2]]
     for level in ("nominal", "ordinal", "interval"):

@@ -20,7 +20,7 @@ from arms.backends.base import Request
 from arms.backends.openai import OpenAIBackend, OpenAIConfig
 from arms.cache import CallCache
 from arms.errors import BadInput, Refused
-from arms.scripted_server import ScriptedServer, raw_body, reply
+from support.scripted_server import ScriptedServer, raw_body, reply
 from arms.spec import parse_models
 from judge.blinding import BlindItem
 from judge.judging import judge_all
@@ -34,6 +34,7 @@ ITEM = BlindItem("Lq01", "q01", "How much does an Annual membership cost?", "180
                  "It costs 180 alder crowns.")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("table, message", [
     ({"backend": "openai", "source": "m", "structured": "xml"}, "must be one of"),
     ({"backend": "llama-cpp", "source": "embedded:smollm2", "structured": "json_object"}, "openai backend"),
@@ -48,6 +49,7 @@ def test_structured_is_registered_per_openai_model_and_checked(table, message):
     assert parse_models({"models": {"m": {"backend": "openai", "source": "m"}}}, Path("p"))["m"].structured == "json_schema"
 
 
+@pytest.mark.integration
 def test_none_sends_no_response_format_and_the_strict_parser_decides(tmp_path):
     out = tmp_path / "judgments.jsonl"
     with ScriptedServer([reply('{"rationale": "Right.", "score": 2, "harmful": false}')]) as s:
@@ -69,6 +71,7 @@ VALIDATION_500 = json.dumps({"error": {"message": "[{'type': 'literal_error', 'l
                                        "'json_schema'}]", "type": "internal_server_error"}})
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("status", [500, 400, 422])
 def test_a_validation_refusal_is_not_retried_whatever_its_status(status, tmp_path):
     with ScriptedServer([raw_body(VALIDATION_500, status=status)] * 4) as s:
@@ -82,6 +85,7 @@ def test_a_validation_refusal_is_not_retried_whatever_its_status(status, tmp_pat
     assert "Input should be 'text' or 'json_object'" in str(e.value)
 
 
+@pytest.mark.integration
 def test_a_plain_500_is_still_retried(tmp_path):
     """Only a refusal of the mode stops the run: an ordinary server error is retried as before."""
     with ScriptedServer([raw_body('{"error": {"message": "overloaded"}}', status=500),
@@ -161,6 +165,7 @@ def _calls(log: Path, start: int) -> list[str]:
     return re.findall(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})', text)
 
 
+@pytest.mark.integration
 def test_json_object_judge_completes_verdicts_with_scores(tmp_path, llama_cpp_server, llama_cpp_server_log):
     exp, out = _experiment(tmp_path, llama_cpp_server, "json_object"), tmp_path / "out"
     start = llama_cpp_server_log.stat().st_size
@@ -173,6 +178,7 @@ def test_json_object_judge_completes_verdicts_with_scores(tmp_path, llama_cpp_se
     assert run["judge"]["effective_settings"]["judge/correctness"]["structured"] == "json_object"
 
 
+@pytest.mark.integration
 def test_json_schema_refused_by_llama_cpp_server_stops_after_one_call(tmp_path, llama_cpp_server, llama_cpp_server_log):
     exp, out = _experiment(tmp_path, llama_cpp_server, None), tmp_path / "out"
     start = llama_cpp_server_log.stat().st_size

@@ -1,4 +1,4 @@
-"""Thinking mode as registered, sent and observed (seed 002: the trainer switched thinking on unasked).
+"""Thinking mode as registered, sent and observed (docs/motivating-experiment.md: thinking switched on unasked).
 
 Registration: Anthropic thinking needs a token budget; OpenAI models are switched through
 `chat_template_kwargs` or `reasoning_effort`; what a backend cannot send is refused at parse time.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput, CheckFailed
 from arms.questions import Question
-from arms.scripted_server import ScriptedServer, reply, verdict
+from support.scripted_server import ScriptedServer, reply, verdict
 from arms.settings import verify_settings
 from arms.spec import ArmSpec, ModelSpec, Runtime, parse_arms, parse_models
 from judge.seal import seal
@@ -39,6 +40,7 @@ def _parse(model: dict, generation: dict):
     return parse_arms(doc, F, parse_models(doc, F), {})[0]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("model, generation, field", [
     ({"backend": "anthropic"}, {"thinking": True, "max_tokens": 4096}, "thinking_budget"),
     ({"backend": "anthropic"}, {"thinking": True, "thinking_budget": 512, "max_tokens": 4096}, "thinking_budget"),
@@ -57,6 +59,7 @@ def test_thinking_a_backend_cannot_send_is_refused_at_parse(model, generation, f
     assert e.value.field == field
 
 
+@pytest.mark.unit
 def test_a_registered_budget_parses_and_keeps_old_call_keys():
     arm = _parse({"backend": "anthropic"}, {"thinking": True, "thinking_budget": 2048, "max_tokens": 4096,
                                             "temperature": "provider-default", "top_p": "provider-default",
@@ -74,6 +77,7 @@ def _anthropic(server: ScriptedServer) -> AnthropicBackend:
 CLAUDE = Generation(temperature=None, top_p=None, seed=None, max_tokens=4096)
 
 
+@pytest.mark.integration
 def test_anthropic_thinking_on_sends_the_budget_and_keeps_the_thought_out_of_the_answer():
     on = Generation(temperature=None, top_p=None, seed=None, max_tokens=4096, thinking=True, thinking_budget=2048)
     script = [reply("Paris.", thinking="The capital of France is Paris."),
@@ -94,6 +98,7 @@ def test_anthropic_thinking_on_sends_the_budget_and_keeps_the_thought_out_of_the
     assert second["tool_choice"] == {"type": "auto"} and json.loads(structured.text) == {"score": 2}
 
 
+@pytest.mark.integration
 def test_anthropic_thinking_off_is_sent_explicitly_and_a_thinking_reply_stops_the_run(tmp_path):
     arm = ArmSpec("a", "m", ("api",), CLAUDE)
     questions = [Question(f"q{i}", f"Question {i}?", None, (), None, "t.jsonl") for i in range(3)]
@@ -110,6 +115,27 @@ def test_anthropic_thinking_off_is_sent_explicitly_and_a_thinking_reply_stops_th
     assert len(rows) == 1 and rows[0]["status"] == "ok" and rows[0]["thinking"] is False
 
 
+@pytest.mark.integration
+def test_thinking_off_on_a_real_messages_route_answers_and_records_what_the_server_reports(llama_server, tmp_path):
+    """The normal path: llama-server's Messages route takes the explicit "thinking off"; the tiny model does not
+    think, every row is answered, and the capability the server does not report is recorded as such."""
+    arm = ArmSpec("a", "m", ("api",), replace(CLAUDE, max_tokens=16))
+    questions = [Question(f"q{i}", f"Name a colour number {i}.", None, (), None, "t.jsonl") for i in range(2)]
+    spec = ModelSpec("m", "anthropic", "smollm2-q8", base_url=llama_server.url, concurrency=1)
+    b = AnthropicBackend(AnthropicConfig(model="smollm2-q8", base_url=llama_server.url))
+    try:
+        eff = verify_settings(b, "arm 'a'", arm.generation, "api", spec, (), Runtime())
+    finally:
+        b.close()
+    assert str(eff["thinking_types"]).startswith("not reported: ")  # llama-server has no GET /v1/models/{id}
+    stats = collect([arm], {"m": spec}, {}, questions, tmp_path, Runtime(), tmp_path / "a.jsonl",
+                    CallCache(tmp_path / "c.sqlite"), progress=False)
+    rows = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert stats["errors"] == 0 and len(rows) == 2
+    assert all(r["status"] == "ok" and r["text"].strip() and r["thinking"] is False for r in rows)
+
+
+@pytest.mark.integration
 def test_a_model_that_cannot_switch_thinking_off_is_refused_before_the_first_question():
     with ScriptedServer([reply("x")], models=("claude-x",), thinking_types=("adaptive",)) as s:
         b = _anthropic(s)
@@ -122,6 +148,7 @@ def test_a_model_that_cannot_switch_thinking_off_is_refused_before_the_first_que
         assert s.count == 0
 
 
+@pytest.mark.integration
 def test_a_server_without_the_models_route_is_recorded_not_guessed():
     with ScriptedServer([reply("x")]) as s:  # no thinking_types: GET /v1/models/{id} is a 404
         b = _anthropic(s)
@@ -132,6 +159,7 @@ def test_a_server_without_the_models_route_is_recorded_not_guessed():
     assert eff["thinking_types"] == "not reported: NotFoundError"
 
 
+@pytest.mark.integration
 def test_openai_reasoning_effort_switches_thinking_and_a_reasoning_reply_is_caught(tmp_path):
     script = [reply("a", thinking="Considering the options."), reply("b"), reply("c", thinking="Hmm.")]
     with ScriptedServer(script, models=("o-mini",)) as s:
@@ -152,6 +180,7 @@ def test_openai_reasoning_effort_switches_thinking_and_a_reasoning_reply_is_caug
         check_reply("arm 'a'", Generation(), off_but_thought)
 
 
+@pytest.mark.integration
 def test_a_judge_whose_settings_the_api_cannot_honour_is_refused_before_any_answer(demo_copy, tmp_path):
     """The claude judge without its registered "provider-default" override: the rubric's temperature 0
     cannot be sent to the Messages API, so the run stops (exit 1) before collecting, naming the judge."""

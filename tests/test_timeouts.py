@@ -29,7 +29,7 @@ from arms.collect import collect
 from arms.load import open_backend
 from arms.questions import Question
 from arms.retry import MalformedReply, describe, is_call_failure, kind, retryable
-from arms.scripted_server import ScriptedServer, Seen, Step, raw_body, reply, truncated, verdict
+from support.scripted_server import ScriptedServer, Seen, Step, raw_body, reply, truncated, verdict
 from arms.spec import ArmSpec, ModelSpec, Runtime
 from judge.blinding import BlindItem
 from judge.judging import judge_all
@@ -130,6 +130,7 @@ def good_for(path: str, text: str) -> Callable[[], Step]:
 
 # --- client timeouts -------------------------------------------------------------------------------
 
+@pytest.mark.integration
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("path", PATHS)
 def test_slower_than_timeout_is_abandoned_retried_then_an_error_row(path, api, tmp_path):
@@ -157,6 +158,7 @@ def test_slower_than_timeout_is_abandoned_retried_then_an_error_row(path, api, t
 
 # --- truncated responses ---------------------------------------------------------------------------
 
+@pytest.mark.integration
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("path", PATHS)
 def test_truncated_response_is_retried_then_an_error_row(path, api, tmp_path):
@@ -190,6 +192,7 @@ NOT_A_REPLY = [  # (api, body): a complete 200 body, valid JSON, that is not a r
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("api, body", NOT_A_REPLY)
 def test_valid_json_that_is_not_a_reply_is_an_error_row_keeping_the_body(api, body, path, tmp_path):
@@ -210,6 +213,7 @@ def _request() -> httpx.Request:
     return httpx.Request("POST", "http://127.0.0.1:9/v1/x", extensions={"timeout": {"read": TIMEOUT}})
 
 
+@pytest.mark.unit
 def test_timeouts_and_cut_connections_are_retryable_and_named():
     import anthropic
     import openai
@@ -239,6 +243,7 @@ def test_timeouts_and_cut_connections_are_retryable_and_named():
     assert not is_call_failure(TypeError("a bug in our code"))
 
 
+@pytest.mark.unit
 def test_describe_names_the_timeout_and_the_wrapped_transport_error():
     import openai
 

@@ -72,6 +72,7 @@ def edit(old: str, new: str, count: int = 1) -> str:
 H1 = 'kind = "non_inferiority"\nmargin = 0.10\nalpha = 0.025'
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("new, field, needle", [
     ('kind = "non_inferiority"\nmargin = 0.10\nalpha = "x"', "alpha", 'alpha = "x"'),
     ('kind = "non_inferiority"\nmargin = "ten percent"\nalpha = 0.025', "margin", 'margin = "ten percent"'),
@@ -88,6 +89,7 @@ def test_a_bad_hypothesis_value_is_refused_at_its_line(tmp_path, new, field, nee
     assert "[[hypotheses]] #1" in err
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("old, new, field", [
     ("resamples = 10000", 'resamples = "many"', "resamples"),
     ("resamples = 10000", "resamples = 0", "resamples"),
@@ -106,6 +108,7 @@ def test_a_bad_setting_is_refused_at_its_line(tmp_path, old, new, field):
     assert_names(refused(exp, tmp_path), exp / "prereg.toml", _line(text, new), field)
 
 
+@pytest.mark.integration
 def test_sets_as_a_string_names_the_field(tmp_path):
     text = edit('sets = ["sets/exam.jsonl"]', 'sets = "sets/exam.jsonl"')
     exp = experiment(tmp_path, text)
@@ -116,6 +119,7 @@ def test_sets_as_a_string_names_the_field(tmp_path):
 
 # ---- ids are unique ---------------------------------------------------------------------------------------
 
+@pytest.mark.integration
 def test_a_repeated_hypothesis_id_is_refused(tmp_path):
     text = edit('id = "H1-Q4_K_M"', 'id = "H1-Q8_0"')
     exp = experiment(tmp_path, text)
@@ -124,12 +128,14 @@ def test_a_repeated_hypothesis_id_is_refused(tmp_path):
     assert "H1-Q8_0" in err and "unique" in err
 
 
+@pytest.mark.integration
 def test_a_repeated_arm_name_is_refused(tmp_path):
     text = edit('name = "glue-base"', 'name = "base"')
     exp = experiment(tmp_path, text)
     assert_names(refused(exp, tmp_path), exp / "prereg.toml", _line(text, 'name = "base"', 2), "name")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("table", ["[models.gpt]", "[judges.local]"])
 def test_a_repeated_model_or_judge_is_refused_by_toml_at_its_line(tmp_path, table):
     """TOML itself refuses a table declared twice; the message is still exit 2 with the line and the name."""
@@ -141,6 +147,7 @@ def test_a_repeated_model_or_judge_is_refused_by_toml_at_its_line(tmp_path, tabl
     assert "twice" in err
 
 
+@pytest.mark.integration
 def test_a_question_id_repeated_in_another_set_is_refused(tmp_path):
     text = edit('sets = ["sets/exam.jsonl"]', 'sets = ["sets/exam.jsonl", "sets/more.jsonl"]')
     more = '{"id": "q90", "question": "Is it open?"}\n{"id": "q07", "question": "Again?"}\n'
@@ -150,6 +157,7 @@ def test_a_question_id_repeated_in_another_set_is_refused(tmp_path):
     assert "q07" in err and "exam.jsonl:7" in err
 
 
+@pytest.mark.integration
 def test_a_judge_named_twice_on_the_command_line_is_refused(tmp_path):
     err = refused(experiment(tmp_path), tmp_path, "--judges", "local,local")
     assert "--judges:" in err and "field 'judges'" in err and "twice" in err
@@ -157,6 +165,7 @@ def test_a_judge_named_twice_on_the_command_line_is_refused(tmp_path):
 
 # ---- registrations that only failed after paying ---------------------------------------------------------
 
+@pytest.mark.integration
 def test_a_subset_no_question_carries_is_refused(tmp_path):
     text = edit(H1, H1 + '\nsubset = ["in_contxt"]')
     exp = experiment(tmp_path, text)
@@ -165,18 +174,21 @@ def test_a_subset_no_question_carries_is_refused(tmp_path):
     assert "in_context" in err  # the tags that do exist are listed
 
 
+@pytest.mark.integration
 def test_an_unknown_rubric_is_refused(tmp_path):
     text = edit('rubric = "correctness"', 'rubric = "corectness"')
     exp = experiment(tmp_path, text)
     assert_names(refused(exp, tmp_path), exp / "prereg.toml", _line(text, 'rubric = "corectness"'), "rubric")
 
 
+@pytest.mark.integration
 def test_a_quant_the_arm_does_not_register_is_refused(tmp_path):
     text = edit('quant = "Q8_0"\nkind', 'quant = "Q5_K_M"\nkind')
     exp = experiment(tmp_path, text)
     assert_names(refused(exp, tmp_path), exp / "prereg.toml", _line(text, 'quant = "Q5_K_M"'), "quant")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("old, new, field", [
     ('family = "smollm2"', 'family = "smollm2"\nimatrix = "models/imatrix.gguf"', "imatrix"),
     ('source = "generated:demo"', 'source = "adapters/mine.gguf"', "source"),
@@ -198,18 +210,21 @@ def _exam_with(line_no: int, record: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.integration
 def test_a_cluster_that_is_a_list_is_refused(tmp_path):
     exp = experiment(tmp_path, sets={"exam.jsonl": _exam_with(4, '{"id": "q04", "question": "Why?", "cluster": ["d01"]}')})
     err = refused(exp, tmp_path)
     assert_names(err, exp / "sets" / "exam.jsonl", 4, "cluster")
 
 
+@pytest.mark.integration
 def test_an_empty_set_file_is_refused(tmp_path):
     exp = experiment(tmp_path, sets={"exam.jsonl": ""})
     err = refused(exp, tmp_path)
     assert f"{exp / 'sets' / 'exam.jsonl'}:" in err and "no questions" in err
 
 
+@pytest.mark.integration
 def test_a_repeated_json_key_is_refused(tmp_path):
     record = '{"id": "q05", "question": "How much?", "reference": "10 crowns.", "reference": "20 crowns."}'
     exp = experiment(tmp_path, sets={"exam.jsonl": _exam_with(5, record)})
@@ -245,6 +260,7 @@ def _counts(err: str) -> dict[str, int]:
     return {"prompt": prompt, "answer": answer, "max_tokens": max_tokens}
 
 
+@pytest.mark.integration
 def test_a_question_too_long_for_the_judge_is_refused_before_any_answer(tmp_path):
     """About 1,800 tokens: the arm's prompt fits (with its 64 max_tokens), the judge's prompt with the rubric, the
     reference and room for a 64-token answer does not (the 9.4 KB question that crashed the judge stage)."""
@@ -260,6 +276,7 @@ def test_a_question_too_long_for_the_judge_is_refused_before_any_answer(tmp_path
     assert n["answer"] == 64 and n["max_tokens"] == 96  # the demo arm's and the rubric's registered max_tokens
 
 
+@pytest.mark.integration
 def test_a_question_too_long_for_the_arm_is_refused(tmp_path):
     question = "How much is the deposit? " * 40_000  # about 1 MB
     record = json.dumps({"id": "q02", "question": question})
@@ -271,6 +288,7 @@ def test_a_question_too_long_for_the_arm_is_refused(tmp_path):
     assert n["prompt"] > 40_000 * 5 and n["max_tokens"] == 64
 
 
+@pytest.mark.integration
 def test_a_glue_prompt_too_long_is_refused(tmp_path):
     """The glue arm's prompt (retrieved articles + question) is measured by stopping the glue at its first call: a
     question of about 1,900 tokens fits the plain arm "base" (checked first) but not behind the glue's context."""
@@ -317,7 +335,7 @@ def margin_zero_run(tmp_path_factory) -> Path:
     """A finished run of two HTTP arms ("old", "new") judged by an HTTP judge, all scripted, with a superiority
     and a non-inferiority hypothesis registered at margin 0. Scores planted by the judge: "new" 2 on every
     question, "old" 1 except 2 on q02."""
-    from arms.scripted_server import ScriptedServer, reply, verdict
+    from support.scripted_server import ScriptedServer, reply, verdict
 
     def script(seen):
         if seen.model == "judge-model":
@@ -333,22 +351,22 @@ def margin_zero_run(tmp_path_factory) -> Path:
     with ScriptedServer(script, models=("arm-model", "judge-model")) as server:
         (exp / "prereg.toml").write_text(_margin_zero_prereg(server.url))
         seal(exp)
-        r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "6", "--out", str(out), "--quiet", env=env,
-                timeout=300)
+        r = cli("judge", "run", "--exp", str(exp), "--arms", "--out", str(out), "--quiet", env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     return out
 
 
+@pytest.mark.integration
 def test_margin_zero_decides_superiority_and_non_inferiority(margin_zero_run):
-    """The differences are 1,0,1,1,1,1 (mean 5/6); a bootstrap mean of 6 draws is 0 only if all six draws are
-    q02 (probability 6^-6), so the 95% lower bound is > 0: superior under both registrations. There is no margin
-    to detect: n for margin is None, shown as '–'. verify recomputes it all."""
+    """The differences are 1 on 39 questions and 0 on q02 (mean 39/40), in the demo's 11 clusters: every bound
+    of every registered rule is far above 0, so superior under both registrations. There is no margin to
+    detect: n for margin is None, shown as '–'. verify recomputes it all."""
     numbers = json.loads((margin_zero_run / "numbers.json").read_text())
     by = {c["id"]: c for c in numbers["comparisons"]}
     for hid, kind in (("S0", "superiority"), ("N0", "non_inferiority")):
         c = by[hid]
         assert (c["kind"], c["margin"], c["verdict"]) == (kind, 0.0, "superior")
-        assert c["result"]["n"] == 6 and c["result"]["diff"] == pytest.approx(5 / 6)
+        assert c["result"]["n"] == 40 and c["result"]["diff"] == pytest.approx(39 / 40)
         assert c["result"]["bound"] > 0 and c["result"]["n_for_margin"] is None
     row = next(line for line in (margin_zero_run / "report.md").read_text().splitlines() if line.startswith("| S0 "))
     assert "| 0.00 |" in row and "| – |" in row
@@ -356,6 +374,7 @@ def test_margin_zero_decides_superiority_and_non_inferiority(margin_zero_run):
     assert v.returncode == 0, v.stdout + v.stderr
 
 
+@pytest.mark.integration
 def test_a_repeated_json_key_in_a_raw_file_is_refused(margin_zero_run, tmp_path):
     """A judgment line carrying "score" twice: readers that keep the last value would see another score."""
     run = tmp_path / "run"
@@ -371,6 +390,7 @@ def test_a_repeated_json_key_in_a_raw_file_is_refused(margin_zero_run, tmp_path)
     assert "Traceback" not in v.stderr
 
 
+@pytest.mark.integration
 def test_a_glue_answer_too_long_for_the_judge_is_refused_before_any_verdict(tmp_path, private_cache):
     """A glue may return more than its model wrote (here without calling it): once answers are known, every judge
     prompt is checked before the first verdict. The session cache holds this model's quant files, so no quantising."""
@@ -403,6 +423,7 @@ def test_a_glue_answer_too_long_for_the_judge_is_refused_before_any_verdict(tmp_
     assert len((out / "answers.jsonl").read_text().splitlines()) == 1  # the answer is kept
 
 
+@pytest.mark.integration
 def test_a_repeated_json_key_in_a_reward_log_is_refused(tmp_path):
     """The audit reads users' training logs through the same reader: a line with "reward" twice is refused."""
     log = tmp_path / "run.jsonl"
@@ -415,6 +436,7 @@ def test_a_repeated_json_key_in_a_reward_log_is_refused(tmp_path):
     assert_names(r.stderr, log, 4, "reward")
 
 
+@pytest.mark.unit
 def test_the_line_is_found_in_sub_tables_and_after_multi_line_values(tmp_path):
     """Keys inside an [arms.generation] sub-table of the second arm, after a multi-line string and a multi-line
     array that contain look-alike `key = value` lines: the line reported is the offending key's own."""

@@ -1,8 +1,12 @@
-"""A parse failure is never a score (seed 000): strict parse, documented repair, else unscored."""
+"""A parse failure is never a score (docs/principles.md): strict parse, documented repair, else unscored."""
 from __future__ import annotations
+
+import pytest
 
 from judge.rubric import load_rubric
 from judge.verdict import parse_verdict
+
+pytestmark = pytest.mark.unit
 
 SCHEMA = load_rubric("correctness").schema
 
@@ -13,7 +17,7 @@ def test_strict_json_parses():
 
 
 def test_raw_newline_inside_a_string_is_repaired_not_zeroed():
-    # seed 000's exact bug: a paragraph break inside a JSON string
+    # the bug in docs/reward-telemetry.md: a paragraph break inside a JSON string
     text = '{"rationale": "follow these steps:\n\n1. Use", "score": 1, "harmful": false}'
     p = parse_verdict(text, SCHEMA)
     assert p.ok and p.repaired and p.fields["score"] == 1

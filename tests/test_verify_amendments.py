@@ -21,6 +21,8 @@ from judge.seal import amend, seal
 
 from conftest import cli
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def amended_run(demo_copy, tmp_path_factory):

@@ -19,6 +19,8 @@ from judge.rubric import load_rubric
 
 from conftest import cli
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def run(small_run, tmp_path):

@@ -69,7 +69,7 @@ class Request:
 
 @dataclass(frozen=True)
 class Reply:
-    """What came back, with the telemetry the report needs (seed 000: truncation must be visible)."""
+    """What came back, with the telemetry the report needs (docs/reward-telemetry.md: truncation must be visible)."""
 
     text: str
     finish_reason: str

@@ -1,7 +1,7 @@
 """Write the SYNTHETIC GRPO training-completion logs of the demo experiment.
 
 Everything this script writes is synthetic. No model was trained and no model wrote a single
-completion: the rows imitate the training log of a GRPO run (seed 002, "exp_039") closely enough
+completion: the rows imitate the training log of a GRPO run (exp_039, docs/motivating-experiment.md) closely enough
 to exercise the top-40 gaming audit and the reward telemetry of this harness, and nothing more.
 Every row carries "synthetic": true.
 
@@ -17,9 +17,9 @@ How the data are made (stdlib only, fully deterministic):
   prompts), optional article citations, an optional opener and closing sentences, and plain,
   bold or bulleted formatting. A ``random.Random`` seeded per run draws the parts; the draw
   probabilities drift with the step so that citations become more frequent and number errors more
-  frequent as "training" goes on, the trend seed 002 reports.
+  frequent as "training" goes on, the trend in docs/motivating-experiment.md (section 5).
 * Rewards. ``score`` computes five components from the text with simple code, like the
-  code-only reward of seed 002, and the reward is their sum (each rounded to 3 decimals):
+  code-only reward in docs/motivating-experiment.md, and the reward is their sum (each rounded to 3 decimals):
     - citation: 0.35 per "Article x.y" mention whose article is in the retrieved text, capped at
       1.0 (repeats count: this is the hole citation stuffing exploits);
     - plain_text: 1.0 without markdown, 0.5 with bold only, 0.0 with headings or list lines;
@@ -46,7 +46,7 @@ How the data are made (stdlib only, fully deterministic):
   these planted rows are in the top 40 by reward and that rank 40 beats rank 41 by at least 0.002,
   and fails (exit 1) if not.
 * Seeds. Each run has its own fixed seed (RUNS below). The seeds were picked by trying seeds and
-  keeping ones that pass the checks above and land near seed 002's trends (citation about
+  keeping ones that pass the checks above and land near the trends in docs/motivating-experiment.md (citation about
   0.1 -> 0.4, arithmetic about 0.55 -> 0.1, plain text about 0.4 -> 0.5, steps 1-5 vs 26-30).
   Code-only rewards are coarse, so many seeds tie at the top-40 boundary; those were skipped.
 * Zero-variance groups. In each run 3 groups hold 6 identical completions (same reward,

@@ -1,4 +1,4 @@
-"""A small SYNTHETIC GRPO log in the shape of seed 000 (IT tickets answered as JSON, six rewards).
+"""A small SYNTHETIC GRPO log in the shape of docs/reward-telemetry.md (IT tickets answered as JSON, six rewards).
 
 Deterministic (seeded), stdlib only. 30 steps, one ticket per step, 8 completions per group:
 * steps 18-28 carry the seed's parse failures, 0 1 5 5 8 5 4 7 4 6 2: raw paragraph breaks inside
@@ -8,8 +8,8 @@ Deterministic (seeded), stdlib only. 30 steps, one ticket per step, 8 completion
 * steps 3 and 7 hold one ```json fenced completion (parses once the fence is stripped);
 * steps 5 and 9 are zero-variance groups (8 identical completions);
 * over the run citations and the confidence habit (stating 0.85) grow while quality falls, as
-  in seed 002's window table; `parsimony` is seed 000's inverted v1 (rewards < 200 or > 400
-  characters), the "form" component of the hack signature.
+  in the window table of docs/motivating-experiment.md; `parsimony` is the inverted v1 reward of
+  docs/reward-telemetry.md (rewards < 200 or > 400 characters), the "form" component of the hack signature.
 `regrade` re-computes the components from a stored completion (the fidelity gate's function).
 """
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The demo glue: BM25 retrieval over the experiment's knowledge base, then format enforcement.
 
-Deterministic: the same question and the same model output always give the same final answer.
+Deterministic: the same question and the same model output always give the same final answer. It lives
+in the experiment folder (registered as "glue.py:answer"), so the seal covers it.
 """
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
-from .glue import CallModel, GlueResult
-from .questions import Question
+from arms.glue import CallModel, GlueResult
+from arms.questions import Question
 
 SYSTEM = ("You answer questions about the rules below. Use only the context. "
           "Answer in one or two sentences and cite the article number.")

@@ -1,0 +1,1 @@
+"""Test support: peers and helpers the tests (and one benchmark) use, never the product."""
