@@ -16,9 +16,18 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from conftest import ROOT
 
 from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
-from arms.backends.base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
+from arms.backends.base import (
+    NOT_USED,
+    NOT_VERIFIABLE,
+    BackendInfo,
+    Generation,
+    Reply,
+    Request,
+    nothing_read_back,
+)
 from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, sampler_differences
 from arms.backends.openai import OpenAIBackend, OpenAIConfig
 from arms.backends.registry import REGISTRY
@@ -26,14 +35,10 @@ from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput, CheckFailed
 from arms.models import embedded_model
-from arms.quantize import quantize
 from arms.questions import Question
 from arms.settings import verify_settings
 from arms.spec import ModelSpec, Runtime, parse_arms, parse_models
 from judge.report import owe_the_reader
-
-from conftest import ROOT
-from test_arms_http import LlamaServer
 
 
 class EchoBackend:
@@ -96,12 +101,14 @@ def echo(monkeypatch):
     OPENED.clear()
 
 
+@pytest.mark.unit
 def test_an_unregistered_backend_is_bad_input(tmp_path):
     with pytest.raises(BadInput) as e:
         parse_models(tomllib.loads(PREREG), tmp_path / "prereg.toml")
     assert e.value.field == "backend" and "echo" in str(e.value)
 
 
+@pytest.mark.unit
 def test_a_registered_echo_backend_collects_and_is_verified_honestly(echo, tmp_path):
     doc = tomllib.loads(PREREG)
     f = tmp_path / "prereg.toml"
@@ -123,6 +130,7 @@ def test_a_registered_echo_backend_collects_and_is_verified_honestly(echo, tmp_p
     assert threading.get_ident() not in OPENED[0].threads
 
 
+@pytest.mark.unit
 def test_the_echo_backend_refuses_keys_and_settings_it_does_not_declare(echo, tmp_path):
     f = tmp_path / "prereg.toml"
     with pytest.raises(BadInput) as e:  # thinking_control is a model key of the openai backend only
@@ -135,6 +143,7 @@ def test_the_echo_backend_refuses_keys_and_settings_it_does_not_declare(echo, tm
     assert e.value.field == "effort"
 
 
+@pytest.mark.unit
 def test_a_serial_backend_gets_one_call_at_a_time(echo, monkeypatch, tmp_path):
     monkeypatch.setitem(REGISTRY, "echo", replace(ECHO, serial=True))
     doc = tomllib.loads(PREREG)
@@ -152,11 +161,12 @@ NAMES = r"""["'](llama-cpp|openai|anthropic)["']"""
 NAME_TEST = re.compile(rf"""(==|!=)\s*{NAMES}|{NAMES}\s*(==|!=)|\bin\s*[({{\[]\s*{NAMES}|\b[A-Z_]*BACKENDS\b""")
 
 
+@pytest.mark.unit
 def test_no_product_module_outside_the_backends_compares_a_backend_name():
     found = []
     for package in PRODUCT:
         for path in sorted((ROOT / package).rglob("*.py")):
-            if path.parent.name == "backends" or path.name == "scripted_server.py":  # the backends; a test server
+            if path.parent.name == "backends":
                 continue
             for n, line in enumerate(path.read_text().splitlines(), 1):
                 if NAME_TEST.search(line):
@@ -164,6 +174,7 @@ def test_no_product_module_outside_the_backends_compares_a_backend_name():
     assert not found, "\n".join(found)
 
 
+@pytest.mark.unit
 def test_the_name_test_finds_the_comparisons_it_is_for():
     """The scan above would find each form the registry replaced (planted lines, not the code under test)."""
     for line in ('workers = 1 if model.backend == "llama-cpp" else model.concurrency',
@@ -194,6 +205,7 @@ def _verify(b, **gen):
                            ModelSpec("m", "llama-cpp", "x"), (), Runtime(n_ctx=512))
 
 
+@pytest.mark.integration
 def test_llama_cpp_reads_back_the_sampler_chain_and_seed(smollm2):
     b = LlamaCppBackend(LlamaConfig(model_path=smollm2, threads=1, n_ctx=512))
     try:
@@ -213,6 +225,7 @@ def test_llama_cpp_reads_back_the_sampler_chain_and_seed(smollm2):
         b.close()
 
 
+@pytest.mark.integration
 def test_a_backend_that_ignores_temperature_is_caught(smollm2):
     b = IgnoresTemperature(LlamaConfig(model_path=smollm2, threads=1, n_ctx=512))
     try:
@@ -224,6 +237,7 @@ def test_a_backend_that_ignores_temperature_is_caught(smollm2):
         b.close()
 
 
+@pytest.mark.unit
 def test_sampler_chain_differences_by_hand():
     chain = ["?penalties", "?top-k", "?typical", "top-p", "?min-p", "temp", "dist"]
     assert sampler_differences(Generation(temperature=0.7, top_p=0.9), chain) == []
@@ -234,6 +248,7 @@ def test_sampler_chain_differences_by_hand():
     assert "top-k" in sampler_differences(Generation(temperature=0.0), ["?penalties", "top-k", "greedy"])[0]
 
 
+@pytest.mark.unit
 def test_an_openai_compatible_server_reads_back_nothing():
     b = OpenAIBackend(OpenAIConfig(model="m", base_urls=("http://127.0.0.1:9/v1",)))
     try:
@@ -245,14 +260,6 @@ def test_an_openai_compatible_server_reads_back_nothing():
 
 # --- sampling read back from llama-server's /slots through the OpenAI backend ---------------------------------
 
-
-
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):
-    q8 = quantize(embedded_model("smollm2"), "Q8_0").info.path
-    server = LlamaServer(q8, "smollm2-q8", tmp_path_factory.mktemp("llama-server") / "server.log")
-    yield server
-    server.stop()
 
 
 class DropTemperature(BaseHTTPRequestHandler):
@@ -295,11 +302,13 @@ def _verify_openai(url: str, **gen):
         b.close()
 
 
+@pytest.mark.integration
 def test_llama_server_reads_back_the_sampling_it_used(llama_server):
     eff = _verify_openai(llama_server.url, temperature=0.7, top_p=0.9, seed=5)
     assert eff["read_back"] == {"temperature": 0.7, "top_p": 0.9, "seed": 5} and eff["not_verifiable"] == []
 
 
+@pytest.mark.integration
 def test_a_server_that_ignores_temperature_is_caught_over_http(llama_server):
     DropTemperature.upstream = llama_server.url
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), DropTemperature)
@@ -314,6 +323,7 @@ def test_a_server_that_ignores_temperature_is_caught_over_http(llama_server):
         proxy.server_close()
 
 
+@pytest.mark.unit
 def test_the_report_names_what_could_not_be_verified():
     numbers = {"comparisons": [], "amendments": [], "subsets": [], "cells": []}
     run = {"judge": {"warnings": [], "effective_settings": {"local/correctness": {"not_verifiable": []}}},
@@ -324,6 +334,7 @@ def test_the_report_names_what_could_not_be_verified():
     assert not [line for line in owe_the_reader(numbers, run) if "not verifiable" in line]
 
 
+@pytest.mark.integration
 def test_llama_server_reads_back_over_the_messages_route_too(llama_server):
     b = AnthropicBackend(AnthropicConfig(model="smollm2-q8", base_url=llama_server.url, sampling_params=True))
     try:
