@@ -21,13 +21,14 @@ DEMO = Path(__file__).resolve().parent.parent / "sealed" / "demo"
 def _quantize(args) -> None:
     from judge.prereg import load_experiment
 
+    from .backends.registry import backend_info
     from .load import quant_file
 
     exp = load_experiment(args.exp)
     done = set()
     for arm in exp.arms:
         spec = exp.models[arm.model]
-        if spec.backend != "llama-cpp":
+        if not backend_info(spec.backend).local:
             continue
         for quant in arm.quants:
             if (spec.name, quant) not in done:

@@ -25,6 +25,7 @@ from .backends.base import Backend, Reply, Request
 from .cache import CallCache, call_key
 from .errors import BadInput, CheckFailed
 from .glue import GlueResult, load_glue
+from .backends.registry import backend_info
 from .load import open_backend
 from .questions import Question
 from .records import ANSWER_KEY, AnswerRow, row_id
@@ -132,7 +133,7 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
                     effective[arm.name] = verify_settings(backend, f"arm {arm.name!r}", arm.generation, quant, model,
                                                           specs, runtime)
                     stats["effective"][f"{arm.name}/{quant}"] = effective[arm.name]
-                workers = 1 if model.backend == "llama-cpp" else model.concurrency
+                workers = backend_info(model.backend).workers(model.concurrency)
                 for t, row, caller in _run(order(group), backend, cache, exp_dir, effective, workers):
                     writer.write(row.to_dict(), retry_of=retry.get(t.row))
                     stats["model_calls"] += len(caller.keys) - caller.cached

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .backends.registry import backend_info
 from .collect import plain_messages
 from .errors import BadInput
 from .glue import load_glue
@@ -46,7 +47,7 @@ class Counter:
 
 def counter(model: ModelSpec, exp_dir: Path) -> Counter | None:
     """A token counter for a llama-cpp model (the source file's vocabulary: every quant shares it); None for HTTP."""
-    if model.backend != "llama-cpp":
+    if not backend_info(model.backend).local:
         return None
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 

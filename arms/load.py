@@ -55,34 +55,14 @@ def chat_template(spec: ModelSpec, exp_dir: Path) -> tuple[str | None, str | Non
 
 def open_backend(spec: ModelSpec, quant: str | None, adapters: AdapterSpec | tuple[AdapterSpec, ...] | None,
                  exp_dir: Path, runtime: Runtime) -> Backend:
+    """The backend registered under the model's `backend`, opened from its spec (arms.backends.registry)."""
+    from .backends.registry import backend_info
+
     if isinstance(adapters, AdapterSpec):
         adapters = (adapters,)
     adapters = tuple(adapters or ())
-    if spec.backend == "llama-cpp":
-        from .backends.llama_cpp import LlamaConfig, LlamaCppBackend, Lora
-
-        qf = quant_file(spec, quant or "source", exp_dir, runtime)
-        source = model_source(spec, exp_dir)
-        loras = tuple(Lora(str(adapter_file(a, source, exp_dir)), a.scale) for a in adapters)
-        template, template_file = chat_template(spec, exp_dir)
-        return LlamaCppBackend(LlamaConfig(model_path=qf.info.path, threads=runtime.threads, n_ctx=runtime.n_ctx,
-                                           seed=runtime.seed, loras=loras, chat_template=template,
-                                           chat_template_file=template_file,
-                                           cpu_extra_buffers=runtime.cpu_extra_buffers))
-    if adapters:
+    info = backend_info(spec.backend)
+    if adapters and not info.local:
         raise BadInput("prereg.toml", f"adapters are applied by the server for backend {spec.backend!r}; "
                        "register the served adapter as its own model", field="adapter")
-    if spec.backend == "openai":
-        from .backends.openai import OpenAIBackend, OpenAIConfig
-
-        return OpenAIBackend(OpenAIConfig(model=spec.source, base_urls=spec.urls(), attempts=spec.attempts,
-                                          timeout_s=spec.timeout_s, thinking_control=spec.thinking_control,
-                                          api_key_env=spec.api_key_env or "OPENAI_API_KEY",
-                                          structured=spec.structured))
-    if spec.backend == "anthropic":
-        from .backends.anthropic import AnthropicBackend, AnthropicConfig
-
-        return AnthropicBackend(AnthropicConfig(model=spec.source, base_url=spec.base_url, attempts=spec.attempts,
-                                                timeout_s=spec.timeout_s, sampling_params=spec.sampling_params,
-                                                api_key_env=spec.api_key_env or "ANTHROPIC_API_KEY"))
-    raise BadInput("prereg.toml", f"unknown backend {spec.backend!r}", field="backend")
+    return info.open(spec, quant, adapters, exp_dir, runtime)

@@ -17,7 +17,6 @@ from .backends.base import Generation
 from .errors import BadInput
 from . import toml_lines
 
-BACKENDS = ("llama-cpp", "openai", "anthropic")
 # How an OpenAI(-compatible) server is told thinking on/off: not at all; `chat_template_kwargs.enable_thinking`
 # (vLLM, llama-server render the template with it); or `reasoning_effort` ("none" = off; OpenAI reasoning models).
 THINKING_CONTROLS = ("none", "chat_template_kwargs", "reasoning_effort")
@@ -93,6 +92,8 @@ class ArmSpec:
 
 MODEL_KEYS = ("backend", "source", "base_url", "family", "sha256", "chat_template", "chat_template_sha256", "imatrix",
               "concurrency", "attempts", "timeout_s", "api_key_env", "thinking_control", "sampling_params", "structured")
+# keys that only the backends whose BackendInfo.model_keys lists them read, at their default when unregistered
+BACKEND_MODEL_KEYS = {"thinking_control": "none", "sampling_params": False, "structured": "json_schema"}
 ADAPTER_KEYS = ("source", "scale", "sha256")
 ARM_KEYS = ("name", "model", "adapter", "quants", "glue", "samples", "generation")
 
@@ -204,11 +205,18 @@ def parse_models(doc: dict, file: Path) -> dict[str, ModelSpec]:
 
 
 def _model(name: str, t: Any, file: Path) -> ModelSpec:
+    from .backends.registry import REGISTRY
+
     where = f"[models.{name}]"
     check_keys(t, MODEL_KEYS, file, where)
     backend = setting(t, "backend", "string", file, where)
-    if backend not in BACKENDS:
-        raise BadInput(file, f"{where} backend must be one of {BACKENDS}", field="backend")
+    if backend not in REGISTRY:
+        raise BadInput(file, f"{where} backend {backend!r} is not one of {tuple(REGISTRY)}", field="backend")
+    for key, default in BACKEND_MODEL_KEYS.items():
+        if t.get(key, default) != default and key not in REGISTRY[backend].model_keys:
+            users = [name for name, info in REGISTRY.items() if key in info.model_keys]
+            raise BadInput(file, f"{where} {key} is for the {' and '.join(users)} backend (backend {backend!r} "
+                           "does not read it)", field=key)
     urls = _strings(t.get("base_url"), file, where, "base_url")
     sha = t.get("sha256", {})
     if isinstance(sha, str):
@@ -232,60 +240,35 @@ def _model(name: str, t: Any, file: Path) -> ModelSpec:
                      imatrix=setting(t, "imatrix", "string", file, where, None),
                      concurrency=t.get("concurrency", 4), attempts=t.get("attempts", 4), timeout_s=float(timeout),
                      api_key_env=setting(t, "api_key_env", "string", file, where, None),
-                     thinking_control=_thinking_control(t, backend, file, where),
+                     thinking_control=_one_of(t, "thinking_control", THINKING_CONTROLS, file, where),
                      sampling_params=setting(t, "sampling_params", "boolean", file, where, False),
-                     structured=_structured(t, backend, file, where))
+                     structured=_one_of(t, "structured", STRUCTURED, file, where))
 
 
 def _is_digest(value: Any) -> bool:
     return isinstance(value, str) and re.fullmatch(r"[0-9a-fA-F]{64}", value) is not None
 
 
-def _thinking_control(t: dict, backend: str, file: Path, where: str) -> str:
-    control = t.get("thinking_control", "none")
-    if control not in THINKING_CONTROLS:
-        raise BadInput(file, f"{where} thinking_control must be one of {THINKING_CONTROLS}", field="thinking_control")
-    if control != "none" and backend != "openai":
-        raise BadInput(file, f"{where} thinking_control is for the openai backend (llama-cpp switches thinking "
-                       "through the chat template, anthropic through its thinking parameter)", field="thinking_control")
-    return control
-
-
-def _structured(t: dict, backend: str, file: Path, where: str) -> str:
-    mode = t.get("structured", "json_schema")
-    if mode not in STRUCTURED:
-        raise BadInput(file, f"{where} structured must be one of {STRUCTURED}", field="structured")
-    if "structured" in t and backend != "openai":
-        raise BadInput(file, f"{where} structured is for the openai backend (llama-cpp constrains verdicts by a "
-                       "grammar, anthropic by a forced tool call)", field="structured")
-    return mode
+def _one_of(t: dict, key: str, values: tuple[str, ...], file: Path, where: str) -> str:
+    value = t.get(key, BACKEND_MODEL_KEYS[key])
+    if value not in values:
+        raise BadInput(file, f"{where} {key} must be one of {values}", field=key)
+    return value
 
 
 def check_generation(model: ModelSpec, g: Generation, file: Path | str, where: str) -> None:
     """Refuse generation settings this model's backend has no way to send, before any call is made."""
-    if model.backend == "llama-cpp" and None in (g.temperature, g.top_p, g.seed):
-        raise BadInput(file, f"{where}: llama.cpp has no provider default worth trusting (it would apply its "
-                       "own); register temperature, top_p and seed", field="generation")
-    if g.thinking_budget is not None and model.backend != "anthropic":
-        raise BadInput(file, f"{where}: thinking_budget is sent only to the anthropic backend; model "
-                       f"{model.name!r} is {model.backend}", field="thinking_budget")
-    if model.backend == "anthropic" and g.thinking:
-        if g.thinking_budget is None:
-            raise BadInput(file, f"{where}: thinking on the anthropic backend needs a registered thinking_budget "
-                           "(tokens, at least 1024)", field="thinking_budget")
-        if not 1024 <= g.thinking_budget < g.max_tokens:
-            raise BadInput(file, f"{where}: thinking_budget must be at least 1024 and below max_tokens "
-                           f"({g.max_tokens})", field="thinking_budget")
+    from .backends.registry import backend_info
+
+    info = backend_info(model.backend)
+    for key in ("thinking_budget", "effort"):
+        if getattr(g, key) is not None and key not in info.sends:
+            raise BadInput(file, f"{where}: {key} cannot be sent to model {model.name!r} (backend {model.backend})",
+                           field=key)
     if g.thinking_budget is not None and not g.thinking:
         raise BadInput(file, f"{where}: a thinking_budget is registered but thinking is off", field="thinking_budget")
-    if g.effort is not None:
-        if model.backend == "llama-cpp" or (model.backend == "openai" and model.thinking_control == "none"):
-            raise BadInput(file, f"{where}: effort cannot be sent to model {model.name!r} (llama-cpp, or an openai "
-                           "model without thinking_control)", field="effort")
-        if model.backend == "openai" and not g.thinking:
-            raise BadInput(file, f"{where}: effort is registered but thinking is off", field="effort")
-    if model.backend == "openai" and model.thinking_control == "reasoning_effort" and g.thinking and g.effort is None:
-        raise BadInput(file, f"{where}: thinking on through reasoning_effort needs a registered effort", field="effort")
+    for key, message in info.check_generation(model, g):
+        raise BadInput(file, f"{where}: {message}", field=key)
 
 
 def parse_adapters(doc: dict, file: Path) -> dict[str, AdapterSpec]:
@@ -325,7 +308,10 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
     for adapter in names:
         if adapter not in adapters:
             raise BadInput(file, f"arm {name!r} names unknown adapter {adapter!r}", field="adapter")
-    if names and models[model].backend != "llama-cpp":
+    from .backends.registry import backend_info
+
+    local = backend_info(models[model].backend).local
+    if names and not local:
         raise BadInput(file, f"arm {name!r}: adapters are applied by the server for backend "
                        f"{models[model].backend!r}; register the served adapter as its own model", field="adapter")
     quants = tuple(setting(t, "quants", "strings", file, where))
@@ -333,7 +319,7 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
         raise BadInput(file, f"arm {name!r} needs a non-empty list of quant names", field="quants")
     if len(set(quants)) != len(quants):
         raise BadInput(file, f"arm {name!r} lists a quant twice: {list(quants)}", field="quants")
-    if len(quants) > 1 and models[model].backend != "llama-cpp":
+    if len(quants) > 1 and not local:
         raise BadInput(file, f"arm {name!r} runs on {models[model].backend} model {model!r}, which is served: a "
                        f"quant label never reaches the server, so {quants[1]!r} would be answered from the call "
                        f"cache of {quants[0]!r}. Register one label, and each served quantisation as its own "

@@ -19,6 +19,7 @@ from pathlib import Path
 from arms import jsonl
 from arms.cache import CallCache
 from arms.errors import BadInput
+from arms.backends.registry import backend_info
 from arms.load import open_backend
 from arms.records import JUDGMENT_KEY, Judgment
 from arms.settings import verify_settings
@@ -33,6 +34,8 @@ DEFAULTS = {
     "openai": (ModelSpec("gpt", "openai", "gpt-4o-mini", family="gpt"), None, "OPENAI_API_KEY"),
     "anthropic": (ModelSpec("claude", "anthropic", "claude-sonnet-4-5", family="claude"), None, "ANTHROPIC_API_KEY"),
 }
+
+AUTO = ("anthropic", "openai")  # the readers `auto` tries, in this order, before the local one
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ def choose(name: str) -> str:
     """`auto`: the first reader whose API key is set (Anthropic, then OpenAI), else the local model."""
     if name != "auto":
         return name
-    for candidate in ("anthropic", "openai"):
+    for candidate in AUTO:
         if os.environ.get(DEFAULTS[candidate][2] or ""):
             return candidate
     return "local"
@@ -70,7 +73,7 @@ def make_reader(name: str, model: str | None = None, base_url: str | None = None
         raise BadInput("--reader", "the local reader is the embedded SmolLM2; --model/--base-url are for HTTP readers")
     if model or base_url:
         spec = replace(spec, source=model or spec.source, base_url=base_url)
-    if spec.backend == "openai":
+    if "structured" in backend_info(spec.backend).model_keys:
         spec = replace(spec, structured=structured)
     return Reader(name, spec, quant)
 
@@ -85,10 +88,10 @@ def latest(out: Path, reader_id: str) -> dict[str, Judgment]:
 
 
 def reader_rubric(reader: Reader, rubric: Rubric) -> Rubric:
-    """The rubric as this reader runs it. The Anthropic Messages API accepts no temperature, top_p or
-    seed, so an Anthropic reader is registered with the provider's defaults (nothing sent), as the
-    demo registers its Claude judge; every other reader uses the rubric's own settings."""
-    if reader.spec.backend != "anthropic":
+    """The rubric as this reader runs it. A backend that cannot send temperature, top_p and seed (the
+    Anthropic Messages API) reads with the provider's defaults (nothing sent), as the demo registers its
+    Claude judge; every other reader uses the rubric's own settings."""
+    if {"temperature", "top_p", "seed"} <= backend_info(reader.spec.backend).sends:
         return rubric
     return replace(rubric, generation=replace(rubric.generation, temperature=None, top_p=None, seed=None))
 

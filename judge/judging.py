@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from arms import jsonl
 from arms.backends.base import Backend, Request
+from arms.backends.registry import backend_info
 from arms.cache import CallCache, call_key
 from arms.records import JUDGMENT_KEY, Judgment
 from arms.retry import describe, is_call_failure
@@ -105,9 +106,6 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
                     rubric=rubric.name, kind=item.kind)
 
 
-SERIAL_BACKENDS = {"llama-cpp"}  # an in-process model is not thread-safe: one call at a time
-
-
 def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, out: Path,
               max_attempts: int = 2, progress: bool = True, concurrency: int = 1) -> dict:
     """Judge every item not yet in `out` or whose verdict is an `error`, up to `concurrency` calls in flight
@@ -123,7 +121,7 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     done = jsonl.current(out, JUDGMENT_KEY)
     retry = {label: line for (judge, label), line in jsonl.to_retry(done).items() if judge == name}
     todo = [i for i in items if (name, i.label) not in done or i.label in retry]
-    workers = 1 if backend.name in SERIAL_BACKENDS else max(1, concurrency)
+    workers = backend_info(backend.name).workers(concurrency)
     groups: dict[str, list[BlindItem]] = {}
     for item in todo:
         groups.setdefault(json.dumps(item.prompt_fields(), sort_keys=True), []).append(item)  # what the prompt renders

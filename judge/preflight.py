@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from arms.backends.registry import backend_info
 from arms.context import check_arms, check_budget, counter
 from arms.errors import BadInput
 from arms.load import experiment_file
@@ -72,8 +73,9 @@ def check_files(exp: Experiment, arms: list[ArmSpec], panel: list[JudgeSpec]) ->
     group must not fail on a missing file after the first group's answers were paid for."""
     file = exp.dir / "prereg.toml"
     models = {a.model for a in arms} | {j.model for j in panel}
-    wanted = [(("models", m), key, getattr(exp.models[m], key)) for m in sorted(models)
-              if exp.models[m].backend == "llama-cpp" for key in ("source", "imatrix", "chat_template")]
+    local = sorted(m for m in models if backend_info(exp.models[m].backend).local)
+    wanted = [(("models", m), key, getattr(exp.models[m], key)) for m in local
+              for key in ("source", "imatrix", "chat_template")]
     wanted += [(("adapters", n), "source", exp.adapters[n].source) for n in sorted({n for a in arms for n in a.adapters})]
     for where, key, value in wanted:
         if value and not value.startswith(("embedded:", "generated:")) and not experiment_file(value, exp.dir).is_file():

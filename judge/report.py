@@ -41,6 +41,13 @@ def owe_the_reader(numbers: dict[str, Any], run: dict[str, Any]) -> list[str]:
                    "registered attempts: a timeout, a lost or cut-off connection, an HTTP error or an unreadable "
                    "reply; each row's cause is in answers.jsonl): " + ", ".join(f"{k} {v}" for k, v in failed.items())
                    + ". They are excluded, not zeroed.")
+    unverified = [f"{who} {name} ({', '.join(eff['not_verifiable'])})"
+                  for who, settings in (("arm", run.get("effective_settings") or {}),
+                                        ("judge", run["judge"].get("effective_settings") or {}))
+                  for name, eff in settings.items() if eff.get("not_verifiable")]
+    if unverified:
+        out.append("Sampling settings sent as registered but not verifiable (the backend cannot report what it "
+                   "used): " + "; ".join(unverified) + ".")
     out.append("The questions were written for this experiment and have not been independently re-checked.")
     out.append(run["audit_gate"])
     return out

@@ -21,6 +21,7 @@ from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput
 from arms.jsonl import Appender, current, read
+from arms.backends.registry import backend_info
 from arms.load import open_backend
 from arms.questions import load_questions
 from arms.records import ANSWER_KEY, AnswerRow
@@ -72,7 +73,7 @@ def versions() -> dict[str, str]:
 
 def local_machine(exp: Experiment) -> dict[str, Any]:
     """What decided llama.cpp's CPU extra buffers on this machine (only when a model runs in process)."""
-    if not any(m.backend == "llama-cpp" for m in exp.models.values()):
+    if not any(backend_info(m.backend).local for m in exp.models.values()):
         return {}
     from arms.llama_loader import extra_buffers, system_info
 
@@ -123,7 +124,7 @@ def quant_files(exp: Experiment, arms: list[str]) -> dict[str, dict]:
     out = {}
     for arm in (exp.arm(a) for a in arms):
         spec = exp.models[arm.model]
-        if spec.backend == "llama-cpp":
+        if backend_info(spec.backend).local:
             for q in arm.quants:
                 out.setdefault(f"{spec.name}/{q}", quant_file(spec, q, exp.dir, exp.runtime).to_dict())
     return out

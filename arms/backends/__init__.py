@@ -1,4 +1,4 @@
-"""Model backends, one file each, behind `base.Backend`."""
+"""Model backends, one file each, behind `base.Backend`, each declaring a `base.BackendInfo`; `registry` lists them."""
 from .base import Backend, Generation, Reply, Request
 
 __all__ = ["Backend", "Generation", "Reply", "Request"]

@@ -28,7 +28,8 @@ from typing import Any
 
 from ..errors import CheckFailed
 from ..retry import MalformedReply, reply_body, with_retries
-from .base import Generation, Reply, Request
+from . import slots
+from .base import NOT_VERIFIABLE, SENDS, BackendInfo, Generation, Reply, Request, nothing_read_back
 
 
 @dataclass(frozen=True)
@@ -85,12 +86,20 @@ class AnthropicBackend:
                 "stop": list(g.stop), "system": g.system, "thinking": g.thinking,
                 "thinking_budget": g.thinking_budget if g.thinking else None, "effort": g.effort}
 
-    def complete(self, request: Request) -> Reply:
+    def read_back(self, generation: Generation) -> dict[str, Any]:
+        """The sampling the server says it used (arms.backends.slots): a compatible llama-server can say, the API
+        cannot. A thinking request needs a budget of at least 1024 tokens, too dear for a probe: not verifiable."""
+        if self.config.base_url is None or generation.thinking:
+            return nothing_read_back()
+        messages = [{"role": r, "content": c} for r, c in slots.PROBE]
+        used = slots.read_back(self.config.base_url, lambda: self.client.messages.create(
+            model=self.config.model, messages=messages, max_tokens=1, **self._kwargs(Request(slots.PROBE, generation))))
+        return {**used, "seed": NOT_VERIFIABLE}  # never sent (`sent` counts it only where greedy decoding ignores it)
+
+    def _kwargs(self, request: Request) -> dict[str, Any]:
+        """What a request sends beyond the model, the user/assistant messages and max_tokens."""
         g = request.generation
-        if g.thinking and not g.thinking_budget:
-            raise CheckFailed("thinking mode on the anthropic backend needs a registered thinking_budget")
         system = "\n\n".join(c for r, c in request.messages if r == "system")
-        messages = [{"role": r, "content": c} for r, c in request.messages if r != "system"]
         kwargs: dict[str, Any] = {}
         if system:
             # a cache breakpoint after the shared prefix (tools + system): identical prefixes are billed once
@@ -103,14 +112,23 @@ class AnthropicBackend:
         if g.stop:
             kwargs["stop_sequences"] = list(g.stop)
         if self.config.sampling_params:
-            sampling = {"temperature": g.temperature, **({"top_p": g.top_p} if g.top_p != 1.0 else {})}
+            # top_p is sent at 1.0 too: left out, llama-server applied its own 0.95 (caught by the read-back)
+            sampling = {"temperature": g.temperature, "top_p": g.top_p}
             kwargs["extra_body"] = {k: v for k, v in sampling.items() if v is not None}
         if g.effort:
             kwargs["output_config"] = {"effort": g.effort}
-        thinking = {"type": "enabled", "budget_tokens": g.thinking_budget} if g.thinking else {"type": "disabled"}
+        kwargs["thinking"] = ({"type": "enabled", "budget_tokens": g.thinking_budget} if g.thinking
+                              else {"type": "disabled"})
+        return kwargs
+
+    def complete(self, request: Request) -> Reply:
+        g = request.generation
+        if g.thinking and not g.thinking_budget:
+            raise CheckFailed("thinking mode on the anthropic backend needs a registered thinking_budget")
+        messages = [{"role": r, "content": c} for r, c in request.messages if r != "system"]
+        kwargs = self._kwargs(request)
         t0 = time.perf_counter()
-        out = self._create(model=self.config.model, messages=messages, max_tokens=g.max_tokens, thinking=thinking,
-                           **kwargs)
+        out = self._create(model=self.config.model, messages=messages, max_tokens=g.max_tokens, **kwargs)
         latency = time.perf_counter() - t0
         # the SDK does not validate: a body that is not a message with a content list gets here
         if getattr(out, "type", None) != "message" or not isinstance(getattr(out, "content", None), list):
@@ -140,3 +158,27 @@ class AnthropicBackend:
 
     def close(self) -> None:
         self.client.close()
+
+
+def open_anthropic(spec, quant: str | None, adapters: tuple, exp_dir, runtime) -> AnthropicBackend:
+    return AnthropicBackend(AnthropicConfig(model=spec.source, base_url=spec.base_url, attempts=spec.attempts,
+                                            timeout_s=spec.timeout_s, sampling_params=spec.sampling_params,
+                                            api_key_env=spec.api_key_env or "ANTHROPIC_API_KEY"))
+
+
+def check_generation(model, g: Generation) -> list[tuple[str, str]]:
+    """Thinking on needs a budget the API accepts."""
+    if g.thinking and g.thinking_budget is None:
+        return [("thinking_budget", "thinking on the anthropic backend needs a registered thinking_budget "
+                 "(tokens, at least 1024)")]
+    if g.thinking and not 1024 <= g.thinking_budget < g.max_tokens:
+        return [("thinking_budget", f"thinking_budget must be at least 1024 and below max_tokens ({g.max_tokens})")]
+    return []
+
+
+# The API takes no temperature, top_p or seed; a compatible server registered with sampling_params takes
+# temperature and top_p, and `sent` says so per model.
+INFO = BackendInfo(name=AnthropicBackend.name, open=open_anthropic,
+                   sends=frozenset((*(k for k in SENDS if k not in ("temperature", "top_p", "seed")),
+                                    "thinking_budget", "effort")),
+                   model_keys=("sampling_params",), check_generation=check_generation)

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:
+    from ..spec import AdapterSpec, ModelSpec, Runtime
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,46 @@ class Backend(Protocol):
         """What this backend really sends for `generation`, named as registered; None = not sent/not honoured."""
         ...
 
+    def read_back(self, generation: Generation) -> dict[str, Any]:
+        """The sampling settings (READ_BACK) the model really used for `generation`, as the backend reports them,
+        or NOT_VERIFIABLE for each one it cannot report: what is sent is no proof that it is honoured."""
+        ...
+
     def complete(self, request: Request) -> Reply: ...
 
     def close(self) -> None: ...
+
+
+SENDS = ("temperature", "top_p", "max_tokens", "seed", "stop", "thinking", "system")  # what most backends can send
+READ_BACK = ("temperature", "top_p", "seed")
+NOT_VERIFIABLE = "not verifiable"
+NOT_USED = "not used (greedy)"  # read back as greedy decoding, which no top_p or seed can change
+
+
+def nothing_read_back() -> dict[str, Any]:
+    """The read-back of a backend that cannot tell which sampling settings it used."""
+    return {key: NOT_VERIFIABLE for key in READ_BACK}
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """What the harness may know about one backend, declared once in the backend's own module and listed in
+    `arms.backends.registry`. Collection, judging, spec parsing and settings verification ask this instead of
+    comparing backend names, so a new backend is one module plus one registry line. A further way of running
+    (several sequences decoded together, a provider's batch API) is one more capability here, asked through a
+    method like `workers`."""
+
+    name: str
+    open: Callable[["ModelSpec", str | None, "tuple[AdapterSpec, ...]", Path, "Runtime"], Backend]
+    serial: bool = False  # one call at a time (an in-process model is not thread-safe); else the model's concurrency
+    local: bool = False  # runs a GGUF in process: quantised here, adapters applied here, machine facts recorded
+    sends: frozenset[str] = frozenset(SENDS)  # the Generation settings it has a way to send
+    model_keys: tuple[str, ...] = ()  # [models.*] keys only some backends read, that this one reads
+    # further registration rules, as (field, message) for each generation setting it cannot honour
+    check_generation: Callable[["ModelSpec", Generation], list[tuple[str, str]]] = lambda model, g: []
+    # differences between the registration and what only this backend reads back (file types, threads...)
+    differences: Callable[..., list[str]] = lambda generation, eff, quant, model, adapters, runtime: []
+
+    def workers(self, concurrency: int) -> int:
+        """Calls in flight at once."""
+        return 1 if self.serial else max(1, concurrency)

@@ -8,6 +8,11 @@ llama-cpp-python, which may swap a GGUF template for a built-in format it guesse
 rendering it ourselves is also how `enable_thinking` reaches templates that support it (Qwen3).
 Every sampling knob is sent explicitly: llama-cpp-python's defaults (top_k 40, min_p 0.05,
 repeat penalty 1.1 in its chat handler) would otherwise shape sampling without being registered.
+Sampling is read back from the sampler chain llama.cpp really built for a one-token probe with the
+registered settings: which samplers are in it and which are active (llama.cpp names an inactive one
+with a leading "?"), and the seed of its `dist` sampler. llama.cpp has no getter for a temperature or
+top_p value, so those values are "not verifiable" beyond what the chain shows (greedy or not, top_p off
+or not).
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ import ctypes
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +28,7 @@ from .. import crash
 from ..errors import BadInput, CheckFailed
 from ..llama_loader import ExtraBuffers, check_runs, extra_buffers, load_llama
 from ..models import GGUFInfo, gguf_info, sha256_file
-from .base import Generation, Reply, Request
+from .base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
 
 EXTRA_SAMPLING = {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}  # all off: only registered settings sample
 PROBE = (("system", "You are a probe."), ("user", "Say hello."))
@@ -190,7 +195,25 @@ class LlamaCppBackend:
                 "stop": list(g.stop), "thinking": g.thinking if self.thinking_switch else None, "system": system,
                 "thinking_budget": None, "effort": None, **EXTRA_SAMPLING}
 
-    def complete(self, request: Request) -> Reply:
+    def read_back(self, generation: Generation) -> dict[str, Any]:
+        """What the sampler chain of a one-token probe with these settings really holds (see the module docstring)."""
+        import llama_cpp
+
+        self._generate(Request(PROBE, replace(generation, max_tokens=1, thinking=generation.thinking
+                                              and self.thinking_switch)))
+        sampler = getattr(getattr(self.llm, "_sampler", None), "sampler", None)  # the chain the probe sampled with
+        self.llm.reset()  # the probe's KV cache must not be reused as a prompt prefix
+        if sampler is None:
+            return nothing_read_back()
+        chain = [llama_cpp.llama_sampler_name(llama_cpp.llama_sampler_chain_get(sampler, i)).decode()
+                 for i in range(llama_cpp.llama_sampler_chain_n(sampler))]
+        if "greedy" in chain:
+            return {"temperature": 0.0, "top_p": NOT_USED, "seed": NOT_USED, "sampler_chain": chain}
+        return {"temperature": NOT_VERIFIABLE, "top_p": 1.0 if "?top-p" in chain else NOT_VERIFIABLE,
+                "seed": int(llama_cpp.llama_sampler_get_seed(sampler)) if "dist" in chain else NOT_VERIFIABLE,
+                "sampler_chain": chain}
+
+    def _generate(self, request: Request) -> dict[str, Any]:
         g = request.generation
         llm = self.llm
         if g.thinking and not self.thinking_switch:
@@ -199,11 +222,10 @@ class LlamaCppBackend:
         kwargs: dict[str, Any] = {}
         if request.schema:
             kwargs["response_format"] = {"type": "json_object", "schema": json.loads(request.schema)}
-        t0 = time.perf_counter()
         with crash.step(f"generating with {self.config.model_path} (llama.cpp, threads {self.config.threads}, "
                         f"CPU extra buffers {'on' if self.extra_buffers.use else 'off'})",
                         build_amx=self.extra_buffers.build_amx, cpu_amx=self.extra_buffers.cpu_amx):
-            out = self._handler(
+            return self._handler(
                 llama=llm,
                 messages=[{"role": r, "content": c} for r, c in request.messages],
                 temperature=g.temperature,
@@ -215,6 +237,10 @@ class LlamaCppBackend:
                 **EXTRA_SAMPLING,
                 **kwargs,
             )
+
+    def complete(self, request: Request) -> Reply:
+        t0 = time.perf_counter()
+        out = self._generate(request)
         latency = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -252,3 +278,96 @@ def _last_logits(llm, tokens: list[int]):
     llm.eval(tokens)
     ptr = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
     return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).copy()
+
+
+def sampler_differences(g: Generation, chain: list[str]) -> list[str]:
+    """How the sampler chain llama.cpp built differs from the registered sampling: greedy exactly when the
+    temperature is 0, top_p active exactly when below 1, and llama-cpp-python's extra samplers all inactive."""
+    out = []
+    greedy = "greedy" in chain
+    if greedy != (g.temperature == 0):
+        out.append(f"temperature: registered {g.temperature!r}, llama.cpp sampled "
+                   f"{'greedily' if greedy else 'at a temperature above 0'} (sampler chain {chain})")
+    if not greedy and ("top-p" in chain) != (g.top_p is not None and g.top_p < 1):
+        out.append(f"top_p: registered {g.top_p!r}, llama.cpp's top-p sampler is "
+                   f"{'active' if 'top-p' in chain else 'off'} (sampler chain {chain})")
+    active = [name for name in ("penalties", "top-k", "min-p", "typical") if name in chain]
+    if active:
+        out.append(f"sampling: only the registered settings may sample, but llama.cpp's {active} sampler(s) are "
+                   f"active (sampler chain {chain})")
+    return out
+
+
+def differences(g: Generation, eff: dict[str, Any], quant: str, model, adapters, runtime) -> list[str]:
+    """What only an in-process llama.cpp reads back: the GGUF, template, adapters, threads, buffers, sampler chain."""
+    out = []
+    chain = (eff.get("read_back") or {}).get("sampler_chain")
+    if chain is not None:
+        out.extend(sampler_differences(g, chain))
+    if quant != "source" and eff["file_type"] != f"MOSTLY_{quant}":
+        out.append(f"quant: registered {quant}, the model file says {eff['file_type']}")
+    want_sha = model.sha256.get(quant)
+    if want_sha and want_sha != eff["model_sha256"]:
+        out.append(f"model sha256 ({quant}): registered {want_sha}, the loaded file is {eff['model_sha256']}")
+    if model.chat_template_sha256 and model.chat_template_sha256 != eff["chat_template_sha256"]:
+        out.append(f"chat template sha256: registered {model.chat_template_sha256}, the template in use "
+                   f"({eff['chat_template_source']}) is {eff['chat_template_sha256']}")
+    loaded = eff["loras"]
+    if len(loaded) != len(adapters):
+        out.append(f"adapters: registered {[a.name for a in adapters]}, {len(loaded)} loaded")
+    for a, lo in zip(adapters, loaded):
+        if a.sha256 and a.sha256 != lo["sha256"]:
+            out.append(f"adapter {a.name} sha256: registered {a.sha256}, the loaded file is {lo['sha256']}")
+        if a.scale != lo["scale"]:
+            out.append(f"adapter {a.name} scale: registered {a.scale}, applied {lo['scale']}")
+    if adapters and any(a.scale != 0 for a in adapters) and not eff["lora_max_logit_change"]:
+        out.append(f"adapters {[a.name for a in adapters]}: loaded, but they change no logit (not applied)")
+    if eff["n_threads"] != runtime.threads or eff["n_threads_batch"] != runtime.threads:
+        out.append(f"threads: registered {runtime.threads}, llama.cpp uses "
+                   f"{eff['n_threads']}/{eff['n_threads_batch']}")
+    if "cpu_extra_buffers" in eff:  # rows written before the setting existed have none of it
+        out.extend(_extra_buffer_differences(eff, runtime))
+    if eff["n_ctx"] != runtime.n_ctx:
+        out.append(f"n_ctx: registered {runtime.n_ctx}, llama.cpp uses {eff['n_ctx']}")
+    return out
+
+
+def _extra_buffer_differences(eff: dict[str, Any], runtime) -> list[str]:
+    out = []
+    decided = eff["cpu_extra_buffers_decision"]
+    if eff["cpu_extra_buffers"] != decided["use"]:
+        out.append(f"cpu_extra_buffers: decided {decided['use']} ({decided['reason']}), llama.cpp was loaded with "
+                   f"{eff['cpu_extra_buffers']}")
+    if decided["registered"] != runtime.cpu_extra_buffers:
+        out.append(f"cpu_extra_buffers: registered {runtime.cpu_extra_buffers!r}, the backend decided from "
+                   f"{decided['registered']!r}")
+    extra = [b for b in eff["weight_buffers"] if b not in ("CPU", "CPU_Mapped")]
+    if not decided["use"] and extra:
+        out.append(f"cpu_extra_buffers: off, but llama.cpp put weights in {extra}")
+    if decided["cpu_amx"] and "AMX" in eff["weight_buffers"]:
+        out.append("cpu_extra_buffers: llama.cpp put weights in AMX buffers on a CPU where they crash")
+    return out
+
+
+def open_llama(spec, quant: str | None, adapters: tuple, exp_dir: Path, runtime) -> LlamaCppBackend:
+    """Quantise (cached) and resolve the files of a registered model; the model itself loads on first use."""
+    from ..load import adapter_file, chat_template, model_source, quant_file
+
+    qf = quant_file(spec, quant or "source", exp_dir, runtime)
+    source = model_source(spec, exp_dir)
+    loras = tuple(Lora(str(adapter_file(a, source, exp_dir)), a.scale) for a in adapters)
+    template, template_file = chat_template(spec, exp_dir)
+    return LlamaCppBackend(LlamaConfig(model_path=qf.info.path, threads=runtime.threads, n_ctx=runtime.n_ctx,
+                                       seed=runtime.seed, loras=loras, chat_template=template,
+                                       chat_template_file=template_file, cpu_extra_buffers=runtime.cpu_extra_buffers))
+
+
+def check_generation(model, g: Generation) -> list[tuple[str, str]]:
+    if None in (g.temperature, g.top_p, g.seed):
+        return [("generation", "llama.cpp has no provider default worth trusting (it would apply its own); "
+                 "register temperature, top_p and seed")]
+    return []
+
+
+INFO = BackendInfo(name=LlamaCppBackend.name, open=open_llama, serial=True, local=True,
+                   check_generation=check_generation, differences=differences)

@@ -22,7 +22,8 @@ from typing import Any, Iterator
 from ..errors import CheckFailed, Refused
 from ..retry import MalformedReply, reply_body, retryable, with_retries
 from ..spec import STRUCTURED
-from .base import Generation, Reply, Request
+from . import slots
+from .base import READ_BACK, SENDS, BackendInfo, Generation, Reply, Request, nothing_read_back
 
 COOLDOWN_S = 5.0
 # A server's answer that it cannot take the structured-output mode at all, whatever its status code
@@ -152,7 +153,24 @@ class OpenAIBackend:
                 "stop": list(g.stop), "system": g.system, "thinking": g.thinking if switchable else None,
                 "thinking_budget": None, "effort": g.effort if g.thinking and switchable else None}
 
-    def complete(self, request: Request) -> Reply:
+    def read_back(self, generation: Generation) -> dict[str, Any]:
+        """The sampling each server says it used (arms.backends.slots): llama-server can say, others cannot."""
+        if not self.config.base_urls or (generation.thinking and self.config.thinking_control == "none"):
+            return nothing_read_back()  # the OpenAI API; or thinking that cannot be sent, which verification refuses
+        found = [slots.read_back(str(client.base_url), lambda i=i: self._probe(i, generation))
+                 for i, client in enumerate(self.clients)]
+        if all(f == found[0] for f in found):
+            return found[0]
+        urls = self.config.base_urls  # the servers disagree: each value shown per URL
+        return {k: {url: f[k] for url, f in zip(urls, found, strict=True)} for k in READ_BACK}
+
+    def _probe(self, i: int, generation: Generation) -> None:
+        self.clients[i].chat.completions.create(model=self.config.model, max_tokens=1,
+                                                messages=[{"role": r, "content": c} for r, c in slots.PROBE],
+                                                **self._kwargs(Request(slots.PROBE, generation)))
+
+    def _kwargs(self, request: Request) -> dict[str, Any]:
+        """What a request sends beyond the model, messages and max_tokens."""
         g = request.generation
         kwargs: dict[str, Any] = {}
         if request.schema and self.config.structured != "none":
@@ -177,6 +195,11 @@ class OpenAIBackend:
         elif g.thinking:
             raise CheckFailed(f"thinking mode is registered on for {self.config.model}, but the model has no "
                               "registered thinking_control, so it cannot be switched")
+        return kwargs
+
+    def complete(self, request: Request) -> Reply:
+        g = request.generation
+        kwargs = self._kwargs(request)
         t0 = time.perf_counter()
         out, server = self._create(
             model=self.config.model,
@@ -209,3 +232,24 @@ class OpenAIBackend:
     def close(self) -> None:
         for client in self.clients:
             client.close()
+
+
+def open_openai(spec, quant: str | None, adapters: tuple, exp_dir, runtime) -> OpenAIBackend:
+    return OpenAIBackend(OpenAIConfig(model=spec.source, base_urls=spec.urls(), attempts=spec.attempts,
+                                      timeout_s=spec.timeout_s, thinking_control=spec.thinking_control,
+                                      api_key_env=spec.api_key_env or "OPENAI_API_KEY", structured=spec.structured))
+
+
+def check_generation(model, g: Generation) -> list[tuple[str, str]]:
+    """effort goes out only with thinking on, through the registered thinking_control."""
+    if g.effort is not None and model.thinking_control == "none":
+        return [("effort", f"effort cannot be sent to model {model.name!r}: it has no thinking_control")]
+    if g.effort is not None and not g.thinking:
+        return [("effort", "effort is registered but thinking is off")]
+    if model.thinking_control == "reasoning_effort" and g.thinking and g.effort is None:
+        return [("effort", "thinking on through reasoning_effort needs a registered effort")]
+    return []
+
+
+INFO = BackendInfo(name=OpenAIBackend.name, open=open_openai, sends=frozenset((*SENDS, "effort")),
+                   model_keys=("thinking_control", "structured"), check_generation=check_generation)
