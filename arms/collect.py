@@ -22,10 +22,10 @@ from tqdm import tqdm
 
 from . import jsonl
 from .backends.base import Backend, Reply, Request
+from .backends.registry import backend_info
 from .cache import CallCache, call_key
 from .errors import BadInput, CheckFailed
 from .glue import GlueResult, load_glue
-from .backends.registry import backend_info
 from .load import open_backend
 from .questions import Question
 from .records import ANSWER_KEY, AnswerRow, row_id

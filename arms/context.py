@@ -60,7 +60,10 @@ def counter(model: ModelSpec, exp_dir: Path) -> Counter | None:
         raise BadInput(source, "the GGUF has no chat template: register one with chat_template = FILE",
                        field="chat_template")
     eos, bos = vocab.token_eos(), vocab.token_bos()
-    text = (lambda t: vocab.detokenize([t], special=True).decode("utf-8", "replace"))
+
+    def text(t: int) -> str:
+        return vocab.detokenize([t], special=True).decode("utf-8", "replace")
+
     return Counter(vocab, Jinja2ChatFormatter(template, eos_token=text(eos), bos_token=text(bos), stop_token_ids=[eos]))
 
 

@@ -180,7 +180,7 @@ def current(path: Path, key: tuple[str, ...], *, required: tuple[str, ...] = (),
 
 
 def _name(key: tuple[str, ...], values: tuple) -> str:
-    return ", ".join(f"{f} {v!r}" for f, v in zip(key, values))
+    return ", ".join(f"{f} {v!r}" for f, v in zip(key, values, strict=False))
 
 
 def to_retry(records: dict[tuple, Current]) -> dict[tuple, int]:

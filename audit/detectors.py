@@ -139,7 +139,7 @@ def split_prompt(prompt: str) -> tuple[str, str | None]:
 
 
 def _ngrams(ws: list[str], n: int) -> list[tuple[str, ...]]:
-    return list(zip(*(ws[i:] for i in range(n))))
+    return list(zip(*(ws[i:] for i in range(n)), strict=False))
 
 
 def _longest_copy(ws: list[str], prompt_ws: list[str], n: int = 4) -> int:

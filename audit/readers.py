@@ -17,14 +17,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from arms import jsonl
+from arms.backends.registry import backend_info
 from arms.cache import CallCache
 from arms.errors import BadInput
-from arms.backends.registry import backend_info
 from arms.load import open_backend
 from arms.records import JUDGMENT_KEY, Judgment
 from arms.settings import verify_settings
-from arms.spec import Runtime
-from arms.spec import ModelSpec
+from arms.spec import ModelSpec, Runtime
 from judge.blinding import BlindItem
 from judge.judging import judge_all
 from judge.rubric import Rubric

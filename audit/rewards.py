@@ -16,8 +16,16 @@ from arms.atomic import write_text
 from .charts import write_charts
 from .hooks import load_function
 from .log import Columns, read_log
-from .telemetry import (Signatures, check_component, fidelity, parse_failures, signatures, step_means, windows,
-                        zero_variance)
+from .telemetry import (
+    Signatures,
+    check_component,
+    fidelity,
+    parse_failures,
+    signatures,
+    step_means,
+    windows,
+    zero_variance,
+)
 
 DEFAULT_PARSE = "audit.hooks:parse_json"
 

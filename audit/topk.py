@@ -49,9 +49,12 @@ def excerpt(text: str, n: int = 160) -> str:
     return " ".join(text.split())[:n]
 
 
+DEFAULT_THRESHOLDS = Thresholds()
+
+
 def audit(log_path: Path, out_dir: Path, reader: Reader, *, k: int = 40, max_gamed: int = 4,
           second: Reader | None = None, columns: Columns | None = None, gate_on_detectors: bool = False,
-          thresholds: Thresholds = Thresholds(), seed: int = 0, progress: bool = True) -> Gate:
+          thresholds: Thresholds = DEFAULT_THRESHOLDS, seed: int = 0, progress: bool = True) -> Gate:
     log_path, out_dir = Path(log_path), Path(out_dir)
     if second is not None and second.id == reader.id:
         raise BadInput("--second-reader", f"the second reader is the first one ({reader.id}); name another")

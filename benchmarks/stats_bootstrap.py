@@ -43,7 +43,7 @@ def main() -> None:
             ratios.append(t_scipy[-1] / t_ours[-1])
         # equal intervals on scipy's own resamples
         worst = 0.0
-        for (a, b), r in zip(data, ref):
+        for (a, b), r in zip(data, ref, strict=False):
             d = b - a
             idx = np.random.RandomState(0).randint(0, n, (B, n))
             boot = stats.bootstrap_means(d, idx)

@@ -44,7 +44,7 @@ def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: i
             boots = boots[np.isfinite(boots)]
             ci = [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))] if boots.size > 100 else None
             out["pairs"].append({"judges": [x, y], "answers": len(both),
-                                 "exact_agreement": sum(p == q for p, q in zip(a, b)) / len(a),
+                                 "exact_agreement": sum(p == q for p, q in zip(a, b, strict=False)) / len(a),
                                  "kappa_quadratic": kappa, "kappa_ci95": ci})
     pairable = sorted(lab for lab in set().union(*(scores[j] for j in judges))
                       if sum(lab in scores[j] for j in judges) >= 2)

@@ -227,7 +227,7 @@ def compare(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scor
     if labels:
         out["clusters"] = len(set(labels))
         if out["clusters"] > 1:  # one cluster: the clustered SE is undefined (its deviations cancel to 0)
-            out["clustered_se"] = stats.clustered_se([float(y - x) for x, y in zip(a, b)], labels)
+            out["clustered_se"] = stats.clustered_se([float(y - x) for x, y in zip(a, b, strict=False)], labels)
     cal = stats.calibrate(a, b, h.kind, h.margin, alpha=h.alpha, method=an.method, resamples=an.resamples,
                           rule=an.rule, sims=an.calibration_sims, seed=an.seed, ceiling=ceiling(exp, h),
                           clusters=labels)

@@ -20,7 +20,7 @@ def write_plots(numbers: dict[str, Any], run_dir: Path) -> dict[str, str]:
     rows += [(s["id"], s["result"], None, True) for s in numbers["subsets"]]
     rows = [r for r in rows if r[1] is not None]
     fig, ax = plt.subplots(figsize=(7, 0.45 * max(len(rows), 2) + 1.2))
-    for i, (name, r, margin, secondary) in enumerate(reversed(rows)):
+    for i, (_name, r, margin, secondary) in enumerate(reversed(rows)):
         color = "0.55" if secondary else "C0"
         ax.plot([r["ci_low"], r["ci_high"]], [i, i], color=color, lw=2)
         ax.plot(r["diff"], i, "o", color=color)

@@ -13,8 +13,19 @@ from typing import Any
 
 from arms import toml_lines
 from arms.errors import BadInput
-from arms.spec import (AdapterSpec, ArmSpec, ModelSpec, Runtime, check_keys, parse_adapters, parse_arms,
-                       parse_generation, parse_models, parse_runtime, setting)
+from arms.spec import (
+    AdapterSpec,
+    ArmSpec,
+    ModelSpec,
+    Runtime,
+    check_keys,
+    parse_adapters,
+    parse_arms,
+    parse_generation,
+    parse_models,
+    parse_runtime,
+    setting,
+)
 from arms.toml_lines import table
 
 from .blinding import DEFAULT_SCRUB, scrub_patterns

@@ -68,7 +68,7 @@ def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, cache: CallCac
     arms = {a.name: a for a in exp.arms}
     registered = {a.name: a.generation.to_dict() for a in exp.arms}
     for no, rec in jsonl.read(path):
-        def finding(field: str, message: str) -> None:
+        def finding(field: str, message: str, no: int = no) -> None:
             out.append(f"{path}:{no}: field {field!r}: {message}")
 
         arm = arms.get(rec.get("arm"))
@@ -205,7 +205,7 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, prompts: dict[
     judges = {j.name: j for j in exp.judges}
     identities = run["judge"].get("identities") or {}
     for no, j in jsonl.read(path):
-        def finding(field: str, message: str) -> None:
+        def finding(field: str, message: str, no: int = no) -> None:
             out.append(f"{path}:{no}: field {field!r}: {message}")
 
         rubric = rubrics.get(judgment_kind(j))
@@ -246,7 +246,7 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, prompts: dict[
             if ident:
                 keys = [call_key(ident, build_request(jrubric, item, k)) for k, a in enumerate(attempts)
                         if a.get("raw") is not None]
-                for i, (stored, derived) in enumerate(zip(calls, keys)):
+                for i, (stored, derived) in enumerate(zip(calls, keys, strict=False)):
                     if stored != derived:
                         finding(f"calls[{i}]", f"reads {str(stored)[:12]}…, but the call re-derived from {source} "
                                 f"(field 'text'), the question, rubric {rubric.name} and the judge's identity in "
@@ -254,7 +254,7 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, prompts: dict[
                         break
                 if len(calls) != len(keys):
                     finding("calls", f"holds {len(calls)} call key(s) for {len(keys)} judge repl(ies)")
-        for i, (key, raw) in enumerate(zip(calls, raws)):
+        for i, (key, raw) in enumerate(zip(calls, raws, strict=False)):
             reply = cache.get(key) if cache else None
             if reply is not None and reply.text != raw:
                 finding(f"attempts[{i}].raw", f"differs from the judge's reply held in the call cache ({cache.path}) "

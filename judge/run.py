@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from arms.atomic import write_text
+from arms.backends.registry import backend_info
 from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput
 from arms.jsonl import Appender, current, read
-from arms.backends.registry import backend_info
 from arms.load import open_backend
 from arms.questions import load_questions
 from arms.records import ANSWER_KEY, AnswerRow
@@ -29,11 +29,11 @@ from arms.settings import verify_settings
 from arms.spec import check_generation
 
 from .analysis import compute_numbers, late_amendments, write_numbers
-from .plots import write_plots
 from .blinding import blind, label_secret
 from .folder import bind, commit, locked, start_judging
-from .pairwise import pair_items
 from .judging import judge_all
+from .pairwise import pair_items
+from .plots import write_plots
 from .preflight import check_answers, preflight
 from .prereg import Experiment, load_experiment
 from .report import render

@@ -136,7 +136,7 @@ def differences(a, b) -> list[Fraction]:
     """Exact paired differences b - a, one per question."""
     cache: dict[tuple, Fraction] = {}
     out = []
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         key = (x, y)
         if key not in cache:
             cache[key] = exact(y) - exact(x)
@@ -154,7 +154,7 @@ def units(d, clusters: Sequence | None = None) -> list[tuple[Fraction, int]]:
     if len(clusters) != len(d):
         raise ValueError("d and clusters must have the same length")
     sums: dict[Any, list] = {}
-    for x, c in zip(d, clusters):
+    for x, c in zip(d, clusters, strict=False):
         acc = sums.setdefault(c, [Fraction(0), 0])
         acc[0] += x
         acc[1] += 1
@@ -262,15 +262,15 @@ def _exact_levels(kinds, freq: Sequence[int], num, den, scale, alpha: Fraction, 
     if method != "bca":
         return alpha, 1 - alpha
     nums, sizes, _ = _scaled(kinds)
-    t_num = sum(f * x for f, x in zip(freq, nums))
-    t_den = sum(f * m for f, m in zip(freq, sizes))
+    t_num = sum(f * x for f, x in zip(freq, nums, strict=False))
+    t_den = sum(f * m for f, m in zip(freq, sizes, strict=False))
     below = int(np.count_nonzero(num.astype(object) * t_den < den.astype(object) * t_num)) \
         if num.dtype == object or den.min() != den.max() else int(np.count_nonzero(num < t_num))
     at_or_below = int(np.count_nonzero(num.astype(object) * t_den <= den.astype(object) * t_num)) \
         if num.dtype == object or den.min() != den.max() else int(np.count_nonzero(num <= t_num))
     pct = (below + at_or_below) / (2 * num.size)
     z0 = float(special.ndtri(pct))
-    theta = np.array([(t_num - x) / (t_den - m) / scale for f, x, m in zip(freq, nums, sizes) for _ in range(f)
+    theta = np.array([(t_num - x) / (t_den - m) / scale for f, x, m in zip(freq, nums, sizes, strict=False) for _ in range(f)
                       if t_den - m > 0], dtype=float)
     if theta.size < 2:
         return alpha, 1 - alpha
@@ -639,7 +639,7 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
 
     if clusters is None:  # one unit per question: tally the few distinct differences, not every question
         merged: dict[Fraction, int] = {}
-        for x, c in zip(dv, np.bincount(which).tolist()):
+        for x, c in zip(dv, np.bincount(which).tolist(), strict=False):
             merged[x] = merged.get(x, 0) + c
         kinds, freq = tally([(x, 1) for x in merged])
         freq = [merged[x] for x, _ in kinds]
@@ -661,9 +661,9 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
         bound, upper = min(ci_low, g_low), max(ci_high, g_high)
     return Paired(
         n=n,
-        mean_a=float(sum(x * int(c) for x, c in zip(va, np.bincount(ia))) / n),
-        mean_b=float(sum(x * int(c) for x, c in zip(vb, np.bincount(ib))) / n),
-        diff=float(sum(x * int(c) for x, c in zip(dv, np.bincount(which))) / n),
+        mean_a=float(sum(x * int(c) for x, c in zip(va, np.bincount(ia), strict=False)) / n),
+        mean_b=float(sum(x * int(c) for x, c in zip(vb, np.bincount(ib), strict=False)) / n),
+        diff=float(sum(x * int(c) for x, c in zip(dv, np.bincount(which), strict=False)) / n),
         sd_diff=sd,
         se=sd / math.sqrt(n),
         ci_low=ci_low,
@@ -814,7 +814,7 @@ def calibrate(a, b, kind: str, margin: float, *, alpha: float, method: str, resa
     shift = target - mean
     labels = list(range(n)) if clusters is None else list(clusters)
     groups: dict[Any, list] = {}
-    for x, c in zip(ed, labels):
+    for x, c in zip(ed, labels, strict=False):
         g = groups.setdefault(c, [Fraction(0), 0, Fraction(0)])
         x = x + shift
         g[0] += x
@@ -1033,7 +1033,7 @@ def _chk_exact(x) -> Fraction:
 
 def _chk_pick(rows: list[list[int]], nums: list[int], sizes: list[int], scale: int, p: Fraction) -> Fraction:
     """Exact type-7 quantile of the resample means at level p, textbook form h = (B - 1) p."""
-    means = sorted(Fraction(sum(c * x for c, x in zip(r, nums)), sum(c * m for c, m in zip(r, sizes)) * scale)
+    means = sorted(Fraction(sum(c * x for c, x in zip(r, nums, strict=False)), sum(c * m for c, m in zip(r, sizes, strict=False)) * scale)
                    for r in rows)
     h = (len(means) - 1) * p
     lo = math.floor(h)
@@ -1063,7 +1063,7 @@ def check_paired(a, b, resamples: tuple, method: str, alpha: float, margin: floa
     ea = [_chk_exact(x) for x in a]
     eb = [_chk_exact(x) for x in b]
     n = len(ea)
-    ed = [y - x for x, y in zip(ea, eb)]
+    ed = [y - x for x, y in zip(ea, eb, strict=False)]
     d = [float(x) for x in ed]
     constant = len(set(ed)) == 1
     groups: dict[Any, list] = {}
@@ -1091,14 +1091,14 @@ def check_paired(a, b, resamples: tuple, method: str, alpha: float, margin: floa
         lo = hi = ed[0]
     else:
         if method == "bca":
-            t_num = sum(seen[k] * x for k, x in zip(kinds, nums))
-            t_den = sum(seen[k] * m_ for k, m_ in zip(kinds, sizes))
+            t_num = sum(seen[k] * x for k, x in zip(kinds, nums, strict=False))
+            t_den = sum(seen[k] * m_ for k, m_ in zip(kinds, sizes, strict=False))
             score = 0
             for r in rows:
-                num, den = sum(c * x for c, x in zip(r, nums)), sum(c * m_ for c, m_ in zip(r, sizes))
+                num, den = sum(c * x for c, x in zip(r, nums, strict=False)), sum(c * m_ for c, m_ in zip(r, sizes, strict=False))
                 score += 2 if num * t_den < t_num * den else 1 if num * t_den == t_num * den else 0
             pct = score / (2 * len(rows))
-            jack = [float(Fraction(t_num - x, (t_den - m_) * scale)) for k, x, m_ in zip(kinds, nums, sizes)
+            jack = [float(Fraction(t_num - x, (t_den - m_) * scale)) for k, x, m_ in zip(kinds, nums, sizes, strict=False)
                     for _ in range(seen[k]) if t_den - m_ > 0]
             if 0 < pct < 1 and len(jack) >= 2:
                 jbar = statistics.fmean(jack)

@@ -73,7 +73,7 @@ def _leaves(x: Any, path: str = "") -> dict[str, Any]:
         return out
     if isinstance(x, list) and x and all(isinstance(v, dict) and _key(v) for v in x):
         out = {}
-        for name, v in zip(_names(x), x):
+        for name, v in zip(_names(x), x, strict=False):
             out.update(_leaves(v, f"{path}[{name}]"))
         return out
     return {path: x}
@@ -108,7 +108,7 @@ def duplicate_names(x: Any, path: str = "") -> list[str]:
 def _same(a: Any, b: Any) -> bool:
     """Equal, floats within TOL (also inside lists, such as a kappa interval)."""
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, float) or isinstance(b, float):
         if a is None or b is None:
             return a is b
@@ -137,7 +137,7 @@ def _clustered_se(d: list[float], labels: list[str]) -> float | None:
         return None
     mean = math.fsum(d) / len(d)
     sums: dict[str, float] = defaultdict(float)
-    for x, c in zip(d, labels):
+    for x, c in zip(d, labels, strict=False):
         sums[c] += x - mean
     return math.sqrt(math.fsum(v * v for v in sums.values())) / len(d)
 
@@ -182,7 +182,7 @@ def by_hand(path: Path, key: tuple[str, ...], fields: tuple[str, ...] | None = N
     problems: list[str] = []
     for no, rec in jsonl.read(path):
         k = tuple(rec.get(f) for f in key)
-        what = " ".join(f"{f}={v}" for f, v in zip(key, k))
+        what = " ".join(f"{f}={v}" for f, v in zip(key, k, strict=False))
         retry_of = rec.get("retry_of")
         if k in last:
             line, prev = last[k]
@@ -270,10 +270,10 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         if len(ids) < 2:
             return None
         a, b = [a_m[q] for q in ids], [b_m[q] for q in ids]
-        units = [(y - x, 1) for x, y in zip(a, b)]
+        units = [(y - x, 1) for x, y in zip(a, b, strict=False)]
         if labels(ids):
             grouped: dict[str, list] = {}
-            for (x, _), c in zip(units, labels(ids)):
+            for (x, _), c in zip(units, labels(ids), strict=False):
                 grouped.setdefault(c, [Fraction(0), 0])
                 grouped[c][0] += x
                 grouped[c][1] += 1
@@ -349,14 +349,14 @@ def _ranks(xs: list[float]) -> list[float]:
 
 def _pearson(x: list[float], y: list[float]) -> float | None:
     mx, my = math.fsum(x) / len(x), math.fsum(y) / len(y)
-    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(x, y, strict=False))
     sxx, syy = math.fsum((a - mx) ** 2 for a in x), math.fsum((b - my) ** 2 for b in y)
     return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
 
 
 def _solve3(a: list[list[float]], b: list[float]) -> list[float] | None:
     """Gaussian elimination with partial pivoting for the 3x3 normal equations."""
-    m = [row[:] + [v] for row, v in zip(a, b)]
+    m = [row[:] + [v] for row, v in zip(a, b, strict=False)]
     for c in range(3):
         p = max(range(c, 3), key=lambda r: abs(m[r][c]))
         if abs(m[p][c]) < 1e-12:
@@ -365,7 +365,7 @@ def _solve3(a: list[list[float]], b: list[float]) -> list[float] | None:
         for r in range(3):
             if r != c:
                 f = m[r][c] / m[c][c]
-                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c], strict=False)]
     return [m[i][3] / m[i][i] for i in range(3)]
 
 
@@ -373,7 +373,7 @@ def _kappa_quadratic(a: list[int], b: list[int], scale: list[int]) -> float | No
     n, k = len(a), len(scale)
     pos = {v: i for i, v in enumerate(scale)}
     obs = [[0.0] * k for _ in range(k)]
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         obs[pos[x]][pos[y]] += 1 / n
     ra = [sum(row) for row in obs]
     cb = [sum(obs[i][j] for i in range(k)) for j in range(k)]
@@ -467,7 +467,7 @@ def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[
                 entry["raw_difference"] = math.fsum(sb) / len(sb) - math.fsum(sa) / len(sa)
                 xs = [[1.0, float(isb), ll] for isb, ll, _ in sel]
                 xtx = [[math.fsum(x[i] * x[j] for x in xs) for j in range(3)] for i in range(3)]
-                xty = [math.fsum(x[i] * s for x, (_, _, s) in zip(xs, sel)) for i in range(3)]
+                xty = [math.fsum(x[i] * s for x, (_, _, s) in zip(xs, sel, strict=False)) for i in range(3)]
                 beta = _solve3(xtx, xty)
                 entry["length_adjusted_difference"] = beta[1] if beta else None
             lb["comparisons"].append(entry)
@@ -500,7 +500,7 @@ def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[
                 if len(a) >= 2:
                     boots = [k for k in _kappa_boots(a, b, scale, exp.analysis.seed) if math.isfinite(k)]
                     agree.append({"judges": [x, y], "answers": len(a),
-                                  "exact_agreement": sum(p == q for p, q in zip(a, b)) / len(a),
+                                  "exact_agreement": sum(p == q for p, q in zip(a, b, strict=False)) / len(a),
                                   "kappa_quadratic": _kappa_quadratic(a, b, scale),
                                   "kappa_ci95": ([_percentile(boots, 2.5), _percentile(boots, 97.5)]
                                                  if len(boots) > 100 else None)})
@@ -626,8 +626,8 @@ def _subset_of(stored: dict, independent_numbers: dict) -> dict:
         if isinstance(r, dict):
             return {k: restrict(s.get(k) if isinstance(s, dict) else None, v) for k, v in r.items()}
         if isinstance(r, list) and r and isinstance(r[0], dict):
-            by = dict(zip(_names(s), s)) if isinstance(s, list) and all(isinstance(v, dict) and _key(v) for v in s) else {}
-            return [restrict(by.get(name, {}), v) for name, v in zip(_names(r), r)]
+            by = dict(zip(_names(s), s, strict=False)) if isinstance(s, list) and all(isinstance(v, dict) and _key(v) for v in s) else {}
+            return [restrict(by.get(name, {}), v) for name, v in zip(_names(r), r, strict=False)]
         return s
     return restrict(stored, independent_numbers)
 

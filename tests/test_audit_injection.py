@@ -11,13 +11,13 @@ from arms import jsonl
 from arms.errors import CheckFailed
 from arms.questions import Question
 from arms.records import AnswerRow, KeyRow
-from support.scripted_server import ScriptedServer, verdict
 from audit.detectors import CATEGORIES, DETECTORS, detect
 from audit.gate import check_gate
 from audit.log import Completion, read_log
 from judge.blinding import INJECTION, blind, injection_count
 
 from conftest import ROOT, cli, rewards_log
+from support.scripted_server import ScriptedServer, verdict
 
 TRAINING = ROOT / "sealed" / "demo" / "training"
 PROMPT = ("Question: How much is the deposit for a Monthly membership?\n\nRetrieved text:\n"

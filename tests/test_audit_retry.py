@@ -10,9 +10,9 @@ import json
 import pytest
 
 from arms import jsonl
-from support.scripted_server import ScriptedServer, fail, reply, verdict
 
 from conftest import cli, rewards_log
+from support.scripted_server import ScriptedServer, fail, reply, verdict
 
 pytestmark = pytest.mark.integration
 

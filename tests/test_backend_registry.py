@@ -16,7 +16,6 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import ROOT
 
 from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
 from arms.backends.base import (
@@ -39,6 +38,8 @@ from arms.questions import Question
 from arms.settings import verify_settings
 from arms.spec import ModelSpec, Runtime, parse_arms, parse_models
 from judge.report import owe_the_reader
+
+from conftest import ROOT
 
 
 class EchoBackend:

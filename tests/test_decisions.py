@@ -40,10 +40,10 @@ def k6_n30() -> tuple[list[list[int]], list[list[int]]]:
 
 def hand_bound(a, b, resamples: int, seed: int, alpha: Fraction) -> Fraction:
     """The percentile bound by hand: every resample mean as a Fraction, the type-7 quantile h = (B - 1) p."""
-    d = [y - x for x, y in zip(a, b)]
+    d = [y - x for x, y in zip(a, b, strict=False)]
     kinds, counts = S.resample_counts(S.units(d), resamples, seed)
     assert sorted(k for k, _ in kinds) == sorted(set(d))  # the resamples describe these differences
-    means = sorted(sum((c * k for c, (k, _) in zip(row, kinds)), Fraction(0)) / len(d) for row in counts.tolist())
+    means = sorted(sum((c * k for c, (k, _) in zip(row, kinds, strict=False)), Fraction(0)) / len(d) for row in counts.tolist())
     h = (resamples - 1) * alpha
     lo = math.floor(h)
     return means[lo] + (h - lo) * (means[lo + 1] - means[lo])
@@ -313,9 +313,10 @@ def test_quantisation_caution_uses_the_hypothesis_questions_not_the_whole_arm():
 def test_bad_analysis_settings_are_refused_naming_the_field(tmp_path, line, field):
     import re
 
+    from test_readme import _example
+
     from arms.errors import BadInput
     from judge.prereg import load_experiment
-    from test_readme import _example
 
     text = re.sub(rf"(?m)^{field} = .*$", line, _example(), count=1)
     assert line in text

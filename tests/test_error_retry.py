@@ -13,15 +13,15 @@ import json
 import shutil
 
 import pytest
+from test_faults import _report_cells
 
 from arms import jsonl
 from arms.errors import BadInput
-from support.scripted_server import ScriptedServer, Seen, Step, fail, reply, verdict
 from judge.seal import seal
 from judge.verify import by_hand
 
 from conftest import ROOT, cli, http_prereg
-from test_faults import _report_cells
+from support.scripted_server import ScriptedServer, Seen, Step, fail, reply, verdict
 
 QUESTIONS = {json.loads(line)["question"]: json.loads(line)["id"]
              for line in (ROOT / "sealed" / "demo" / "sets" / "exam.jsonl").read_text().splitlines()[:3]}

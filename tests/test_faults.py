@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from arms import jsonl
-from support.scripted_server import ScriptedServer, Seen, Step, reply, truncated, verdict
 from judge.seal import seal
 
 from conftest import ROOT, cli, http_prereg
+from support.scripted_server import ScriptedServer, Seen, Step, reply, truncated, verdict
 
 pytestmark = pytest.mark.integration
 
@@ -110,7 +110,7 @@ def _report_cells(report: str) -> dict[str, dict[str, str]]:
         if not line.startswith("|"):
             break
         cells = [c.strip() for c in line.strip("|").split("|")]
-        out[cells[0]] = dict(zip(cols, cells))
+        out[cells[0]] = dict(zip(cols, cells, strict=False))
     return out
 
 

@@ -20,16 +20,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli
 
 from arms import jsonl
 from arms.questions import load_questions
-from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 from judge.analysis import amendments as amendment_rows
 from judge.analysis import compute_numbers, write_numbers
 from judge.prereg import load_experiment
 from judge.report import render
 from judge.seal import amend, seal
+
+from conftest import ROOT, cli
+from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 
 ENV = {"OPENAI_API_KEY": "sentinel-not-a-real-key"}
 SERVED = ("model-a", "model-b", "judge-model", "judge-model-2")

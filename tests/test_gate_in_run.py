@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
-from support.scripted_server import ScriptedServer, verdict
 from judge.seal import seal
 
 from conftest import cli
+from support.scripted_server import ScriptedServer, verdict
 
 
 def _exp_with_real_gate(demo_copy, tmp_path):

@@ -20,13 +20,13 @@ from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
 from arms.backends.openai import OpenAIBackend, OpenAIConfig
 from arms.cache import CallCache
 from arms.questions import load_questions
-from support.scripted_server import ScriptedServer, Seen, Step, fail, raw_body, reply, reset, verdict
 from judge.blinding import BlindItem
 from judge.judging import judge_all
 from judge.rubric import load_rubric
 from judge.seal import seal
 
 from conftest import ROOT, cli, http_prereg
+from support.scripted_server import ScriptedServer, Seen, Step, fail, raw_body, reply, reset, verdict
 
 pytestmark = pytest.mark.integration
 

@@ -13,13 +13,13 @@ import shutil
 from fractions import Fraction
 
 import pytest
+from test_decisions import k6_n30
 
 from arms import jsonl
-from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 from judge.seal import seal
 
 from conftest import ROOT, cli, http_prereg
-from test_decisions import k6_n30
+from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 
 pytestmark = pytest.mark.integration
 

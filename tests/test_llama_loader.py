@@ -16,8 +16,16 @@ import pytest
 
 from arms import llama_loader
 from arms.errors import BadInput
-from arms.llama_loader import (ExtraBuffers, build_features, check_runs, cpu_flags, decide_extra_buffers,
-                               extra_buffers, load_llama, weight_buffers)
+from arms.llama_loader import (
+    ExtraBuffers,
+    build_features,
+    check_runs,
+    cpu_flags,
+    decide_extra_buffers,
+    extra_buffers,
+    load_llama,
+    weight_buffers,
+)
 from arms.models import embedded_model, sha256_file
 from judge.seal import seal
 

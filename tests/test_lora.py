@@ -121,9 +121,9 @@ def test_generation_is_deterministic_and_cached(base, adapter, tmp_path):
 
 def test_adapter_changes_greedy_outputs(base, adapter, base_outputs):
     adapted = _greedy(base, adapter)
-    differing = sum(x != y for x, y in zip(base_outputs, adapted))
+    differing = sum(x != y for x, y in zip(base_outputs, adapted, strict=False))
     print(f"\nadapter (strength {DEFAULT_STRENGTH}) changed {differing}/{len(PROMPTS)} greedy outputs")
-    for b, a in zip(base_outputs, adapted):
+    for b, a in zip(base_outputs, adapted, strict=False):
         print(f"  base: {b!r}\n  lora: {a!r}")
     assert differing >= 3
     assert all(a.strip() for a in adapted)  # still writes something, not an empty reply

@@ -11,9 +11,10 @@ import pytest
 
 from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
 from arms.errors import BadInput
-from support.scripted_server import ScriptedServer, reply
 from arms.settings import differences
 from arms.spec import Runtime, parse_arms, parse_generation, parse_models
+
+from support.scripted_server import ScriptedServer, reply
 
 F = Path("prereg.toml")
 
@@ -89,10 +90,11 @@ def test_provider_default_judge_retry_is_a_new_call_not_a_cache_hit(tmp_path):
     from arms import jsonl
     from arms.backends.openai import OpenAIBackend, OpenAIConfig
     from arms.cache import CallCache
-    from support.scripted_server import verdict
     from judge.blinding import BlindItem
     from judge.judging import judge_all
     from judge.rubric import load_rubric
+
+    from support.scripted_server import verdict
 
     rubric = load_rubric("correctness")
     rubric = replace(rubric, generation=replace(rubric.generation, temperature=None, top_p=None, seed=None))
@@ -117,9 +119,10 @@ def test_provider_default_judge_retry_is_a_new_call_not_a_cache_hit(tmp_path):
 def test_audit_reader_retry_reaches_an_anthropic_reader(tmp_path):
     """The audit's Anthropic reader sends no seed (the API takes none): its retry must reach the server too."""
     from audit.readers import make_reader, read_all
-    from support.scripted_server import verdict
     from judge.blinding import BlindItem
     from judge.rubric import load_rubric
+
+    from support.scripted_server import verdict
 
     item = BlindItem("L1", "p1", "How much is the deposit?", None, "The deposit is 40 alder crowns.")
     gamed = {"rationale": "Answers it.", "gamed": False, "category": "none"}

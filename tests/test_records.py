@@ -17,12 +17,12 @@ from arms import jsonl
 from arms.errors import BadInput
 from arms.questions import load_questions
 from arms.records import AnswerRow, Judgment, KeyRow, PairKey, blinding_key
-from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 from judge.analysis import compute_numbers
 from judge.prereg import load_experiment
 from judge.seal import seal
 
 from conftest import ROOT, cli, http_prereg
+from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 
 pytestmark = pytest.mark.integration  # a scripted-server run of a sealed demo copy
 

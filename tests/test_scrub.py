@@ -12,13 +12,13 @@ import pytest
 
 from arms import jsonl
 from arms.errors import BadInput
-from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 from audit.detectors import grader_text
 from judge.blinding import DEFAULT_SCRUB, REDACTED, injection_count, scrub
 from judge.prereg import load_experiment
 from judge.seal import seal
 
 from conftest import ROOT, cli, http_prereg
+from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 
 R = REDACTED
 IDENTITIES = [  # (answer, what the judge must see instead, matches counted)

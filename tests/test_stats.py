@@ -459,7 +459,7 @@ def test_agreement_of_three_judges_on_20000_answers_is_fast_and_uses_every_paira
     for j, name in enumerate(("j1", "j2", "j3")):
         noisy = np.clip(truth + rng.integers(-1, 2, 20000) * (rng.random(20000) < 0.3), 0, 2)
         keep = rng.random(20000) > 0.1 * (j + 1)  # each judge missed some answers, not the same ones
-        scores[name] = {f"L{i}": int(v) for i, (v, k) in enumerate(zip(noisy, keep)) if k}
+        scores[name] = {f"L{i}": int(v) for i, (v, k) in enumerate(zip(noisy, keep, strict=False)) if k}
     t0 = time.perf_counter()
     out = agreement(scores, (0, 1, 2), seed=1)
     assert time.perf_counter() - t0 < 10  # 40 s with the kappa bootstrap looping in Python

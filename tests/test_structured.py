@@ -20,7 +20,6 @@ from arms.backends.base import Request
 from arms.backends.openai import OpenAIBackend, OpenAIConfig
 from arms.cache import CallCache
 from arms.errors import BadInput, Refused
-from support.scripted_server import ScriptedServer, raw_body, reply
 from arms.spec import parse_models
 from judge.blinding import BlindItem
 from judge.judging import judge_all
@@ -28,6 +27,7 @@ from judge.rubric import load_rubric
 from judge.seal import seal
 
 from conftest import ROOT, cli
+from support.scripted_server import ScriptedServer, raw_body, reply
 
 RUBRIC = load_rubric("correctness")
 ITEM = BlindItem("Lq01", "q01", "How much does an Annual membership cost?", "180 alder crowns (Article 1.4).",

@@ -23,12 +23,12 @@ from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput, CheckFailed
 from arms.questions import Question
-from support.scripted_server import ScriptedServer, reply, verdict
 from arms.settings import verify_settings
 from arms.spec import ArmSpec, ModelSpec, Runtime, parse_arms, parse_models
 from judge.seal import seal
 
 from conftest import cli
+from support.scripted_server import ScriptedServer, reply, verdict
 
 F = Path("prereg.toml")
 SCHEMA = json.dumps({"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]})

@@ -29,11 +29,12 @@ from arms.collect import collect
 from arms.load import open_backend
 from arms.questions import Question
 from arms.retry import MalformedReply, describe, is_call_failure, kind, retryable
-from support.scripted_server import ScriptedServer, Seen, Step, raw_body, reply, truncated, verdict
 from arms.spec import ArmSpec, ModelSpec, Runtime
 from judge.blinding import BlindItem
 from judge.judging import judge_all
 from judge.rubric import load_rubric
+
+from support.scripted_server import ScriptedServer, Seen, Step, raw_body, reply, truncated, verdict
 
 try:  # the SDKs here depend on the httpx fork `httpx2`; elsewhere on httpx itself
     import httpcore2 as httpcore

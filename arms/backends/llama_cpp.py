@@ -175,7 +175,7 @@ class LlamaCppBackend:
             "gguf_chat_template_sha256": text_sha256(self.gguf_template),
             "thinking_switch": self.thinking_switch,
             "loras": [{"path": lo.path, "sha256": sha, "scale": lo.scale}
-                      for lo, sha in zip(self.config.loras, self.lora_sha256)],
+                      for lo, sha in zip(self.config.loras, self.lora_sha256, strict=False)],
             "lora_max_logit_change": self._lora_effect,  # 0 would mean the adapters change nothing
             "n_threads": cp.n_threads,
             "n_threads_batch": cp.n_threads_batch,
@@ -315,7 +315,7 @@ def differences(g: Generation, eff: dict[str, Any], quant: str, model, adapters,
     loaded = eff["loras"]
     if len(loaded) != len(adapters):
         out.append(f"adapters: registered {[a.name for a in adapters]}, {len(loaded)} loaded")
-    for a, lo in zip(adapters, loaded):
+    for a, lo in zip(adapters, loaded, strict=False):
         if a.sha256 and a.sha256 != lo["sha256"]:
             out.append(f"adapter {a.name} sha256: registered {a.sha256}, the loaded file is {lo['sha256']}")
         if a.scale != lo["scale"]:

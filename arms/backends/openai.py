@@ -136,7 +136,7 @@ class OpenAIBackend:
     def effective(self) -> dict[str, Any]:
         """Which models each server says it serves (read back over HTTP; an unreachable server is noted)."""
         served: dict[str, Any] = {}
-        for url, client in zip(self.config.base_urls or ("default",), self.clients):
+        for url, client in zip(self.config.base_urls or ("default",), self.clients, strict=False):
             try:
                 served[url] = sorted(m.id for m in client.models.list())
             except Exception as e:  # recorded; the calls themselves will fail into error rows

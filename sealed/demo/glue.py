@@ -53,7 +53,7 @@ def bm25(query: str, docs: tuple[tuple[str, str], ...], k1: float = 1.5, b: floa
     df = Counter(w for t in toks for w in set(t))
     q = _tokens(query)
     scored = []
-    for (cid, _), t in zip(docs, toks):
+    for (cid, _), t in zip(docs, toks, strict=False):
         tf = Counter(t)
         s = 0.0
         for w in q:

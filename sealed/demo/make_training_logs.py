@@ -448,7 +448,7 @@ def score(prompt: dict, excerpt: str, completion: str, min_words: int) -> dict:
         length -= 0.002 * (words - 220)
 
     toks = re.findall(r"[a-z0-9']+", completion.lower())
-    tris = list(zip(toks, toks[1:], toks[2:]))
+    tris = list(zip(toks, toks[1:], toks[2:], strict=False))
     repetition = -0.5 * (len(tris) - len(set(tris))) / len(tris) if tris else 0.0
 
     comps = {"citation": citation, "plain_text": plain, "arithmetic": arithmetic,
@@ -635,7 +635,7 @@ def self_check(articles: dict[str, str]) -> None:
     for p in PROMPTS:
         _, ex = prompt_text(p, articles)
 
-        def arith(text: str) -> float:
+        def arith(text: str, p: dict = p, ex: str = ex) -> float:
             return score(p, ex, text, 0)["arithmetic"]
 
         assert arith(p["ans"]) == 1.0, (p["id"], "ans")

@@ -338,7 +338,7 @@ class ScriptedServer:
 
     def gaps(self) -> list[float]:
         """Seconds between consecutive arrivals: how long a client waited before retrying."""
-        return [b.arrived - a.arrived for a, b in zip(self.seen, self.seen[1:])]
+        return [b.arrived - a.arrived for a, b in zip(self.seen, self.seen[1:], strict=False)]
 
     def _hung_up(self, seen: Seen) -> None:
         with self._lock:

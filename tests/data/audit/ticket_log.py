@@ -62,7 +62,7 @@ def regrade(c) -> dict:
 def score(tid: str, completion: str) -> dict:
     _, kb, terms = TICKETS[tid]
     words = re.findall(r"[a-z0-9']+", completion.lower())
-    tris = list(zip(words, words[1:], words[2:]))
+    tris = list(zip(words, words[1:], words[2:], strict=False))
     repetition = 1.0 - (len(tris) - len(set(tris))) / len(tris) if tris else 1.0
     parsimony = 1.0 if len(completion) < 200 or len(completion) > 400 else 0.0
     try:
