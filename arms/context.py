@@ -111,7 +111,8 @@ def check_budget(prompt: int, max_tokens: int, runtime: Runtime, question: Quest
 
 def check_arms(arms: list[ArmSpec], models: dict[str, ModelSpec], questions: list[Question], set_paths: list[Path],
                exp_dir: Path, runtime: Runtime) -> None:
-    """Refuse, before any call, a question whose prompt (+ the arm's max_tokens) overflows an in-process arm's context."""
+    """Refuse, before any call, a question whose prompt (+ the arm's max_tokens) overflows an in-process arm's
+    context."""
     paths = {p.name: p for p in set_paths}
     for arm in arms:
         if arm.glue:

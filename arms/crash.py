@@ -106,7 +106,8 @@ def _describe(returncode: int, context: Path) -> tuple[int, str]:
                    "generating); the Python stack below shows where.")
     message += f"\n  {kept}"
     if stack:
-        message += "\n  Python stack at the crash (most recent call first):\n" + "\n".join(f"  {line}" for line in stack)
+        message += ("\n  Python stack at the crash (most recent call first):\n"
+                    + "\n".join(f"  {line}" for line in stack))
     return 2, message
 
 

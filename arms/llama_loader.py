@@ -89,7 +89,8 @@ def system_info() -> str:
 def decide_extra_buffers(registered: str | bool, info: str, flags: frozenset[str]) -> ExtraBuffers:
     """Off when the build has AMX and the CPU reports it (SIGILL otherwise); else as registered, "auto" = on."""
     if registered not in REGISTRABLE or isinstance(registered, int) and not isinstance(registered, bool):
-        raise BadInput("prereg.toml", f"[runtime] cpu_extra_buffers must be \"auto\", true or false, got {registered!r}",
+        raise BadInput("prereg.toml", "[runtime] cpu_extra_buffers must be \"auto\", true or false, "
+                       f"got {registered!r}",
                        field="cpu_extra_buffers")
     build_amx = build_features(info).get("AMX_INT8") == "1"
     cpu_amx = any(f in flags for f in AMX_CPU_FLAGS)
@@ -98,7 +99,8 @@ def decide_extra_buffers(registered: str | bool, info: str, flags: frozenset[str
                             "(llama.cpp's AMX buffers crash with SIGILL on such CPUs)", build_amx, cpu_amx)
     if registered == "auto":
         return ExtraBuffers(registered, True, "on: auto, and the AMX crash does not apply (build AMX "
-                            f"{'yes' if build_amx else 'no'}, CPU AMX {'yes' if cpu_amx else 'no'})", build_amx, cpu_amx)
+                            f"{'yes' if build_amx else 'no'}, CPU AMX {'yes' if cpu_amx else 'no'})",
+                            build_amx, cpu_amx)
     return ExtraBuffers(registered, bool(registered), f"{'on' if registered else 'off'}: as registered",
                         build_amx, cpu_amx)
 

@@ -93,7 +93,8 @@ def quantize(source: Path, quant: str, *, threads: int = 1, out_dir: Path | None
     if info.file_type != f"MOSTLY_{quant}":
         raise CheckFailed(f"{out}: asked llama.cpp for {quant}, the file says {info.file_type}")
     if im and info.imatrix_entries != len(im.entries):
-        raise CheckFailed(f"{out}: quantised with {im.path}, but the file does not record its {len(im.entries)} entries")
+        raise CheckFailed(f"{out}: quantised with {im.path}, but the file does not record its "
+                          f"{len(im.entries)} entries")
     return QuantFile(quant, info, recipe)
 
 

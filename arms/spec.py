@@ -91,7 +91,8 @@ class ArmSpec:
 
 
 MODEL_KEYS = ("backend", "source", "base_url", "family", "sha256", "chat_template", "chat_template_sha256", "imatrix",
-              "concurrency", "attempts", "timeout_s", "api_key_env", "thinking_control", "sampling_params", "structured")
+              "concurrency", "attempts", "timeout_s", "api_key_env", "thinking_control", "sampling_params",
+              "structured")
 # keys that only the backends whose BackendInfo.model_keys lists them read, at their default when unregistered
 BACKEND_MODEL_KEYS = {"thinking_control": "none", "sampling_params": False, "structured": "json_schema"}
 ADAPTER_KEYS = ("source", "scale", "sha256")

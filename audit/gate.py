@@ -1,7 +1,8 @@
 """Checking a written gate before scoring: a run may use an audit only if it passed, on this exact log,
 with the registered k, maximum and detector rule. A missing, stale or different gate is as good as failed;
 when detectors gate, a gate whose detectors ran under other rules (thresholds, or the judge's
-grader-injection patterns or the text normalisation before them, changed since) is stale: it may have missed what they flag now."""
+grader-injection patterns or the text normalisation before them, changed since) is stale: it may have missed
+what they flag now."""
 from __future__ import annotations
 
 import hashlib

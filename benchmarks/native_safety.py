@@ -1,7 +1,8 @@
 """What the native-crash safety costs: CPU extra buffers on vs off, the probe, the crash supervisor.
 
 1. Extra buffers: the demo's `base` arm prompts (system prompt, greedy, max_tokens 64) on the first N
-   demo questions, at the demo's Q8_0 and at Q4_0 (which x86 builds repack; Q8_0 they may not), one llama.cpp thread, through `arms.llama_loader.load_llama` with
+   demo questions, at the demo's Q8_0 and at Q4_0 (which x86 builds repack; Q8_0 they may not), one
+   llama.cpp thread, through `arms.llama_loader.load_llama` with
    `use_extra_buffers` on and off, alternating which goes first; tokens/s of each and the ratio
    off / on, per repeat and median. Both must generate text; the tokens may differ (repacked
    weights round differently), so tokens/s is the figure, not wall time.

@@ -63,8 +63,8 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
                          "stop", False, 10, 5, 0.1, "sha", None,
                          {**e.arm(arm).generation.to_dict(), "seed": e.arm(arm).generation.seed})
                for arm in arms for quant in qs for i in range(n)]
-    items, keys = blind(answers, {q.id: q for q in load_questions(e.set_paths())}, label_secret(f"blinding:{e.seed}:{e.name}"),
-                        e.seed, e.scrub)
+    items, keys = blind(answers, {q.id: q for q in load_questions(e.set_paths())},
+                        label_secret(f"blinding:{e.seed}:{e.name}"), e.seed, e.scrub)
     rubric = load_rubric(e.rubric, rubric_dir(e.rubric, e.dir))
     # plain buffered writes: the same line format as jsonl.Appender without its per-record fsync
     with open(run_dir / "answers.jsonl", "w") as fa, open(run_dir / "blinding.jsonl", "w") as fb, \
@@ -82,7 +82,8 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
                               prompt_sha256(build_request(rubric, item, 0)),
                               [{"raw": raw, "finish_reason": "stop", "error": None, "repaired": False}],
                               0.1, 10, 5, 0).to_dict())
-    run = {"name": "bench", "label_key": f"blinding:{e.seed}:{e.name}", "dir": str(run_dir), "experiment": "demo", "experiment_dir": str(exp), "seed": 0,
+    run = {"name": "bench", "label_key": f"blinding:{e.seed}:{e.name}", "dir": str(run_dir), "experiment": "demo",
+           "experiment_dir": str(exp), "seed": 0,
            "limit": None, "arms": arms, "question_ids": [q.id for q in load_questions(e.set_paths())],
            "hashes": {}, "runtime": {"threads": 1, "n_ctx": 2048},
            "analysis": {"resamples": e.analysis.resamples, "method": e.analysis.method, "seed": e.analysis.seed,

@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     a = sub.add_parser("amend", help="append a dated, hash-chained amendment to a sealed experiment")
     a.add_argument("dir", type=Path)
     a.add_argument("--text", required=True)
-    a.add_argument("--post-hoc", action="store_true", help="the amendment is written after judging began (reported as such)")
+    a.add_argument("--post-hoc", action="store_true",
+                   help="the amendment is written after judging began (reported as such)")
     v = sub.add_parser("verify", help="recompute every number of a results folder from its raw files")
     v.add_argument("results", type=Path)
     v.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")

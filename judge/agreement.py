@@ -54,7 +54,8 @@ def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: i
     return out
 
 
-def length_bias(points: list[tuple[str, str, int, int]], comparisons: list[tuple[str, str, str, str]]) -> dict[str, Any]:
+def length_bias(points: list[tuple[str, str, int, int]],
+                comparisons: list[tuple[str, str, str, str]]) -> dict[str, Any]:
     """`points`: (arm, quant, words, score) per scored answer; `comparisons`: (id, a, b, quant)."""
     out: dict[str, Any] = {"answers": len(points), "length_spearman": None, "comparisons": []}
     if len(points) >= 3 and len({p[2] for p in points}) > 1 and len({p[3] for p in points}) > 1:

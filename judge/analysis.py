@@ -202,7 +202,8 @@ def cluster_labels(ids: list[str], qs: list[Question]) -> list[str] | None:
 
 
 def ceiling(exp: Experiment, h: Hypothesis) -> float:
-    """The registered ceiling on a decision's simulated false-claim rate: [analysis] calibration_ceiling, else 2 alpha."""
+    """The registered ceiling on a decision's simulated false-claim rate: [analysis] calibration_ceiling, else
+    2 alpha."""
     c = exp.analysis.calibration_ceiling
     return float(c) if c is not None else 2 * h.alpha
 
@@ -366,8 +367,10 @@ def length_check(comparisons: list[dict], bias: dict[str, Any] | None) -> None:
             rho = bias["length_spearman"]
             how = f"follow answer length (Spearman ρ {rho:+.3f})" if rho is not None else "depend on answer length"
             c["length_notes"].append(
-                f"the primary judge's scores {how}; adjusted for length the difference is {round(adjusted, 3) + 0.0:+.3f} "
-                f"instead of {raw:+.3f}, and the decision interval moved by {shift:+.3f} would say \"{after}\" instead of "
+                f"the primary judge's scores {how}; adjusted for length the difference is "
+                f"{round(adjusted, 3) + 0.0:+.3f} "
+                f"instead of {raw:+.3f}, and the decision interval moved by {shift:+.3f} would say \"{after}\" "
+                "instead of "
                 f"\"{before}\": answer length is a rival explanation")
 
 

@@ -33,11 +33,14 @@ DEFAULT_SCRUB = {
     # a thought, also one cut off by max_tokens, or one whose opening tag was in the prompt (a chat template's)
     "think": r"(?s)<think>.*?(?:</think>|\Z)|\A(?:(?!<think>).)*?</think>",
     "openai": rf"(?i)\b(?:chat ?gpt{_TAIL}|gpt-?\d{_TAIL}|openai)\b",
-    "anthropic": rf"\b(?i:claude)(?:{_VERSION}?[ -](?i:sonnet|opus|haiku|instant))?{_VERSION}?\b|\b(?:Anthropic|ANTHROPIC)\b",
-    "google": rf"\b(?:Gemini|GEMINI)(?:{_VERSION}?(?:[ -](?:Pro|Ultra|Flash|Nano|Advanced))?)?\b|\b(?i:gemini)-\d{_TAIL}"
+    "anthropic": rf"\b(?i:claude)(?:{_VERSION}?[ -](?i:sonnet|opus|haiku|instant))?{_VERSION}?\b"
+                 r"|\b(?:Anthropic|ANTHROPIC)\b",
+    "google": rf"\b(?:Gemini|GEMINI)(?:{_VERSION}?(?:[ -](?:Pro|Ultra|Flash|Nano|Advanced))?)?\b"
+              rf"|\b(?i:gemini)-\d{_TAIL}"
               rf"|\b(?i:gemma){_VERSION}?{_TAIL}\b|\b(?:Google(?: DeepMind)?|GOOGLE|DeepMind|PaLM(?: ?\d)?)\b",
     "meta": rf"\b(?:Llama|LLaMA|LLAMA|Code Llama)(?:{_VERSION}{_TAIL})?\b|\b(?i:llama)-?\d{_TAIL}\b"
-            r"|\bMeta(?:\s+(?:AI|Platforms)\b|(?=['’]s\b|\s+(?:Llama|LLaMA)\b))|(?:(?<=\bby )|(?<=\bfrom )|(?<=\bat ))Meta\b",
+            r"|\bMeta(?:\s+(?:AI|Platforms)\b|(?=['’]s\b|\s+(?:Llama|LLaMA)\b))"
+            r"|(?:(?<=\bby )|(?<=\bfrom )|(?<=\bat ))Meta\b",
     "alibaba": rf"(?i)\b(?:qwen{_TAIL}|alibaba(?: cloud)?|tongyi(?: qianwen)?)\b",
     "deepseek": rf"(?i)\bdeep-?seek{_TAIL}\b",
     "mistral": rf"\b(?:Mistral|MISTRAL)(?: AI\b|{_VERSION}{_TAIL})?\b|\b(?i:mistral)-?\d{_TAIL}\b"

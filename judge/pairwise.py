@@ -62,7 +62,8 @@ def winner(key: PairKey, j: Judgment) -> str | None:
     return {0: "tie", 1: key.first, 2: key.second}[j.score]
 
 
-def summarise(hypotheses: list[Hypothesis], keys: list[PairKey], judgments: list[Judgment], judge: str) -> list[dict[str, Any]]:
+def summarise(hypotheses: list[Hypothesis], keys: list[PairKey], judgments: list[Judgment],
+              judge: str) -> list[dict[str, Any]]:
     by_label = {j.label: j for j in judgments if j.judge == judge and j.kind == "pairwise"}
     out = []
     for h in hypotheses:

@@ -76,9 +76,11 @@ def check_files(exp: Experiment, arms: list[ArmSpec], panel: list[JudgeSpec]) ->
     local = sorted(m for m in models if backend_info(exp.models[m].backend).local)
     wanted = [(("models", m), key, getattr(exp.models[m], key)) for m in local
               for key in ("source", "imatrix", "chat_template")]
-    wanted += [(("adapters", n), "source", exp.adapters[n].source) for n in sorted({n for a in arms for n in a.adapters})]
+    wanted += [(("adapters", n), "source", exp.adapters[n].source)
+               for n in sorted({n for a in arms for n in a.adapters})]
     for where, key, value in wanted:
-        if value and not value.startswith(("embedded:", "generated:")) and not experiment_file(value, exp.dir).is_file():
+        if (value and not value.startswith(("embedded:", "generated:"))
+                and not experiment_file(value, exp.dir).is_file()):
             raise BadInput(file, f"[{'.'.join(where)}] {key} {value!r} is not a file "
                            f"({experiment_file(value, exp.dir)})", line=KeyLines(file.read_text()).find(where, key),
                            field=key)
@@ -110,10 +112,13 @@ def check_answers(exp: Experiment, panel: list[JudgeSpec], rubrics: dict[tuple[s
                     continue
                 tokens = _tokens(count, rubric, item)
                 if tokens + rubric.generation.max_tokens > exp.runtime.n_ctx:
-                    raise BadInput(answers_file, f"the answer(s) labelled {item.label} to question {item.question_id!r} "
-                                   f"do not fit the context of judge {j.name!r} (rubric {rubric.name!r}): the prompt is "
+                    raise BadInput(answers_file, f"the answer(s) labelled {item.label} to question "
+                                   f"{item.question_id!r} "
+                                   f"do not fit the context of judge {j.name!r} (rubric {rubric.name!r}): "
+                                   "the prompt is "
                                    f"{tokens} tokens, max_tokens {rubric.generation.max_tokens}; together "
-                                   f"{tokens + rubric.generation.max_tokens} > n_ctx {exp.runtime.n_ctx}. No verdict was "
+                                   f"{tokens + rubric.generation.max_tokens} > n_ctx {exp.runtime.n_ctx}. "
+                                   "No verdict was "
                                    "asked for; the answers are kept. A glue answer longer than its arm's max_tokens "
                                    "needs a larger [runtime] n_ctx", field="text")
 

@@ -270,8 +270,8 @@ def _exact_levels(kinds, freq: Sequence[int], num, den, scale, alpha: Fraction, 
         if num.dtype == object or den.min() != den.max() else int(np.count_nonzero(num <= t_num))
     pct = (below + at_or_below) / (2 * num.size)
     z0 = float(special.ndtri(pct))
-    theta = np.array([(t_num - x) / (t_den - m) / scale for f, x, m in zip(freq, nums, sizes, strict=False) for _ in range(f)
-                      if t_den - m > 0], dtype=float)
+    theta = np.array([(t_num - x) / (t_den - m) / scale for f, x, m in zip(freq, nums, sizes, strict=False)
+                      for _ in range(f) if t_den - m > 0], dtype=float)
     if theta.size < 2:
         return alpha, 1 - alpha
     u = (theta.size - 1) * (np.mean(theta) - theta)
@@ -1033,7 +1033,8 @@ def _chk_exact(x) -> Fraction:
 
 def _chk_pick(rows: list[list[int]], nums: list[int], sizes: list[int], scale: int, p: Fraction) -> Fraction:
     """Exact type-7 quantile of the resample means at level p, textbook form h = (B - 1) p."""
-    means = sorted(Fraction(sum(c * x for c, x in zip(r, nums, strict=False)), sum(c * m for c, m in zip(r, sizes, strict=False)) * scale)
+    means = sorted(Fraction(sum(c * x for c, x in zip(r, nums, strict=False)),
+                            sum(c * m for c, m in zip(r, sizes, strict=False)) * scale)
                    for r in rows)
     h = (len(means) - 1) * p
     lo = math.floor(h)
@@ -1095,10 +1096,12 @@ def check_paired(a, b, resamples: tuple, method: str, alpha: float, margin: floa
             t_den = sum(seen[k] * m_ for k, m_ in zip(kinds, sizes, strict=False))
             score = 0
             for r in rows:
-                num, den = sum(c * x for c, x in zip(r, nums, strict=False)), sum(c * m_ for c, m_ in zip(r, sizes, strict=False))
+                num, den = (sum(c * x for c, x in zip(r, nums, strict=False)),
+                            sum(c * m_ for c, m_ in zip(r, sizes, strict=False)))
                 score += 2 if num * t_den < t_num * den else 1 if num * t_den == t_num * den else 0
             pct = score / (2 * len(rows))
-            jack = [float(Fraction(t_num - x, (t_den - m_) * scale)) for k, x, m_ in zip(kinds, nums, sizes, strict=False)
+            jack = [float(Fraction(t_num - x, (t_den - m_) * scale))
+                    for k, x, m_ in zip(kinds, nums, sizes, strict=False)
                     for _ in range(seen[k]) if t_den - m_ > 0]
             if 0 < pct < 1 and len(jack) >= 2:
                 jbar = statistics.fmean(jack)

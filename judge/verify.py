@@ -259,7 +259,8 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                              "score_counts": {v: counts[cell][v] for v in c["score_counts"]},
                              "truncated": answers[cell]["truncated"], "scrubbed": marks[cell]["scrubbed"],
                              "injection_flagged": marks[cell]["injection"],
-                             "mean_words": answers[cell]["words"] / answers[cell]["ok"] if answers[cell]["ok"] else None,
+                             "mean_words": (answers[cell]["words"] / answers[cell]["ok"]
+                                            if answers[cell]["ok"] else None),
                              "mean": (math.fsum(m.values()) / len(m)) if m else None})
     an, rule = run["analysis"], exp.analysis.rule
 
@@ -289,7 +290,8 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                and q in a_m and q in b_m]
         chk = check(a_m, b_m, ids, h.alpha / len(tags), h.margin)
         out.setdefault("subsets", []).append({"id": s["id"], "tests": len(tags), "paired_questions": ids,
-                                              "result": chk and {k: v for k, v in chk.items() if k in (s["result"] or chk)}})
+                                              "result": chk and {k: v for k, v in chk.items()
+                                                                 if k in (s["result"] or chk)}})
     for c in numbers["comparisons"]:
         h = next(h for h in exp.hypotheses if h.id == c["id"])
         a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
@@ -626,7 +628,8 @@ def _subset_of(stored: dict, independent_numbers: dict) -> dict:
         if isinstance(r, dict):
             return {k: restrict(s.get(k) if isinstance(s, dict) else None, v) for k, v in r.items()}
         if isinstance(r, list) and r and isinstance(r[0], dict):
-            by = dict(zip(_names(s), s, strict=False)) if isinstance(s, list) and all(isinstance(v, dict) and _key(v) for v in s) else {}
+            by = (dict(zip(_names(s), s, strict=False))
+                  if isinstance(s, list) and all(isinstance(v, dict) and _key(v) for v in s) else {})
             return [restrict(by.get(name, {}), v) for name, v in zip(_names(r), r, strict=False)]
         return s
     return restrict(stored, independent_numbers)

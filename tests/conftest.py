@@ -74,7 +74,8 @@ def free_port() -> int:
 
 
 def wait_until_up(proc: subprocess.Popen, url: str, log: str, seconds: float) -> None:
-    """Poll a server the test started until `url` answers; if it dies or never answers, stop it and say where its log is."""
+    """Poll a server the test started until `url` answers; if it dies or never answers, stop it and say where its
+    log is."""
     import time
     import urllib.request
 
@@ -101,7 +102,8 @@ def llama_cpp_server(tmp_path_factory):
     port = free_port()
     log = open(_llama_cpp_server_log(tmp_path_factory), "wb")  # a pipe would fill up and block the server
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arms.llama_loader", "serve", "--model", str(embedded_model("smollm2")), "--host", "127.0.0.1",
+        [sys.executable, "-m", "arms.llama_loader", "serve", "--model", str(embedded_model("smollm2")),
+         "--host", "127.0.0.1",
          "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "2048",
          "--model_alias", "smollm2"], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

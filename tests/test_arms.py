@@ -76,7 +76,8 @@ generation = { temperature = 0.7, stop = "END", thinking = true, system = "Be br
     f = tmp_path / "prereg.toml"
     models = parse_models(doc, f)
     assert models["m"].urls() == ("http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1")
-    assert models["m"].thinking_control == "chat_template_kwargs" and models["m"].concurrency == 3 and models["m"].attempts == 2
+    assert (models["m"].thinking_control == "chat_template_kwargs" and models["m"].concurrency == 3
+            and models["m"].attempts == 2)
     with pytest.raises(BadInput) as e:
         parse_models({"models": {"m": {"backend": "openai", "source": "x", "attempts": 0}}}, f)
     assert e.value.field == "attempts"

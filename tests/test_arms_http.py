@@ -68,7 +68,8 @@ def test_same_rows_from_in_process_openai_and_anthropic(servers, tmp_path):
                                    base_url=servers[name].url + "/v1", base_urls=(servers[name].url + "/v1",),
                                    concurrency=1) for name in ("base", "trained")},
         "anthropic": {name: ModelSpec(name, "anthropic", f"smollm2-q8{'-trained' if name == 'trained' else ''}",
-                                      base_url=servers[name].url, sampling_params=True) for name in ("base", "trained")},
+                                      base_url=servers[name].url, sampling_params=True)
+                      for name in ("base", "trained")},
     }
     rows = {}
     for label, models in fleets.items():
@@ -139,7 +140,8 @@ def test_error_rows_after_the_registered_retries_honouring_retry_after(tmp_path)
             assert server.count == 5 and stats["errors"] == 1  # the registered limit: 3 attempts
             gaps = server.gaps()
             assert gaps[0] >= 0.5 and gaps[3] >= 0.3  # Retry-After was honoured
-            if api == "anthropic":  # the SDK 2.x sends Authorization: Bearer; x-api-key is added for servers that want it
+            # the SDK 2.x sends Authorization: Bearer; x-api-key is added for servers that want it
+            if api == "anthropic":
                 assert all("x-api-key" in s.headers and "authorization" in s.headers for s in server.seen)
         bad, good = rows["q00"], rows["q01"]
         assert bad["status"] == "error" and bad["text"] is None and bad["error"]["status"] == 500

@@ -80,7 +80,8 @@ def test_jsonl_components_must_agree_and_ids_can_be_derived(tmp_path):
 
 @pytest.mark.integration
 def test_parquet_log(tmp_path):
-    """Parquet logs (pyarrow is a dependency): the same rows as the JSONL they came from; a corrupt file is bad input."""
+    """Parquet logs (pyarrow is a dependency): the same rows as the JSONL they came from; a corrupt file is bad
+    input."""
     rows = ticket.rows()[:16]
     path = tmp_path / "t.parquet"
     import pandas as pd

@@ -43,7 +43,8 @@ def hand_bound(a, b, resamples: int, seed: int, alpha: Fraction) -> Fraction:
     d = [y - x for x, y in zip(a, b, strict=False)]
     kinds, counts = S.resample_counts(S.units(d), resamples, seed)
     assert sorted(k for k, _ in kinds) == sorted(set(d))  # the resamples describe these differences
-    means = sorted(sum((c * k for c, (k, _) in zip(row, kinds, strict=False)), Fraction(0)) / len(d) for row in counts.tolist())
+    means = sorted(sum((c * k for c, (k, _) in zip(row, kinds, strict=False)), Fraction(0)) / len(d)
+                   for row in counts.tolist())
     h = (resamples - 1) * alpha
     lo = math.floor(h)
     return means[lo] + (h - lo) * (means[lo + 1] - means[lo])
@@ -263,8 +264,8 @@ def quant_setup(base_q4: float):
           ("base", "Q4_K_M"): {"q1": Fraction(base_q4), "q2": Fraction(base_q4)},
           ("trained", "Q8_0"): {"q1": Fraction(6, 5), "q2": Fraction(6, 5)},
           ("trained", "Q4_K_M"): {"q1": Fraction(base_q4) + Fraction(1, 5), "q2": Fraction(base_q4) + Fraction(1, 5)}}
-    comps = [{"a": "base", "b": "trained", "subset": [], "quant": q, "quant_notes": [], "paired_questions": ["q1", "q2"],
-              "result": {"diff": 0.2}} for q in ("Q8_0", "Q4_K_M")]
+    comps = [{"a": "base", "b": "trained", "subset": [], "quant": q, "quant_notes": [],
+              "paired_questions": ["q1", "q2"], "result": {"diff": 0.2}} for q in ("Q8_0", "Q4_K_M")]
     return exp, sc, comps
 
 

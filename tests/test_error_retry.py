@@ -147,7 +147,8 @@ def test_run_one_records_the_failures_as_error_rows(retried):
     assert calls.count("plain q02") == calls.count("final q01") == calls.count("judge plain q03") == 2
     assert calls.count("draft q01") == 1
     cells = {c["arm"]: c for c in retried["numbers1"]["cells"]}
-    assert (cells["plain"]["answer_errors"], cells["plain"]["judge_errors"], cells["glue"]["answer_errors"]) == (1, 1, 1)
+    assert (cells["plain"]["answer_errors"], cells["plain"]["judge_errors"],
+            cells["glue"]["answer_errors"]) == (1, 1, 1)
 
 
 @pytest.mark.integration
@@ -178,7 +179,8 @@ def test_report_counts_the_final_state_and_verify_passes(retried):
     cells = {c["arm"]: c for c in numbers["cells"]}
     for arm in ("plain", "glue"):
         c = cells[arm]
-        assert (c["answers"], c["answer_errors"], c["answer_retries"], c["judge_errors"], c["scored"]) == (3, 0, 1, 0, 3)
+        assert (c["answers"], c["answer_errors"], c["answer_retries"], c["judge_errors"],
+                c["scored"]) == (3, 0, 1, 0, 3)
     assert numbers["judge_totals"]["openai/correctness"] == {"scored": 6, "unscored": 0, "error": 0, "repaired": 0}
     report = _report_cells((out / "report.md").read_text())
     assert all(report[arm]["answer errors"] == "0" and report[arm]["judge errors"] == "0"

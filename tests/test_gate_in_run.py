@@ -52,7 +52,8 @@ def test_missing_or_stopped_gate_refuses_and_a_passing_gate_runs(demo_copy, tmp_
     assert "Audit gate passed for trained" in report
 
     # a base-only run does not need the gate at all
-    r = cli("judge", "run", "--exp", str(exp), "--arms", "base", "--limit", "1", "--quiet", "--out", str(tmp_path / "b"))
+    r = cli("judge", "run", "--exp", str(exp), "--arms", "base", "--limit", "1", "--quiet",
+            "--out", str(tmp_path / "b"))
     assert r.returncode == 0, r.stderr
 
 

@@ -20,7 +20,8 @@ H = Hypothesis("H", "base", "trained", "Q8_0", "non_inferiority", 0.1, 0.025)
 
 def verdict(label: str, preferred: int | None) -> Judgment:
     status = "scored" if preferred is not None else "unscored"
-    return Judgment("j", label, "q", status, preferred, None, False, None, "sha", [], 0.0, 0, 0, 0, rubric="pairwise", kind="pairwise")
+    return Judgment("j", label, "q", status, preferred, None, False, None, "sha", [], 0.0, 0, 0, 0,
+                    rubric="pairwise", kind="pairwise")
 
 
 @pytest.mark.unit
@@ -29,7 +30,8 @@ def test_order_inconsistent_verdicts_are_ties_and_consistency_is_reported():
             PairKey("3", "H", "q2", "Q8_0", "base", "trained"), PairKey("4", "H", "q2", "Q8_0", "trained", "base"),
             PairKey("5", "H", "q3", "Q8_0", "base", "trained"), PairKey("6", "H", "q3", "Q8_0", "trained", "base")]
     # q1: trained wins in both orders; q2: the judge always prefers the first shown (flips); q3: one unscored
-    judgments = [verdict("1", 2), verdict("2", 1), verdict("3", 1), verdict("4", 1), verdict("5", 1), verdict("6", None)]
+    judgments = [verdict("1", 2), verdict("2", 1), verdict("3", 1), verdict("4", 1), verdict("5", 1),
+                 verdict("6", None)]
     s = summarise([H], keys, judgments, "j")[0]
     assert (s["pairs"], s["both_orders_scored"], s["consistent"]) == (3, 2, 1)
     assert s["consistency_rate"] == 0.5

@@ -106,7 +106,8 @@ def test_one_cluster_is_inconclusive_with_an_undefined_clustered_se_and_a_length
     a = [[2] if i % 2 else [1] for i in range(n)]
     b = [[2] for _ in range(n)]
     long = {"alpha": {i for i in range(n) if i % 2}, "beta": set(range(n))}
-    analysis = '[analysis]\nresamples = 2000\nmethod = "percentile"\nseed = 7\nmax_unscored = 0.10\ncalibration_sims = 40'
+    analysis = ('[analysis]\nresamples = 2000\nmethod = "percentile"\nseed = 7\nmax_unscored = 0.10\n'
+                'calibration_sims = 40')
     out, _, v = run_planted(tmp_path, {"alpha": a, "beta": b}, ["c1"] * n, analysis, long=long)
     assert v.returncode == 0, v.stdout + v.stderr
     numbers = json.loads((out / "numbers.json").read_text())

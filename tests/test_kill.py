@@ -34,7 +34,8 @@ def test_twenty_kills_lose_nothing_and_repeat_no_call(tmp_path):
             "--quiet"]
     rng = random.Random(7)
     # kill points spread over the stages, each run resuming the last: (file to watch, lines to wait for)
-    plan = ([("answers.jsonl", n) for n in (0, 1, 3, 5, 7, 9, 11)] + [("judgments.jsonl", n) for n in (0, 2, 4, 6, 8, 10, 11)]
+    plan = ([("answers.jsonl", n) for n in (0, 1, 3, 5, 7, 9, 11)]
+            + [("judgments.jsonl", n) for n in (0, 2, 4, 6, 8, 10, 11)]
             + [("judgments.jsonl", 12)] * 6)
     assert len(plan) == KILLS
     kills = 0

@@ -154,7 +154,8 @@ def test_a_probe_crash_either_way_names_cause_and_remedy(tmp_path, q8):
     with pytest.raises(BadInput) as e:
         check_runs(q8, "d" * 64, threads=1, n_ctx=99, decision=off, command=_crashing_probe(tmp_path, False))
     msg = str(e.value)
-    assert str(q8) in msg and "SIGILL (illegal instruction)" in msg and "Remedy" in msg and "before any real call" in msg
+    assert (str(q8) in msg and "SIGILL (illegal instruction)" in msg and "Remedy" in msg
+            and "before any real call" in msg)
 
 
 GLUE = '''
@@ -228,11 +229,13 @@ def test_killing_the_supervisor_kills_its_child(tmp_path):
     proc.wait()
     deadline = time.time() + 10
     while Path(f"/proc/{child}").exists() and time.time() < deadline:
-        state = Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0] if Path(f"/proc/{child}/stat").exists() else "X"
+        state = (Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0]
+                 if Path(f"/proc/{child}/stat").exists() else "X")
         if state == "Z":  # a zombie is dead; only its parent (gone) would reap it
             break
         time.sleep(0.05)
-    alive = Path(f"/proc/{child}/stat").exists() and Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    alive = (Path(f"/proc/{child}/stat").exists()
+             and Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0] != "Z")
     assert not alive, "the child outlived its supervisor"
 
 

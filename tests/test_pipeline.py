@@ -133,8 +133,8 @@ def test_no_identity_in_any_judge_prompt(small_run):
     forbidden = {a.name for a in exp.arms} | {"Q8_0", "Q4_K_M", "Q4_1", "lora", "adapter", "gguf", "smollm",
                                               "SmolLM2", "blindeval", "/root", "cache"}
     forbidden |= {e["model_sha256"][:12] for e in run["effective_settings"].values()}
-    forbidden |= {"ChatGPT", "OpenAI", "Claude", "Sonnet", "Anthropic", "Llama", "Meta AI", "Qwen", "DeepSeek", "Gemini",
-                  "Google", "Mistral", "GPT-4o", "<think>"}
+    forbidden |= {"ChatGPT", "OpenAI", "Claude", "Sonnet", "Anthropic", "Llama", "Meta AI", "Qwen", "DeepSeek",
+                  "Gemini", "Google", "Mistral", "GPT-4o", "<think>"}
     assert len(items) == 24
     for item in items:
         prompt = "\n".join(c for _, c in build_request(rubric, item, 0).messages)

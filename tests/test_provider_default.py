@@ -20,7 +20,8 @@ F = Path("prereg.toml")
 
 
 def _arm(generation: dict, backend: str = "anthropic"):
-    doc = {"models": {"m": {"backend": backend, "source": "claude-x" if backend != "llama-cpp" else "embedded:smollm2"}},
+    doc = {"models": {"m": {"backend": backend,
+                            "source": "claude-x" if backend != "llama-cpp" else "embedded:smollm2"}},
            "arms": [{"name": "a", "model": "m", "quants": ["api"] if backend != "llama-cpp" else ["Q8_0"],
                      "generation": generation}]}
     models = parse_models(doc, F)
@@ -34,10 +35,12 @@ def test_provider_default_parses_to_nothing_sent_and_verifies_on_anthropic():
     assert (g.temperature, g.top_p, g.seed) == (None, None, None)
     arm, model = _arm({"temperature": "provider-default", "seed": "provider-default", "top_p": "provider-default"})
     backend = AnthropicBackend(AnthropicConfig(model="claude-x", base_url="http://127.0.0.1:9"))
-    assert differences(arm.generation, "api", model, (), Runtime(), {"backend": "anthropic"}, backend.sent(arm.generation)) == []
+    assert differences(arm.generation, "api", model, (), Runtime(), {"backend": "anthropic"},
+                       backend.sent(arm.generation)) == []
     # a registered temperature the API cannot take is named, not silently dropped
     arm0, _ = _arm({"temperature": 0.7})
-    diffs = differences(arm0.generation, "api", model, (), Runtime(), {"backend": "anthropic"}, backend.sent(arm0.generation))
+    diffs = differences(arm0.generation, "api", model, (), Runtime(), {"backend": "anthropic"},
+                        backend.sent(arm0.generation))
     assert any(d.startswith("temperature: registered 0.7") for d in diffs)
 
 

@@ -337,7 +337,8 @@ def test_check_paired_detects_disagreement():
     rng = np.random.default_rng(5)
     a, b = rng.normal(size=40), rng.normal(size=40)
     p = S.paired(a, b, resamples=2000, seed=0)
-    _compare(p.to_dict(), S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b)), 2000, 0), "percentile", 0.05))
+    _compare(p.to_dict(),
+             S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b)), 2000, 0), "percentile", 0.05))
     chk = S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b)), 2000, 1), "percentile", 0.05)
     with pytest.raises(AssertionError):
         _compare(p.to_dict(), chk)

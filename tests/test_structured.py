@@ -46,7 +46,8 @@ def test_structured_is_registered_per_openai_model_and_checked(table, message):
     assert e.value.field == "structured" and message in str(e.value)
     ok = parse_models({"models": {"m": {"backend": "openai", "source": "m", "structured": "json_object"}}}, Path("p"))
     assert ok["m"].structured == "json_object"
-    assert parse_models({"models": {"m": {"backend": "openai", "source": "m"}}}, Path("p"))["m"].structured == "json_schema"
+    assert (parse_models({"models": {"m": {"backend": "openai", "source": "m"}}}, Path("p"))["m"].structured
+            == "json_schema")
 
 
 @pytest.mark.integration
@@ -59,7 +60,8 @@ def test_none_sends_no_response_format_and_the_strict_parser_decides(tmp_path):
     assert "response_format" not in s.seen[0].body
     # the mode is part of the call key (json_object and json_schema verdicts are different calls), except at the
     # default, so that calls cached before it was registrable keep their keys
-    ids = {m: OpenAIBackend(OpenAIConfig(model="judge", structured=m)).identity() for m in ("json_schema", "json_object")}
+    ids = {m: OpenAIBackend(OpenAIConfig(model="judge", structured=m)).identity()
+           for m in ("json_schema", "json_object")}
     assert "structured" not in ids["json_schema"] and ids["json_object"]["structured"] == "json_object"
     (row,) = [r for _, r in jsonl.read(out)]
     assert row["status"] == "scored" and row["score"] == 2
@@ -188,5 +190,6 @@ def test_json_schema_refused_by_llama_cpp_server_stops_after_one_call(tmp_path, 
     assert "'smollm2'" in r.stderr and "structured = 'json_schema'" in r.stderr and "json_object" in r.stderr
     assert "Input should be" in r.stderr  # the server's own message
     statuses = _calls(llama_cpp_server_log, start)
-    assert statuses.count("500") == 1 and statuses[-1] == "500", statuses  # answers (200, or cached) then one judge call
+    # answers (200, or cached) then one judge call
+    assert statuses.count("500") == 1 and statuses[-1] == "500", statuses
     assert len([row for _, row in jsonl.read(out / "answers.jsonl")]) == 4  # what was paid for is kept

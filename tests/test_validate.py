@@ -212,7 +212,8 @@ def _exam_with(line_no: int, record: str) -> str:
 
 @pytest.mark.integration
 def test_a_cluster_that_is_a_list_is_refused(tmp_path):
-    exp = experiment(tmp_path, sets={"exam.jsonl": _exam_with(4, '{"id": "q04", "question": "Why?", "cluster": ["d01"]}')})
+    exp = experiment(tmp_path,
+                     sets={"exam.jsonl": _exam_with(4, '{"id": "q04", "question": "Why?", "cluster": ["d01"]}')})
     err = refused(exp, tmp_path)
     assert_names(err, exp / "sets" / "exam.jsonl", 4, "cluster")
 
@@ -397,7 +398,8 @@ def test_a_glue_answer_too_long_for_the_judge_is_refused_before_any_verdict(tmp_
     import os
 
     (tmp_path / "longglue.py").write_text("from arms.glue import GlueResult\n\n\ndef answer(question, call_model, "
-                                          "experiment_dir):\n    return GlueResult('The deposit is returned. ' * 400)\n")
+                                          "experiment_dir):\n    return GlueResult('The deposit is returned. ' "
+                                          "* 400)\n")
     arm = ('[[arms]]\nname = "long"\nmodel = "smollm2-135m"\nglue = "longglue:answer"\nquants = ["Q8_0"]\n'
            'generation = { temperature = 0.0, max_tokens = 64, seed = 0 }\n\n[judge]')
     exp = experiment(tmp_path, edit("[judge]", arm))
@@ -445,7 +447,8 @@ def test_the_line_is_found_in_sub_tables_and_after_multi_line_values(tmp_path):
 
     text = PREREG.replace('[models.claude]', '[models.claude]\napi_key_env = """\nmax_tokens = 1\n"""', 1)
     text = text.replace('sets = ["sets/exam.jsonl"]', 'sets = [\n  "sets/exam.jsonl",\n]', 1)
-    trained = 'adapter = "demo-lora"\nquants = ["Q8_0", "Q4_K_M"]\ngeneration = { temperature = 0.0, max_tokens = 64, ' \
+    trained = 'adapter = "demo-lora"\nquants = ["Q8_0", "Q4_K_M"]\ngeneration = { temperature = 0.0, ' \
+              'max_tokens = 64, ' \
               'seed = 0, system = "Answer the question in one or two sentences." }\n'
     assert trained in text
     text = text.replace(trained, 'adapter = "demo-lora"\nquants = ["Q8_0", "Q4_K_M"]\n\n[arms.generation]\n'

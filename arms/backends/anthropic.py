@@ -82,7 +82,8 @@ class AnthropicBackend:
         g = generation
         sampling = self.config.sampling_params
         return {"temperature": g.temperature if sampling else None, "top_p": g.top_p if sampling else None,
-                "max_tokens": g.max_tokens, "seed": g.seed if g.temperature == 0 else None,  # greedy ignores it; else no seed can be sent
+                "max_tokens": g.max_tokens,
+                "seed": g.seed if g.temperature == 0 else None,  # greedy ignores it; else no seed can be sent
                 "stop": list(g.stop), "system": g.system, "thinking": g.thinking,
                 "thinking_budget": g.thinking_budget if g.thinking else None, "effort": g.effort}
 

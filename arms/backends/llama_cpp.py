@@ -120,7 +120,8 @@ class LlamaCppBackend:
         from ..lora import check_adapter
 
         for lo in self.config.loras:
-            check_adapter(Path(self.config.model_path), Path(lo.path), self.extra_buffers.use)  # llama-cpp-python segfaults otherwise
+            # llama-cpp-python segfaults otherwise
+            check_adapter(Path(self.config.model_path), Path(lo.path), self.extra_buffers.use)
             handle = llama_cpp.llama_adapter_lora_init(llm.model, lo.path.encode())
             if not handle:
                 raise BadInput(lo.path, "llama.cpp could not load this LoRA adapter")

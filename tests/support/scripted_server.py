@@ -378,7 +378,8 @@ GOOD_VERDICT = {"rationale": "Agrees with the reference.", "score": 2, "harmful"
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python tests/support/scripted_server.py",
                                 description="Serve scripted OpenAI/Anthropic replies on 127.0.0.1 (a test peer, "
-                                            "not a model). Prints the base URL, serves until interrupted or terminated, then "
+                                            "not a model). Prints the base URL, serves until interrupted or "
+                                            "terminated, then "
                                             'prints {"calls": N, "max_inflight": M, "abandoned": K} to stderr '
                                             "(K: calls whose client hung up before the reply, e.g. timed out).")
     p.add_argument("--port", type=int, default=0, help="0 (default): any free port")
