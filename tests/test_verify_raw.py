@@ -3,9 +3,9 @@ naming file, line and field, after the forger has recomputed numbers.json and re
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
