@@ -237,11 +237,10 @@ def test_a_repeated_json_key_is_refused(tmp_path):
 # ---- a question that cannot fit a context -----------------------------------------------------------------
 
 def _vocab():
-    import llama_cpp
-
+    from arms.llama_loader import load_vocab
     from arms.models import embedded_model
 
-    return llama_cpp.Llama(model_path=str(embedded_model("smollm2")), vocab_only=True, verbose=False)
+    return load_vocab(embedded_model("smollm2"))
 
 
 def _long_question(tokens: int) -> str:
