@@ -56,6 +56,11 @@ class ExtraBuffers:
         return asdict(self)
 
 
+def registrable(value: Any) -> bool:
+    """"auto", true or false: the one rule for `[runtime] cpu_extra_buffers` (1 and 0 are not booleans)."""
+    return any(value is v or (isinstance(value, str) and value == v) for v in REGISTRABLE)
+
+
 def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
     """The CPU's feature flags from /proc/cpuinfo (empty where there is none)."""
     if cpuinfo is None:
@@ -88,7 +93,7 @@ def system_info() -> str:
 
 def decide_extra_buffers(registered: str | bool, info: str, flags: frozenset[str]) -> ExtraBuffers:
     """Off when the build has AMX and the CPU reports it (SIGILL otherwise); else as registered, "auto" = on."""
-    if registered not in REGISTRABLE or isinstance(registered, int) and not isinstance(registered, bool):
+    if not registrable(registered):
         raise BadInput("prereg.toml", "[runtime] cpu_extra_buffers must be \"auto\", true or false, "
                        f"got {registered!r}",
                        field="cpu_extra_buffers")

@@ -16,6 +16,7 @@ from typing import Any
 from . import toml_lines
 from .backends.base import Generation
 from .errors import BadInput
+from .llama_loader import registrable
 
 # How an OpenAI(-compatible) server is told thinking on/off: not at all; `chat_template_kwargs.enable_thinking`
 # (vLLM, llama-server render the template with it); or `reasoning_effort` ("none" = off; OpenAI reasoning models).
@@ -192,7 +193,7 @@ def parse_runtime(doc: dict, file: Path) -> Runtime:
     if runtime.n_ctx < 16:
         raise BadInput(file, f"in {where} must be >= 16 tokens, got {runtime.n_ctx}", field="n_ctx")
     extra = rt.get("cpu_extra_buffers", "auto")
-    if extra not in ("auto", True, False) or type(extra) is int:
+    if not registrable(extra):
         raise BadInput(file, f"in {where} must be \"auto\", true or false, got {extra!r}", field="cpu_extra_buffers")
     return replace(runtime, cpu_extra_buffers=extra)
 

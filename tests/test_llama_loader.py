@@ -265,3 +265,14 @@ def test_a_crash_inside_a_llama_cpp_step_names_the_step_cause_and_remedy(tmp_pat
     assert "SIGILL (illegal instruction) while generating with /models/x.gguf" in r.stderr
     assert "AMX" in r.stderr and "cpu_extra_buffers = false" in r.stderr and "re-run to resume" in r.stderr
     assert "dies.py" in r.stderr  # the Python stack of the crashing thread
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("value", ["yes", 1, 0])
+def test_registration_refuses_what_the_decision_refuses(value, tmp_path):
+    from arms.spec import parse_runtime
+
+    with pytest.raises(BadInput) as e:
+        parse_runtime({"runtime": {"cpu_extra_buffers": value}}, tmp_path / "prereg.toml")
+    assert e.value.field == "cpu_extra_buffers"
+    assert parse_runtime({"runtime": {"cpu_extra_buffers": False}}, tmp_path / "prereg.toml").cpu_extra_buffers is False
