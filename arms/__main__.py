@@ -19,7 +19,7 @@ DEMO = Path(__file__).resolve().parent.parent / "sealed" / "demo"
 
 
 def _quantize(args) -> None:
-    from judge.prereg import load_experiment
+    from registration.prereg import load_experiment
 
     from .backends.registry import backend_info
     from .load import quant_file
@@ -37,8 +37,8 @@ def _quantize(args) -> None:
 
 
 def _collect(args) -> None:
-    from judge.prereg import load_experiment
-    from judge.seal import verify_seal
+    from registration.prereg import load_experiment
+    from registration.seal import verify_seal
 
     from .cache import CallCache
     from .collect import collect

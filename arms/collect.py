@@ -20,6 +20,8 @@ from typing import Any, Callable
 
 from tqdm import tqdm
 
+from registration.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime
+
 from . import jsonl
 from .backends.base import Backend, Reply, Request
 from .backends.registry import backend_info
@@ -31,7 +33,6 @@ from .questions import Question
 from .records import ANSWER_KEY, AnswerRow, row_id
 from .retry import describe, is_call_failure
 from .settings import check_reply, row_effective, verify_settings
-from .spec import AdapterSpec, ArmSpec, ModelSpec, Runtime
 
 
 @dataclass(frozen=True)

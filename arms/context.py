@@ -15,13 +15,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from registration.spec import ArmSpec, ModelSpec, Runtime
+
 from .backends.registry import backend_info
 from .collect import plain_messages
 from .errors import BadInput
 from .glue import load_glue
 from .load import chat_template, model_source
 from .questions import Question
-from .spec import ArmSpec, ModelSpec, Runtime
 
 
 @lru_cache(maxsize=8)

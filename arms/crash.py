@@ -29,6 +29,19 @@ CRASH_SIGNALS = (signal.SIGILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, si
 _steps: list[dict[str, Any]] = []
 
 
+SIGNAL_NAMES = {signal.SIGILL: "SIGILL (illegal instruction)", signal.SIGSEGV: "SIGSEGV (invalid memory access)",
+                signal.SIGBUS: "SIGBUS (bus error)", signal.SIGFPE: "SIGFPE (arithmetic fault)",
+                signal.SIGABRT: "SIGABRT (aborted)"}
+
+
+def signal_name(returncode: int) -> str:
+    sig = -returncode
+    try:
+        return SIGNAL_NAMES.get(signal.Signals(sig), signal.Signals(sig).name)
+    except ValueError:
+        return f"signal {sig}"
+
+
 def _note() -> None:
     path = os.environ.get(CONTEXT_ENV)
     if path:
@@ -96,8 +109,6 @@ def _describe(returncode: int, context: Path) -> tuple[int, str]:
         trace = []
     current = next((i for i, line in enumerate(trace) if line.startswith("Current thread")), None)
     stack = [line for line in trace[current + 1:] if line.strip()][:12] if current is not None else []
-    from .llama_loader import signal_name
-
     if note.get("step"):
         message = (f"the process crashed in native code with {signal_name(returncode)} while {note['step']}.\n  "
                    f"{remedy(note.get('build_amx'), note.get('cpu_amx'))}")

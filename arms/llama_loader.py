@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import crash
+from .crash import signal_name
 from .errors import BadInput
 
 AMX_CPU_FLAGS = ("amx_tile", "amx_int8", "amx_bf16")
@@ -252,19 +252,6 @@ def load_vocab(model_path: str | Path) -> Any:
 
 
 # --- the probe: one child process per (build, CPU, model file, settings), before the first real call ---
-
-SIGNAL_NAMES = {signal.SIGILL: "SIGILL (illegal instruction)", signal.SIGSEGV: "SIGSEGV (invalid memory access)",
-                signal.SIGBUS: "SIGBUS (bus error)", signal.SIGFPE: "SIGFPE (arithmetic fault)",
-                signal.SIGABRT: "SIGABRT (aborted)"}
-
-
-def signal_name(returncode: int) -> str:
-    sig = -returncode
-    try:
-        return SIGNAL_NAMES.get(signal.Signals(sig), signal.Signals(sig).name)
-    except ValueError:
-        return f"signal {sig}"
-
 
 @dataclass(frozen=True)
 class ProbeResult:

@@ -6,12 +6,15 @@ every arm (and judge) that uses the same triple.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .backends.base import Backend
 from .errors import BadInput
 from .models import embedded_model
 from .quantize import QuantFile, quantize
-from .spec import AdapterSpec, ModelSpec, Runtime
+
+if TYPE_CHECKING:  # the types only: the registration is a layer above the backends that open from it
+    from registration.spec import AdapterSpec, ModelSpec, Runtime
 
 __all__ = ["experiment_file", "model_source", "adapter_file", "quant_file", "open_backend"]
 
@@ -53,13 +56,11 @@ def chat_template(spec: ModelSpec, exp_dir: Path) -> tuple[str | None, str | Non
     return path.read_text(encoding="utf-8"), str(path)
 
 
-def open_backend(spec: ModelSpec, quant: str | None, adapters: AdapterSpec | tuple[AdapterSpec, ...] | None,
+def open_backend(spec: ModelSpec, quant: str | None, adapters: tuple[AdapterSpec, ...] | None,
                  exp_dir: Path, runtime: Runtime) -> Backend:
     """The backend registered under the model's `backend`, opened from its spec (arms.backends.registry)."""
     from .backends.registry import backend_info
 
-    if isinstance(adapters, AdapterSpec):
-        adapters = (adapters,)
     adapters = tuple(adapters or ())
     info = backend_info(spec.backend)
     if adapters and not info.local:

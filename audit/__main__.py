@@ -5,8 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from arms.backends.base import STRUCTURED
 from arms.errors import BadInput, run_cli
-from arms.spec import STRUCTURED
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -23,10 +23,10 @@ from arms.errors import BadInput
 from arms.load import open_backend
 from arms.records import JUDGMENT_KEY, Judgment
 from arms.settings import verify_settings
-from arms.spec import ModelSpec, Runtime
 from judge.blinding import BlindItem
 from judge.judging import judge_all
 from judge.rubric import Rubric
+from registration.spec import ModelSpec, Runtime
 
 DEFAULTS = {
     "local": (ModelSpec("smollm2-135m", "llama-cpp", "embedded:smollm2", family="smollm2"), "Q8_0", None),

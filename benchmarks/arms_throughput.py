@@ -36,8 +36,8 @@ from arms.cache import CallCache
 from arms.collect import collect, plain_messages, prompt_order
 from arms.load import quant_file
 from arms.questions import load_questions
-from judge.prereg import load_experiment
 from judge.run import DEMO
+from registration.prereg import load_experiment
 
 GOAL = 0.95
 QUANT = "Q8_0"

@@ -33,8 +33,8 @@ from arms.llama_loader import extra_buffers, load_llama, probe, system_info
 from arms.load import quant_file
 from arms.models import sha256_file
 from arms.questions import load_questions
-from judge.prereg import load_experiment
 from judge.run import DEMO
+from registration.prereg import load_experiment
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -26,11 +26,11 @@ from judge.analysis import compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
 from judge.judging import build_request, prompt_sha256
 from judge.plots import write_plots
-from judge.prereg import load_experiment
 from judge.report import render
-from judge.rubric import load_rubric, rubric_dir
-from judge.seal import seal
+from judge.rubric import load_rubric
 from judge.verify import verify
+from registration.prereg import load_experiment, rubric_dir
+from registration.seal import seal
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -56,11 +56,11 @@ def _command(args: argparse.Namespace) -> int:
         print(f"results: {out}", file=sys.stderr)
         return _undecided(out)
     elif args.cmd == "seal":
-        from .seal import seal
+        from registration.seal import seal
 
         print(f"wrote {seal(args.dir, tuple(args.private))}")
     elif args.cmd == "amend":
-        from .seal import amend
+        from registration.seal import amend
 
         rec = amend(args.dir, args.text, post_hoc=args.post_hoc)
         print(f"amendment {rec['n']} sealed at {rec['date']}")

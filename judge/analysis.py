@@ -22,11 +22,11 @@ from arms.atomic import write_text
 from arms.errors import BadInput
 from arms.questions import Question
 from arms.records import ANSWER_KEY, JUDGMENT_KEY, AnswerRow, Judgment, KeyRow, PairKey, blinding_key
+from registration.prereg import Experiment, Hypothesis
 
 from . import stats
 from .agreement import agreement, length_bias
 from .pairwise import summarise
-from .prereg import Experiment, Hypothesis
 
 RAW_FILES = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")
 
@@ -166,7 +166,9 @@ def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, sc
 
 
 def exp_scale(exp: Experiment) -> tuple[int, ...]:
-    from .rubric import load_rubric, rubric_dir
+    from registration.prereg import rubric_dir
+
+    from .rubric import load_rubric
 
     return load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)).scale
 
@@ -308,7 +310,7 @@ def quant_check(exp: Experiment, arms: list[str], scores, comparisons: list[dict
 
 def amendments(exp: Experiment, first: str | None) -> list[dict[str, Any]]:
     """Each amendment, and whether it was sealed before the first judgment of this run (`first`) existed."""
-    from .seal import verify_amendments
+    from registration.seal import verify_amendments
 
     start = utc(first, "judgments.jsonl", "time") if first else None
     return [{"n": a["n"], "date": a["date"], "text": a["text"], "post_hoc": bool(a.get("post_hoc")),

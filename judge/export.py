@@ -16,9 +16,9 @@ import pandas as pd
 
 from arms.errors import BadInput
 from arms.questions import load_questions
+from registration.prereg import load_experiment
 
 from .analysis import RAW_FILES, load_raw
-from .prereg import load_experiment
 
 COLUMNS = ("question", "cluster", "arm", "quant", "sample", "answer", "judge", "label", "status", "score",
            "raw_sha256")

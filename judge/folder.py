@@ -34,9 +34,8 @@ from arms.crash import PARENT_ENV
 from arms.errors import BadInput
 from arms.glue import glue_file
 from arms.load import chat_template
-
-from .prereg import Experiment
-from .seal import manifest_sha256, verify_amendments
+from registration.prereg import Experiment
+from registration.seal import manifest_sha256, verify_amendments
 
 BINDING = "binding.json"
 LOCK = "run.lock"

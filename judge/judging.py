@@ -12,9 +12,9 @@ import datetime as dt
 import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from tqdm import tqdm
 
@@ -28,22 +28,6 @@ from arms.settings import check_reply
 
 from .blinding import BlindItem
 from .rubric import Rubric
-
-
-@dataclass(frozen=True)
-class JudgeSpec:
-    name: str
-    model: str  # key into [models]
-    quant: str | None
-    requires_env: str | None = None
-    generation: tuple[tuple[str, Any], ...] = ()  # registered overrides of the rubric's generation settings
-
-    def rubric(self, rubric: Rubric) -> Rubric:
-        """The rubric as this judge runs it: e.g. a Claude judge registers temperature "provider-default"
-        because the API accepts none, and settings verification then expects nothing to be sent."""
-        if not self.generation:
-            return rubric
-        return replace(rubric, generation=replace(rubric.generation, **dict(self.generation)))
 
 
 def build_request(rubric: Rubric, item: BlindItem, attempt: int) -> Request:

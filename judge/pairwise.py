@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 
 from arms.questions import Question
 from arms.records import AnswerRow, Judgment, PairKey
+from registration.prereg import Hypothesis
 
 from .blinding import scrub
-from .prereg import Hypothesis
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,13 @@ from arms.context import check_arms, check_budget, counter
 from arms.errors import BadInput
 from arms.load import experiment_file
 from arms.questions import Question
-from arms.spec import ArmSpec
-from arms.toml_lines import KeyLines
+from registration.prereg import Experiment, JudgeSpec
+from registration.spec import ArmSpec
+from registration.toml_lines import KeyLines
 
 from .blinding import BlindItem
-from .judging import JudgeSpec, build_request
+from .judging import build_request
 from .pairwise import PairItem
-from .prereg import Experiment
 from .rubric import Rubric
 
 ANSWER_FIELDS = ("answer", "answer_1", "answer_2")  # what a judge item shows of the answers (BlindItem, PairItem)

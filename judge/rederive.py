@@ -29,12 +29,12 @@ from arms.cache import CallCache, cache_dir, call_key
 from arms.questions import Question
 from arms.records import ANSWER_KEY, AnswerRow, judgment_kind, row_id
 from arms.settings import differences
+from registration.prereg import Experiment, rubric_dir
 
 from .blinding import blind, label_secret
 from .judging import build_request, prompt_sha256
 from .pairwise import pair_items
-from .prereg import Experiment
-from .rubric import Rubric, load_rubric, rubric_dir
+from .rubric import Rubric, load_rubric
 from .verdict import parse_verdict
 
 

@@ -17,9 +17,8 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from arms.backends.base import Generation
 from arms.errors import BadInput
-from arms.spec import parse_generation
-
-RUBRICS_DIR = Path(__file__).resolve().parent.parent / "rubrics"
+from registration.prereg import RUBRICS_DIR
+from registration.spec import parse_generation
 
 
 @dataclass(frozen=True)
@@ -51,13 +50,6 @@ def _compiled(template: str):
     """Compile once per template text: rendering is on the judging hot path."""
     env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
     return env.from_string(template)
-
-
-def rubric_dir(name: str, exp_dir: Path) -> Path:
-    """Where rubric `name` of an experiment lives: the experiment's own `rubrics/` folder, sealed with it, when it
-    holds `name.toml`; else the rubrics shipped in the repository."""
-    own = Path(exp_dir) / "rubrics"
-    return own if (own / f"{name}.toml").is_file() else RUBRICS_DIR
 
 
 def load_rubric(name: str, rubrics_dir: Path = RUBRICS_DIR) -> Rubric:

@@ -26,7 +26,9 @@ from arms.load import open_backend
 from arms.questions import load_questions
 from arms.records import ANSWER_KEY, AnswerRow
 from arms.settings import verify_settings
-from arms.spec import check_generation
+from registration.prereg import Experiment, load_experiment, rubric_dir
+from registration.seal import inside, manifest_sha256, verify_seal
+from registration.spec import check_generation
 
 from .analysis import compute_numbers, late_amendments, write_numbers
 from .blinding import blind, label_secret
@@ -35,10 +37,8 @@ from .judging import judge_all
 from .pairwise import pair_items
 from .plots import write_plots
 from .preflight import check_answers, preflight
-from .prereg import Experiment, load_experiment
 from .report import render
-from .rubric import load_rubric, rubric_dir
-from .seal import inside, manifest_sha256, verify_seal
+from .rubric import load_rubric
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "sealed" / "demo"

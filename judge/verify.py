@@ -18,7 +18,7 @@ read by hand here, not through arms.jsonl.current, and checked: a duplicate that
 an error is a finding naming file, line and field, and the main path must refuse the same file.
 A raw record that breaks its contract (arms.records: a field missing or of the wrong type) is not a
 finding but bad input, exit 2, as on the main path: neither path can read it.
-The amendment chain is checked twice too: by judge.seal and judge.analysis, and by hand from the raw
+The amendment chain is checked twice too: by registration.seal and judge.analysis, and by hand from the raw
 amendments.jsonl and judgments.jsonl (hash chain, numbering, and the rule that an amendment dated at or
 after the first judgment of this run cannot govern it unless marked post hoc); the two must agree.
 """
@@ -40,14 +40,14 @@ import numpy as np
 from arms import jsonl
 from arms.errors import BadInput, BadRecord
 from arms.questions import load_questions
+from registration.prereg import load_experiment
+from registration.seal import verify_seal
 
 from . import stats
 from .analysis import RAW_FILES, compute_numbers, late_amendments, raw_sha256
 from .folder import binding_findings
-from .prereg import load_experiment
 from .rederive import rederive
 from .report import render
-from .seal import verify_seal
 
 TOL = 1e-9
 
@@ -539,9 +539,9 @@ def _first_judgment(run_dir: Path, problems: list[str]) -> tuple[dt.datetime, st
 
 
 def amendment_check(exp_dir: Path, run_dir: Path, stored: list[dict]) -> dict[str, Any]:
-    """Re-check amendments.jsonl from its raw bytes, by hand, without judge.seal or judge.analysis.
+    """Re-check amendments.jsonl from its raw bytes, by hand, without registration.seal or judge.analysis.
 
-    The chain is rebuilt as judge.seal defines it: amendment 1's `prev` is the sha256 of MANIFEST, each
+    The chain is rebuilt as registration.seal defines it: amendment 1's `prev` is the sha256 of MANIFEST, each
     later `prev` the sha256 of the previous record in canonical JSON (sorted keys, no spaces, UTF-8).
     The last record has no successor to chain it, so each record is also compared with the
     `amendments` numbers.json was computed from. Returns every finding (`problems`), the line of the
@@ -618,7 +618,7 @@ def _disagreement(what: str, main: Any, independent: Any) -> list[str]:
     """A finding when the main path and the independent path reach different results on the same files."""
     if main == independent:
         return []
-    return [f"amendments: the two paths disagree on {what}: the main path (judge.seal, judge.analysis) gives "
+    return [f"amendments: the two paths disagree on {what}: the main path (registration.seal, judge.analysis) gives "
             f"{main}, the independent plain-Python check gives {independent}"]
 
 

@@ -21,8 +21,8 @@ from arms.lora import demo_adapter
 from arms.models import embedded_model
 from arms.quantize import load_imatrix, quantize
 from arms.settings import verify_settings
-from arms.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime, parse_arms, parse_generation, parse_models
-from judge.seal import seal
+from registration.seal import seal
+from registration.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime, parse_arms, parse_generation, parse_models
 
 from conftest import ROOT, cli
 

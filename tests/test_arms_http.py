@@ -23,9 +23,9 @@ from arms.lora import demo_adapter
 from arms.models import embedded_model
 from arms.quantize import quantize
 from arms.questions import Question, load_questions
-from arms.spec import ArmSpec, ModelSpec, Runtime
-from judge.prereg import load_experiment
 from judge.run import DEMO
+from registration.prereg import load_experiment
+from registration.spec import ArmSpec, ModelSpec, Runtime
 
 from conftest import LlamaServer
 from support.scripted_server import ScriptedServer, fail, reply

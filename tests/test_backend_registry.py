@@ -36,8 +36,8 @@ from arms.errors import BadInput, CheckFailed
 from arms.models import embedded_model
 from arms.questions import Question
 from arms.settings import verify_settings
-from arms.spec import ModelSpec, Runtime, parse_arms, parse_models
 from judge.report import owe_the_reader
+from registration.spec import ModelSpec, Runtime, parse_arms, parse_models
 
 from conftest import ROOT
 

@@ -15,7 +15,7 @@ from arms.questions import Question
 from judge import stats as S
 from judge.agreement import length_bias
 from judge.analysis import compare, length_check, quant_check
-from judge.prereg import Analysis, Hypothesis
+from registration.prereg import Analysis, Hypothesis
 
 pytestmark = pytest.mark.unit
 
@@ -317,7 +317,7 @@ def test_bad_analysis_settings_are_refused_naming_the_field(tmp_path, line, fiel
     from test_readme import _example
 
     from arms.errors import BadInput
-    from judge.prereg import load_experiment
+    from registration.prereg import load_experiment
 
     text = re.sub(rf"(?m)^{field} = .*$", line, _example(), count=1)
     assert line in text

@@ -17,8 +17,8 @@ from test_faults import _report_cells
 
 from arms import jsonl
 from arms.errors import BadInput
-from judge.seal import seal
 from judge.verify import by_hand
+from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg
 from support.scripted_server import ScriptedServer, Seen, Step, fail, reply, verdict

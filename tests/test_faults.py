@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from arms import jsonl
-from judge.seal import seal
+from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg
 from support.scripted_server import ScriptedServer, Seen, Step, reply, truncated, verdict

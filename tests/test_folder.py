@@ -25,9 +25,9 @@ from arms import jsonl
 from arms.questions import load_questions
 from judge.analysis import amendments as amendment_rows
 from judge.analysis import compute_numbers, write_numbers
-from judge.prereg import load_experiment
 from judge.report import render
-from judge.seal import amend, seal
+from registration.prereg import load_experiment
+from registration.seal import amend, seal
 
 from conftest import ROOT, cli
 from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from judge.seal import seal
+from registration.seal import seal
 
 from conftest import cli
 from support.scripted_server import ScriptedServer, verdict

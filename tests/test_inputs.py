@@ -8,8 +8,8 @@ import pytest
 from arms.errors import BadInput
 from arms.models import gguf_info
 from arms.questions import load_questions
-from judge.prereg import load_experiment
-from judge.seal import amend, seal, verify_seal
+from registration.prereg import load_experiment
+from registration.seal import amend, seal, verify_seal
 
 from conftest import cli
 
@@ -99,7 +99,8 @@ def test_private_files_are_bound_by_hash_and_others_may_not_vanish(demo_copy, tm
 
 @pytest.mark.unit
 def test_rubric_template_that_does_not_parse_or_render(tmp_path):
-    from judge.rubric import RUBRICS_DIR, load_rubric
+    from judge.rubric import load_rubric
+    from registration.prereg import RUBRICS_DIR
 
     d = tmp_path / "rubrics"
     shutil.copytree(RUBRICS_DIR, d)

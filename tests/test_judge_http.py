@@ -23,7 +23,7 @@ from arms.questions import load_questions
 from judge.blinding import BlindItem
 from judge.judging import judge_all
 from judge.rubric import load_rubric
-from judge.seal import seal
+from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg
 from support.scripted_server import ScriptedServer, Seen, Step, fail, raw_body, reply, reset, verdict

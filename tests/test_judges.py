@@ -11,7 +11,7 @@ from statsmodels.stats.inter_rater import cohens_kappa
 from arms.records import Judgment, PairKey
 from judge.agreement import agreement, length_bias
 from judge.pairwise import summarise
-from judge.prereg import Hypothesis
+from registration.prereg import Hypothesis
 
 from conftest import cli
 

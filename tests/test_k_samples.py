@@ -16,7 +16,7 @@ import pytest
 from test_decisions import k6_n30
 
 from arms import jsonl
-from judge.seal import seal
+from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg
 from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict

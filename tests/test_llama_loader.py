@@ -27,7 +27,7 @@ from arms.llama_loader import (
     weight_buffers,
 )
 from arms.models import embedded_model, sha256_file
-from judge.seal import seal
+from registration.seal import seal
 
 from conftest import cli
 
@@ -270,7 +270,7 @@ def test_a_crash_inside_a_llama_cpp_step_names_the_step_cause_and_remedy(tmp_pat
 @pytest.mark.unit
 @pytest.mark.parametrize("value", ["yes", 1, 0])
 def test_registration_refuses_what_the_decision_refuses(value, tmp_path):
-    from arms.spec import parse_runtime
+    from registration.spec import parse_runtime
 
     with pytest.raises(BadInput) as e:
         parse_runtime({"runtime": {"cpu_extra_buffers": value}}, tmp_path / "prereg.toml")

@@ -13,9 +13,9 @@ from arms.questions import load_questions
 from arms.records import AnswerRow
 from judge.blinding import blind
 from judge.judging import build_request
-from judge.prereg import load_experiment
 from judge.rubric import load_rubric
 from judge.run import DEMO
+from registration.prereg import load_experiment
 
 from conftest import cli
 
@@ -182,7 +182,7 @@ def test_report_links_plots_and_shows_the_quantisation_check(small_run):
 
 
 def test_amendment_after_judging_is_refused_unless_post_hoc(demo_copy, tmp_path):
-    from judge.seal import amend, seal
+    from registration.seal import amend, seal
 
     for post_hoc in (False, True):
         exp = tmp_path / f"demo-{post_hoc}"

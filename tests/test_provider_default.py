@@ -12,7 +12,7 @@ import pytest
 from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
 from arms.errors import BadInput
 from arms.settings import differences
-from arms.spec import Runtime, parse_arms, parse_generation, parse_models
+from registration.spec import Runtime, parse_arms, parse_generation, parse_models
 
 from support.scripted_server import ScriptedServer, reply
 

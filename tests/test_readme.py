@@ -6,7 +6,7 @@ import re
 import pytest
 
 from arms.errors import BadInput
-from judge.prereg import load_experiment
+from registration.prereg import load_experiment
 
 from conftest import ROOT
 
@@ -67,9 +67,8 @@ def test_every_key_the_parser_reads_is_documented():
     """The reverse direction: each key a table accepts (the parser's own known-key tuples) appears in README's block."""
     import tomllib
 
-    from arms import spec
     from arms.backends.base import Generation
-    from judge import prereg
+    from registration import prereg, spec
 
     doc = tomllib.loads(_example())
     generations = [a.get("generation", {}) for a in doc["arms"]] + [j.get("generation", {}) for j in

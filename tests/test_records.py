@@ -18,8 +18,8 @@ from arms.errors import BadInput
 from arms.questions import load_questions
 from arms.records import AnswerRow, Judgment, KeyRow, PairKey, blinding_key
 from judge.analysis import compute_numbers
-from judge.prereg import load_experiment
-from judge.seal import seal
+from registration.prereg import load_experiment
+from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg
 from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict

@@ -13,9 +13,10 @@ import pytest
 from arms import jsonl
 from arms.errors import BadInput
 from audit.detectors import grader_text
-from judge.blinding import DEFAULT_SCRUB, REDACTED, injection_count, scrub
-from judge.prereg import load_experiment
-from judge.seal import seal
+from judge.blinding import REDACTED, injection_count, scrub
+from registration.prereg import load_experiment
+from registration.scrub import DEFAULT_SCRUB
+from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg
 from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict

@@ -20,11 +20,11 @@ from arms.backends.base import Request
 from arms.backends.openai import OpenAIBackend, OpenAIConfig
 from arms.cache import CallCache
 from arms.errors import BadInput, Refused
-from arms.spec import parse_models
 from judge.blinding import BlindItem
 from judge.judging import judge_all
 from judge.rubric import load_rubric
-from judge.seal import seal
+from registration.seal import seal
+from registration.spec import parse_models
 
 from conftest import ROOT, cli
 from support.scripted_server import ScriptedServer, raw_body, reply

@@ -24,8 +24,8 @@ from arms.collect import collect
 from arms.errors import BadInput, CheckFailed
 from arms.questions import Question
 from arms.settings import verify_settings
-from arms.spec import ArmSpec, ModelSpec, Runtime, parse_arms, parse_models
-from judge.seal import seal
+from registration.seal import seal
+from registration.spec import ArmSpec, ModelSpec, Runtime, parse_arms, parse_models
 
 from conftest import cli
 from support.scripted_server import ScriptedServer, reply, verdict

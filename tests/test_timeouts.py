@@ -29,10 +29,10 @@ from arms.collect import collect
 from arms.load import open_backend
 from arms.questions import Question
 from arms.retry import MalformedReply, describe, is_call_failure, kind, retryable
-from arms.spec import ArmSpec, ModelSpec, Runtime
 from judge.blinding import BlindItem
 from judge.judging import judge_all
 from judge.rubric import load_rubric
+from registration.spec import ArmSpec, ModelSpec, Runtime
 
 from support.scripted_server import ScriptedServer, Seen, Step, raw_body, reply, truncated, verdict
 

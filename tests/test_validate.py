@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.seal import seal
+from registration.seal import seal
 
 from conftest import ROOT, cli
 
@@ -442,7 +442,7 @@ def test_the_line_is_found_in_sub_tables_and_after_multi_line_values(tmp_path):
     """Keys inside an [arms.generation] sub-table of the second arm, after a multi-line string and a multi-line
     array that contain look-alike `key = value` lines: the line reported is the offending key's own."""
     from arms.errors import BadInput
-    from judge.prereg import load_experiment
+    from registration.prereg import load_experiment
 
     text = PREREG.replace('[models.claude]', '[models.claude]\napi_key_env = """\nmax_tokens = 1\n"""', 1)
     text = text.replace('sets = ["sets/exam.jsonl"]', 'sets = [\n  "sets/exam.jsonl",\n]', 1)

@@ -10,14 +10,14 @@ import shutil
 
 import pytest
 
-import judge.seal
 import judge.verify
+import registration.seal
 from arms import jsonl
 from arms.questions import load_questions
 from judge.analysis import compute_numbers, write_numbers
-from judge.prereg import load_experiment
 from judge.report import render
-from judge.seal import amend, seal
+from registration.prereg import load_experiment
+from registration.seal import amend, seal
 
 from conftest import cli
 
@@ -128,7 +128,7 @@ def test_verify_fails_when_the_main_path_misses_a_late_amendment(run_copy, monke
     monkeypatch.setattr(judge.verify, "late_amendments", lambda numbers: [])
     problems = judge.verify.verify(out, exp)
     assert ("amendments: the two paths disagree on which amendments are dated after the first judgment and not "
-            "marked post hoc: the main path (judge.seal, judge.analysis) gives [], the independent plain-Python "
+            "marked post hoc: the main path (registration.seal, judge.analysis) gives [], the independent plain-Python "
             "check gives [3]") in problems
 
 
@@ -136,8 +136,8 @@ def test_verify_fails_when_the_main_path_misses_a_broken_chain(run_copy, monkeyp
     exp, out = run_copy
     edit_amendment(exp, 1, text="a decline counts as correct")
     # a main path that reads the amendments without checking their links
-    monkeypatch.setattr(judge.seal, "verify_amendments",
+    monkeypatch.setattr(registration.seal, "verify_amendments",
                         lambda exp_dir: [r for _, r in jsonl.read(exp_dir / "amendments.jsonl")])
     problems = judge.verify.verify(out, exp)
     assert ("amendments: the two paths disagree on the first broken line of the amendment chain: the main path "
-            "(judge.seal, judge.analysis) gives None, the independent plain-Python check gives 2") in problems
+            "(registration.seal, judge.analysis) gives None, the independent plain-Python check gives 2") in problems

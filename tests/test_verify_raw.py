@@ -14,9 +14,9 @@ from arms.questions import load_questions
 from judge.analysis import compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
 from judge.judging import build_request, prompt_sha256
-from judge.prereg import load_experiment
 from judge.report import render
 from judge.rubric import load_rubric
+from registration.prereg import load_experiment
 
 from conftest import cli
 

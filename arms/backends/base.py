@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
-    from ..spec import AdapterSpec, ModelSpec, Runtime
+    from registration.spec import AdapterSpec, ModelSpec, Runtime
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class Generation:
 
 
 OPTIONAL = ("thinking_budget", "effort")
+STRUCTURED = ("json_schema", "json_object", "none")  # how an OpenAI-compatible server is asked for structured output
 
 
 @dataclass(frozen=True)

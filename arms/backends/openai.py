@@ -21,9 +21,8 @@ from typing import Any, Iterator
 
 from ..errors import CheckFailed, Refused
 from ..retry import MalformedReply, reply_body, retryable, with_retries
-from ..spec import STRUCTURED
 from . import slots
-from .base import READ_BACK, SENDS, BackendInfo, Generation, Reply, Request, nothing_read_back
+from .base import READ_BACK, SENDS, STRUCTURED, BackendInfo, Generation, Reply, Request, nothing_read_back
 
 COOLDOWN_S = 5.0
 # A server's answer that it cannot take the structured-output mode at all, whatever its status code
@@ -58,7 +57,7 @@ class OpenAIConfig:
     base_urls: tuple[str, ...] = ()  # empty: the SDK's default (api.openai.com)
     api_key_env: str = "OPENAI_API_KEY"
     structured: str = "json_schema"  # one of STRUCTURED: "json_object" sends the schema inside it, "none" nothing
-    thinking_control: str = "none"  # "chat_template_kwargs" | "reasoning_effort" | "none" (arms.spec)
+    thinking_control: str = "none"  # "chat_template_kwargs" | "reasoning_effort" | "none" (registration.spec)
     attempts: int = 4
     timeout_s: float = 120.0
 

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from arms.backends.base import STRUCTURED, Generation
+from arms.errors import BadInput
+from arms.llama_loader import registrable
+
 from . import toml_lines
-from .backends.base import Generation
-from .errors import BadInput
-from .llama_loader import registrable
 
 # How an OpenAI(-compatible) server is told thinking on/off: not at all; `chat_template_kwargs.enable_thinking`
 # (vLLM, llama-server render the template with it); or `reasoning_effort` ("none" = off; OpenAI reasoning models).
@@ -24,7 +25,6 @@ THINKING_CONTROLS = ("none", "chat_template_kwargs", "reasoning_effort")
 # How an OpenAI(-compatible) server is asked for a verdict's structure: `response_format` json_schema (OpenAI,
 # vLLM, llama-server); json_object with the schema inside it (`python -m llama_cpp.server`, which refuses
 # json_schema); or not at all, leaving the strict parser of judge.verdict to decide.
-STRUCTURED = ("json_schema", "json_object", "none")
 EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
 
 
@@ -207,7 +207,7 @@ def parse_models(doc: dict, file: Path) -> dict[str, ModelSpec]:
 
 
 def _model(name: str, t: Any, file: Path) -> ModelSpec:
-    from .backends.registry import REGISTRY
+    from arms.backends.registry import REGISTRY
 
     where = f"[models.{name}]"
     check_keys(t, MODEL_KEYS, file, where)
@@ -260,7 +260,7 @@ def _one_of(t: dict, key: str, values: tuple[str, ...], file: Path, where: str) 
 
 def check_generation(model: ModelSpec, g: Generation, file: Path | str, where: str) -> None:
     """Refuse generation settings this model's backend has no way to send, before any call is made."""
-    from .backends.registry import backend_info
+    from arms.backends.registry import backend_info
 
     info = backend_info(model.backend)
     for key in ("thinking_budget", "effort"):
@@ -310,7 +310,7 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
     for adapter in names:
         if adapter not in adapters:
             raise BadInput(file, f"arm {name!r} names unknown adapter {adapter!r}", field="adapter")
-    from .backends.registry import backend_info
+    from arms.backends.registry import backend_info
 
     local = backend_info(models[model].backend).local
     if names and not local:

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from arms import toml_lines
 from arms.errors import BadInput
-from arms.spec import (
+
+from . import toml_lines
+from .scrub import DEFAULT_SCRUB, scrub_patterns
+from .seal import inside
+from .spec import (
     AdapterSpec,
     ArmSpec,
     ModelSpec,
@@ -26,12 +29,36 @@ from arms.spec import (
     parse_runtime,
     setting,
 )
-from arms.toml_lines import table
+from .toml_lines import table
 
-from .blinding import DEFAULT_SCRUB, scrub_patterns
-from .judging import JudgeSpec
-from .rubric import RUBRICS_DIR, rubric_dir
-from .seal import inside
+if TYPE_CHECKING:  # the type only: rubrics are loaded by judge.rubric, a layer above
+    from judge.rubric import Rubric
+
+RUBRICS_DIR = Path(__file__).resolve().parent.parent / "rubrics"
+
+
+def rubric_dir(name: str, exp_dir: Path) -> Path:
+    """Where rubric `name` of an experiment lives: the experiment's own `rubrics/` folder, sealed with it, when it
+    holds `name.toml`; else the rubrics shipped in the repository."""
+    own = Path(exp_dir) / "rubrics"
+    return own if (own / f"{name}.toml").is_file() else RUBRICS_DIR
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    name: str
+    model: str  # key into [models]
+    quant: str | None
+    requires_env: str | None = None
+    generation: tuple[tuple[str, Any], ...] = ()  # registered overrides of the rubric's generation settings
+
+    def rubric(self, rubric: "Rubric") -> "Rubric":
+        """The rubric as this judge runs it: e.g. a Claude judge registers temperature "provider-default"
+        because the API accepts none, and settings verification then expects nothing to be sent."""
+        if not self.generation:
+            return rubric
+        return replace(rubric, generation=replace(rubric.generation, **dict(self.generation)))
+
 
 KINDS = ("non_inferiority", "superiority", "equivalence")
 TABLES = ("experiment", "runtime", "models", "adapters", "arms", "judge", "judges", "analysis", "hypotheses", "audit")

@@ -12,7 +12,7 @@ import tomllib
 from contextlib import contextmanager
 from typing import Iterator
 
-from .errors import BadInput
+from arms.errors import BadInput
 
 _KEY = r"""(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""
 _DOTTED = rf"{_KEY}(?:\s*\.\s*{_KEY})*"
