@@ -40,9 +40,11 @@ def _collect(args) -> None:
     from registration.prereg import load_experiment
     from registration.seal import verify_seal
 
+    from .backends.registry import backend_info
     from .cache import CallCache
     from .collect import collect
     from .context import check_arms
+    from .llama_loader import check_gpu_layers
     from .questions import load_questions
 
     verify_seal(args.exp)
@@ -51,6 +53,8 @@ def _collect(args) -> None:
     if args.limit is not None and args.limit < 1:
         raise BadInput("--limit", "must be a positive number of questions")
     questions = load_questions(exp.set_paths())[: args.limit]
+    if any(backend_info(exp.models[exp.arm(n).model].backend).local for n in wanted):
+        check_gpu_layers(exp.runtime.gpu_layers, exp.dir / "prereg.toml")
     check_arms([exp.arm(n) for n in wanted], exp.models, questions, exp.set_paths(), exp.dir,
                exp.runtime)  # a prompt that cannot fit is refused before the first call
     args.out.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,7 @@ from .errors import BadInput
 AMX_CPU_FLAGS = ("amx_tile", "amx_int8", "amx_bf16")
 REGISTRABLE = ("auto", True, False)
 BUFFER_LINE = re.compile(r"^\S*:\s*(\S+) model buffer size")  # "load_tensors:   CPU_REPACK model buffer size = ..."
+OFFLOAD_LINE = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")  # "load_tensors: offloaded 5/31 layers to GPU"
 PROBE_PROMPT = ("The Port Alder cycle-hire scheme lends bicycles from docks across the town. A member may hire a "
                 "bicycle for up to three hours at a time, must return it to any dock with a free space, and is "
                 "charged a late fee for every started half hour after that. Question: how long may a member keep "
@@ -165,6 +166,30 @@ def weight_buffers(log_lines: list[str]) -> list[str]:
     return sorted({m.group(1) for m in (BUFFER_LINE.match(line.strip()) for line in text.splitlines()) if m})
 
 
+def gpu_offload() -> bool:
+    """Can this llama.cpp build put layers on a GPU at all? (A CPU-only build accepts n_gpu_layers and ignores it.)"""
+    import llama_cpp
+
+    return bool(llama_cpp.llama_supports_gpu_offload())
+
+
+def check_gpu_layers(gpu_layers: int, file: str | Path = "prereg.toml", line: int | None = None) -> None:
+    """Refuse GPU offload on a build that cannot do it, before any call: it would run on the CPU unannounced."""
+    if gpu_layers and not gpu_offload():
+        raise BadInput(file, f"[runtime] gpu_layers = {gpu_layers}, but this llama-cpp-python build has no GPU "
+                       "support (llama_supports_gpu_offload() is false; system info: "
+                       f"{system_info().strip()}). Register gpu_layers = 0, or install a GPU build, e.g. "
+                       "CMAKE_ARGS=\"-DGGML_CUDA=on\" pip install --force-reinstall --no-cache-dir "
+                       "llama-cpp-python==0.3.36", field="gpu_layers", line=line)
+
+
+def gpu_layers_offloaded(log_lines: list[str]) -> tuple[int, int | None]:
+    """(layers llama.cpp put on a GPU, layers it could have) from its load log; (0, None) when it printed no
+    offload line (a CPU-only build prints none)."""
+    m = OFFLOAD_LINE.search("".join(log_lines))
+    return (int(m.group(1)), int(m.group(2))) if m else (0, None)
+
+
 @contextlib.contextmanager
 def _default_params(use_extra_buffers: bool) -> Iterator[None]:
     """While inside, the parameter struct `llama_cpp.Llama` starts from carries the extra-buffer decision
@@ -187,18 +212,21 @@ def _default_params(use_extra_buffers: bool) -> Iterator[None]:
 
 
 def load_llama(model_path: str | Path, *, threads: int, n_ctx: int, seed: int = 0, use_extra_buffers: bool,
-               **kwargs: Any):
-    """`llama_cpp.Llama` with explicit threads and the extra-buffer decision; `llm.weight_buffers` says
-    where the weights really went. Every in-process load of a model for inference comes through here."""
+               gpu_layers: int = 0, **kwargs: Any):
+    """`llama_cpp.Llama` with explicit threads, GPU layers and the extra-buffer decision; `llm.weight_buffers`
+    says where the weights really went and `llm.gpu_offloaded` (layers, of how many) what went to a GPU. Every
+    in-process load of a model for inference comes through here."""
     import llama_cpp
 
+    check_gpu_layers(gpu_layers)
     build_amx, cpu_amx = machine_amx()
     with crash.step(f"loading {model_path} with llama.cpp (threads {threads}, CPU extra buffers "
-                    f"{'on' if use_extra_buffers else 'off'})", build_amx=build_amx, cpu_amx=cpu_amx), \
-            _default_params(use_extra_buffers), _load_log() as log:
+                    f"{'on' if use_extra_buffers else 'off'}, GPU layers {gpu_layers})", build_amx=build_amx,
+                    cpu_amx=cpu_amx), _default_params(use_extra_buffers), _load_log() as log:
         llm = llama_cpp.Llama(model_path=str(model_path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                              seed=seed, verbose=False, **kwargs)
+                              seed=seed, n_gpu_layers=gpu_layers, verbose=False, **kwargs)
     llm.weight_buffers = weight_buffers(log)
+    llm.gpu_offloaded = gpu_layers_offloaded(log)
     if bool(llm.model_params.use_extra_bufts) != use_extra_buffers:  # the struct llama.cpp was given
         llm.close()
         raise RuntimeError(f"llama-cpp-python did not pass use_extra_bufts={use_extra_buffers} to llama.cpp")

@@ -14,6 +14,7 @@ from pathlib import Path
 from arms.backends.registry import backend_info
 from arms.context import check_arms, check_budget, counter
 from arms.errors import BadInput
+from arms.llama_loader import check_gpu_layers
 from arms.load import experiment_file
 from arms.questions import Question
 from registration.prereg import Experiment, JudgeSpec
@@ -74,6 +75,8 @@ def check_files(exp: Experiment, arms: list[ArmSpec], panel: list[JudgeSpec]) ->
     file = exp.dir / "prereg.toml"
     models = {a.model for a in arms} | {j.model for j in panel}
     local = sorted(m for m in models if backend_info(exp.models[m].backend).local)
+    if local:  # a CPU-only build would run "offloaded" layers on the CPU, unannounced
+        check_gpu_layers(exp.runtime.gpu_layers, file, KeyLines(file.read_text()).find(("runtime",), "gpu_layers"))
     wanted = [(("models", m), key, getattr(exp.models[m], key)) for m in local
               for key in ("source", "imatrix", "chat_template")]
     wanted += [(("adapters", n), "source", exp.adapters[n].source)

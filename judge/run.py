@@ -75,10 +75,10 @@ def local_machine(exp: Experiment) -> dict[str, Any]:
     """What decided llama.cpp's CPU extra buffers on this machine (only when a model runs in process)."""
     if not any(backend_info(m.backend).local for m in exp.models.values()):
         return {}
-    from arms.llama_loader import extra_buffers, system_info
+    from arms.llama_loader import extra_buffers, gpu_offload, system_info
 
     return {"cpu_extra_buffers_decision": extra_buffers(exp.runtime.cpu_extra_buffers).to_dict(),
-            "llama_cpp_system_info": system_info()}
+            "llama_cpp_system_info": system_info(), "llama_cpp_gpu_offload": gpu_offload()}
 
 
 def judge_warnings(exp: Experiment, judge_name: str, arms: list[str]) -> list[str]:
@@ -253,7 +253,8 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
         "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "call_cache": str(cache.path.resolve()),
         "runtime": {"threads": exp.runtime.threads, "n_ctx": exp.runtime.n_ctx,
-                    "cpu_extra_buffers": exp.runtime.cpu_extra_buffers, **local_machine(exp)},
+                    "cpu_extra_buffers": exp.runtime.cpu_extra_buffers, "gpu_layers": exp.runtime.gpu_layers,
+                    **local_machine(exp)},
         "analysis": {"resamples": exp.analysis.resamples, "method": exp.analysis.method, "seed": exp.analysis.seed,
                      "max_unscored": exp.analysis.max_unscored},
         "judge": {"primary": primary.name, "panel": [j.name for j in panel], "mode": mode,

@@ -36,6 +36,7 @@ class Runtime:
     n_ctx: int = 2048
     seed: int = 0  # llama.cpp context seed (each request also sends its own registered seed)
     cpu_extra_buffers: str | bool = "auto"  # llama.cpp weight repacking/AMX buffers; see arms.llama_loader
+    gpu_layers: int = 0  # llama.cpp layers offloaded to a GPU (n_gpu_layers)
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,10 @@ def parse_runtime(doc: dict, file: Path) -> Runtime:
     extra = rt.get("cpu_extra_buffers", "auto")
     if not registrable(extra):
         raise BadInput(file, f"in {where} must be \"auto\", true or false, got {extra!r}", field="cpu_extra_buffers")
-    return replace(runtime, cpu_extra_buffers=extra)
+    gpu_layers = setting(rt, "gpu_layers", "integer", file, where, 0)
+    if gpu_layers < 0:
+        raise BadInput(file, f"in {where} must be >= 0 layers, got {gpu_layers}", field="gpu_layers")
+    return replace(runtime, cpu_extra_buffers=extra, gpu_layers=gpu_layers)
 
 
 def parse_models(doc: dict, file: Path) -> dict[str, ModelSpec]:

@@ -50,6 +50,7 @@ class LlamaConfig:
     chat_template: str | None = None  # registered template text; None = the GGUF's own
     chat_template_file: str | None = None  # where the registered template came from (for the record)
     cpu_extra_buffers: str | bool = "auto"  # as registered; decided per machine by llama_loader.decide_extra_buffers
+    gpu_layers: int = 0  # layers llama.cpp puts on a GPU (n_gpu_layers); refused on a build without GPU support
 
 
 def text_sha256(text: str | None) -> str | None:
@@ -90,7 +91,7 @@ class LlamaCppBackend:
                                  decision=extra_buffers(config.cpu_extra_buffers))
         try:
             llm = load_llama(config.model_path, threads=config.threads, n_ctx=config.n_ctx, seed=config.seed,
-                             use_extra_buffers=self._extra.use)
+                             use_extra_buffers=self._extra.use, gpu_layers=config.gpu_layers)
         except (ValueError, RuntimeError) as e:
             raise BadInput(config.model_path, f"llama.cpp could not load it: {e}") from None
         try:
@@ -158,6 +159,7 @@ class LlamaCppBackend:
             "sampler": EXTRA_SAMPLING,
             # repacked weights may round differently; left out when on, so keys made before this setting still match
             **({"cpu_extra_buffers": False} if not self.extra_buffers.use else {}),
+            **({"gpu_layers": self.config.gpu_layers} if self.config.gpu_layers else {}),  # GPU kernels round otherwise
         }
 
     def effective(self) -> dict[str, Any]:
@@ -185,6 +187,9 @@ class LlamaCppBackend:
             "cpu_extra_buffers": bool(llm.model_params.use_extra_bufts),  # the struct llama.cpp loaded with
             "cpu_extra_buffers_decision": self.extra_buffers.to_dict(),
             "weight_buffers": llm.weight_buffers,  # from llama.cpp's load log: where the weights really are
+            "gpu_layers": int(llm.model_params.n_gpu_layers),  # the struct llama.cpp loaded with
+            "gpu_layers_offloaded": llm.gpu_offloaded[0],  # from its load log: what really went to a GPU
+            "gpu_layers_total": llm.gpu_offloaded[1],
         }
 
     def sent(self, generation: Generation) -> dict[str, Any]:
@@ -328,8 +333,23 @@ def differences(g: Generation, eff: dict[str, Any], quant: str, model, adapters,
                    f"{eff['n_threads']}/{eff['n_threads_batch']}")
     if "cpu_extra_buffers" in eff:  # rows written before the setting existed have none of it
         out.extend(_extra_buffer_differences(eff, runtime))
+    if "gpu_layers" in eff:  # rows written before the setting existed have none of it
+        out.extend(_gpu_differences(eff, runtime))
     if eff["n_ctx"] != runtime.n_ctx:
         out.append(f"n_ctx: registered {runtime.n_ctx}, llama.cpp uses {eff['n_ctx']}")
+    return out
+
+
+def _gpu_differences(eff: dict[str, Any], runtime) -> list[str]:
+    """Registered GPU layers against the struct llama.cpp got and the layers its load log says it offloaded."""
+    out = []
+    if eff["gpu_layers"] != runtime.gpu_layers:
+        out.append(f"gpu_layers: registered {runtime.gpu_layers}, llama.cpp was loaded with {eff['gpu_layers']}")
+    total = eff.get("gpu_layers_total")
+    expected = min(runtime.gpu_layers, total) if total is not None else 0 if not runtime.gpu_layers else None
+    if expected is None or eff["gpu_layers_offloaded"] != expected:
+        out.append(f"gpu_layers: registered {runtime.gpu_layers}, llama.cpp offloaded {eff['gpu_layers_offloaded']}"
+                   f"{f' of {total}' if total is not None else ''} layers to a GPU")
     return out
 
 
@@ -360,7 +380,8 @@ def open_llama(spec, quant: str | None, adapters: tuple, exp_dir: Path, runtime)
     template, template_file = chat_template(spec, exp_dir)
     return LlamaCppBackend(LlamaConfig(model_path=qf.info.path, threads=runtime.threads, n_ctx=runtime.n_ctx,
                                        seed=runtime.seed, loras=loras, chat_template=template,
-                                       chat_template_file=template_file, cpu_extra_buffers=runtime.cpu_extra_buffers))
+                                       chat_template_file=template_file, cpu_extra_buffers=runtime.cpu_extra_buffers,
+                                       gpu_layers=runtime.gpu_layers))
 
 
 def check_generation(model, g: Generation) -> list[tuple[str, str]]:
