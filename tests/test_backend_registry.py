@@ -156,7 +156,7 @@ def test_a_serial_backend_gets_one_call_at_a_time(echo, monkeypatch, tmp_path):
     assert OPENED[0].threads == {threading.get_ident()}  # in the caller's thread: no pool
 
 
-PRODUCT = ("arms", "judge", "audit")
+PRODUCT = ("arms", "judge", "audit", "registration")
 # a backend's name compared, or a set of names tested: the facts belong in the backend's BackendInfo
 NAMES = r"""["'](llama-cpp|openai|anthropic)["']"""
 NAME_TEST = re.compile(rf"""(==|!=)\s*{NAMES}|{NAMES}\s*(==|!=)|\bin\s*[({{\[]\s*{NAMES}|\b[A-Z_]*BACKENDS\b""")

@@ -373,7 +373,7 @@ def test_a_glue_file_in_the_experiment_folder_is_sealed_and_bound(server, tmp_pa
 def test_edited_pairwise_rubric_is_refused_in_the_same_folder(server, tmp_path):
     """The pairwise rubric is not the primary one; it shapes verdicts all the same."""
     code = tmp_path / "code"
-    for part in ("arms", "judge", "audit", "rubrics"):
+    for part in ("arms", "judge", "audit", "registration", "rubrics"):
         shutil.copytree(ROOT / part, code / part, ignore=shutil.ignore_patterns("__pycache__"))
     exp = experiment(tmp_path, server.openai_url)
     out = tmp_path / "out"

@@ -7,11 +7,11 @@ from test_validate import PREREG, _line, assert_names, experiment, refused
 
 from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, differences
 from arms.errors import BadInput
-from arms.llama_loader import gpu_layers_offloaded, load_llama
+from arms.llama_loader import gpu_layers_offloaded, gpu_offload, load_llama
 from arms.models import embedded_model
 from registration.spec import Runtime, parse_runtime
 
-CPU_ONLY = pytest.mark.skipif("gpu_offload()", reason="this llama-cpp-python build can offload to a GPU")
+CPU_ONLY = pytest.mark.skipif(gpu_offload(), reason="this llama-cpp-python build can offload to a GPU")
 
 
 @pytest.mark.unit
