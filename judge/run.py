@@ -18,18 +18,20 @@ from typing import Any
 
 from arms.atomic import write_text
 from arms.backends.registry import backend_info
+from arms.batch import LOG, Batching, batched_keys
 from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput
 from arms.jsonl import Appender, current, read
 from arms.load import open_backend
 from arms.questions import load_questions
-from arms.records import ANSWER_KEY, AnswerRow
+from arms.records import ANSWER_KEY, JUDGMENT_KEY, AnswerRow, Judgment
 from arms.settings import verify_settings
 from arms.spec import check_generation
 
 from .analysis import compute_numbers, late_amendments, write_numbers
 from .blinding import blind, label_secret
+from .cost import costs
 from .folder import bind, commit, locked, start_judging
 from .judging import judge_all
 from .pairwise import pair_items
@@ -238,13 +240,16 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
                 jstats[f"{j.name}/{jrubric.name}"] = judge_all(j.name, jbackend, jrubric, todo, cache,
                                                                run_dir / "judgments.jsonl",
                                                                max_attempts=exp.judge_attempts, progress=progress,
-                                                               concurrency=model.concurrency)
+                                                               concurrency=model.concurrency,
+                                                               batching=Batching.of(model, run_dir))
             identities[j.name] = jbackend.identity()
         finally:
             jbackend.close()
 
     (run_dir / "judgments.jsonl").touch()  # nothing to judge (every answer an error row) still finishes the folder
     say("[4/4] analysing and writing the report")
+    judgments = [c.record for c in
+                 current(run_dir / "judgments.jsonl", JUDGMENT_KEY, make=Judgment.from_dict).values()]
     run_info: dict[str, Any] = {
         "name": name, "dir": str(run_dir.relative_to(ROOT)) if run_dir.is_relative_to(ROOT) else str(run_dir),
         "experiment": exp.name, "experiment_dir": str(exp_dir), "seed": exp.seed, "limit": limit, "arms": arms,
@@ -265,6 +270,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
         "quant_files": quant_files(exp, arms),
         "last_invocation": {"answers": {k: v for k, v in cstats.items() if k != "effective"}, "judging": jstats},
         "audit_gate": audit_gate,
+        "cost": costs(exp, arms, panel, answers, judgments, batched_keys(run_dir / LOG)),
     }
     write_text(run_json, json.dumps(run_info, indent=1) + "\n")
     numbers = compute_numbers(exp, load_questions(exp.set_paths()), run_dir, run_info)
