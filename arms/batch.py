@@ -25,7 +25,6 @@ glue are refused on a batch model at registration (arms.spec).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,7 +109,8 @@ def fill(backend: Backend, requests: dict[str, Request], how: Batching, say: Cal
             outcome.failed.update({k: BatchFailed(f"the batch could not be submitted: {describe(e)['message']}",
                                                   getattr(e, "status_code", None)) for k in todo})
             return outcome
-        _record(how.log, {"event": "submitted", "batch_id": batch_id, "provider": backend.name, "keys": todo})  # before any wait: a killed run finds it
+        # recorded before any wait: a killed run finds it and follows it instead of paying again
+        _record(how.log, {"event": "submitted", "batch_id": batch_id, "provider": backend.name, "keys": todo})
         say(f"submitted batch {batch_id}: {len(todo)} calls; polling every {how.poll_s:g} s")
         results = _follow(backend, batch_id, todo, how, record_end=True)
         for key in todo:
