@@ -268,3 +268,24 @@ def test_glue_on_a_batch_model_is_refused_as_a_gap(tmp_path):
             env=env(tmp_path), timeout=120)
     assert r.returncode == 2, r.stderr
     assert "glue" in r.stderr and "batch = true" in r.stderr and "gap" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_results_fetched_but_never_written_are_fetched_again_not_paid_again(llama, tmp_path):
+    """A run killed after its batches ended but before its rows were written: the ended batches are recorded,
+    the rows and the call cache are not. Planted as a fresh folder and an empty cache holding only the first
+    run's batches.jsonl: the re-run fetches the recorded results and submits nothing."""
+    with BatchServer(llama, models=("arm-model", "judge-model")) as server:
+        exp = experiment(tmp_path, "openai", server.url)
+        r1 = cli(*run_args(exp, tmp_path / "run"), env=env(tmp_path), timeout=600)
+        assert r1.returncode == 0, r1.stderr
+        batches, forwarded = len(server.batches), len(server.forwarded)
+        again = tmp_path / "again"
+        again.mkdir()
+        shutil.copy(tmp_path / "run" / "batches.jsonl", again / "batches.jsonl")
+        r2 = cli(*run_args(exp, again), env={**env(tmp_path), "BLINDEVAL_CACHE": str(tmp_path / "empty-cache")},
+                 timeout=600)
+        assert r2.returncode == 0, r2.stderr
+        assert (len(server.batches), len(server.forwarded), server.sync_calls) == (batches, forwarded, 0)
+        for name in ("answers.jsonl", "judgments.jsonl"):
+            first, second = records(tmp_path / "run" / name), records(again / name)
+            assert [r.get("text", r.get("score")) for r in second] == [r.get("text", r.get("score")) for r in first]
