@@ -258,8 +258,19 @@ def test_batch_on_a_local_model_is_refused_naming_the_field(tmp_path):
     r = cli("judge", "run", "--exp", str(exp), "--limit", "1", "--out", str(tmp_path / "run"), "--quiet",
             env={"BLINDEVAL_CACHE": str(tmp_path / "cache")}, timeout=120)
     assert r.returncode == 2, r.stderr
-    assert "prereg.toml" in r.stderr and "batch" in r.stderr and "[models.smollm2-135m]" in r.stderr
-    assert "Traceback" not in r.stderr
+    line = text.splitlines().index("batch = true") + 1
+    assert f"prereg.toml:{line}: field 'batch'" in r.stderr and "[models.smollm2-135m]" in r.stderr
+    assert "openai and anthropic" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_price_without_its_pair_is_refused(tmp_path):
+    exp = experiment(tmp_path, "openai", "http://127.0.0.1:9")
+    text = (exp / "prereg.toml").read_text().replace(f"price_output = {PRICE_OUT}\n", "")
+    (exp / "prereg.toml").write_text(text)
+    seal(exp)
+    r = cli("judge", "run", "--exp", str(exp), "--limit", "1", "--out", str(tmp_path / "run"), "--quiet",
+            env=env(tmp_path), timeout=120)
+    assert r.returncode == 2 and "field 'price_output'" in r.stderr and "[models.judgemodel]" in r.stderr, r.stderr
 
 
 def test_glue_on_a_batch_model_is_refused_as_a_gap(tmp_path):
