@@ -165,9 +165,10 @@ def test_a_judge_run_through_batches_end_to_end(api, llama, tmp_path):
         assert v.returncode == 0, v.stderr
 
 
-def test_a_killed_run_follows_its_recorded_batch_and_pays_nothing_twice(llama, tmp_path):
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_killed_run_follows_its_recorded_batch_and_pays_nothing_twice(api, llama, tmp_path):
     with BatchServer(llama, models=("arm-model", "judge-model")) as server:
-        exp = experiment(tmp_path, "openai", server.url)
+        exp = experiment(tmp_path, api, server.url)
         out = tmp_path / "run"
         server.hold = True
         e = {**os.environ, **env(tmp_path)}
@@ -201,32 +202,49 @@ def test_a_killed_run_follows_its_recorded_batch_and_pays_nothing_twice(llama, t
         assert ("ended", first.id) in [(x["event"], x["batch_id"]) for x in records(out / "batches.jsonl")]
 
 
-def test_a_failed_request_is_an_error_row_and_the_rerun_retries_only_it(llama, tmp_path):
-    q02 = next(q for q in QUESTIONS if q["id"] == "q02")
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_failed_request_is_an_error_row_and_the_rerun_retries_only_it(api, llama, tmp_path):
+    """Planted: the arm's request for q02 and the judge's first request on the answer to q03 fail in run 1."""
+    text = {q["id"]: json.dumps(q["question"])[1:-1] for q in QUESTIONS}
+
+    def planted(cid: str, body: dict) -> bool:
+        sent = json.dumps(body)
+        arm = "Answer in one short sentence." in sent
+        return text["q02"] in sent if arm else text["q03"] in sent
+
     with BatchServer(llama, models=("arm-model", "judge-model")) as server:
-        exp = experiment(tmp_path, "openai", server.url)
+        exp = experiment(tmp_path, api, server.url)
         out = tmp_path / "run"
-        server.fail = lambda cid, body: ("Answer in one short sentence." in json.dumps(body)
-                                         and json.dumps(q02["question"])[1:-1] in json.dumps(body))
+        server.fail = planted
         r1 = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
         assert r1.returncode == 0, r1.stderr
-        rows = records(out / "answers.jsonl")
-        errors = [a for a in rows if a["status"] == "error"]
-        assert [a["question_id"] for a in errors] == ["q02"] and len(rows) == 3
+        answers, verdicts = records(out / "answers.jsonl"), records(out / "judgments.jsonl")
+        errors = [a for a in answers if a["status"] == "error"]
+        assert [a["question_id"] for a in errors] == ["q02"] and len(answers) == 3
         assert errors[0]["error"]["kind"] == "batch" and "scripted failure" in errors[0]["error"]["message"]
-        failed_key = arm_keys(server)["q02"]
         assert errors[0]["calls"] == [] and server.sync_calls == 0  # not paid again synchronously
+        judge_errors = [v for v in verdicts if v["status"] == "error"]
+        assert [v["question_id"] for v in judge_errors] == ["q03"] and len(verdicts) == 2
+        assert "scripted failure" in judge_errors[0]["error"]
+        assert len(server.failed) == 2
+        paid_before = {f["custom_id"] for f in server.forwarded}
         before = len(server.batches)
         server.fail = lambda cid, body: False
         r2 = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
         assert r2.returncode == 0, r2.stderr
         new = list(server.batches.values())[before:]
-        assert [req["custom_id"] for req in new[0].requests] == [failed_key]  # only the failed request
-        assert len(new[1].requests) == 1  # and the verdict on its answer
-        rows = records(out / "answers.jsonl")
-        assert len(rows) == 4 and rows[3]["question_id"] == "q02" and rows[3]["status"] == "ok"
-        assert rows[3]["retry_of"] == 1 + [a["question_id"] for a in rows[:3]].index("q02")
+        assert [req["custom_id"] for req in new[0].requests] == [arm_keys(server)["q02"]] == server.failed[:1]
+        # the judge's first round: the failed verdict again, and the verdict on q02's new answer; nothing paid twice
+        asked = {req["custom_id"] for req in new[1].requests}
+        assert server.failed[1] in asked and len(asked) == 2
+        assert not {req["custom_id"] for b in new for req in b.requests} & paid_before
         assert server.sync_calls == 0
+        for name in ("answers.jsonl", "judgments.jsonl"):
+            rows = records(out / name)
+            errors = {r["question_id"]: line for line, r in enumerate(rows, start=1) if r["status"] == "error"}
+            retries = {r["question_id"]: r["retry_of"] for r in rows if "retry_of" in r}
+            assert retries == errors, name  # each error row replaced once, pointing at its line
+            assert all(r["status"] != "error" for r in rows if "retry_of" in r)
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])

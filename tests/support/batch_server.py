@@ -56,6 +56,7 @@ class BatchServer:
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, Batch] = {}
         self.forwarded: list[dict] = []  # {"api", "custom_id", "batch", "input_tokens", "output_tokens"}
+        self.failed: list[str] = []  # custom_ids the script failed
         self.sync_calls = 0
         self._lock = threading.Lock()
         self._n = 0
@@ -103,6 +104,7 @@ class BatchServer:
                 continue  # never run: no result but "expired"
             if self.fail(custom_id, body):
                 batch.results[custom_id] = ("error", "scripted failure of this request")
+                self.failed.append(custom_id)
                 continue
             route = "/v1/chat/completions" if batch.api == "openai" else "/v1/messages"
             out = _post(self.llama_url + route, body)
