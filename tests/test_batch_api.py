@@ -247,6 +247,23 @@ def test_a_failed_request_is_an_error_row_and_the_rerun_retries_only_it(api, lla
             assert all(r["status"] != "error" for r in rows if "retry_of" in r)
 
 
+def test_a_refused_submission_makes_error_rows_and_the_rerun_submits_them(llama, tmp_path):
+    with BatchServer(llama, models=("arm-model", "judge-model")) as server:
+        exp = experiment(tmp_path, "anthropic", server.url)
+        out = tmp_path / "run"
+        server.refuse_submissions = 1  # the arm's batch is refused: no batch exists, nothing ran
+        r1 = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
+        assert r1.returncode == 0, r1.stderr
+        answers = records(out / "answers.jsonl")
+        assert [(a["status"], a["error"]["kind"]) for a in answers] == [("error", "batch")] * 3
+        assert all("could not be submitted" in a["error"]["message"] for a in answers)
+        assert not server.batches and not records(out / "batches.jsonl") and server.sync_calls == 0
+        r2 = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
+        assert r2.returncode == 0, r2.stderr
+        assert [len(b.requests) for b in server.batches.values()][:2] == [3, 3]
+        assert [a["status"] for a in records(out / "answers.jsonl")[3:]] == ["ok"] * 3
+
+
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_an_expired_batch_is_resubmitted_for_exactly_its_missing_requests(api, llama, tmp_path):
     with BatchServer(llama, models=("arm-model", "judge-model")) as server:

@@ -13,8 +13,8 @@ Each batched request that runs is forwarded to llama-server's own route (`/v1/ch
 
 Faults are the test's to script: `hold` keeps new batches in progress until `release()`; `fail(custom_id,
 body)` true makes that request error without running; `expire_after` = n lets the next batch run n requests and
-expire the rest. Synchronous completion routes answer 403 and are counted (`sync_calls`): a batch model must
-never be asked directly.
+expire the rest; `refuse_submissions` = n answers the next n submissions with HTTP 500. Synchronous completion
+routes answer 403 and are counted (`sync_calls`): a batch model must never be asked directly.
 """
 from __future__ import annotations
 
@@ -56,6 +56,7 @@ class BatchServer:
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, Batch] = {}
         self.forwarded: list[dict] = []  # {"api", "custom_id", "batch", "input_tokens", "output_tokens"}
+        self.refuse_submissions = 0  # answer this many batch submissions with HTTP 500, starting nothing
         self.failed: list[str] = []  # custom_ids the script failed
         self.sync_calls = 0
         self._lock = threading.Lock()
@@ -239,6 +240,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
                                     "filename": parts["file"].get_filename(), "purpose": "batch",
                                     "status": "processed"})
+        if path in ("/v1/batches", "/v1/messages/batches") and p.refuse_submissions:
+            p.refuse_submissions -= 1
+            return self._send(500, {"type": "error", "error": {"type": "api_error", "message": "scripted outage"}})
         if path == "/v1/batches":
             body = json.loads(raw)
             lines = [json.loads(x) for x in p.files[body["input_file_id"]].decode().splitlines() if x.strip()]
