@@ -25,6 +25,7 @@ glue are refused on a batch model at registration (arms.spec).
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,8 +80,16 @@ def batched_keys(log: Path) -> set[str]:
     return {k for rec in recorded(log)[1].values() for k in rec.get("succeeded", ())}
 
 
-def fill(backend: Backend, requests: dict[str, Request], how: Batching, say: Callable[[str], None]) -> Outcome:
+def say(progress: bool) -> Callable[[str], None]:
+    """Where a run says what its batches are doing: above the progress bar, or nowhere under --quiet."""
+    from tqdm import tqdm
+
+    return (lambda m: tqdm.write(m, file=sys.stderr)) if progress else (lambda m: None)
+
+
+def fill(backend: Backend, requests: dict[str, Request], how: Batching, progress: bool) -> Outcome:
     """Answer `requests` (call key -> request, none of them in the call cache) through batches."""
+    tell = say(progress)
     outcome = Outcome()
     if not requests:
         return outcome
@@ -90,7 +99,7 @@ def fill(backend: Backend, requests: dict[str, Request], how: Batching, say: Cal
         done = ended.get(batch_id)
         if not mine or (done and not set(mine) & set(done.get("succeeded", ()))):
             continue  # failed there or never run: submitted again below
-        say(f"following batch {batch_id} recorded in {how.log.name} ({len(mine)} calls still needed)")
+        tell(f"following batch {batch_id} recorded in {how.log.name} ({len(mine)} calls still needed)")
         results = _follow(backend, batch_id, rec["keys"], how, record_end=done is None)
         for key in mine:
             if isinstance(results.get(key), Reply):
@@ -111,7 +120,7 @@ def fill(backend: Backend, requests: dict[str, Request], how: Batching, say: Cal
             return outcome
         # recorded before any wait: a killed run finds it and follows it instead of paying again
         _record(how.log, {"event": "submitted", "batch_id": batch_id, "provider": backend.name, "keys": todo})
-        say(f"submitted batch {batch_id}: {len(todo)} calls; polling every {how.poll_s:g} s")
+        tell(f"submitted batch {batch_id}: {len(todo)} calls; polling every {how.poll_s:g} s")
         results = _follow(backend, batch_id, todo, how, record_end=True)
         for key in todo:
             if isinstance(results.get(key), Reply):
@@ -178,9 +187,8 @@ class Answered:
         return getattr(self.backend, name)
 
 
-def answer(backend: Backend, requests: dict[str, Request], cache, how: Batching,
-           say: Callable[[str], None]) -> Answered:
+def answer(backend: Backend, requests: dict[str, Request], cache, how: Batching, progress: bool) -> Answered:
     """The backend standing in for `backend` once every call in `requests` the cache lacks went through batches."""
     answered = Answered(backend)
-    answered.add(fill(backend, {k: r for k, r in requests.items() if cache.get(k) is None}, how, say))
+    answered.add(fill(backend, {k: r for k, r in requests.items() if cache.get(k) is None}, how, progress))
     return answered

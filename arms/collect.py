@@ -13,7 +13,6 @@ provider's batch API first (arms.batch), and the same loop then writes the rows 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -65,11 +64,8 @@ class Caller:
         self.tokens = [0, 0]
         self.latency = 0.0
 
-    def request(self, messages: list[tuple[str, str]]) -> Request:
-        return Request(tuple((r, c) for r, c in messages), replace(self.task.arm.generation, seed=self.task.seed))
-
     def __call__(self, messages: list[tuple[str, str]]) -> Reply:
-        request = self.request(messages)
+        request = task_request(self.task, messages)
         key = call_key(self.backend.identity(), request)
         reply, cached = self.cache.get_or_call(key, lambda: self.backend.complete(request))
         check_reply(f"arm {self.task.arm.name!r} at {self.task.quant}", request.generation, reply)
@@ -80,6 +76,11 @@ class Caller:
         self.tokens[1] += reply.completion_tokens
         self.latency += reply.latency_s
         return reply
+
+
+def task_request(t: Task, messages: list[tuple[str, str]]) -> Request:
+    """The request a task's call sends: its messages under the arm's settings, with this sample's seed."""
+    return Request(tuple((r, c) for r, c in messages), replace(t.arm.generation, seed=t.seed))
 
 
 def plain_messages(arm: ArmSpec, question: Question) -> list[tuple[str, str]]:
@@ -141,9 +142,9 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
                     stats["effective"][f"{arm.name}/{quant}"] = effective[arm.name]
                 batching = Batching.of(model, out.parent)
                 if batching:  # plain arms only (glue on a batch model is refused at registration)
-                    requests = [Caller(backend, cache, t).request(plain_messages(t.arm, t.question)) for t in group]
+                    requests = [task_request(t, plain_messages(t.arm, t.question)) for t in group]
                     backend = batch.answer(backend, {call_key(backend.identity(), r): r for r in requests}, cache,
-                                           batching, _say(progress))
+                                           batching, progress)
                 workers = backend_info(model.backend).workers(model.concurrency)
                 for t, row, caller in _run(order(group), backend, cache, exp_dir, effective, workers):
                     writer.write(row.to_dict(), retry_of=retry.get(t.row))
@@ -155,10 +156,6 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
                 backend.close()
     bar.close()
     return stats
-
-
-def _say(progress: bool) -> Callable[[str], None]:
-    return (lambda m: tqdm.write(m, file=sys.stderr)) if progress else (lambda m: None)
 
 
 def _run(tasks: list[Task], backend: Backend, cache: CallCache, exp_dir: Path, effective: dict, workers: int):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -108,7 +107,7 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
 
 
 def batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, max_attempts: int,
-                 how: batch.Batching, say) -> batch.Answered:
+                 how: batch.Batching, progress: bool) -> batch.Answered:
     """Every judge call `judge_item` will make, through the provider's batch API: round n asks attempt n of the
     items whose attempt n-1 (from the cache or the previous round) did not parse."""
     from .verdict import parse_verdict
@@ -117,16 +116,19 @@ def batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindItem], cache
     ident = backend.identity()
     live = list(items)
     for attempt in range(max_attempts):
-        keys = {}
-        requests = {}
+        keys, requests = {}, {}
         for item in live:
             request = build_request(rubric, item, attempt)
             keys[item.label] = call_key(ident, request)
             requests[keys[item.label]] = request
         replies = {k: cache.get(k) for k in requests}
-        answered.add(batch.fill(backend, {k: r for k, r in requests.items() if replies[k] is None}, how, say))
-        live = [i for i in live if (reply := replies[keys[i.label]] or answered.reply(keys[i.label])) is not None
-                and not parse_verdict(reply.text, rubric.schema).ok]
+        answered.add(batch.fill(backend, {k: r for k, r in requests.items() if replies[k] is None}, how, progress))
+        unparsed = []
+        for item in live:  # a failed call has no reply: its verdict is an error row, not asked again
+            reply = replies[keys[item.label]] or answered.reply(keys[item.label])
+            if reply is not None and not parse_verdict(reply.text, rubric.schema).ok:
+                unparsed.append(item)
+        live = unparsed
     return answered
 
 
@@ -150,8 +152,7 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     todo = [i for i in items if (name, i.label) not in done or i.label in retry]
     workers = backend_info(backend.name).workers(concurrency)
     if batching and todo:
-        say = (lambda m: tqdm.write(m, file=sys.stderr)) if progress else (lambda m: None)
-        backend = batch_rounds(backend, rubric, todo, cache, max_attempts, batching, say)
+        backend = batch_rounds(backend, rubric, todo, cache, max_attempts, batching, progress)
     groups: dict[str, list[BlindItem]] = {}
     for item in todo:
         groups.setdefault(json.dumps(item.prompt_fields(), sort_keys=True), []).append(item)  # what the prompt renders
