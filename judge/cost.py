@@ -8,7 +8,12 @@ and Anthropic's Message Batches bill batched requests at 50% of the synchronous 
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from arms.batch import LOG, batched_keys
+from arms.jsonl import current
+from arms.records import ANSWER_KEY, JUDGMENT_KEY, AnswerRow, Judgment
 
 BATCH_RATE = 0.5  # both providers' published batch discount: half the synchronous price, input and output
 
@@ -34,10 +39,17 @@ def cost_line(role: str, name: str, model, rows: list, batched: set[str]) -> dic
             "price_input": model.price_input, "price_output": model.price_output, "usd": usd}
 
 
-def costs(exp, arms: list[str], judges: list, answers: list, judgments: list, batched: set[str]) -> list[dict]:
-    """A cost line per arm of the run and per judge of the panel."""
+def costs(exp, arms: list[str], judges: list[str], question_ids: set[str], run_dir: Path) -> list[dict]:
+    """A cost line per arm of the run (its answers to the run's questions) and per judge of the panel, from the
+    raw files of `run_dir`."""
+    answers = [c.record for c in current(run_dir / "answers.jsonl", ANSWER_KEY, make=AnswerRow.from_dict).values()
+               if c.record.question_id in question_ids]
+    judgments = [c.record for c in current(run_dir / "judgments.jsonl", JUDGMENT_KEY,
+                                           make=Judgment.from_dict).values()]
+    batched = batched_keys(run_dir / LOG)
+    judge_models = {j.name: j.model for j in exp.judges}
     out = [cost_line("arm", a, exp.models[exp.arm(a).model], [r for r in answers if r.arm == a], batched)
            for a in arms]
-    out += [cost_line("judge", j.name, exp.models[j.model], [r for r in judgments if r.judge == j.name], batched)
+    out += [cost_line("judge", j, exp.models[judge_models[j]], [r for r in judgments if r.judge == j], batched)
             for j in judges]
     return out

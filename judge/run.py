@@ -18,14 +18,14 @@ from typing import Any
 
 from arms.atomic import write_text
 from arms.backends.registry import backend_info
-from arms.batch import LOG, Batching, batched_keys
+from arms.batch import Batching
 from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput
 from arms.jsonl import Appender, current, read
 from arms.load import open_backend
 from arms.questions import load_questions
-from arms.records import ANSWER_KEY, JUDGMENT_KEY, AnswerRow, Judgment
+from arms.records import ANSWER_KEY, AnswerRow
 from arms.settings import verify_settings
 from arms.spec import check_generation
 
@@ -248,8 +248,6 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
 
     (run_dir / "judgments.jsonl").touch()  # nothing to judge (every answer an error row) still finishes the folder
     say("[4/4] analysing and writing the report")
-    judgments = [c.record for c in
-                 current(run_dir / "judgments.jsonl", JUDGMENT_KEY, make=Judgment.from_dict).values()]
     run_info: dict[str, Any] = {
         "name": name, "dir": str(run_dir.relative_to(ROOT)) if run_dir.is_relative_to(ROOT) else str(run_dir),
         "experiment": exp.name, "experiment_dir": str(exp_dir), "seed": exp.seed, "limit": limit, "arms": arms,
@@ -270,7 +268,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
         "quant_files": quant_files(exp, arms),
         "last_invocation": {"answers": {k: v for k, v in cstats.items() if k != "effective"}, "judging": jstats},
         "audit_gate": audit_gate,
-        "cost": costs(exp, arms, panel, answers, judgments, batched_keys(run_dir / LOG)),
+        "cost": costs(exp, arms, [j.name for j in panel], qids, run_dir),
     }
     write_text(run_json, json.dumps(run_info, indent=1) + "\n")
     numbers = compute_numbers(exp, load_questions(exp.set_paths()), run_dir, run_info)

@@ -163,6 +163,11 @@ def test_a_judge_run_through_batches_end_to_end(api, llama, tmp_path):
         assert arm_line.rstrip().endswith("| – |")  # no price registered for the arm's model: tokens only
         v = cli("judge", "verify", str(out), timeout=300)
         assert v.returncode == 0, v.stderr
+        # a batches.jsonl that no longer says which calls a batch answered no longer gives run.json's cost
+        log_text = (out / "batches.jsonl").read_text().replace('"succeeded":', '"succeeded_":')
+        (out / "batches.jsonl").write_text(log_text)
+        v = cli("judge", "verify", str(out), timeout=300)
+        assert v.returncode == 1 and "run.json cost of judge j: batch_input_tokens" in v.stdout + v.stderr
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
