@@ -13,8 +13,8 @@ Nothing is paid twice. The batch id and the call keys it covers are appended to 
 run folder before the first wait, and its end (which keys succeeded, failed, or were never run) when it
 ends. A run that finds a recorded batch covering calls it still needs follows that batch instead of
 submitting: a killed run resumes polling, and results fetched but not yet written into rows are fetched
-again (free). Requests an expired or cancelled batch never ran are submitted again in a new batch, each
-at most the model's registered `attempts` times in all, then they become error rows. A failure recorded
+again (free). Requests an expired or cancelled batch never ran are submitted again in a new batch, up to
+the model's registered `attempts` batches in one run; those still unanswered then become error rows. A failure recorded
 in a batch that ended in an earlier run is the retry rule's business: that call is submitted again.
 
 Results are kept in memory, not written to the call cache when fetched, so that the cache is filled by the
