@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import jsonl
-from .backends.base import Backend, Reply, Request
+from .backends.base import BatchBackend, Reply, Request
 from .cache import call_key
 from .retry import BatchFailed, describe, is_call_failure
 from .spec import ModelSpec
@@ -87,7 +87,7 @@ def say(progress: bool) -> Callable[[str], None]:
     return (lambda m: tqdm.write(m, file=sys.stderr)) if progress else (lambda m: None)
 
 
-def fill(backend: Backend, requests: dict[str, Request], how: Batching, progress: bool) -> Outcome:
+def fill(backend: BatchBackend, requests: dict[str, Request], how: Batching, progress: bool) -> Outcome:
     """Answer `requests` (call key -> request, none of them in the call cache) through batches."""
     tell = say(progress)
     outcome = Outcome()
@@ -134,7 +134,7 @@ def fill(backend: Backend, requests: dict[str, Request], how: Batching, progress
     return outcome
 
 
-def _follow(backend: Backend, batch_id: str, keys: list[str], how: Batching,
+def _follow(backend: BatchBackend, batch_id: str, keys: list[str], how: Batching,
             record_end: bool) -> dict[str, Reply | BatchFailed | None]:
     """Poll until the batch has ended, then its result per key. A batch that cannot be followed (the provider
     unreachable after the retries) fails its calls in this run; the next run follows it again."""
@@ -162,7 +162,7 @@ class Answered:
     """The backend as the ordinary loop sees it once batches have run: each call answered by a batch result,
     or failed with the batch's reason; nothing is sent synchronously."""
 
-    def __init__(self, backend: Backend):
+    def __init__(self, backend: BatchBackend):
         self.backend = backend
         self.name = backend.name
         self.outcome = Outcome()
@@ -187,7 +187,7 @@ class Answered:
         return getattr(self.backend, name)
 
 
-def answer(backend: Backend, requests: dict[str, Request], cache, how: Batching, progress: bool) -> Answered:
+def answer(backend: BatchBackend, requests: dict[str, Request], cache, how: Batching, progress: bool) -> Answered:
     """The backend standing in for `backend` once every call in `requests` the cache lacks went through batches."""
     answered = Answered(backend)
     answered.add(fill(backend, {k: r for k, r in requests.items() if cache.get(k) is None}, how, progress))
