@@ -270,11 +270,12 @@ def test_a_refused_submission_makes_error_rows_and_the_rerun_submits_them(llama,
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
-def test_an_expired_batch_is_resubmitted_for_exactly_its_missing_requests(api, llama, tmp_path):
+@pytest.mark.parametrize("stop", ["expired", "cancelled"])
+def test_an_expired_or_cancelled_batch_is_resubmitted_for_exactly_its_missing_requests(api, stop, llama, tmp_path):
     with BatchServer(llama, models=("arm-model", "judge-model")) as server:
         exp = experiment(tmp_path, api, server.url)
         out = tmp_path / "run"
-        server.expire_after = 1  # the first batch runs one request, the other two expire unrun
+        server.stop_after, server.stop_as = 1, stop  # the first batch runs one request; the other two never run
         r = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
         assert r.returncode == 0, r.stderr
         first, second = list(server.batches.values())[:2]

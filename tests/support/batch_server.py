@@ -12,9 +12,10 @@ Each batched request that runs is forwarded to llama-server's own route (`/v1/ch
 `/v1/messages`): real completions, counted here (`forwarded`: the calls a provider would bill).
 
 Faults are the test's to script: `hold` keeps new batches in progress until `release()`; `fail(custom_id,
-body)` true makes that request error without running; `expire_after` = n lets the next batch run n requests and
-expire the rest; `refuse_submissions` = n answers the next n submissions with HTTP 500. Synchronous completion
-routes answer 403 and are counted (`sync_calls`): a batch model must never be asked directly.
+body)` true makes that request error without running; `stop_after` = n lets the next batch run n requests, the
+rest ending unrun as `stop_as` says ("expired", or "cancelled" as if the user cancelled it);
+`refuse_submissions` = n answers the next n submissions with HTTP 500. Synchronous completion routes answer 403
+and are counted (`sync_calls`): a batch model must never be asked directly.
 """
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-EXPIRED_OPENAI = {"code": "batch_expired",
-                  "message": "This request could not be executed before the completion window expired."}
+UNRUN_OPENAI = {"expired": {"code": "batch_expired",
+                            "message": "This request could not be executed before the completion window expired."},
+                "cancelled": {"code": "batch_cancelled", "message": "This request was cancelled with its batch."}}
 
 
 @dataclass
@@ -40,7 +42,7 @@ class Batch:
     input_file_id: str | None = None
     released: threading.Event = field(default_factory=threading.Event)
     ended: bool = False
-    expired: bool = False
+    stopped: str | None = None  # "expired" | "cancelled": requests past the stop never ran
     results: dict[str, Any] = field(default_factory=dict)  # custom_id -> ("ok", body) | ("error", message)
 
 
@@ -52,7 +54,8 @@ class BatchServer:
         self.models = models
         self.hold = False
         self.fail: Callable[[str, dict], bool] = lambda custom_id, body: False
-        self.expire_after: int | None = None
+        self.stop_after: int | None = None
+        self.stop_as = "expired"
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, Batch] = {}
         self.forwarded: list[dict] = []  # {"api", "custom_id", "batch", "input_tokens", "output_tokens"}
@@ -90,19 +93,19 @@ class BatchServer:
 
     def start(self, batch: Batch) -> None:
         self.batches[batch.id] = batch
-        expire_after, self.expire_after = self.expire_after, None
+        stop_after, self.stop_after = self.stop_after, None
         if not self.hold:
             batch.released.set()
-        threading.Thread(target=self._run, args=(batch, expire_after), daemon=True).start()
+        threading.Thread(target=self._run, args=(batch, stop_after), daemon=True).start()
 
-    def _run(self, batch: Batch, expire_after: int | None) -> None:
+    def _run(self, batch: Batch, stop_after: int | None) -> None:
         batch.released.wait()
         for i, req in enumerate(batch.requests):
             custom_id = req["custom_id"]
             body = req["body"] if batch.api == "openai" else req["params"]
-            if expire_after is not None and i >= expire_after:
-                batch.expired = True
-                continue  # never run: no result but "expired"
+            if stop_after is not None and i >= stop_after:
+                batch.stopped = self.stop_as
+                continue  # never run: no result but the stop
             if self.fail(custom_id, body):
                 batch.results[custom_id] = ("error", "scripted failure of this request")
                 self.failed.append(custom_id)
@@ -119,13 +122,14 @@ class BatchServer:
     # OpenAI shapes
 
     def openai_batch(self, b: Batch) -> dict:
-        status = ("expired" if b.expired else "completed") if b.ended else "in_progress"
+        status = (b.stopped or "completed") if b.ended else "in_progress"
         done = sum(r[0] == "ok" for r in b.results.values())
         out = {"id": b.id, "object": "batch", "endpoint": "/v1/chat/completions", "input_file_id": b.input_file_id,
                "completion_window": "24h", "status": status, "created_at": b.created,
                "request_counts": {"total": len(b.requests), "completed": done, "failed": len(b.results) - done}}
         if b.ended:
-            out["completed_at" if not b.expired else "expired_at"] = int(time.time())
+            ended_at = {None: "completed_at", "expired": "expired_at", "cancelled": "cancelled_at"}[b.stopped]
+            out[ended_at] = int(time.time())
             out["output_file_id"], out["error_file_id"] = self._openai_files(b)
         return out
 
@@ -136,7 +140,7 @@ class BatchServer:
             line = {"id": f"batch_req_{cid[:12]}", "custom_id": cid, "response": None, "error": None}
             result = b.results.get(cid)
             if result is None:
-                errors.append({**line, "error": EXPIRED_OPENAI})
+                errors.append({**line, "error": UNRUN_OPENAI[b.stopped]})
             elif result[0] == "ok":
                 ok.append({**line, "response": {"status_code": 200, "request_id": f"req_{cid[:8]}",
                                                 "body": result[1]}})
@@ -161,12 +165,14 @@ class BatchServer:
         if b.ended:
             for req in b.requests:
                 result = b.results.get(req["custom_id"])
-                counts["expired" if result is None else "succeeded" if result[0] == "ok" else "errored"] += 1
+                unrun = "canceled" if b.stopped == "cancelled" else "expired"
+                counts[unrun if result is None else "succeeded" if result[0] == "ok" else "errored"] += 1
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(b.created))
         return {"id": b.id, "type": "message_batch", "processing_status": "ended" if b.ended else "in_progress",
                 "request_counts": counts, "created_at": created,
                 "expires_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(b.created + 86400)),
-                "ended_at": created if b.ended else None, "archived_at": None, "cancel_initiated_at": None,
+                "ended_at": created if b.ended else None, "archived_at": None,
+                "cancel_initiated_at": created if b.stopped == "cancelled" else None,
                 "results_url": f"{self.url}/v1/messages/batches/{b.id}/results" if b.ended else None}
 
     def anthropic_results(self, b: Batch) -> bytes:
@@ -175,7 +181,7 @@ class BatchServer:
             cid = req["custom_id"]
             result = b.results.get(cid)
             if result is None:
-                r = {"type": "expired"}
+                r = {"type": "canceled" if b.stopped == "cancelled" else "expired"}
             elif result[0] == "ok":
                 r = {"type": "succeeded", "message": result[1]}
             else:
