@@ -7,7 +7,8 @@ answer; the next run asks exactly those rows again and appends each new row with
 error row's line (arms.jsonl's retry rule), the calls that succeeded inside a failed glue answer
 coming from the cache. HTTP backends answer several questions at once (bounded by the model's registered
 concurrency) but rows are still written in task order: a kill leaves a prefix, and the calls
-finished beyond it are in the cache.
+finished beyond it are in the cache. A model registered with `batch = true` is asked through its
+provider's batch API first (arms.batch), and the same loop then writes the rows from the batch's results.
 """
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ from tqdm import tqdm
 
 from registration.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime
 
-from . import jsonl
+from . import batch, jsonl
 from .backends.base import Backend, Reply, Request
 from .backends.registry import backend_info
+from .batch import Batching
 from .cache import CallCache, call_key
 from .errors import BadInput, CheckFailed
 from .glue import GlueResult, load_glue
@@ -64,7 +66,7 @@ class Caller:
         self.latency = 0.0
 
     def __call__(self, messages: list[tuple[str, str]]) -> Reply:
-        request = Request(tuple((r, c) for r, c in messages), replace(self.task.arm.generation, seed=self.task.seed))
+        request = task_request(self.task, messages)
         key = call_key(self.backend.identity(), request)
         reply, cached = self.cache.get_or_call(key, lambda: self.backend.complete(request))
         check_reply(f"arm {self.task.arm.name!r} at {self.task.quant}", request.generation, reply)
@@ -75,6 +77,11 @@ class Caller:
         self.tokens[1] += reply.completion_tokens
         self.latency += reply.latency_s
         return reply
+
+
+def task_request(t: Task, messages: list[tuple[str, str]]) -> Request:
+    """The request a task's call sends: its messages under the arm's settings, with this sample's seed."""
+    return Request(tuple((r, c) for r, c in messages), replace(t.arm.generation, seed=t.seed))
 
 
 def plain_messages(arm: ArmSpec, question: Question) -> list[tuple[str, str]]:
@@ -134,6 +141,11 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
                     effective[arm.name] = verify_settings(backend, f"arm {arm.name!r}", arm.generation, quant, model,
                                                           specs, runtime)
                     stats["effective"][f"{arm.name}/{quant}"] = effective[arm.name]
+                batching = Batching.of(model, out.parent)
+                if batching:  # plain arms only (glue on a batch model is refused at registration)
+                    requests = [task_request(t, plain_messages(t.arm, t.question)) for t in group]
+                    backend = batch.answer(backend, {call_key(backend.identity(), r): r for r in requests}, cache,
+                                           batching, progress)
                 workers = backend_info(model.backend).workers(model.concurrency)
                 for t, row, caller in _run(order(group), backend, cache, exp_dir, effective, workers):
                     writer.write(row.to_dict(), retry_of=retry.get(t.row))

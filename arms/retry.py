@@ -39,6 +39,16 @@ class MalformedReply(Exception):
         self.body = body
 
 
+class BatchFailed(Exception):
+    """A call the provider's batch did not answer (its result errored, or the batch itself failed or could not be
+    followed): a failed call, recorded as an `error` row and asked again by the next run, never paid for again
+    synchronously in this one. `status` is the HTTP status the provider gave the request, when it gave one."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status_code = status
+
+
 def reply_body(out: Any) -> str:
     """A reply object the SDK built from a body (it does not validate), back as JSON text for `MalformedReply`."""
     to_json = getattr(out, "to_json", None)
@@ -105,7 +115,8 @@ def with_retries(fn: Callable[..., T], *, attempts: int = 4, max_wait: float = 3
 def is_call_failure(exc: BaseException) -> bool:
     """A failure of the model call itself (HTTP status, connection, timeout, malformed reply), which
     becomes an `error` row; anything else is a bug in our code and must stop the run loudly."""
-    if getattr(exc, "status_code", None) is not None or isinstance(exc, (OSError, TimeoutError, MalformedReply)):
+    failures = (OSError, TimeoutError, MalformedReply, BatchFailed)
+    if getattr(exc, "status_code", None) is not None or isinstance(exc, failures):
         return True
     if isinstance(exc, json.JSONDecodeError):  # the SDKs parse a reply body with json and let this through
         return True
@@ -133,7 +144,9 @@ def _timeout_s(exc: BaseException) -> float | None:
 
 
 def kind(exc: BaseException) -> str:
-    """timeout | connection | http_status | malformed_reply | other: what went wrong, in one word."""
+    """timeout | connection | http_status | malformed_reply | batch | other: what went wrong, in one word."""
+    if isinstance(exc, BatchFailed):
+        return "batch"
     if is_timeout(exc) or any(is_timeout(c) for c in _causes(exc)):
         return "timeout"
     if getattr(exc, "status_code", None) is not None and not (200 <= int(exc.status_code) < 300):

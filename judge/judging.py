@@ -18,7 +18,7 @@ from typing import Iterator
 
 from tqdm import tqdm
 
-from arms import jsonl
+from arms import batch, jsonl
 from arms.backends.base import Backend, Request
 from arms.backends.registry import backend_info
 from arms.cache import CallCache, call_key
@@ -90,8 +90,35 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
                     rubric=rubric.name, kind=item.kind)
 
 
+def batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, max_attempts: int,
+                 how: batch.Batching, progress: bool) -> batch.Answered:
+    """Every judge call `judge_item` will make, through the provider's batch API: round n asks attempt n of the
+    items whose attempt n-1 (from the cache or the previous round) did not parse."""
+    from .verdict import parse_verdict
+
+    answered = batch.Answered(backend)
+    ident = backend.identity()
+    live = list(items)
+    for attempt in range(max_attempts):
+        keys, requests = {}, {}
+        for item in live:
+            request = build_request(rubric, item, attempt)
+            keys[item.label] = call_key(ident, request)
+            requests[keys[item.label]] = request
+        replies = {k: cache.get(k) for k in requests}
+        answered.add(batch.fill(backend, {k: r for k, r in requests.items() if replies[k] is None}, how, progress))
+        unparsed = []
+        for item in live:  # a failed call has no reply: its verdict is an error row, not asked again
+            reply = replies[keys[item.label]] or answered.reply(keys[item.label])
+            if reply is not None and not parse_verdict(reply.text, rubric.schema).ok:
+                unparsed.append(item)
+        live = unparsed
+    return answered
+
+
 def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, out: Path,
-              max_attempts: int = 2, progress: bool = True, concurrency: int = 1) -> dict:
+              max_attempts: int = 2, progress: bool = True, concurrency: int = 1,
+              batching: batch.Batching | None = None) -> dict:
     """Judge every item not yet in `out` or whose verdict is an `error`, up to `concurrency` calls in flight
     (HTTP judges; llama.cpp: 1). A retried verdict is appended with `retry_of` = the error record's line.
 
@@ -100,12 +127,16 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     judge prompt (two arms gave the same answer) are judged by one worker one after the other, so
     the second is a cache hit instead of a second paid call racing the first. The first item is judged
     alone before any other is sent, so a server that refuses every call (arms.errors.Refused) stops
-    the run after one call, not after one per worker.
+    the run after one call, not after one per worker. With `batching` (a model registered with
+    `batch = true`), the calls go through the provider's batch API first (`batch_rounds`), and the same
+    loop then writes the verdicts from the batches' results.
     """
     done = jsonl.current(out, JUDGMENT_KEY)
     retry = {label: line for (judge, label), line in jsonl.to_retry(done).items() if judge == name}
     todo = [i for i in items if (name, i.label) not in done or i.label in retry]
     workers = backend_info(backend.name).workers(concurrency)
+    if batching and todo:
+        backend = batch_rounds(backend, rubric, todo, cache, max_attempts, batching, progress)
     groups: dict[str, list[BlindItem]] = {}
     for item in todo:
         groups.setdefault(json.dumps(item.prompt_fields(), sort_keys=True), []).append(item)  # what the prompt renders

@@ -18,6 +18,7 @@ from typing import Any
 
 from arms.atomic import write_text
 from arms.backends.registry import backend_info
+from arms.batch import Batching
 from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput
@@ -32,6 +33,7 @@ from registration.spec import check_generation
 
 from .analysis import compute_numbers, late_amendments, write_numbers
 from .blinding import blind, label_secret
+from .cost import costs
 from .folder import bind, commit, locked, start_judging
 from .judging import judge_all
 from .pairwise import pair_items
@@ -238,7 +240,8 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
                 jstats[f"{j.name}/{jrubric.name}"] = judge_all(j.name, jbackend, jrubric, todo, cache,
                                                                run_dir / "judgments.jsonl",
                                                                max_attempts=exp.judge_attempts, progress=progress,
-                                                               concurrency=model.concurrency)
+                                                               concurrency=model.concurrency,
+                                                               batching=Batching.of(model, run_dir))
             identities[j.name] = jbackend.identity()
         finally:
             jbackend.close()
@@ -266,6 +269,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
         "quant_files": quant_files(exp, arms),
         "last_invocation": {"answers": {k: v for k, v in cstats.items() if k != "effective"}, "judging": jstats},
         "audit_gate": audit_gate,
+        "cost": costs(exp, arms, [j.name for j in panel], qids, run_dir),
     }
     write_text(run_json, json.dumps(run_info, indent=1) + "\n")
     numbers = compute_numbers(exp, load_questions(exp.set_paths()), run_dir, run_info)

@@ -45,6 +45,7 @@ from registration.seal import verify_seal
 
 from . import stats
 from .analysis import RAW_FILES, compute_numbers, late_amendments, raw_sha256
+from .cost import costs
 from .folder import binding_findings
 from .rederive import rederive
 from .report import render
@@ -635,6 +636,22 @@ def _subset_of(stored: dict, independent_numbers: dict) -> dict:
     return restrict(stored, independent_numbers)
 
 
+def cost_findings(run: dict, run_dir: Path, exp) -> list[str]:
+    """run.json's cost table against the one the raw files and batches.jsonl give (none before costs were kept)."""
+    if "cost" not in run:
+        return []
+    again = {(c["role"], c["name"]): c for c in costs(exp, run["arms"], run["judge"]["panel"],
+                                                       set(run["question_ids"]), run_dir)}
+    out = []
+    for c in run["cost"]:
+        other = again.get((c.get("role"), c.get("name")), {})
+        for k in sorted(set(c) | set(other)):
+            if c.get(k) != other.get(k):
+                out.append(f"run.json cost of {c.get('role')} {c.get('name')}: {k} reads {c.get(k)!r}, the raw files "
+                           f"and batches.jsonl give {other.get(k)!r}")
+    return out
+
+
 def _json(path: Path) -> Any:
     try:
         return jsonl.loads(path.read_text())
@@ -705,6 +722,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
     for c in ind["cells"]:
         ind["quant_check"]["means"][c["arm"]][c["quant"]] = c["mean"]
     problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")
+    problems += cost_findings(run, run_dir, exp)
     expected = render(numbers, run).splitlines()
     actual = (run_dir / "report.md").read_text().splitlines()
     for i in range(max(len(expected), len(actual))):

@@ -66,6 +66,10 @@ class ModelSpec:
     timeout_s: float = 120.0  # HTTP backends: bounds each wait for data (not a whole call); a timeout is retried
     api_key_env: str | None = None  # HTTP backends: the variable holding the key (default: the SDK's usual one)
     structured: str = "json_schema"  # openai: how structured output is asked for, one of STRUCTURED
+    batch: bool = False  # openai/anthropic: answer through the provider's batch API (arms.batch), at half price
+    batch_poll_s: float = 60.0  # batch: seconds between two looks at a submitted batch
+    price_input: float | None = None  # USD per million input tokens, for the report's cost (None: not shown)
+    price_output: float | None = None  # USD per million output tokens
 
     def urls(self) -> tuple[str, ...]:
         return self.base_urls or ((self.base_url,) if self.base_url else ())
@@ -94,9 +98,10 @@ class ArmSpec:
 
 MODEL_KEYS = ("backend", "source", "base_url", "family", "sha256", "chat_template", "chat_template_sha256", "imatrix",
               "concurrency", "attempts", "timeout_s", "api_key_env", "thinking_control", "sampling_params",
-              "structured")
+              "structured", "batch", "batch_poll_s", "price_input", "price_output")
 # keys that only the backends whose BackendInfo.model_keys lists them read, at their default when unregistered
-BACKEND_MODEL_KEYS = {"thinking_control": "none", "sampling_params": False, "structured": "json_schema"}
+BACKEND_MODEL_KEYS = {"thinking_control": "none", "sampling_params": False, "structured": "json_schema",
+                      "batch": False, "batch_poll_s": 60.0}
 ADAPTER_KEYS = ("source", "scale", "sha256")
 ARM_KEYS = ("name", "model", "adapter", "quants", "glue", "samples", "generation")
 
@@ -238,6 +243,14 @@ def _model(name: str, t: Any, file: Path) -> ModelSpec:
     timeout = setting(t, "timeout_s", "number", file, where, 120.0)
     if timeout <= 0:
         raise BadInput(file, f"{where} timeout_s must be a positive number of seconds", field="timeout_s")
+    if setting(t, "batch_poll_s", "number", file, where, 60.0) <= 0:
+        raise BadInput(file, f"{where} batch_poll_s must be a positive number of seconds", field="batch_poll_s")
+    for key in ("price_input", "price_output"):
+        if setting(t, key, "number", file, where, 0) < 0:
+            raise BadInput(file, f"{where} {key} must be a number of USD per million tokens, >= 0", field=key)
+    if ("price_input" in t) != ("price_output" in t):
+        missing = "price_output" if "price_input" in t else "price_input"
+        raise BadInput(file, f"{where} registers one price without the other: a cost needs both", field=missing)
     return ModelSpec(name=name, backend=backend, source=setting(t, "source", "string", file, where),
                      base_url=urls[0] if urls else None, family=setting(t, "family", "string", file, where, None),
                      base_urls=urls, sha256={k: v.lower() for k, v in sha.items()},
@@ -248,7 +261,10 @@ def _model(name: str, t: Any, file: Path) -> ModelSpec:
                      api_key_env=setting(t, "api_key_env", "string", file, where, None),
                      thinking_control=_one_of(t, "thinking_control", THINKING_CONTROLS, file, where),
                      sampling_params=setting(t, "sampling_params", "boolean", file, where, False),
-                     structured=_one_of(t, "structured", STRUCTURED, file, where))
+                     structured=_one_of(t, "structured", STRUCTURED, file, where),
+                     batch=setting(t, "batch", "boolean", file, where, False),
+                     batch_poll_s=float(t.get("batch_poll_s", 60.0)), price_input=t.get("price_input"),
+                     price_output=t.get("price_output"))
 
 
 def _is_digest(value: Any) -> bool:
@@ -331,6 +347,11 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
                        f"cache of {quants[0]!r}. Register one label, and each served quantisation as its own "
                        "model and arm", field="quants")
     glue = setting(t, "glue", "string", file, where, None)
+    if glue is not None and models[model].batch:
+        raise BadInput(file, f"arm {name!r} has glue, whose calls depend on each other's replies, on model {model!r} "
+                       "registered with batch = true: a batch answers only calls known before it is sent (a known "
+                       "gap: glue arms cannot run through a provider batch). Register the model without batch, or "
+                       "the arm without glue", field="glue")
     if glue is not None and ":" not in glue:
         raise BadInput(file, f"arm {name!r} glue must be 'file.py:function' (a file in the experiment folder) or "
                        "'package.module:function'", field="glue")

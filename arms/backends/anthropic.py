@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CheckFailed
-from ..retry import MalformedReply, reply_body, with_retries
+from ..retry import BatchFailed, MalformedReply, reply_body, with_retries
 from . import slots
 from .base import NOT_VERIFIABLE, SENDS, BackendInfo, Generation, Reply, Request, nothing_read_back
 
@@ -122,15 +122,22 @@ class AnthropicBackend:
                               else {"type": "disabled"})
         return kwargs
 
-    def complete(self, request: Request) -> Reply:
+    def _body(self, request: Request) -> dict[str, Any]:
+        """The request's keyword arguments to `messages.create`."""
         g = request.generation
         if g.thinking and not g.thinking_budget:
             raise CheckFailed("thinking mode on the anthropic backend needs a registered thinking_budget")
-        messages = [{"role": r, "content": c} for r, c in request.messages if r != "system"]
-        kwargs = self._kwargs(request)
+        return dict(model=self.config.model, messages=[{"role": r, "content": c} for r, c in request.messages
+                                                       if r != "system"],
+                    max_tokens=g.max_tokens, **self._kwargs(request))
+
+    def complete(self, request: Request) -> Reply:
+        body = self._body(request)
         t0 = time.perf_counter()
-        out = self._create(model=self.config.model, messages=messages, max_tokens=g.max_tokens, **kwargs)
-        latency = time.perf_counter() - t0
+        out = self._create(**body)
+        return self._reply(out, time.perf_counter() - t0, {})
+
+    def _reply(self, out: Any, latency: float, where: dict[str, Any]) -> Reply:
         # the SDK does not validate: a body that is not a message with a content list gets here
         if getattr(out, "type", None) != "message" or not isinstance(getattr(out, "content", None), list):
             raise MalformedReply("the reply is not a message with a content list", body=reply_body(out))
@@ -152,10 +159,46 @@ class AnthropicBackend:
             completion_tokens=int(getattr(usage, "output_tokens", 0) or 0),
             cached_tokens=int(getattr(usage, "cache_read_input_tokens", 0) or 0),
             latency_s=round(latency, 4),
-            raw={"id": out.id, "model": out.model, "stop_reason": out.stop_reason,
+            raw={"id": out.id, "model": out.model, "stop_reason": out.stop_reason, **where,
                  "tool_use": any(b.type == "tool_use" for b in out.content), "thinking_tokens": thinking_tokens},
             thinking=thought or thinking_tokens > 0,
         )
+
+    # Message Batches (arms.batch): `messages.batches.create` with one {"custom_id", "params"} per request; once
+    # the batch has ended, `messages.batches.results` streams one succeeded/errored/canceled/expired result each.
+
+    def submit_batch(self, requests: dict[str, Request]) -> str:
+        """Start one batch (custom_id = call key); its id. Not retried: a retry after a lost answer could start,
+        and pay for, a second batch."""
+        items = []
+        for key, request in requests.items():
+            params = self._body(request)
+            params.update(params.pop("extra_body", {}))  # what the SDK would merge into the JSON body
+            items.append({"custom_id": key, "params": params})
+        return self.client.messages.batches.create(requests=items).id
+
+    def batch_status(self, batch_id: str) -> tuple[bool, str]:
+        """(ended, the provider's processing status)."""
+        batch = with_retries(self.client.messages.batches.retrieve, attempts=self.config.attempts)(batch_id)
+        return batch.processing_status == "ended", batch.processing_status
+
+    def batch_results(self, batch_id: str, keys: list[str]) -> dict[str, Reply | BatchFailed | None]:
+        """Each key's reply or failure; None for a request the batch never ran (expired or canceled first)."""
+        out: dict[str, Reply | BatchFailed | None] = {}
+        results = with_retries(self.client.messages.batches.results, attempts=self.config.attempts)(batch_id)
+        for item in results:
+            result = item.result
+            if result.type == "succeeded":
+                try:
+                    out[item.custom_id] = self._reply(result.message, 0.0, {"batch": batch_id})
+                except MalformedReply as e:
+                    out[item.custom_id] = BatchFailed(f"batch {batch_id}: unreadable result: {e}")
+            elif result.type == "errored":
+                error = result.error.error
+                out[item.custom_id] = BatchFailed(f"batch {batch_id}: {error.type}: {error.message}")
+            else:
+                out[item.custom_id] = None
+        return {k: out.get(k) for k in keys}
 
     def close(self) -> None:
         self.client.close()
@@ -182,4 +225,4 @@ def check_generation(model, g: Generation) -> list[tuple[str, str]]:
 INFO = BackendInfo(name=AnthropicBackend.name, open=open_anthropic,
                    sends=frozenset((*(k for k in SENDS if k not in ("temperature", "top_p", "seed")),
                                     "thinking_budget", "effort")),
-                   model_keys=("sampling_params",), check_generation=check_generation)
+                   model_keys=("sampling_params", "batch", "batch_poll_s"), check_generation=check_generation)

@@ -121,6 +121,22 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+class BatchBackend(Backend, Protocol):
+    """A backend whose provider answers batches (its BackendInfo.model_keys lists `batch`); arms.batch drives it."""
+
+    def submit_batch(self, requests: dict[str, Request]) -> str:
+        """Start one batch of `requests` (custom_id = the call key); its id."""
+        ...
+
+    def batch_status(self, batch_id: str) -> tuple[bool, str]:
+        """(ended, the provider's own status word)."""
+        ...
+
+    def batch_results(self, batch_id: str, keys: list[str]) -> dict[str, Any]:
+        """Per key of an ended batch: its Reply, an arms.retry.BatchFailed, or None when the batch never ran it."""
+        ...
+
+
 SENDS = ("temperature", "top_p", "max_tokens", "seed", "stop", "thinking", "system")  # what most backends can send
 READ_BACK = ("temperature", "top_p", "seed")
 NOT_VERIFIABLE = "not verifiable"
@@ -137,8 +153,8 @@ class BackendInfo:
     """What the harness may know about one backend, declared once in the backend's own module and listed in
     `arms.backends.registry`. Collection, judging, spec parsing and settings verification ask this instead of
     comparing backend names, so a new backend is one module plus one registry line. A further way of running
-    (several sequences decoded together, a provider's batch API) is one more capability here, asked through a
-    method like `workers`."""
+    (several sequences decoded together) is one more capability here, asked through a method like `workers`;
+    a provider's batch API is `batch` in `model_keys` and the BatchBackend methods."""
 
     name: str
     open: Callable[["ModelSpec", str | None, "tuple[AdapterSpec, ...]", Path, "Runtime"], Backend]

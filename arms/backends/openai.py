@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..errors import CheckFailed, Refused
-from ..retry import MalformedReply, reply_body, retryable, with_retries
+from ..retry import BatchFailed, MalformedReply, reply_body, retryable, with_retries
 from . import slots
 from .base import READ_BACK, SENDS, STRUCTURED, BackendInfo, Generation, Reply, Request, nothing_read_back
 
@@ -196,17 +196,17 @@ class OpenAIBackend:
                               "registered thinking_control, so it cannot be switched")
         return kwargs
 
+    def _body(self, request: Request) -> dict[str, Any]:
+        """The request's keyword arguments to `chat.completions.create`."""
+        return dict(model=self.config.model, messages=[{"role": r, "content": c} for r, c in request.messages],
+                    max_tokens=request.generation.max_tokens, **self._kwargs(request))
+
     def complete(self, request: Request) -> Reply:
-        g = request.generation
-        kwargs = self._kwargs(request)
         t0 = time.perf_counter()
-        out, server = self._create(
-            model=self.config.model,
-            messages=[{"role": r, "content": c} for r, c in request.messages],
-            max_tokens=g.max_tokens,
-            **kwargs,
-        )
-        latency = time.perf_counter() - t0
+        out, server = self._create(**self._body(request))
+        return self._reply(out, time.perf_counter() - t0, {"server": server})
+
+    def _reply(self, out: Any, latency: float, where: dict[str, Any]) -> Reply:
         choices = getattr(out, "choices", None)  # the SDK does not validate: a body without choices gets here
         if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
             raise MalformedReply("the reply has no choices[0].message", body=reply_body(out))
@@ -223,10 +223,64 @@ class OpenAIBackend:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cached_tokens=int(getattr(details, "cached_tokens", 0) or 0) if details else 0,
             latency_s=round(latency, 4),
-            raw={"id": out.id, "model": out.model, "finish_reason": choice.finish_reason, "server": server,
+            raw={"id": out.id, "model": out.model, "finish_reason": choice.finish_reason, **where,
                  "reasoning_tokens": reasoning_tokens, "reasoning_chars": len(reasoning_text)},
             thinking=bool(reasoning_text) or reasoning_tokens > 0,
         )
+
+    # The Batch API (arms.batch): a JSONL file of requests uploaded with `files.create`, one batch over it,
+    # results in the output file (and failures in the error file) as lines
+    # {"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}. Always the first server.
+
+    def submit_batch(self, requests: dict[str, Request]) -> str:
+        """Upload and start one batch (custom_id = call key); its id. Not retried: a retry after a lost answer
+        could start, and pay for, a second batch."""
+        lines = []
+        for key, request in requests.items():
+            body = self._body(request)
+            body.update(body.pop("extra_body", {}))  # what the SDK would merge into the JSON body
+            lines.append(json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions",
+                                     "body": body}))
+        client = self.clients[0]
+        upload = client.files.create(file=("requests.jsonl", ("\n".join(lines) + "\n").encode()), purpose="batch")
+        return client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
+                                     completion_window="24h").id
+
+    def batch_status(self, batch_id: str) -> tuple[bool, str]:
+        """(ended, the provider's status)."""
+        status = with_retries(self.clients[0].batches.retrieve, attempts=self.config.attempts)(batch_id).status
+        return status in ("completed", "expired", "cancelled", "failed"), status
+
+    def batch_results(self, batch_id: str, keys: list[str]) -> dict[str, Reply | BatchFailed | None]:
+        """Each key's reply or failure; None for a request the batch never ran (expired or cancelled first)."""
+        import openai
+
+        client = self.clients[0]
+        batch = with_retries(client.batches.retrieve, attempts=self.config.attempts)(batch_id)
+        out: dict[str, Reply | BatchFailed | None] = {}
+        if batch.status == "failed":  # refused as a whole (e.g. a line it could not read): nothing ran
+            errors = "; ".join(f"{e.code}: {e.message}" for e in (batch.errors.data or [])) if batch.errors else ""
+            return {k: BatchFailed(f"batch {batch_id} failed: {errors or 'no reason given'}") for k in keys}
+        content = with_retries(client.files.content, attempts=self.config.attempts)
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            for line in (content(file_id).text.splitlines() if file_id else ()):
+                if not line.strip():
+                    continue
+                item = json.loads(line)
+                key, response, error = item.get("custom_id"), item.get("response") or {}, item.get("error") or {}
+                if error.get("code") in ("batch_expired", "batch_cancelled"):
+                    out[key] = None
+                elif response.get("status_code") == 200 and not error:
+                    try:
+                        reply = openai.types.chat.ChatCompletion.model_validate(response.get("body"))
+                        out[key] = self._reply(reply, 0.0, {"batch": batch_id})
+                    except (MalformedReply, ValueError) as e:
+                        out[key] = BatchFailed(f"batch {batch_id}: unreadable result: {e}"[:500])
+                else:
+                    said = error.get("message") or ((response.get("body") or {}).get("error") or {}).get("message")
+                    out[key] = BatchFailed(f"batch {batch_id}: {error.get('code') or 'error'}: {said}",
+                                           response.get("status_code"))
+        return {k: out.get(k) for k in keys}
 
     def close(self) -> None:
         for client in self.clients:
@@ -251,4 +305,5 @@ def check_generation(model, g: Generation) -> list[tuple[str, str]]:
 
 
 INFO = BackendInfo(name=OpenAIBackend.name, open=open_openai, sends=frozenset((*SENDS, "effort")),
-                   model_keys=("thinking_control", "structured"), check_generation=check_generation)
+                   model_keys=("thinking_control", "structured", "batch", "batch_poll_s"),
+                   check_generation=check_generation)

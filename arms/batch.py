@@ -1,0 +1,195 @@
+"""Provider batch APIs (OpenAI Batch, Anthropic Message Batches) in front of the ordinary call loop.
+
+A model registered with `batch = true` is asked through its provider's batch API, which bills half the
+synchronous price and answers within a day. Collection and judging stay as they are: before their
+per-row loop, `fill` sends every call the loop will make that the call cache does not hold as one batch
+(custom_id = the call key), and `Answered` then stands in for the backend, answering each call from the
+batch's results. So rows, the call cache, the retry rule and the write order are the ordinary loop's,
+and only what reaches the backend changes. A call the batch did not answer raises `BatchFailed` there,
+which the loop records as an `error` row (asked again by the next run, as any failed call): it is never
+sent again synchronously, at full price, behind the user's back.
+
+Nothing is paid twice. The batch id and the call keys it covers are appended to `batches.jsonl` in the
+run folder before the first wait, and its end (which keys succeeded, failed, or were never run) when it
+ends. A run that finds a recorded batch covering calls it still needs follows that batch instead of
+submitting: a killed run resumes polling, and results fetched but not yet written into rows are fetched
+again (free). Requests an expired or cancelled batch never ran are submitted again in a new batch, up to
+the model's registered `attempts` batches in one run; those still unanswered then become error rows. A failure recorded
+in a batch that ended in an earlier run is the retry rule's business: that call is submitted again.
+
+Results are kept in memory, not written to the call cache when fetched, so that the cache is filled by the
+ordinary loop and each row's `cached_calls` still means "paid before", as it does for synchronous calls.
+Glue makes calls that depend on earlier replies, which cannot be known before the batch is sent: arms with
+glue are refused on a batch model at registration (registration.spec).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from registration.spec import ModelSpec
+
+from . import jsonl
+from .backends.base import BatchBackend, Reply, Request
+from .cache import call_key
+from .retry import BatchFailed, describe, is_call_failure
+
+LOG = "batches.jsonl"
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How one model's calls are batched: where its batches are recorded, how often to look, how many tries."""
+
+    log: Path
+    poll_s: float
+    rounds: int  # submissions of one request in one run, when batches expire before running it
+
+    @classmethod
+    def of(cls, model: ModelSpec, run_dir: Path) -> "Batching | None":
+        return cls(Path(run_dir) / LOG, model.batch_poll_s, model.attempts) if model.batch else None
+
+
+@dataclass
+class Outcome:
+    """What this run's batches said: a reply per answered call key, a failure per call they could not answer."""
+
+    replies: dict[str, Reply] = field(default_factory=dict)
+    failed: dict[str, BatchFailed] = field(default_factory=dict)
+
+
+def _record(log: Path, rec: dict[str, Any]) -> None:
+    with jsonl.Appender(log) as w:  # one fsynced line: a kill leaves the file readable
+        w.write({**rec, "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
+
+
+def recorded(log: Path) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The batches in `log`: (submitted, ended), each by batch id, in the order they were written."""
+    submitted: dict[str, dict] = {}
+    ended: dict[str, dict] = {}
+    for _, rec in jsonl.read(log, required=("event", "batch_id")):
+        (submitted if rec["event"] == "submitted" else ended)[rec["batch_id"]] = rec
+    return submitted, ended
+
+
+def batched_keys(log: Path) -> set[str]:
+    """Call keys a batch answered (billed at the batch price)."""
+    return {k for rec in recorded(log)[1].values() for k in rec.get("succeeded", ())}
+
+
+def say(progress: bool) -> Callable[[str], None]:
+    """Where a run says what its batches are doing: above the progress bar, or nowhere under --quiet."""
+    from tqdm import tqdm
+
+    return (lambda m: tqdm.write(m, file=sys.stderr)) if progress else (lambda m: None)
+
+
+def fill(backend: BatchBackend, requests: dict[str, Request], how: Batching, progress: bool) -> Outcome:
+    """Answer `requests` (call key -> request, none of them in the call cache) through batches."""
+    tell = say(progress)
+    outcome = Outcome()
+    if not requests:
+        return outcome
+    submitted, ended = recorded(how.log)
+    for batch_id, rec in submitted.items():  # follow, never re-submit, what a batch may still answer
+        mine = [k for k in rec["keys"] if k in requests and k not in outcome.replies]
+        done = ended.get(batch_id)
+        if not mine or (done and not set(mine) & set(done.get("succeeded", ()))):
+            continue  # failed there or never run: submitted again below
+        tell(f"following batch {batch_id} recorded in {how.log.name} ({len(mine)} calls still needed)")
+        results = _follow(backend, batch_id, rec["keys"], how, record_end=done is None)
+        for key in mine:
+            if isinstance(results.get(key), Reply):
+                outcome.replies[key] = results[key]
+            elif done is None and isinstance(results.get(key), BatchFailed):
+                outcome.failed[key] = results[key]
+    todo = [k for k in requests if k not in outcome.replies and k not in outcome.failed]
+    for _ in range(how.rounds):
+        if not todo:
+            break
+        try:
+            batch_id = backend.submit_batch({k: requests[k] for k in todo})
+        except Exception as e:
+            if not is_call_failure(e):
+                raise
+            outcome.failed.update({k: BatchFailed(f"the batch could not be submitted: {describe(e)['message']}",
+                                                  getattr(e, "status_code", None)) for k in todo})
+            return outcome
+        # recorded before any wait: a killed run finds it and follows it instead of paying again
+        _record(how.log, {"event": "submitted", "batch_id": batch_id, "provider": backend.name, "keys": todo})
+        tell(f"submitted batch {batch_id}: {len(todo)} calls; polling every {how.poll_s:g} s")
+        results = _follow(backend, batch_id, todo, how, record_end=True)
+        for key in todo:
+            if isinstance(results.get(key), Reply):
+                outcome.replies[key] = results[key]
+            elif isinstance(results.get(key), BatchFailed):
+                outcome.failed[key] = results[key]
+        todo = [k for k in todo if results.get(k) is None]
+    for key in todo:
+        outcome.failed[key] = BatchFailed(f"no result after {how.rounds} batches (each expired or was cancelled "
+                                          "before running it)")
+    return outcome
+
+
+def _follow(backend: BatchBackend, batch_id: str, keys: list[str], how: Batching,
+            record_end: bool) -> dict[str, Reply | BatchFailed | None]:
+    """Poll until the batch has ended, then its result per key. A batch that cannot be followed (the provider
+    unreachable after the retries) fails its calls in this run; the next run follows it again."""
+    try:
+        while True:
+            over, status = backend.batch_status(batch_id)
+            if over:
+                break
+            time.sleep(how.poll_s)
+        results = backend.batch_results(batch_id, keys)
+    except Exception as e:
+        if not is_call_failure(e):
+            raise
+        failure = f"batch {batch_id} could not be followed: {describe(e)['message']}"
+        return {k: BatchFailed(failure, getattr(e, "status_code", None)) for k in keys}
+    if record_end:
+        _record(how.log, {"event": "ended", "batch_id": batch_id, "status": status,
+                          "succeeded": [k for k in keys if isinstance(results[k], Reply)],
+                          "failed": {k: str(r) for k, r in results.items() if isinstance(r, BatchFailed)},
+                          "missing": [k for k in keys if results[k] is None]})
+    return results
+
+
+class Answered:
+    """The backend as the ordinary loop sees it once batches have run: each call answered by a batch result,
+    or failed with the batch's reason; nothing is sent synchronously."""
+
+    def __init__(self, backend: BatchBackend):
+        self.backend = backend
+        self.name = backend.name
+        self.outcome = Outcome()
+
+    def add(self, outcome: Outcome) -> None:
+        self.outcome.replies.update(outcome.replies)
+        self.outcome.failed.update(outcome.failed)
+
+    def reply(self, key: str) -> Reply | None:
+        return self.outcome.replies.get(key)
+
+    def complete(self, request: Request) -> Reply:
+        key = call_key(self.backend.identity(), request)
+        if key in self.outcome.replies:
+            return self.outcome.replies[key]
+        failed = self.outcome.failed.get(key)
+        if failed is not None:
+            raise BatchFailed(str(failed), failed.status_code)
+        raise BatchFailed("this call was not in any batch of this run, and a batch model is never asked directly")
+
+    def __getattr__(self, name: str) -> Any:  # identity, effective, sent, read_back, close: the backend's own
+        return getattr(self.backend, name)
+
+
+def answer(backend: BatchBackend, requests: dict[str, Request], cache, how: Batching, progress: bool) -> Answered:
+    """The backend standing in for `backend` once every call in `requests` the cache lacks went through batches."""
+    answered = Answered(backend)
+    answered.add(fill(backend, {k: r for k, r in requests.items() if cache.get(k) is None}, how, progress))
+    return answered

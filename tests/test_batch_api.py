@@ -1,0 +1,343 @@
+"""Provider batch APIs (OpenAI Batch, Anthropic Message Batches) through the official SDKs, end to end.
+
+`judge run` is the user's command, run as a subprocess against `support.batch_server`, which speaks the batch
+routes as the installed SDK types define them and answers each batched request through llama-server's own
+route (real completions). Everything asserted is counted at that server (batches submitted, requests run,
+tokens it returned) or planted by the test (prices, failures, expiry, a held batch), never read from the code
+under test.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arms import jsonl
+from registration.seal import seal
+
+from conftest import ROOT, cli
+from support.batch_server import BatchServer
+
+pytestmark = pytest.mark.integration
+
+SET = ROOT / "sealed" / "demo" / "sets" / "exam.jsonl"
+QUESTIONS = [json.loads(line) for line in SET.read_text().splitlines()[:3]]
+ENV = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test"}
+PRICE_IN, PRICE_OUT = 3.0, 15.0  # planted: USD per million tokens
+
+
+def prereg(api: str, url: str, model_lines: str = "", arm_model_lines: str = "", glue: bool = False) -> str:
+    """An experiment whose one plain arm and one judge are both served by `api` through its batch API."""
+    base = f"{url}/v1" if api == "openai" else url
+    sampling = "sampling_params = true\n" if api == "anthropic" else ""
+    return f"""[experiment]
+name = "batch-{api}"
+seed = 7
+sets = ["sets/exam.jsonl"]
+
+[models.armmodel]
+backend = "{api}"
+source = "arm-model"
+base_url = "{base}"
+family = "served"
+batch = true
+batch_poll_s = 0.1
+timeout_s = 60
+{sampling}{arm_model_lines}
+[models.judgemodel]
+backend = "{api}"
+source = "judge-model"
+base_url = "{base}"
+family = "judgefamily"
+batch = true
+batch_poll_s = 0.1
+timeout_s = 60
+price_input = {PRICE_IN}
+price_output = {PRICE_OUT}
+{sampling}{model_lines}
+[[arms]]
+name = "plain"
+model = "armmodel"
+quants = ["served"]
+{'glue = "glue.py:answer"' if glue else ''}
+generation = {{ temperature = 0.0, max_tokens = 24, seed = 0, system = "Answer in one short sentence." }}
+
+[judge]
+rubric = "correctness"
+attempts = 2
+
+[judges.j]
+model = "judgemodel"
+
+[analysis]
+resamples = 200
+method = "percentile"
+seed = 7
+max_unscored = 1.0
+"""
+
+
+def experiment(tmp_path: Path, api: str, url: str, **kw) -> Path:
+    exp = tmp_path / "exp"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    (exp / "prereg.toml").write_text(prereg(api, url, **kw))
+    seal(exp)
+    return exp
+
+
+def run_args(exp: Path, out: Path) -> list[str]:
+    return ["judge", "run", "--exp", str(exp), "--limit", "3", "--out", str(out), "--quiet"]
+
+
+def env(tmp_path: Path) -> dict[str, str]:
+    return {**ENV, "BLINDEVAL_CACHE": str(tmp_path / "cache")}
+
+
+def records(path: Path) -> list[dict]:
+    return [r for _, r in jsonl.read(path)]
+
+
+def arm_keys(server: BatchServer) -> dict[str, str]:
+    """question id -> custom_id of the arm's request, read from the requests the server received."""
+    out = {}
+    for b in server.batches.values():
+        for req in b.requests:
+            body = json.dumps(req.get("body") or req.get("params"))
+            for q in QUESTIONS:
+                if "Answer in one short sentence." in body and json.dumps(q["question"])[1:-1] in body:
+                    out[q["id"]] = req["custom_id"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def llama(llama_server):
+    return llama_server.url
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_judge_run_through_batches_end_to_end(api, llama, tmp_path):
+    with BatchServer(llama, models=("arm-model", "judge-model")) as server:
+        exp = experiment(tmp_path, api, server.url)
+        out = tmp_path / "run"
+        r = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
+        assert r.returncode == 0, r.stderr
+        assert server.sync_calls == 0  # nothing was asked outside a batch
+        answers, verdicts = records(out / "answers.jsonl"), records(out / "judgments.jsonl")
+        assert [a["status"] for a in answers] == ["ok"] * 3 and len(verdicts) == 3
+        assert all(v["status"] in ("scored", "unscored") for v in verdicts)
+        ran = {f["custom_id"]: f for f in server.forwarded}
+        assert len(ran) == len(server.forwarded)  # each request ran once
+        # every call of every row was answered by a batch the server ran, with the tokens the server returned
+        for row in answers + verdicts:
+            assert set(row["calls"]) <= set(ran) and row["cached_calls"] == 0
+            assert row["prompt_tokens"] == sum(ran[k]["input_tokens"] for k in row["calls"])
+            assert row["completion_tokens"] == sum(ran[k]["output_tokens"] for k in row["calls"])
+        # rounds: the arm's batch, the judge's first attempts, then only the verdicts that did not parse
+        # (llama-server's JSON-schema grammar makes each OpenAI verdict parse at once; its Messages route answers a
+        # forced tool call with text, which does not parse, so every Anthropic verdict takes its second attempt)
+        batches = list(server.batches.values())
+        second = [v for v in verdicts if len(v["attempts"]) == 2]
+        assert len(second) == (0 if api == "openai" else 3)
+        assert [len(b.requests) for b in batches] == [3, 3] + ([3] if second else [])
+        assert {req["custom_id"] for req in batches[1].requests} == {v["calls"][0] for v in verdicts}
+        if second:  # the second round asked exactly the second attempts
+            assert {req["custom_id"] for req in batches[2].requests} == {v["calls"][1] for v in second}
+        log = records(out / "batches.jsonl")
+        assert [(e["event"], e["batch_id"]) for e in log] == [(ev, b.id) for b in batches
+                                                              for ev in ("submitted", "ended")]
+        # cost: the judge's tokens as the server counted them, at half the planted prices
+        judge_in = sum(ran[k]["input_tokens"] for v in verdicts for k in v["calls"])
+        judge_out = sum(ran[k]["output_tokens"] for v in verdicts for k in v["calls"])
+        usd = 0.5 * (judge_in * PRICE_IN + judge_out * PRICE_OUT) / 1e6
+        report = (out / "report.md").read_text()
+        line = next(x for x in report.splitlines() if x.startswith("| judge j |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[3:] == [str(judge_in), str(judge_out), f"{judge_in} / {judge_out}", f"{usd:.6f}"]
+        arm_line = next(x for x in report.splitlines() if x.startswith("| arm plain |"))
+        assert arm_line.rstrip().endswith("| – |")  # no price registered for the arm's model: tokens only
+        v = cli("judge", "verify", str(out), timeout=300)
+        assert v.returncode == 0, v.stderr
+        # a batches.jsonl that no longer says which calls a batch answered no longer gives run.json's cost
+        log_text = (out / "batches.jsonl").read_text().replace('"succeeded":', '"succeeded_":')
+        (out / "batches.jsonl").write_text(log_text)
+        v = cli("judge", "verify", str(out), timeout=300)
+        assert v.returncode == 1 and "run.json cost of judge j: batch_input_tokens" in v.stdout + v.stderr
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_killed_run_follows_its_recorded_batch_and_pays_nothing_twice(api, llama, tmp_path):
+    with BatchServer(llama, models=("arm-model", "judge-model")) as server:
+        exp = experiment(tmp_path, api, server.url)
+        out = tmp_path / "run"
+        server.hold = True
+        e = {**os.environ, **env(tmp_path)}
+        proc = subprocess.Popen([sys.executable, "-m", *run_args(exp, out)], cwd=ROOT, env=e,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 300
+            while not (server.batches and (out / "batches.jsonl").exists()) and time.time() < deadline:
+                time.sleep(0.2)
+            time.sleep(1.0)  # polling the held batch
+            assert proc.poll() is None
+        finally:
+            proc.kill()
+            proc.wait()
+        (first,) = server.batches.values()
+        log = records(out / "batches.jsonl")
+        assert [(x["event"], x["batch_id"]) for x in log] == [("submitted", first.id)]
+        assert sorted(log[0]["keys"]) == sorted(req["custom_id"] for req in first.requests)
+        assert not server.forwarded  # held: nothing ran yet
+        server.release()
+        while not first.ended:
+            time.sleep(0.1)
+        r = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
+        assert r.returncode == 0, r.stderr
+        # no second arm batch: the recorded one was followed; each request ran (was paid) once
+        arm_batches = [b for b in server.batches.values() if "Answer in one short sentence." in json.dumps(b.requests)]
+        assert arm_batches == [first]
+        ids = [f["custom_id"] for f in server.forwarded]
+        assert len(ids) == len(set(ids)) and server.sync_calls == 0
+        assert [a["status"] for a in records(out / "answers.jsonl")] == ["ok"] * 3
+        assert ("ended", first.id) in [(x["event"], x["batch_id"]) for x in records(out / "batches.jsonl")]
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_failed_request_is_an_error_row_and_the_rerun_retries_only_it(api, llama, tmp_path):
+    """Planted: the arm's request for q02 and the judge's first request on the answer to q03 fail in run 1."""
+    text = {q["id"]: json.dumps(q["question"])[1:-1] for q in QUESTIONS}
+
+    def planted(cid: str, body: dict) -> bool:
+        sent = json.dumps(body)
+        arm = "Answer in one short sentence." in sent
+        return text["q02"] in sent if arm else text["q03"] in sent
+
+    with BatchServer(llama, models=("arm-model", "judge-model")) as server:
+        exp = experiment(tmp_path, api, server.url)
+        out = tmp_path / "run"
+        server.fail = planted
+        r1 = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
+        assert r1.returncode == 0, r1.stderr
+        answers, verdicts = records(out / "answers.jsonl"), records(out / "judgments.jsonl")
+        errors = [a for a in answers if a["status"] == "error"]
+        assert [a["question_id"] for a in errors] == ["q02"] and len(answers) == 3
+        assert errors[0]["error"]["kind"] == "batch" and "scripted failure" in errors[0]["error"]["message"]
+        assert errors[0]["calls"] == [] and server.sync_calls == 0  # not paid again synchronously
+        judge_errors = [v for v in verdicts if v["status"] == "error"]
+        assert [v["question_id"] for v in judge_errors] == ["q03"] and len(verdicts) == 2
+        assert "scripted failure" in judge_errors[0]["error"]
+        assert len(server.failed) == 2
+        paid_before = {f["custom_id"] for f in server.forwarded}
+        before = len(server.batches)
+        server.fail = lambda cid, body: False
+        r2 = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
+        assert r2.returncode == 0, r2.stderr
+        new = list(server.batches.values())[before:]
+        assert [req["custom_id"] for req in new[0].requests] == [arm_keys(server)["q02"]] == server.failed[:1]
+        # the judge's first round: the failed verdict again, and the verdict on q02's new answer; nothing paid twice
+        asked = {req["custom_id"] for req in new[1].requests}
+        assert server.failed[1] in asked and len(asked) == 2
+        assert not {req["custom_id"] for b in new for req in b.requests} & paid_before
+        assert server.sync_calls == 0
+        for name in ("answers.jsonl", "judgments.jsonl"):
+            rows = records(out / name)
+            errors = {r["question_id"]: line for line, r in enumerate(rows, start=1) if r["status"] == "error"}
+            retries = {r["question_id"]: r["retry_of"] for r in rows if "retry_of" in r}
+            assert retries == errors, name  # each error row replaced once, pointing at its line
+            assert all(r["status"] != "error" for r in rows if "retry_of" in r)
+
+
+def test_a_refused_submission_makes_error_rows_and_the_rerun_submits_them(llama, tmp_path):
+    with BatchServer(llama, models=("arm-model", "judge-model")) as server:
+        exp = experiment(tmp_path, "anthropic", server.url)
+        out = tmp_path / "run"
+        server.refuse_submissions = 1  # the arm's batch is refused: no batch exists, nothing ran
+        r1 = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
+        assert r1.returncode == 0, r1.stderr
+        answers = records(out / "answers.jsonl")
+        assert [(a["status"], a["error"]["kind"]) for a in answers] == [("error", "batch")] * 3
+        assert all("could not be submitted" in a["error"]["message"] for a in answers)
+        assert not server.batches and not records(out / "batches.jsonl") and server.sync_calls == 0
+        r2 = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
+        assert r2.returncode == 0, r2.stderr
+        assert [len(b.requests) for b in server.batches.values()][:2] == [3, 3]
+        assert [a["status"] for a in records(out / "answers.jsonl")[3:]] == ["ok"] * 3
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+@pytest.mark.parametrize("stop", ["expired", "cancelled"])
+def test_an_expired_or_cancelled_batch_is_resubmitted_for_exactly_its_missing_requests(api, stop, llama, tmp_path):
+    with BatchServer(llama, models=("arm-model", "judge-model")) as server:
+        exp = experiment(tmp_path, api, server.url)
+        out = tmp_path / "run"
+        server.stop_after, server.stop_as = 1, stop  # the first batch runs one request; the other two never run
+        r = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
+        assert r.returncode == 0, r.stderr
+        first, second = list(server.batches.values())[:2]
+        ran_first = {f["custom_id"] for f in server.forwarded if f["batch"] == first.id}
+        assert len(ran_first) == 1
+        assert sorted(req["custom_id"] for req in second.requests) == sorted(
+            req["custom_id"] for req in first.requests if req["custom_id"] not in ran_first)
+        assert [a["status"] for a in records(out / "answers.jsonl")] == ["ok"] * 3
+        ids = [f["custom_id"] for f in server.forwarded]
+        assert len(ids) == len(set(ids)) and server.sync_calls == 0
+        ended = [x for x in records(out / "batches.jsonl") if x["event"] == "ended"]
+        assert sorted(ended[0]["missing"]) == sorted(req["custom_id"] for req in second.requests)
+
+
+def test_batch_on_a_local_model_is_refused_naming_the_field(tmp_path):
+    exp = tmp_path / "exp"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    text = (exp / "prereg.toml").read_text().replace('family = "smollm2"\n', 'family = "smollm2"\nbatch = true\n', 1)
+    (exp / "prereg.toml").write_text(text)
+    seal(exp)
+    r = cli("judge", "run", "--exp", str(exp), "--limit", "1", "--out", str(tmp_path / "run"), "--quiet",
+            env={"BLINDEVAL_CACHE": str(tmp_path / "cache")}, timeout=120)
+    assert r.returncode == 2, r.stderr
+    line = text.splitlines().index("batch = true") + 1
+    assert f"prereg.toml:{line}: field 'batch'" in r.stderr and "[models.smollm2-135m]" in r.stderr
+    assert "openai and anthropic" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_price_without_its_pair_is_refused(tmp_path):
+    exp = experiment(tmp_path, "openai", "http://127.0.0.1:9")
+    text = (exp / "prereg.toml").read_text().replace(f"price_output = {PRICE_OUT}\n", "")
+    (exp / "prereg.toml").write_text(text)
+    seal(exp)
+    r = cli("judge", "run", "--exp", str(exp), "--limit", "1", "--out", str(tmp_path / "run"), "--quiet",
+            env=env(tmp_path), timeout=120)
+    assert r.returncode == 2 and "field 'price_output'" in r.stderr and "[models.judgemodel]" in r.stderr, r.stderr
+
+
+def test_glue_on_a_batch_model_is_refused_as_a_gap(tmp_path):
+    exp = experiment(tmp_path, "openai", "http://127.0.0.1:9", glue=True)
+    r = cli("judge", "run", "--exp", str(exp), "--limit", "1", "--out", str(tmp_path / "run"), "--quiet",
+            env=env(tmp_path), timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "glue" in r.stderr and "batch = true" in r.stderr and "gap" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_results_fetched_but_never_written_are_fetched_again_not_paid_again(llama, tmp_path):
+    """A run killed after its batches ended but before its rows were written: the ended batches are recorded,
+    the rows and the call cache are not. Planted as a fresh folder and an empty cache holding only the first
+    run's batches.jsonl: the re-run fetches the recorded results and submits nothing."""
+    with BatchServer(llama, models=("arm-model", "judge-model")) as server:
+        exp = experiment(tmp_path, "openai", server.url)
+        r1 = cli(*run_args(exp, tmp_path / "run"), env=env(tmp_path), timeout=600)
+        assert r1.returncode == 0, r1.stderr
+        batches, forwarded = len(server.batches), len(server.forwarded)
+        again = tmp_path / "again"
+        again.mkdir()
+        shutil.copy(tmp_path / "run" / "batches.jsonl", again / "batches.jsonl")
+        r2 = cli(*run_args(exp, again), env={**env(tmp_path), "BLINDEVAL_CACHE": str(tmp_path / "empty-cache")},
+                 timeout=600)
+        assert r2.returncode == 0, r2.stderr
+        assert (len(server.batches), len(server.forwarded), server.sync_calls) == (batches, forwarded, 0)
+        for name in ("answers.jsonl", "judgments.jsonl"):
+            first, second = records(tmp_path / "run" / name), records(again / name)
+            assert [r.get("text", r.get("score")) for r in second] == [r.get("text", r.get("score")) for r in first]
