@@ -12,7 +12,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from . import stats
 
@@ -57,6 +56,8 @@ def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: i
 def length_bias(points: list[tuple[str, str, int, int]],
                 comparisons: list[tuple[str, str, str, str]]) -> dict[str, Any]:
     """`points`: (arm, quant, words, score) per scored answer; `comparisons`: (id, a, b, quant)."""
+    from scipy import stats as sps  # inside, as in judge.stats: importing scipy costs ~0.6 s
+
     out: dict[str, Any] = {"answers": len(points), "length_spearman": None, "comparisons": []}
     if len(points) >= 3 and len({p[2] for p in points}) > 1 and len({p[3] for p in points}) > 1:
         out["length_spearman"] = _finite(sps.spearmanr([p[2] for p in points], [p[3] for p in points]).statistic)

@@ -42,7 +42,9 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
-from scipy import optimize, special, stats
+
+# scipy (~0.6 s to import) is imported inside the functions that use it: a run refused at its start, or
+# killed during collection, never needs it.
 
 __all__ = [
     "RULES",
@@ -259,6 +261,7 @@ def _exact_levels(kinds, freq: Sequence[int], num, den, scale, alpha: Fraction, 
     z0 counts resamples below the observed mean exactly; the acceleration uses the jackknife over units
     (leave one question, or one cluster, out). Falls back to the percentile levels when BCa is undefined.
     """
+    from scipy import special
     if method != "bca":
         return alpha, 1 - alpha
     nums, sizes, _ = _scaled(kinds)
@@ -346,6 +349,7 @@ def _bca_levels(d: np.ndarray, boot: np.ndarray, alpha: float) -> tuple[float, f
     correction is undefined (observed mean outside the bootstrap distribution, or no
     jackknife spread) rather than returning NaN.
     """
+    from scipy import special
     n = d.size
     theta_hat = float(np.mean(d))
     tol = _TIE_TOL * max(1.0, abs(theta_hat))
@@ -425,6 +429,7 @@ def sign_test(up: int, down: int) -> float:
 
     Uses only the direction of each difference, so it is robust to the 0/1/2 scale.
     """
+    from scipy import stats
     n = int(up) + int(down)
     if n == 0:
         return 1.0
@@ -441,6 +446,7 @@ def t_interval(d: np.ndarray, confidence: float) -> tuple[float, float]:
 
     Zero SD (all differences equal) gives the point interval at the mean.
     """
+    from scipy import stats
     d = np.asarray(d, dtype=float)
     _check_n(d)
     if _is_constant(d):
@@ -466,6 +472,7 @@ def t_test_p(d: np.ndarray) -> float:
 
     Zero SD: p = 1.0 if the (common) difference is 0, else 0.0 (no noise, any shift is real).
     """
+    from scipy import stats
     d = np.asarray(d, dtype=float)
     _check_n(d)
     if _is_constant(d):
@@ -487,6 +494,7 @@ def t_power(effect_size: float, n: int, alpha: float = 0.05, sided: int = 2) -> 
 
     Noncentral t, as statsmodels' TTestPower: the normal approximation is optimistic at small n.
     """
+    from scipy import stats
     df = n - 1
     nc = float(effect_size) * math.sqrt(n)
     crit = float(stats.t.ppf(1 - alpha / sided, df))
@@ -500,6 +508,7 @@ def mde(sd: float, n: int, alpha: float = 0.05, power: float = 0.8, sided: int =
     Says how small an effect this many questions can resolve. sd == 0 gives 0.0 (any
     shift is detectable when differences do not vary).
     """
+    from scipy import optimize
     _check_power_args(alpha, power, sided)
     if n < 2:
         raise ValueError("n must be >= 2")
@@ -519,6 +528,7 @@ def n_for_effect(effect: float, sd: float, alpha: float = 0.05, power: float = 0
 
     sd == 0 gives 1 (one question already shows a noise-free shift); effect == 0 is an error.
     """
+    from scipy import stats
     _check_power_args(alpha, power, sided)
     if effect == 0:
         raise ValueError("effect must be non-zero")
@@ -806,6 +816,7 @@ def calibrate(a, b, kind: str, margin: float, *, alpha: float, method: str, resa
     comparison as the real decision. Equivalence is simulated at the margin on the side of the estimate.
     Seeded: the same inputs give the same rate, so verify can recompute it.
     """
+    from scipy import stats
     ed = differences(a, b)
     n = len(ed)
     mean = sum(ed) / n

@@ -65,6 +65,46 @@ def small_run(tmp_path_factory) -> Path:
     return out
 
 
+# what a run derives from the model files (never a model call): quant files, adapters, passed load probes, and the
+# memos of file hashes and GGUF headers
+DERIVED = ("quants", "adapters", "probes", "sha256.json", "gguf_info.json")
+
+
+@pytest.fixture(scope="session")
+def demo_models(private_cache) -> Path:
+    """The session cache holding the demo's quant files and adapter, derived once (~25 s when none exist)."""
+    from arms.lora import demo_adapter
+    from arms.models import embedded_model
+
+    r = cli("arms", "quantize")
+    assert r.returncode == 0, r.stderr
+    demo_adapter(embedded_model("smollm2"))
+    return private_cache
+
+
+@pytest.fixture
+def empty_call_cache(demo_models, tmp_path) -> Path:
+    """A cache folder with no finished model call, for tests that count calls and stores across killed runs.
+
+    What runs derive from the model files is hard-linked from the session's: deriving it again is not what
+    these tests are about."""
+    d = tmp_path / "cache"
+    d.mkdir()
+    for name in DERIVED:
+        if (demo_models / name).is_dir():
+            shutil.copytree(demo_models / name, d / name, copy_function=_link_or_copy)
+        elif (demo_models / name).exists():
+            shutil.copy2(demo_models / name, d / name)
+    return d
+
+
+def _link_or_copy(src, dst):
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def free_port() -> int:
     import socket
 

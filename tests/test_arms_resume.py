@@ -30,8 +30,8 @@ def _puts(cache: Path) -> dict[str, int]:
         return dict(db.execute("SELECT key, puts FROM calls"))
 
 
-def test_sigkill_mid_collection_then_resume(tmp_path):
-    cache, out = tmp_path / "cache", tmp_path / "run"
+def test_sigkill_mid_collection_then_resume(tmp_path, empty_call_cache):
+    cache, out = empty_call_cache, tmp_path / "run"
     env = {**os.environ, "BLINDEVAL_CACHE": str(cache)}
     args = [sys.executable, "-m", "arms", "collect", "--arms", "base", "--limit", str(LIMIT), "--out", str(out),
             "--quiet"]

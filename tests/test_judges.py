@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import krippendorff
 import numpy as np
@@ -75,12 +77,19 @@ def test_length_bias_separates_length_from_arm():
     assert abs(c["length_adjusted_difference"]) < c["raw_difference"] / 2
 
 
-@pytest.mark.integration
-def test_two_judges_pairwise_end_to_end(tmp_path):
-    out = tmp_path / "two-judges"
+@pytest.fixture(scope="module")
+def two_judges(tmp_path_factory) -> Path:
+    """One real run by two local judges in both modes (single and pairwise); tests that change it copy it first."""
+    out = tmp_path_factory.mktemp("two-judges") / "run"
     r = cli("judge", "run", "--arms", "base,trained", "--limit", "2", "--judges", "local,local-q4", "--mode", "both",
             "--out", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.mark.integration
+def test_two_judges_pairwise_end_to_end(two_judges):
+    out = two_judges
     numbers = json.loads((out / "numbers.json").read_text())
     assert numbers["judges"]["panel"] == ["local", "local-q4"]
     assert set(numbers["judges"]["pairwise"]) == {"local", "local-q4"}
@@ -112,11 +121,9 @@ def test_verify_recomputes_judge_numbers_by_its_own_path():
 
 
 @pytest.mark.integration
-def test_verify_names_a_tampered_pairwise_count(tmp_path):
+def test_verify_names_a_tampered_pairwise_count(two_judges, tmp_path):
     out = tmp_path / "pairs"
-    r = cli("judge", "run", "--arms", "base,trained", "--limit", "2", "--mode", "pairwise", "--out", str(out),
-            "--quiet")
-    assert r.returncode == 0, r.stderr
+    shutil.copytree(two_judges, out)
     numbers = json.loads((out / "numbers.json").read_text())
     numbers["judges"]["pairwise"]["local"][0]["ties"] += 1
     (out / "numbers.json").write_text(json.dumps(numbers))

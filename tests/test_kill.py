@@ -27,8 +27,8 @@ KILLS = 20
 
 
 @pytest.mark.slow
-def test_twenty_kills_lose_nothing_and_repeat_no_call(tmp_path):
-    cache, out = tmp_path / "cache", tmp_path / "run"
+def test_twenty_kills_lose_nothing_and_repeat_no_call(tmp_path, empty_call_cache):
+    cache, out = empty_call_cache, tmp_path / "run"
     env = {**os.environ, "BLINDEVAL_CACHE": str(cache)}
     args = [sys.executable, "-m", "judge", "run", "--arms", "base,trained", "--limit", "3", "--out", str(out),
             "--quiet"]

@@ -38,13 +38,9 @@ MAX_TOKENS = 16
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """A private BLINDEVAL_CACHE: the tests neither read nor pollute the user's cache."""
-    mp = pytest.MonkeyPatch()
-    d = tmp_path_factory.mktemp("blindeval-cache")
-    mp.setenv("BLINDEVAL_CACHE", str(d))
-    yield d
-    mp.undo()
+def cache(private_cache):
+    """The session's private BLINDEVAL_CACHE (never the user's): quant files other tests derived are reused."""
+    return private_cache
 
 
 @pytest.fixture(scope="module")

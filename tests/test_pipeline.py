@@ -184,16 +184,20 @@ def test_report_links_plots_and_shows_the_quantisation_check(small_run):
 def test_amendment_after_judging_is_refused_unless_post_hoc(demo_copy, tmp_path):
     from registration.seal import amend, seal
 
-    for post_hoc in (False, True):
-        exp = tmp_path / f"demo-{post_hoc}"
-        shutil.copytree(demo_copy, exp)
-        seal(exp)
-        out = tmp_path / f"out-{post_hoc}"
-        args = ("judge", "run", "--exp", str(exp), "--arms", "base,trained", "--limit", "2", "--out", str(out),
+    def args(exp, out):
+        return ("judge", "run", "--exp", str(exp), "--arms", "base,trained", "--limit", "2", "--out", str(out),
                 "--quiet")
-        assert cli(*args).returncode == 0
+
+    judged, judged_out = tmp_path / "demo", tmp_path / "out"
+    shutil.copytree(demo_copy, judged)
+    seal(judged)
+    assert cli(*args(judged, judged_out)).returncode == 0
+    for post_hoc in (False, True):  # each amends its own copy of the judged experiment and its results folder
+        exp, out = tmp_path / f"demo-{post_hoc}", tmp_path / f"out-{post_hoc}"
+        shutil.copytree(judged, exp)
+        shutil.copytree(judged_out, out)
         amend(exp, "tighten the margin after seeing scores", post_hoc=post_hoc)
-        r = cli(*args)
+        r = cli(*args(exp, out))
         if post_hoc:
             assert r.returncode == 0, r.stderr
             assert "**post hoc**" in (out / "report.md").read_text()

@@ -171,11 +171,11 @@ def _calls(log: Path, start: int) -> list[str]:
 def test_json_object_judge_completes_verdicts_with_scores(tmp_path, llama_cpp_server, llama_cpp_server_log):
     exp, out = _experiment(tmp_path, llama_cpp_server, "json_object"), tmp_path / "out"
     start = llama_cpp_server_log.stat().st_size
-    r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "2", "--out", str(out), "--quiet", timeout=600)
+    r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "1", "--out", str(out), "--quiet", timeout=600)
     assert r.returncode == 0, r.stderr
     rows = [row for _, row in jsonl.read(out / "judgments.jsonl")]
-    assert len(rows) == 4 and all(row["status"] == "scored" and row["score"] in (0, 1, 2) for row in rows), rows
-    assert _calls(llama_cpp_server_log, start) == ["200"] * (4 + sum(len(row["calls"]) for row in rows))
+    assert len(rows) == 2 and all(row["status"] == "scored" and row["score"] in (0, 1, 2) for row in rows), rows
+    assert _calls(llama_cpp_server_log, start) == ["200"] * (2 + sum(len(row["calls"]) for row in rows))
     run = json.loads((out / "run.json").read_text())
     assert run["judge"]["effective_settings"]["judge/correctness"]["structured"] == "json_object"
 
@@ -184,7 +184,7 @@ def test_json_object_judge_completes_verdicts_with_scores(tmp_path, llama_cpp_se
 def test_json_schema_refused_by_llama_cpp_server_stops_after_one_call(tmp_path, llama_cpp_server, llama_cpp_server_log):
     exp, out = _experiment(tmp_path, llama_cpp_server, None), tmp_path / "out"
     start = llama_cpp_server_log.stat().st_size
-    r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "2", "--out", str(out), "--quiet", timeout=600)
+    r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "1", "--out", str(out), "--quiet", timeout=600)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
     assert "'smollm2'" in r.stderr and "structured = 'json_schema'" in r.stderr and "json_object" in r.stderr
@@ -192,4 +192,4 @@ def test_json_schema_refused_by_llama_cpp_server_stops_after_one_call(tmp_path, 
     statuses = _calls(llama_cpp_server_log, start)
     # answers (200, or cached) then one judge call
     assert statuses.count("500") == 1 and statuses[-1] == "500", statuses
-    assert len([row for _, row in jsonl.read(out / "answers.jsonl")]) == 4  # what was paid for is kept
+    assert len([row for _, row in jsonl.read(out / "answers.jsonl")]) == 2  # what was paid for is kept
