@@ -133,7 +133,7 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
                     effective[arm.name] = verify_settings(backend, f"arm {arm.name!r}", arm.generation, quant, model,
                                                           specs, runtime)
                     stats["effective"][f"{arm.name}/{quant}"] = effective[arm.name]
-                workers = backend_info(model.backend).workers(model.concurrency)
+                workers = backend_info(model.backend).workers(model.concurrency, runtime.batch)
                 for t, row, caller in _run(order(group), backend, cache, exp_dir, effective, workers):
                     writer.write(row.to_dict(), retry_of=retry.get(t.row))
                     stats["model_calls"] += len(caller.keys) - caller.cached

@@ -238,7 +238,8 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
                 jstats[f"{j.name}/{jrubric.name}"] = judge_all(j.name, jbackend, jrubric, todo, cache,
                                                                run_dir / "judgments.jsonl",
                                                                max_attempts=exp.judge_attempts, progress=progress,
-                                                               concurrency=model.concurrency)
+                                                               concurrency=model.concurrency,
+                                                               batch=exp.runtime.batch)
             identities[j.name] = jbackend.identity()
         finally:
             jbackend.close()
@@ -253,7 +254,8 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
         "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "call_cache": str(cache.path.resolve()),
         "runtime": {"threads": exp.runtime.threads, "n_ctx": exp.runtime.n_ctx,
-                    "cpu_extra_buffers": exp.runtime.cpu_extra_buffers, **local_machine(exp)},
+                    "cpu_extra_buffers": exp.runtime.cpu_extra_buffers, "batch": exp.runtime.batch,
+                    **local_machine(exp)},
         "analysis": {"resamples": exp.analysis.resamples, "method": exp.analysis.method, "seed": exp.analysis.seed,
                      "max_unscored": exp.analysis.max_unscored},
         "judge": {"primary": primary.name, "panel": [j.name for j in panel], "mode": mode,

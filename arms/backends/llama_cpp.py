@@ -19,7 +19,9 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import threading
 import time
+import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from ..errors import BadInput, CheckFailed
 from ..llama_loader import ExtraBuffers, check_runs, extra_buffers, load_llama
 from ..models import GGUFInfo, gguf_info, sha256_file
 from .base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
+from .llama_batch import BatchDecoder, Job
 
 EXTRA_SAMPLING = {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}  # all off: only registered settings sample
 PROBE = (("system", "You are a probe."), ("user", "Say hello."))
@@ -50,6 +53,7 @@ class LlamaConfig:
     chat_template: str | None = None  # registered template text; None = the GGUF's own
     chat_template_file: str | None = None  # where the registered template came from (for the record)
     cpu_extra_buffers: str | bool = "auto"  # as registered; decided per machine by llama_loader.decide_extra_buffers
+    batch: int = 1  # sequences decoded together (arms.backends.llama_batch); 1 = Llama.create_chat_completion
 
 
 def text_sha256(text: str | None) -> str | None:
@@ -69,6 +73,8 @@ class LlamaCppBackend:
         self._adapters: list = []
         self._lora_effect: float | None = None
         self._extra: ExtraBuffers | None = None  # decided (and probed) when the model is loaded
+        self._decoder: BatchDecoder | None = None  # with batch > 1: the context every call decodes in
+        self._sampler_lock = threading.Lock()  # Llama._init_sampler reads the seed from the shared Llama
 
     @property
     def extra_buffers(self) -> ExtraBuffers:
@@ -107,6 +113,10 @@ class LlamaCppBackend:
             if config.loras:
                 with crash.step(f"measuring the LoRA adapters' effect on {config.model_path}"):
                     self._apply_loras(llm)
+            if config.batch > 1:
+                with self._native_step(f"creating a llama.cpp context for {config.batch} sequences"):
+                    self._decoder = BatchDecoder(llm, config.batch, config.n_ctx, config.threads, self._adapters,
+                                                 [lo.scale for lo in config.loras], self._decoding)
         except BaseException:
             self._free_adapters()
             llm.close()
@@ -137,6 +147,14 @@ class LlamaCppBackend:
         llm.reset()  # the probe's KV cache must not be reused as a prompt prefix
         self._lora_effect = round(float(abs(after - before).max()), 6)
 
+    def _native_step(self, what: str):
+        return crash.step(f"{what} with {self.config.model_path} (llama.cpp, threads {self.config.threads}, "
+                          f"CPU extra buffers {'on' if self.extra_buffers.use else 'off'})",
+                          build_amx=self.extra_buffers.build_amx, cpu_amx=self.extra_buffers.cpu_amx)
+
+    def _decoding(self):
+        return self._native_step(f"generating {self.config.batch} sequences together")
+
     def _render(self, messages: list[tuple[str, str]], thinking: bool) -> str:
         return self.formatter(messages=[{"role": r, "content": c} for r, c in messages],
                               enable_thinking=thinking).prompt
@@ -156,12 +174,16 @@ class LlamaCppBackend:
             "chat_template_sha256": self.template_sha256,
             "n_ctx": self.config.n_ctx,
             "sampler": EXTRA_SAMPLING,
+            # batched decoding can change outputs numerically; left out at 1, so keys made before it still match
+            **({"batch": self.config.batch} if self.config.batch > 1 else {}),
             # repacked weights may round differently; left out when on, so keys made before this setting still match
             **({"cpu_extra_buffers": False} if not self.extra_buffers.use else {}),
         }
 
     def effective(self) -> dict[str, Any]:
         """Read back from the loaded model, not from our own config."""
+        import llama_cpp
+
         llm = self.llm
         cp = llm.context_params
         return {
@@ -181,6 +203,9 @@ class LlamaCppBackend:
             "n_threads": cp.n_threads,
             "n_threads_batch": cp.n_threads_batch,
             "n_ctx": llm.n_ctx(),
+            "batch": int(llama_cpp.llama_n_seq_max(llm.ctx)),
+            # with batch > 1 every call decodes in the batched context: its sequences, per-sequence n_ctx, threads
+            **(self._decoder.read_back() if self._decoder else {}),
             "seed": self.config.seed,
             "cpu_extra_buffers": bool(llm.model_params.use_extra_bufts),  # the struct llama.cpp loaded with
             "cpu_extra_buffers_decision": self.extra_buffers.to_dict(),
@@ -223,9 +248,7 @@ class LlamaCppBackend:
         kwargs: dict[str, Any] = {}
         if request.schema:
             kwargs["response_format"] = {"type": "json_object", "schema": json.loads(request.schema)}
-        with crash.step(f"generating with {self.config.model_path} (llama.cpp, threads {self.config.threads}, "
-                        f"CPU extra buffers {'on' if self.extra_buffers.use else 'off'})",
-                        build_amx=self.extra_buffers.build_amx, cpu_amx=self.extra_buffers.cpu_amx):
+        with self._native_step("generating"):
             return self._handler(
                 llama=llm,
                 messages=[{"role": r, "content": c} for r, c in request.messages],
@@ -241,7 +264,7 @@ class LlamaCppBackend:
 
     def complete(self, request: Request) -> Reply:
         t0 = time.perf_counter()
-        out = self._generate(request)
+        out = self._generate_batched(request) if self.config.batch > 1 else self._generate(request)
         latency = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -256,6 +279,35 @@ class LlamaCppBackend:
             thinking="<think>" in text,  # templates with a thinking switch (Qwen3) open the thought with this tag
         )
 
+    def _generate_batched(self, request: Request) -> dict[str, Any]:
+        """What `_generate` returns, decoded in the batched context: the prompt, sampler chain, grammar and stop
+        strings made as llama-cpp-python's chat handler makes them (see arms.backends.llama_batch)."""
+        from llama_cpp.llama_chat_format import _grammar_for_response_format
+
+        g = request.generation
+        llm = self.llm
+        if g.thinking and not self.thinking_switch:
+            raise CheckFailed(f"thinking mode is registered on, but the chat template of {self.config.model_path} "
+                              "has no enable_thinking switch")
+        rendered = self.formatter(messages=[{"role": r, "content": c} for r, c in request.messages],
+                                  enable_thinking=g.thinking)
+        prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
+        grammar = (_grammar_for_response_format({"type": "json_object", "schema": json.loads(request.schema)})
+                   if request.schema else None)
+        with self._sampler_lock:
+            llm.set_seed(g.seed)
+            sampler = llm._init_sampler(temp=g.temperature, top_p=g.top_p, typical_p=1.0, frequency_penalty=0.0,
+                                        presence_penalty=0.0, grammar=grammar, **EXTRA_SAMPLING)
+        stop = [s.encode("utf-8") for s in (*g.stop, *(rendered.stop or []))]
+        try:
+            job = self._decoder.submit(Job(prompt, sampler, g.max_tokens, stop))
+        finally:
+            sampler.close()
+        return {"id": f"chatcmpl-{uuid.uuid4()}", "model": self.config.model_path,
+                "choices": [{"message": {"content": job.text.decode("utf-8", errors="ignore")},
+                             "finish_reason": job.finish_reason}],
+                "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(job.completion)}}
+
     def _free_adapters(self) -> None:
         import llama_cpp
 
@@ -264,6 +316,9 @@ class LlamaCppBackend:
         self._adapters.clear()
 
     def close(self) -> None:
+        if self._decoder is not None:
+            self._decoder.close()
+            self._decoder = None
         if self._llm is not None:
             self._free_adapters()
             self._llm.close()
@@ -330,6 +385,8 @@ def differences(g: Generation, eff: dict[str, Any], quant: str, model, adapters,
         out.extend(_extra_buffer_differences(eff, runtime))
     if eff["n_ctx"] != runtime.n_ctx:
         out.append(f"n_ctx: registered {runtime.n_ctx}, llama.cpp uses {eff['n_ctx']}")
+    if eff.get("batch", 1) != runtime.batch:  # rows written before the setting existed decoded one at a time
+        out.append(f"batch: registered {runtime.batch}, llama.cpp decodes {eff['batch']} sequence(s) together")
     return out
 
 
@@ -360,7 +417,8 @@ def open_llama(spec, quant: str | None, adapters: tuple, exp_dir: Path, runtime)
     template, template_file = chat_template(spec, exp_dir)
     return LlamaCppBackend(LlamaConfig(model_path=qf.info.path, threads=runtime.threads, n_ctx=runtime.n_ctx,
                                        seed=runtime.seed, loras=loras, chat_template=template,
-                                       chat_template_file=template_file, cpu_extra_buffers=runtime.cpu_extra_buffers))
+                                       chat_template_file=template_file, cpu_extra_buffers=runtime.cpu_extra_buffers,
+                                       batch=runtime.batch))
 
 
 def check_generation(model, g: Generation) -> list[tuple[str, str]]:
@@ -370,5 +428,5 @@ def check_generation(model, g: Generation) -> list[tuple[str, str]]:
     return []
 
 
-INFO = BackendInfo(name=LlamaCppBackend.name, open=open_llama, serial=True, local=True,
+INFO = BackendInfo(name=LlamaCppBackend.name, open=open_llama, serial=True, batched=True, local=True,
                    check_generation=check_generation, differences=differences)
