@@ -1,0 +1,254 @@
+"""Batched local decoding (`[runtime] batch`) against the bare sequential llama-cpp-python loop (issue 13).
+
+Arms: the demo's plain arms (`base`, `trained`) at both quants on its 40 questions (160 answers,
+greedy, max_tokens 64), one llama.cpp thread, measured in one run:
+  (a) bare: `llama_cpp.Llama` + `create_chat_completion` per question, same settings, adapters through
+      llama-cpp-python's own `lora_path`, questions in the harness's prompt order, loads included;
+  (b) the harness (`arms.collect.collect`, empty call cache) at batch 1 (sequential, as before);
+  (c) the harness at batch 2, 4 and 8.
+Figure: generated tokens per wall second, and each harness figure over the bare loop. Goals: >= 1.8x at
+the best batch size, batch 1 >= 0.95x.
+
+Judge: the local demo judge (`[judges.local]`, Q8_0, the correctness rubric, JSON-schema grammar) on the
+answers the batch-1 harness collected, one verdict each (160; the demo's 320 verdicts also cover the glue
+arms, whose answers this benchmark does not collect): a bare loop with the same messages, schema and
+settings, then `judge.judging.judge_all` at batch 1, 2, 4 and 8 (empty call cache each).
+
+Also measured: how many greedy outputs differ between batch 1 and batch N (answer texts, verdict texts
+and scores), the time inside `llama_decode` (the rest is Python), and llama.cpp's own cost of one decode
+step with k sequences (1 token each), which bounds what batching can gain on this machine.
+
+    python benchmarks/batched_decoding.py            # the full figures (about 25 minutes on 2 shared cores)
+    python benchmarks/batched_decoding.py --quick    # CI: proves it runs (3 questions, batch 2, base at Q8_0)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import llama_cpp
+
+from arms import jsonl
+from arms.cache import CallCache
+from arms.collect import Task, collect, plain_messages, prompt_order
+from arms.llama_loader import extra_buffers, load_llama
+from arms.load import adapter_file, model_source, open_backend, quant_file
+from arms.questions import load_questions
+from judge.blinding import BlindItem
+from judge.judging import build_request, judge_all
+from judge.prereg import load_experiment
+from judge.rubric import load_rubric
+from judge.run import DEMO
+
+GOAL_BATCHED, GOAL_SEQUENTIAL = 1.8, 0.95
+
+
+class DecodeClock:
+    """Time spent inside llama_decode (both paths call it through the llama_cpp module)."""
+
+    MODULES = (llama_cpp, llama_cpp.llama_cpp)  # the batched path calls the first, llama-cpp-python's Llama the second
+
+    def __init__(self):
+        self.seconds, self.calls = 0.0, 0
+        self._decode = llama_cpp.llama_decode
+
+    def __enter__(self):
+        def timed(ctx, batch):
+            t0 = time.perf_counter()
+            try:
+                return self._decode(ctx, batch)
+            finally:
+                self.seconds += time.perf_counter() - t0
+                self.calls += 1
+
+        for module in self.MODULES:
+            module.llama_decode = timed
+        return self
+
+    def __exit__(self, *exc):
+        for module in self.MODULES:
+            module.llama_decode = self._decode
+
+
+def bare_arms(exp, arms, questions, threads: int) -> tuple[int, float]:
+    tokens, t0 = 0, time.perf_counter()
+    for arm in arms:
+        for quant in arm.quants:
+            model = exp.models[arm.model]
+            kw = {}
+            if arm.adapters:
+                spec = exp.adapters[arm.adapters[0]]
+                kw = {"lora_path": str(adapter_file(spec, model_source(model, exp.dir), exp.dir)),
+                      "lora_scale": spec.scale}
+            llm = load_llama(quant_file(model, quant, exp.dir, exp.runtime).info.path, threads=threads, n_ctx=2048,
+                             use_extra_buffers=extra_buffers().use, **kw)
+            g = arm.generation
+            for t in prompt_order([Task(arm, quant, q, 0) for q in questions]):
+                out = llm.create_chat_completion(
+                    messages=[{"role": r, "content": c} for r, c in plain_messages(arm, t.question)],
+                    temperature=g.temperature, top_p=g.top_p, max_tokens=g.max_tokens, seed=g.seed,
+                    top_k=0, min_p=0.0, repeat_penalty=1.0)
+                tokens += out["usage"]["completion_tokens"]
+            llm.close()
+    return tokens, time.perf_counter() - t0
+
+
+def harness_arms(exp, arms, questions, batch: int, work: Path) -> tuple[int, float, list[dict], float]:
+    out = work / f"answers-{batch}.jsonl"
+    cache = CallCache(work / f"calls-arms-{batch}.sqlite")
+    with DecodeClock() as clock:
+        t0 = time.perf_counter()
+        stats = collect(arms, exp.models, exp.adapters, questions, exp.dir, replace(exp.runtime, batch=batch), out,
+                        cache, progress=False)
+        elapsed = time.perf_counter() - t0
+    cache.close()
+    assert stats["errors"] == 0 and stats["cached_calls"] == 0, stats
+    rows = [r for _, r in jsonl.read(out)]
+    return sum(r["completion_tokens"] for r in rows), elapsed, rows, clock.seconds
+
+
+def judge_items(rows: list[dict], questions) -> list[BlindItem]:
+    qmap = {q.id: q for q in questions}
+    return [BlindItem(label=f"B{i:04d}", question_id=r["question_id"], question=qmap[r["question_id"]].question,
+                      reference=qmap[r["question_id"]].reference, answer=r["text"]) for i, r in enumerate(rows)]
+
+
+def bare_judge(exp, judge, rubric, items) -> tuple[int, float]:
+    model = exp.models[judge.model]
+    tokens, t0 = 0, time.perf_counter()
+    llm = load_llama(quant_file(model, judge.quant, exp.dir, exp.runtime).info.path, threads=exp.runtime.threads,
+                     n_ctx=exp.runtime.n_ctx, use_extra_buffers=extra_buffers().use)
+    for item in items:
+        request = build_request(rubric, item, 0)
+        g = request.generation
+        out = llm.create_chat_completion(
+            messages=[{"role": r, "content": c} for r, c in request.messages],
+            response_format={"type": "json_object", "schema": json.loads(request.schema)},
+            temperature=g.temperature, top_p=g.top_p, max_tokens=g.max_tokens, seed=g.seed,
+            top_k=0, min_p=0.0, repeat_penalty=1.0)
+        tokens += out["usage"]["completion_tokens"]
+    llm.close()
+    return tokens, time.perf_counter() - t0
+
+
+def harness_judge(exp, judge, rubric, items, batch: int, work: Path) -> tuple[int, float, list[dict], float]:
+    out = work / f"judgments-{batch}.jsonl"
+    cache = CallCache(work / f"calls-judge-{batch}.sqlite")
+    with DecodeClock() as clock:
+        t0 = time.perf_counter()
+        backend = open_backend(exp.models[judge.model], judge.quant, None, exp.dir, replace(exp.runtime, batch=batch))
+        try:
+            stats = judge_all("bench", backend, rubric, items, cache, out, max_attempts=1, progress=False, batch=batch)
+        finally:
+            backend.close()
+        elapsed = time.perf_counter() - t0
+    cache.close()
+    assert stats["cached_calls"] == 0, stats
+    rows = [r for _, r in jsonl.read(out)]
+    return sum(r["completion_tokens"] for r in rows), elapsed, rows, clock.seconds
+
+
+def step_cost(model_path: str, threads: int, n_seq: int, steps: int = 30) -> dict[int, float]:
+    """Milliseconds per llama_decode of k sequences x 1 token (k = 1, 2, 4, ... n_seq), at ~40 tokens of context."""
+    llm = load_llama(model_path, threads=threads, n_ctx=2048, use_extra_buffers=extra_buffers().use)
+    params = llama_cpp.llama_context_params.from_buffer_copy(llm.context_params)
+    params.n_ctx, params.n_seq_max, params.kv_unified = n_seq * 2048, n_seq, False
+    ctx = llama_cpp.llama_init_from_model(llm.model, params)
+    batch = llama_cpp.llama_batch_init(512, 0, 1)
+    prompt = llm.tokenize(b"A member may hire a bicycle for up to three hours at a time and must return it to any "
+                          b"dock with a free space.", add_bos=False, special=True)
+    out = {}
+    try:
+        k = 1
+        while k <= n_seq:
+            llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
+            tokens = [(t, j, s, 0) for s in range(k) for j, t in enumerate(prompt)]
+            pos = len(prompt)
+            t0 = 0.0
+            for step in range(steps + 1):
+                for i, (t, p, s, logits) in enumerate(tokens):
+                    batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = t, p, 1, logits
+                    batch.seq_id[i][0] = s
+                batch.n_tokens = len(tokens)
+                if step == 1:
+                    t0 = time.perf_counter()
+                assert llama_cpp.llama_decode(ctx, batch) == 0
+                tokens = [(100 + s, pos, s, 1) for s in range(k)]
+                pos += 1
+            out[k] = round((time.perf_counter() - t0) / steps * 1000, 2)
+            k *= 2
+    finally:
+        llama_cpp.llama_batch_free(batch)
+        llama_cpp.llama_free(ctx)
+        llm.close()
+    return out
+
+
+def differing(a: list[dict], b: list[dict], key: str, fields: tuple[str, ...]) -> int:
+    by = {r[key]: tuple(r.get(f) for f in fields) for r in a}
+    return sum(by[r[key]] != tuple(r.get(f) for f in fields) for r in b)
+
+
+def figures(bare: tuple[int, float], runs: dict[int, tuple], diff_key: str, fields: tuple[str, ...]) -> dict:
+    bare_tps = bare[0] / bare[1]
+    out = {"bare": {"tokens": bare[0], "seconds": round(bare[1], 1), "tokens_per_s": round(bare_tps, 1)}}
+    base_rows = runs[1][2]
+    for batch, (tokens, seconds, rows, decode_s) in runs.items():
+        tps = tokens / seconds
+        out[f"batch_{batch}"] = {"tokens": tokens, "seconds": round(seconds, 1), "tokens_per_s": round(tps, 1),
+                                 "x_bare": round(tps / bare_tps, 3), "decode_share": round(decode_s / seconds, 3),
+                                 "differ_from_batch_1": differing(base_rows, rows, diff_key, fields),
+                                 "of": len(rows)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="CI: 3 questions, batch 2, base at Q8_0 only")
+    p.add_argument("--skip-judge", action="store_true", help="only the arms")
+    args = p.parse_args(argv)
+    exp = load_experiment(DEMO)
+    threads = exp.runtime.threads
+    questions = load_questions(exp.set_paths())
+    arms = [exp.arm("base"), exp.arm("trained")]
+    batches = (1, 2, 4, 8)
+    if args.quick:
+        questions, arms, batches = questions[:3], [replace(exp.arm("base"), quants=("Q8_0",))], (1, 2)
+    judge = next(j for j in exp.judges if j.name == "local")
+    rubric = load_rubric(exp.rubric)
+    result: dict = {"machine": f"{platform.machine()}, {platform.python_version()}", "threads": threads,
+                    "llama_cpp_python": llama_cpp.__version__, "questions": len(questions),
+                    "arm_quants": [f"{a.name}/{q}" for a in arms for q in a.quants], "goals": {
+                        "best_batch_x_bare": GOAL_BATCHED, "batch_1_x_bare": GOAL_SEQUENTIAL}}
+    q8 = quant_file(exp.models["smollm2-135m"], "Q8_0", exp.dir, exp.runtime).info.path
+    result["decode_step_ms_q8_0"] = step_cost(q8, threads, max(batches))
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        bare = bare_arms(exp, arms, questions, threads)
+        runs = {b: harness_arms(exp, arms, questions, b, work) for b in batches}
+        result["arms"] = figures(bare, runs, "row", ("text",))
+        print(json.dumps({"arms": result["arms"]}), file=sys.stderr)
+        if not args.skip_judge:
+            items = judge_items(runs[1][2], questions)
+            bare_j = bare_judge(exp, judge, rubric, items)
+            jruns = {b: harness_judge(exp, judge, rubric, items, b, work) for b in batches}
+            result["judge"] = {"judge": f"{judge.name} ({judge.quant})", "verdicts": len(items),
+                               **figures(bare_j, jruns, "label", ("attempts", "status", "score")),
+                               "scores_differ": {b: differing(jruns[1][2], r[2], "label", ("score",))
+                                                 for b, r in jruns.items() if b > 1}}
+    for part in ("arms", "judge"):
+        if part in result:
+            best = max((v["x_bare"] for k, v in result[part].items() if k.startswith("batch_")), default=0)
+            result[part]["best_x_bare"] = best
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
