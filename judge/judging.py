@@ -109,7 +109,8 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
 def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, out: Path,
               max_attempts: int = 2, progress: bool = True, concurrency: int = 1, batch: int = 1) -> dict:
     """Judge every item not yet in `out` or whose verdict is an `error`, up to `concurrency` calls in flight
-    (HTTP judges; llama.cpp: the registered `batch`, decoded together). A retried verdict is appended with `retry_of` = the error record's line.
+    (HTTP judges; llama.cpp: the registered `batch`, decoded together). A retried verdict is appended with
+    `retry_of` = the error record's line.
 
     Records are written by this thread only, in judging order, so the file stays one record per
     line and a kill leaves a prefix (calls finished beyond it are in the cache). Items with the same

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from arms import jsonl
-from arms.backends.base import Generation, Request
+from arms.backends.base import Request
 from arms.collect import plain_messages
 from arms.load import open_backend
 from arms.questions import load_questions
@@ -76,6 +76,23 @@ def test_greedy_text_is_the_sequential_text_at_q8_0(demo):
     assert got == expected
     assert any(finish == "length" for _, finish, _, n in got if n == 24)  # max_tokens ends a sequence as "length"
     assert (eff["batch"], eff["n_ctx"], eff["n_threads"], eff["n_threads_batch"]) == (4, 2048, 1, 1)
+
+
+def test_adapters_apply_in_the_batched_context(demo):
+    """The trained arm's LoRA is set on the batched context too: its text is the sequential trained text, which the
+    adapter makes differ from the base model's."""
+    exp, _ = demo
+    trained = exp.arm("trained")
+    adapters = tuple(exp.adapters[a] for a in trained.adapters)
+    requests = plain(demo, 3)
+    texts = {}
+    for name, batch, specs in (("base", 1, ()), ("trained", 1, adapters), ("trained-batched", 2, adapters)):
+        b = open_backend(exp.models[trained.model], "Q8_0", specs, exp.dir, replace(exp.runtime, batch=batch))
+        try:
+            texts[name] = [outcome(r) for r in answer_all(b, requests, batch)]
+        finally:
+            b.close()
+    assert texts["trained-batched"] == texts["trained"] != texts["base"]
 
 
 def test_a_sampled_request_keeps_its_own_sampler_and_seed_in_company(demo):

@@ -85,6 +85,8 @@ class BatchDecoder:
         self.batch = llama_cpp.llama_batch_init(N_BATCH, 0, 1)
         self.vocab = llm._model.vocab
         self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._open = threading.Lock()  # held while a job is queued or the decoder closes: none is queued after
+        self._closed = False
         self._thread = threading.Thread(target=self._loop, name="llama-batch", daemon=True)
         self._thread.start()
 
@@ -101,7 +103,10 @@ class BatchDecoder:
             raise ValueError(f"Requested tokens ({len(job.prompt)}) exceed context window of {self.n_ctx}")
         job.max_tokens = min(job.max_tokens, self.n_ctx - len(job.prompt))
         job.pending = list(job.prompt)
-        self._queue.put(job)
+        with self._open:
+            if self._closed:
+                raise RuntimeError("the batched llama.cpp decoder was closed")
+            self._queue.put(job)
         job.done.wait()
         if job.error is not None:
             raise job.error
@@ -214,8 +219,15 @@ class BatchDecoder:
 
         if self.ctx is None:
             return
-        self._queue.put(None)
-        self._thread.join()
+        with self._open:
+            self._closed = True
+            self._queue.put(None)
+        self._thread.join()  # it fails the sequences still running (an interrupted run) and returns
+        while not self._queue.empty():  # jobs queued behind the running ones: failed too, no caller waits forever
+            job = self._queue.get_nowait()
+            if job is not None:
+                job.error = RuntimeError("the batched llama.cpp decoder was closed")
+                job.done.set()
         llama_cpp.llama_batch_free(self.batch)
         llama_cpp.llama_free(self.ctx)
         self.ctx = None
