@@ -4,7 +4,9 @@ With `[runtime] batch = N` (N > 1) up to N requests share one llama.cpp context 
 already-loaded model with `n_seq_max = N`: every decode step puts the next token of each running
 sequence (or a chunk of a new sequence's prompt) into one `llama_batch`, so the weights are read once
 per step for N sequences instead of once per sequence. When a sequence finishes, its KV cells are
-freed (`llama_memory_seq_rm`) and a waiting request takes its slot at the next step.
+kept and a waiting request takes the free slot whose cells hold the longest prefix of its prompt at the
+next step: the common prefix stays (`llama_memory_seq_rm` frees the rest), as the sequential path reuses
+the previous prompt's prefix, so a judge's shared rubric is decoded once per slot, not once per verdict.
 
 Why in process and not a managed llama-server: llama-server ships only with a test extra that
 compiles llama.cpp (README's first command would gain a compile), and `python -m llama_cpp.server`
@@ -23,8 +25,7 @@ then gives each sequence its own stream of n_ctx cells (`llama_n_ctx_seq`), so e
 registered context, and attention reads only its own sequence's cells. What can differ from the
 sequential path: the numbers. A token's logits are computed inside a larger matrix product whose shape
 depends on what else is in the batch, so greedy outputs can differ in rare near-ties (measured in
-BENCHMARKS.md); hence the batch size is part of the call key when above 1. Prompt prefixes are not
-reused across requests here (the sequential path reuses the previous prompt's KV prefix).
+BENCHMARKS.md); hence the batch size is part of the call key when above 1.
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ class Job:
     stop: list[bytes]
     pending: list[int] = field(default_factory=list)  # tokens still to feed: the prompt, then the last sampled
     pos: int = 0
+    fed: list[int] = field(default_factory=list)  # every token in this sequence's KV cells, in order
     completion: list[int] = field(default_factory=list)
     multibyte_fix: int = 0
     text: bytes = b""
@@ -85,6 +87,7 @@ class BatchDecoder:
         self.batch = llama_cpp.llama_batch_init(N_BATCH, 0, 1)
         self.vocab = llm._model.vocab
         self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._kept: list[list[int]] = [[] for _ in range(n_seq)]  # tokens a free slot's KV cells still hold
         self._open = threading.Lock()  # held while a job is queued or the decoder closes: none is queued after
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name="llama-batch", daemon=True)
@@ -102,7 +105,6 @@ class BatchDecoder:
         if len(job.prompt) >= self.n_ctx:  # as Llama._create_completion refuses it
             raise ValueError(f"Requested tokens ({len(job.prompt)}) exceed context window of {self.n_ctx}")
         job.max_tokens = min(job.max_tokens, self.n_ctx - len(job.prompt))
-        job.pending = list(job.prompt)
         with self._open:
             if self._closed:
                 raise RuntimeError("the batched llama.cpp decoder was closed")
@@ -119,7 +121,7 @@ class BatchDecoder:
                 job = self._queue.get()
                 if job is None:
                     return
-                slots[0] = job
+                self._admit(slots, job)
             while None in slots:  # fill free slots with whatever is waiting
                 try:
                     job = self._queue.get_nowait()
@@ -128,12 +130,33 @@ class BatchDecoder:
                 if job is None:
                     self._fail(slots, RuntimeError("the batched llama.cpp decoder was closed"))
                     return
-                slots[slots.index(None)] = job
+                self._admit(slots, job)
             try:
                 with self._step():
                     self._decode_step(slots)
             except BaseException as e:  # a failed decode fails every running sequence, never silently
                 self._fail(slots, e)
+
+    def _admit(self, slots: list[Job | None], job: Job) -> None:
+        """Into the free slot whose KV cells hold the longest prefix of its prompt, which is kept (as the
+        sequential path keeps the previous prompt's common prefix); at least one prompt token is decoded, for
+        its logits."""
+        import llama_cpp
+
+        def common(i: int) -> int:
+            n = 0
+            for a, b in zip(self._kept[i], job.prompt):
+                if a != b:
+                    break
+                n += 1
+            return n
+
+        free = [i for i, s in enumerate(slots) if s is None]
+        i = max(free, key=common)
+        keep = min(common(i), len(job.prompt) - 1)
+        llama_cpp.llama_memory_seq_rm(self.memory, i, keep, -1)
+        job.pos, job.fed, job.pending = keep, job.prompt[:keep], job.prompt[keep:]
+        slots[i] = job
 
     def _fail(self, slots: list[Job | None], error: BaseException) -> None:
         for i, job in enumerate(slots):
@@ -144,8 +167,12 @@ class BatchDecoder:
     def _finish(self, slots: list[Job | None], i: int) -> None:
         import llama_cpp
 
-        llama_cpp.llama_memory_seq_rm(self.memory, i, -1, -1)
         job = slots[i]
+        if job.error is None:
+            self._kept[i] = job.fed
+        else:  # what a failed decode left in the cells is not known: free them all
+            llama_cpp.llama_memory_seq_rm(self.memory, i, -1, -1)
+            self._kept[i] = []
         slots[i] = None
         job.done.set()
 
@@ -169,6 +196,7 @@ class BatchDecoder:
                 b.logits[n] = 0
                 n += 1
             job.pos += len(feed)
+            job.fed.extend(feed)
             del job.pending[:len(feed)]
             if not job.pending:
                 b.logits[n - 1] = 1
