@@ -205,6 +205,11 @@ def figures(bare: tuple[int, float], runs: dict[int, tuple], diff_key: str, fiel
                                  "x_bare": round(tps / bare_tps, 3), "decode_share": round(decode_s / seconds, 3),
                                  "differ_from_batch_1": differing(base_rows, rows, diff_key, fields),
                                  "of": len(rows)}
+        if "quant" in rows[0]:  # answers: per quant (K-quants are the numerically fragile ones)
+            for quant in sorted({r["quant"] for r in rows}):
+                picked = [r for r in rows if r["quant"] == quant]
+                n = differing(base_rows, picked, diff_key, fields)
+                out[f"batch_{batch}"][f"differ_{quant}"] = f"{n} of {len(picked)}"
     return out
 
 
