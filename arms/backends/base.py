@@ -135,9 +135,9 @@ def nothing_read_back() -> dict[str, Any]:
 class BackendInfo:
     """What the harness may know about one backend, declared once in the backend's own module and listed in
     `arms.backends.registry`. Collection, judging, spec parsing and settings verification ask this instead of
-    comparing backend names, so a new backend is one module plus one registry line. A further way of running
-    (several sequences decoded together, a provider's batch API) is one more capability here, asked through a
-    method like `workers`."""
+    comparing backend names, so a new backend is one module plus one registry line. A further way of running is
+    one more capability here, asked through a method: several sequences decoded together is `batched`, which
+    `workers` turns into the registered `[runtime] batch` calls in flight."""
 
     name: str
     open: Callable[["ModelSpec", str | None, "tuple[AdapterSpec, ...]", Path, "Runtime"], Backend]
