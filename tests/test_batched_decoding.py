@@ -109,11 +109,14 @@ def test_a_sampled_request_keeps_its_own_sampler_and_seed_in_company(demo):
         seq.close()
     batched = backend(demo, 4)
     try:
+        read_back = batched.read_back(sampled[0].generation)  # the chain the batched path builds for it
         alone = outcome(batched.complete(sampled[0]))
         together = [outcome(r) for r in answer_all(batched, sampled, 4)]
     finally:
         batched.close()
     assert alone == together[0] == expected
+    assert read_back["seed"] == 7 and read_back["sampler_chain"][-2:] == ["temp", "dist"]
+    assert "top-p" in read_back["sampler_chain"]  # 0.95 < 1: active
     assert expected != greedy  # the seed really sampled (not a greedy text in disguise)
     assert len({t for t, *_ in together}) == 4  # other seeds, other prompts: other texts
 

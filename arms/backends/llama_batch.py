@@ -145,7 +145,7 @@ class BatchDecoder:
 
         def common(i: int) -> int:
             n = 0
-            for a, b in zip(self._kept[i], job.prompt):
+            for a, b in zip(self._kept[i], job.prompt, strict=False):
                 if a != b:
                     break
                 n += 1

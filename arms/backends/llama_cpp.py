@@ -222,22 +222,28 @@ class LlamaCppBackend:
                 "thinking_budget": None, "effort": None, **EXTRA_SAMPLING}
 
     def read_back(self, generation: Generation) -> dict[str, Any]:
-        """What the sampler chain of a one-token probe with these settings really holds (see the module docstring)."""
-        import llama_cpp
-
+        """What the sampler chain of a one-token probe with these settings really holds (see the module docstring);
+        with batch > 1, the chain the batched path builds for them (the one each of its sequences samples with)."""
+        if self.config.batch > 1:
+            built = self._sampler(generation, None)
+            try:
+                return _chain_read_back(built.sampler)
+            finally:
+                built.close()
         self._generate(Request(PROBE, replace(generation, max_tokens=1, thinking=generation.thinking
                                               and self.thinking_switch)))
         sampler = getattr(getattr(self.llm, "_sampler", None), "sampler", None)  # the chain the probe sampled with
         self.llm.reset()  # the probe's KV cache must not be reused as a prompt prefix
         if sampler is None:
             return nothing_read_back()
-        chain = [llama_cpp.llama_sampler_name(llama_cpp.llama_sampler_chain_get(sampler, i)).decode()
-                 for i in range(llama_cpp.llama_sampler_chain_n(sampler))]
-        if "greedy" in chain:
-            return {"temperature": 0.0, "top_p": NOT_USED, "seed": NOT_USED, "sampler_chain": chain}
-        return {"temperature": NOT_VERIFIABLE, "top_p": 1.0 if "?top-p" in chain else NOT_VERIFIABLE,
-                "seed": int(llama_cpp.llama_sampler_get_seed(sampler)) if "dist" in chain else NOT_VERIFIABLE,
-                "sampler_chain": chain}
+        return _chain_read_back(sampler)
+
+    def _sampler(self, g: Generation, grammar):
+        """A sampler chain as llama-cpp-python's `Llama.generate` builds it for these settings (its own seed)."""
+        with self._sampler_lock:  # Llama._init_sampler takes the seed from the Llama object
+            self.llm.set_seed(g.seed)
+            return self.llm._init_sampler(temp=g.temperature, top_p=g.top_p, typical_p=1.0, frequency_penalty=0.0,
+                                          presence_penalty=0.0, grammar=grammar, **EXTRA_SAMPLING)
 
     def _generate(self, request: Request) -> dict[str, Any]:
         g = request.generation
@@ -294,10 +300,7 @@ class LlamaCppBackend:
         prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
         grammar = (_grammar_for_response_format({"type": "json_object", "schema": json.loads(request.schema)})
                    if request.schema else None)
-        with self._sampler_lock:
-            llm.set_seed(g.seed)
-            sampler = llm._init_sampler(temp=g.temperature, top_p=g.top_p, typical_p=1.0, frequency_penalty=0.0,
-                                        presence_penalty=0.0, grammar=grammar, **EXTRA_SAMPLING)
+        sampler = self._sampler(g, grammar)
         stop = [s.encode("utf-8") for s in (*g.stop, *(rendered.stop or []))]
         try:
             job = self._decoder.submit(Job(prompt, sampler, g.max_tokens, stop))
@@ -323,6 +326,18 @@ class LlamaCppBackend:
             self._free_adapters()
             self._llm.close()
             self._llm = None
+
+
+def _chain_read_back(sampler) -> dict[str, Any]:
+    import llama_cpp
+
+    chain = [llama_cpp.llama_sampler_name(llama_cpp.llama_sampler_chain_get(sampler, i)).decode()
+             for i in range(llama_cpp.llama_sampler_chain_n(sampler))]
+    if "greedy" in chain:
+        return {"temperature": 0.0, "top_p": NOT_USED, "seed": NOT_USED, "sampler_chain": chain}
+    return {"temperature": NOT_VERIFIABLE, "top_p": 1.0 if "?top-p" in chain else NOT_VERIFIABLE,
+            "seed": int(llama_cpp.llama_sampler_get_seed(sampler)) if "dist" in chain else NOT_VERIFIABLE,
+            "sampler_chain": chain}
 
 
 def _last_logits(llm, tokens: list[int]):
