@@ -10,8 +10,9 @@ Figure: generated tokens per wall second, and each harness figure over the bare 
 the best batch size, batch 1 >= 0.95x.
 
 Judge: the local demo judge (`[judges.local]`, Q8_0, the correctness rubric, JSON-schema grammar) on the
-answers the batch-1 harness collected, one verdict each (160; the demo's 320 verdicts also cover the glue
-arms, whose answers this benchmark does not collect): a bare loop with the same messages, schema and
+distinct answers the batch-1 harness collected, one verdict each (about 150 of the 160: equal answers of two
+arms are one verdict; the demo's 320 verdicts also cover the glue arms, whose answers this benchmark does
+not collect): a bare loop with the same messages, schema and
 settings, then `judge.judging.judge_all` at batch 1, 2, 4 and 8 (empty call cache each).
 
 Also measured: how many greedy outputs differ between batch 1 and batch N (answer texts, verdict texts
@@ -76,8 +77,17 @@ class DecodeClock:
             module.llama_decode = self._decode
 
 
-def bare_arms(exp, arms, questions, threads: int) -> tuple[int, float]:
-    tokens, t0 = 0, time.perf_counter()
+def clocked(run, *args) -> tuple[int, float, float]:
+    """(generated tokens, wall seconds, seconds inside llama_decode) of a bare loop."""
+    with DecodeClock() as clock:
+        t0 = time.perf_counter()
+        tokens = run(*args)
+        elapsed = time.perf_counter() - t0
+    return tokens, elapsed, clock.seconds
+
+
+def bare_arms(exp, arms, questions, threads: int) -> int:
+    tokens = 0
     for arm in arms:
         for quant in arm.quants:
             model = exp.models[arm.model]
@@ -96,7 +106,7 @@ def bare_arms(exp, arms, questions, threads: int) -> tuple[int, float]:
                     top_k=0, min_p=0.0, repeat_penalty=1.0)
                 tokens += out["usage"]["completion_tokens"]
             llm.close()
-    return tokens, time.perf_counter() - t0
+    return tokens
 
 
 def harness_arms(exp, arms, questions, batch: int, work: Path) -> tuple[int, float, list[dict], float]:
@@ -114,14 +124,16 @@ def harness_arms(exp, arms, questions, batch: int, work: Path) -> tuple[int, flo
 
 
 def judge_items(rows: list[dict], questions) -> list[BlindItem]:
+    """One item per distinct (question, answer): two arms' equal answers would be one verdict and a cache hit."""
     qmap = {q.id: q for q in questions}
-    return [BlindItem(label=f"B{i:04d}", question_id=r["question_id"], question=qmap[r["question_id"]].question,
-                      reference=qmap[r["question_id"]].reference, answer=r["text"]) for i, r in enumerate(rows)]
+    distinct = list(dict.fromkeys((r["question_id"], r["text"]) for r in rows))
+    return [BlindItem(label=f"B{i:04d}", question_id=qid, question=qmap[qid].question, reference=qmap[qid].reference,
+                      answer=text) for i, (qid, text) in enumerate(distinct)]
 
 
-def bare_judge(exp, judge, rubric, items) -> tuple[int, float]:
+def bare_judge(exp, judge, rubric, items) -> int:
     model = exp.models[judge.model]
-    tokens, t0 = 0, time.perf_counter()
+    tokens = 0
     llm = load_llama(quant_file(model, judge.quant, exp.dir, exp.runtime).info.path, threads=exp.runtime.threads,
                      n_ctx=exp.runtime.n_ctx, use_extra_buffers=extra_buffers().use)
     for item in items:
@@ -134,7 +146,7 @@ def bare_judge(exp, judge, rubric, items) -> tuple[int, float]:
             top_k=0, min_p=0.0, repeat_penalty=1.0)
         tokens += out["usage"]["completion_tokens"]
     llm.close()
-    return tokens, time.perf_counter() - t0
+    return tokens
 
 
 def harness_judge(exp, judge, rubric, items, batch: int, work: Path) -> tuple[int, float, list[dict], float]:
@@ -195,9 +207,10 @@ def differing(a: list[dict], b: list[dict], key: str, fields: tuple[str, ...]) -
     return sum(by[r[key]] != tuple(r.get(f) for f in fields) for r in b)
 
 
-def figures(bare: tuple[int, float], runs: dict[int, tuple], diff_key: str, fields: tuple[str, ...]) -> dict:
+def figures(bare: tuple[int, float, float], runs: dict[int, tuple], diff_key: str, fields: tuple[str, ...]) -> dict:
     bare_tps = bare[0] / bare[1]
-    out = {"bare": {"tokens": bare[0], "seconds": round(bare[1], 1), "tokens_per_s": round(bare_tps, 1)}}
+    out = {"bare": {"tokens": bare[0], "seconds": round(bare[1], 1), "tokens_per_s": round(bare_tps, 1),
+                    "decode_share": round(bare[2] / bare[1], 3)}}
     base_rows = runs[1][2]
     for batch, (tokens, seconds, rows, decode_s) in runs.items():
         tps = tokens / seconds
@@ -235,13 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     result["decode_step_ms_q8_0"] = step_cost(q8, threads, max(batches))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        bare = bare_arms(exp, arms, questions, threads)
+        bare = clocked(bare_arms, exp, arms, questions, threads)
         runs = {b: harness_arms(exp, arms, questions, b, work) for b in batches}
         result["arms"] = figures(bare, runs, "row", ("text",))
         print(json.dumps({"arms": result["arms"]}), file=sys.stderr)
         if not args.skip_judge:
             items = judge_items(runs[1][2], questions)
-            bare_j = bare_judge(exp, judge, rubric, items)
+            bare_j = clocked(bare_judge, exp, judge, rubric, items)
             jruns = {b: harness_judge(exp, judge, rubric, items, b, work) for b in batches}
             result["judge"] = {"judge": f"{judge.name} ({judge.quant})", "verdicts": len(items),
                                **figures(bare_j, jruns, "label", ("attempts", "status", "score")),
