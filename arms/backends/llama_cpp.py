@@ -13,6 +13,9 @@ registered settings: which samplers are in it and which are active (llama.cpp na
 with a leading "?"), and the seed of its `dist` sampler. llama.cpp has no getter for a temperature or
 top_p value, so those values are "not verifiable" beyond what the chain shows (greedy or not, top_p off
 or not).
+
+With `[runtime] batch` N > 1, calls from N threads decode together in one context of N sequences
+(arms.backends.llama_batch); the prompt, sampler chain and grammar are made here as for the sequential path.
 """
 from __future__ import annotations
 
