@@ -7,7 +7,9 @@ greedy, max_tokens 64), one llama.cpp thread, measured in one run:
   (b) the harness (`arms.collect.collect`, empty call cache) at batch 1 (sequential, as before);
   (c) the harness at batch 2, 4 and 8.
 Figure: generated tokens per wall second, and each harness figure over the bare loop. Goals: >= 1.8x at
-the best batch size, batch 1 >= 0.95x.
+the best batch size, batch 1 >= 0.95x. The machine's other load drifts, so the work is cut into 4 rounds
+(one per arm and quant; for the judge, a quarter of the verdicts each) and every configuration runs once
+per round, in an order rotated each round; the ratios of each round are reported beside the totals.
 
 Judge: the local demo judge (`[judges.local]`, Q8_0, the correctness rubric, JSON-schema grammar) on the
 distinct answers the batch-1 harness collected, one verdict each (about 150 of the 160: equal answers of two
@@ -109,7 +111,7 @@ def bare_arms(exp, arms, questions, threads: int) -> int:
     return tokens
 
 
-def harness_arms(exp, arms, questions, batch: int, work: Path) -> tuple[int, float, list[dict], float]:
+def harness_arms(exp, arms, questions, batch: int, work: Path) -> tuple[int, float, float, list[dict]]:
     out = work / f"answers-{batch}.jsonl"
     cache = CallCache(work / f"calls-arms-{batch}.sqlite")
     with DecodeClock() as clock:
@@ -120,7 +122,7 @@ def harness_arms(exp, arms, questions, batch: int, work: Path) -> tuple[int, flo
     cache.close()
     assert stats["errors"] == 0 and stats["cached_calls"] == 0, stats
     rows = [r for _, r in jsonl.read(out)]
-    return sum(r["completion_tokens"] for r in rows), elapsed, rows, clock.seconds
+    return sum(r["completion_tokens"] for r in rows), elapsed, clock.seconds, rows
 
 
 def judge_items(rows: list[dict], questions) -> list[BlindItem]:
@@ -149,7 +151,7 @@ def bare_judge(exp, judge, rubric, items) -> int:
     return tokens
 
 
-def harness_judge(exp, judge, rubric, items, batch: int, work: Path) -> tuple[int, float, list[dict], float]:
+def harness_judge(exp, judge, rubric, items, batch: int, work: Path) -> tuple[int, float, float, list[dict]]:
     out = work / f"judgments-{batch}.jsonl"
     cache = CallCache(work / f"calls-judge-{batch}.sqlite")
     with DecodeClock() as clock:
@@ -163,7 +165,7 @@ def harness_judge(exp, judge, rubric, items, batch: int, work: Path) -> tuple[in
     cache.close()
     assert stats["cached_calls"] == 0, stats
     rows = [r for _, r in jsonl.read(out)]
-    return sum(r["completion_tokens"] for r in rows), elapsed, rows, clock.seconds
+    return sum(r["completion_tokens"] for r in rows), elapsed, clock.seconds, rows
 
 
 def step_cost(model_path: str, threads: int, n_seq: int, steps: int = 30) -> dict[int, float]:
@@ -207,22 +209,37 @@ def differing(a: list[dict], b: list[dict], key: str, fields: tuple[str, ...]) -
     return sum(by[r[key]] != tuple(r.get(f) for f in fields) for r in b)
 
 
-def figures(bare: tuple[int, float, float], runs: dict[int, tuple], diff_key: str, fields: tuple[str, ...]) -> dict:
-    bare_tps = bare[0] / bare[1]
-    out = {"bare": {"tokens": bare[0], "seconds": round(bare[1], 1), "tokens_per_s": round(bare_tps, 1),
-                    "decode_share": round(bare[2] / bare[1], 3)}}
-    base_rows = runs[1][2]
-    for batch, (tokens, seconds, rows, decode_s) in runs.items():
-        tps = tokens / seconds
-        out[f"batch_{batch}"] = {"tokens": tokens, "seconds": round(seconds, 1), "tokens_per_s": round(tps, 1),
-                                 "x_bare": round(tps / bare_tps, 3), "decode_share": round(decode_s / seconds, 3),
-                                 "differ_from_batch_1": differing(base_rows, rows, diff_key, fields),
-                                 "of": len(rows)}
-        if "quant" in rows[0]:  # answers: per quant (K-quants are the numerically fragile ones)
-            for quant in sorted({r["quant"] for r in rows}):
+def interleaved(configs: list, rounds: int, run) -> dict:
+    """Every config once per round, the order rotated each round (the machine's load drifts; each config meets
+    it at every position). `run(config, round)` -> (tokens, seconds, decode seconds, rows)."""
+    total = {c: [0, 0.0, 0.0, [], []] for c in configs}
+    for r in range(rounds):
+        for c in configs[r % len(configs):] + configs[:r % len(configs)]:
+            tokens, seconds, decode, rows = run(c, r)
+            t = total[c]
+            t[0] += tokens
+            t[1] += seconds
+            t[2] += decode
+            t[3].extend(rows)
+            t[4].append(tokens / seconds)
+    return total
+
+
+def figures(total: dict, key: str, fields: tuple[str, ...]) -> dict:
+    bare = total["bare"]
+    out = {}
+    for c, (tokens, seconds, decode, rows, per_round) in total.items():
+        fig = {"tokens": tokens, "seconds": round(seconds, 1), "tokens_per_s": round(tokens / seconds, 1),
+               "decode_share": round(decode / seconds, 3)}
+        if c != "bare":
+            fig["x_bare"] = round(tokens / seconds / (bare[0] / bare[1]), 3)
+            fig["x_bare_per_round"] = [round(a / b, 2) for a, b in zip(per_round, bare[4], strict=True)]
+            fig["differ_from_batch_1"] = f"{differing(total[1][3], rows, key, fields)} of {len(rows)}"
+            for quant in sorted({r["quant"] for r in rows if "quant" in r}):  # K-quants are the fragile ones
                 picked = [r for r in rows if r["quant"] == quant]
-                n = differing(base_rows, picked, diff_key, fields)
-                out[f"batch_{batch}"][f"differ_{quant}"] = f"{n} of {len(picked)}"
+                fig[f"differ_{quant}"] = f"{differing(total[1][3], picked, key, fields)} of {len(picked)}"
+        out["bare" if c == "bare" else f"batch_{c}"] = fig
+    out["best_x_bare"] = max(f["x_bare"] for f in out.values() if "x_bare" in f)
     return out
 
 
@@ -235,35 +252,46 @@ def main(argv: list[str] | None = None) -> int:
     threads = exp.runtime.threads
     questions = load_questions(exp.set_paths())
     arms = [exp.arm("base"), exp.arm("trained")]
-    batches = (1, 2, 4, 8)
+    batches = [1, 2, 4, 8]
     if args.quick:
-        questions, arms, batches = questions[:3], [replace(exp.arm("base"), quants=("Q8_0",))], (1, 2)
+        questions, arms, batches = questions[:3], [replace(exp.arm("base"), quants=("Q8_0",))], [1, 2]
+    groups = [replace(a, quants=(q,)) for a in arms for q in a.quants]
     judge = next(j for j in exp.judges if j.name == "local")
     rubric = load_rubric(exp.rubric)
     result: dict = {"machine": f"{platform.machine()}, {platform.python_version()}", "threads": threads,
                     "llama_cpp_python": llama_cpp.__version__, "questions": len(questions),
-                    "arm_quants": [f"{a.name}/{q}" for a in arms for q in a.quants], "goals": {
+                    "arm_quants": [f"{a.name}/{a.quants[0]}" for a in groups], "goals": {
                         "best_batch_x_bare": GOAL_BATCHED, "batch_1_x_bare": GOAL_SEQUENTIAL}}
     q8 = quant_file(exp.models["smollm2-135m"], "Q8_0", exp.dir, exp.runtime).info.path
     result["decode_step_ms_q8_0"] = step_cost(q8, threads, max(batches))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        bare = clocked(bare_arms, exp, arms, questions, threads)
-        runs = {b: harness_arms(exp, arms, questions, b, work) for b in batches}
-        result["arms"] = figures(bare, runs, "row", ("text",))
+
+        def arm_round(config, r: int):
+            if config == "bare":
+                return (*clocked(bare_arms, exp, [groups[r]], questions, threads), [])
+            return harness_arms(exp, [groups[r]], questions, config, work / f"arms-{r}")
+
+        for r in range(len(groups)):
+            (work / f"arms-{r}").mkdir()
+        arm_total = interleaved(["bare", *batches], len(groups), arm_round)
+        result["arms"] = figures(arm_total, "row", ("text",))
         print(json.dumps({"arms": result["arms"]}), file=sys.stderr)
         if not args.skip_judge:
-            items = judge_items(runs[1][2], questions)
-            bare_j = clocked(bare_judge, exp, judge, rubric, items)
-            jruns = {b: harness_judge(exp, judge, rubric, items, b, work) for b in batches}
+            items = judge_items(arm_total[1][3], questions)
+            chunks = [items[i::len(groups)] for i in range(len(groups))]
+
+            def judge_round(config, r: int):
+                if config == "bare":
+                    return (*clocked(bare_judge, exp, judge, rubric, chunks[r]), [])
+                (work / f"judge-{r}").mkdir(exist_ok=True)
+                return harness_judge(exp, judge, rubric, chunks[r], config, work / f"judge-{r}")
+
+            judge_total = interleaved(["bare", *batches], len(groups), judge_round)
             result["judge"] = {"judge": f"{judge.name} ({judge.quant})", "verdicts": len(items),
-                               **figures(bare_j, jruns, "label", ("attempts", "status", "score")),
-                               "scores_differ": {b: differing(jruns[1][2], r[2], "label", ("score",))
-                                                 for b, r in jruns.items() if b > 1}}
-    for part in ("arms", "judge"):
-        if part in result:
-            best = max((v["x_bare"] for k, v in result[part].items() if k.startswith("batch_")), default=0)
-            result[part]["best_x_bare"] = best
+                               **figures(judge_total, "label", ("attempts", "status", "score")),
+                               "scores_differ": {b: differing(judge_total[1][3], judge_total[b][3], "label",
+                                                              ("score",)) for b in batches if b > 1}}
     print(json.dumps(result, indent=2))
     return 0
 
