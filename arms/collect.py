@@ -146,7 +146,7 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
                     requests = [task_request(t, plain_messages(t.arm, t.question)) for t in group]
                     backend = batch.answer(backend, {call_key(backend.identity(), r): r for r in requests}, cache,
                                            batching, progress)
-                workers = backend_info(model.backend).workers(model.concurrency)
+                workers = backend_info(model.backend).workers(model.concurrency, runtime.batch)
                 for t, row, caller in _run(order(group), backend, cache, exp_dir, effective, workers):
                     writer.write(row.to_dict(), retry_of=retry.get(t.row))
                     stats["model_calls"] += len(caller.keys) - caller.cached

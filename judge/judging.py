@@ -117,10 +117,11 @@ def batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindItem], cache
 
 
 def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, out: Path,
-              max_attempts: int = 2, progress: bool = True, concurrency: int = 1,
+              max_attempts: int = 2, progress: bool = True, concurrency: int = 1, batch_size: int = 1,
               batching: batch.Batching | None = None) -> dict:
     """Judge every item not yet in `out` or whose verdict is an `error`, up to `concurrency` calls in flight
-    (HTTP judges; llama.cpp: 1). A retried verdict is appended with `retry_of` = the error record's line.
+    (HTTP judges; llama.cpp: `batch_size`, the registered `[runtime] batch`, decoded together). A retried
+    verdict is appended with `retry_of` = the error record's line.
 
     Records are written by this thread only, in judging order, so the file stays one record per
     line and a kill leaves a prefix (calls finished beyond it are in the cache). Items with the same
@@ -134,7 +135,7 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     done = jsonl.current(out, JUDGMENT_KEY)
     retry = {label: line for (judge, label), line in jsonl.to_retry(done).items() if judge == name}
     todo = [i for i in items if (name, i.label) not in done or i.label in retry]
-    workers = backend_info(backend.name).workers(concurrency)
+    workers = backend_info(backend.name).workers(concurrency, batch_size)
     if batching and todo:
         backend = batch_rounds(backend, rubric, todo, cache, max_attempts, batching, progress)
     groups: dict[str, list[BlindItem]] = {}

@@ -241,6 +241,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
                                                                run_dir / "judgments.jsonl",
                                                                max_attempts=exp.judge_attempts, progress=progress,
                                                                concurrency=model.concurrency,
+                                                               batch_size=exp.runtime.batch,
                                                                batching=Batching.of(model, run_dir))
             identities[j.name] = jbackend.identity()
         finally:
@@ -257,6 +258,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
         "call_cache": str(cache.path.resolve()),
         "runtime": {"threads": exp.runtime.threads, "n_ctx": exp.runtime.n_ctx,
                     "cpu_extra_buffers": exp.runtime.cpu_extra_buffers, "gpu_layers": exp.runtime.gpu_layers,
+                    "batch": exp.runtime.batch,
                     **local_machine(exp)},
         "analysis": {"resamples": exp.analysis.resamples, "method": exp.analysis.method, "seed": exp.analysis.seed,
                      "max_unscored": exp.analysis.max_unscored},

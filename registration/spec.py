@@ -37,6 +37,7 @@ class Runtime:
     seed: int = 0  # llama.cpp context seed (each request also sends its own registered seed)
     cpu_extra_buffers: str | bool = "auto"  # llama.cpp weight repacking/AMX buffers; see arms.llama_loader
     gpu_layers: int = 0  # llama.cpp layers offloaded to a GPU (n_gpu_layers)
+    batch: int = 1  # llama.cpp sequences decoded together (1: one at a time); see arms.backends.llama_batch
 
 
 @dataclass(frozen=True)
@@ -193,11 +194,14 @@ def parse_runtime(doc: dict, file: Path) -> Runtime:
     where = "[runtime]"
     runtime = Runtime(threads=setting(rt, "threads", "integer", file, where, 1),
                       n_ctx=setting(rt, "n_ctx", "integer", file, where, 2048),
-                      seed=setting(rt, "seed", "integer", file, where, 0))
+                      seed=setting(rt, "seed", "integer", file, where, 0),
+                      batch=setting(rt, "batch", "integer", file, where, 1))
     if runtime.threads < 1:
         raise BadInput(file, f"in {where} must be >= 1, got {runtime.threads}", field="threads")
     if runtime.n_ctx < 16:
         raise BadInput(file, f"in {where} must be >= 16 tokens, got {runtime.n_ctx}", field="n_ctx")
+    if runtime.batch < 1:
+        raise BadInput(file, f"in {where} must be >= 1 sequences, got {runtime.batch}", field="batch")
     extra = rt.get("cpu_extra_buffers", "auto")
     if not registrable(extra):
         raise BadInput(file, f"in {where} must be \"auto\", true or false, got {extra!r}", field="cpu_extra_buffers")

@@ -156,6 +156,27 @@ def test_a_serial_backend_gets_one_call_at_a_time(echo, monkeypatch, tmp_path):
     assert OPENED[0].threads == {threading.get_ident()}  # in the caller's thread: no pool
 
 
+@pytest.mark.unit
+def test_a_batched_serial_backend_gets_the_registered_batch_in_flight(echo, monkeypatch, tmp_path):
+    """`batched` (llama.cpp's several sequences in one context): `[runtime] batch` calls at once, on worker threads,
+    rows still in task order; at batch 1 the serial path (the caller's thread)."""
+    monkeypatch.setitem(REGISTRY, "echo", replace(ECHO, serial=True, batched=True))
+    doc = tomllib.loads(PREREG)
+    f = tmp_path / "prereg.toml"
+    models = parse_models(doc, f)
+    questions = [Question(f"q{i}", f"Question {i}?", None, (), None, "set.jsonl") for i in range(8)]
+    for batch in (1, 4):
+        out = tmp_path / f"a{batch}.jsonl"
+        collect(parse_arms(doc, f, models, {}), models, {}, questions, tmp_path, Runtime(batch=batch), out,
+                CallCache(tmp_path / f"calls{batch}.sqlite"), progress=False)
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert [r["question_id"] for r in rows] == sorted(q.id for q in questions)  # by question text: q0..q7
+    one, four = OPENED
+    assert one.threads == {threading.get_ident()}
+    assert threading.get_ident() not in four.threads and len(four.threads) <= 4  # worker threads, at most 4
+    assert REGISTRY["echo"].workers(concurrency=3, batch=4) == 4 and ECHO.workers(concurrency=3, batch=4) == 3
+
+
 PRODUCT = ("arms", "judge", "audit", "registration")
 # a backend's name compared, or a set of names tested: the facts belong in the backend's BackendInfo
 NAMES = r"""["'](llama-cpp|openai|anthropic)["']"""

@@ -152,13 +152,15 @@ def nothing_read_back() -> dict[str, Any]:
 class BackendInfo:
     """What the harness may know about one backend, declared once in the backend's own module and listed in
     `arms.backends.registry`. Collection, judging, spec parsing and settings verification ask this instead of
-    comparing backend names, so a new backend is one module plus one registry line. A further way of running
-    (several sequences decoded together) is one more capability here, asked through a method like `workers`;
-    a provider's batch API is `batch` in `model_keys` and the BatchBackend methods."""
+    comparing backend names, so a new backend is one module plus one registry line. A further way of running is
+    one more capability here, asked through a method: several sequences decoded together is `batched`, which
+    `workers` turns into the registered `[runtime] batch` calls in flight; a provider's batch API is `batch` in
+    `model_keys` and the BatchBackend methods."""
 
     name: str
     open: Callable[["ModelSpec", str | None, "tuple[AdapterSpec, ...]", Path, "Runtime"], Backend]
     serial: bool = False  # one call at a time (an in-process model is not thread-safe); else the model's concurrency
+    batched: bool = False  # with `[runtime] batch` N > 1, N calls at once decode together in one model
     local: bool = False  # runs a GGUF in process: quantised here, adapters applied here, machine facts recorded
     sends: frozenset[str] = frozenset(SENDS)  # the Generation settings it has a way to send
     model_keys: tuple[str, ...] = ()  # [models.*] keys only some backends read, that this one reads
@@ -167,6 +169,8 @@ class BackendInfo:
     # differences between the registration and what only this backend reads back (file types, threads...)
     differences: Callable[..., list[str]] = lambda generation, eff, quant, model, adapters, runtime: []
 
-    def workers(self, concurrency: int) -> int:
-        """Calls in flight at once."""
+    def workers(self, concurrency: int, batch: int = 1) -> int:
+        """Calls in flight at once: the registered batch for a batched backend, else 1 or the model's concurrency."""
+        if self.batched and batch > 1:
+            return batch
         return 1 if self.serial else max(1, concurrency)

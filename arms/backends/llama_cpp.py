@@ -13,13 +13,18 @@ registered settings: which samplers are in it and which are active (llama.cpp na
 with a leading "?"), and the seed of its `dist` sampler. llama.cpp has no getter for a temperature or
 top_p value, so those values are "not verifiable" beyond what the chain shows (greedy or not, top_p off
 or not).
+
+With `[runtime] batch` N > 1, calls from N threads decode together in one context of N sequences
+(arms.backends.llama_batch); the prompt, sampler chain and grammar are made here as for the sequential path.
 """
 from __future__ import annotations
 
 import ctypes
 import hashlib
 import json
+import threading
 import time
+import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +34,7 @@ from ..errors import BadInput, CheckFailed
 from ..llama_loader import ExtraBuffers, check_runs, extra_buffers, load_llama
 from ..models import GGUFInfo, gguf_info, sha256_file
 from .base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
+from .llama_batch import BatchDecoder, Job
 
 EXTRA_SAMPLING = {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}  # all off: only registered settings sample
 PROBE = (("system", "You are a probe."), ("user", "Say hello."))
@@ -51,6 +57,7 @@ class LlamaConfig:
     chat_template_file: str | None = None  # where the registered template came from (for the record)
     cpu_extra_buffers: str | bool = "auto"  # as registered; decided per machine by llama_loader.decide_extra_buffers
     gpu_layers: int = 0  # layers llama.cpp puts on a GPU (n_gpu_layers); refused on a build without GPU support
+    batch: int = 1  # sequences decoded together (arms.backends.llama_batch); 1 = Llama.create_chat_completion
 
 
 def text_sha256(text: str | None) -> str | None:
@@ -70,6 +77,8 @@ class LlamaCppBackend:
         self._adapters: list = []
         self._lora_effect: float | None = None
         self._extra: ExtraBuffers | None = None  # decided (and probed) when the model is loaded
+        self._decoder: BatchDecoder | None = None  # with batch > 1: the context every call decodes in
+        self._sampler_lock = threading.Lock()  # Llama._init_sampler reads the seed from the shared Llama
 
     @property
     def extra_buffers(self) -> ExtraBuffers:
@@ -108,6 +117,10 @@ class LlamaCppBackend:
             if config.loras:
                 with crash.step(f"measuring the LoRA adapters' effect on {config.model_path}"):
                     self._apply_loras(llm)
+            if config.batch > 1:
+                with self._native_step(f"creating a llama.cpp context for {config.batch} sequences"):
+                    self._decoder = BatchDecoder(llm, config.batch, config.n_ctx, config.threads, self._adapters,
+                                                 [lo.scale for lo in config.loras], self._decoding)
         except BaseException:
             self._free_adapters()
             llm.close()
@@ -138,6 +151,14 @@ class LlamaCppBackend:
         llm.reset()  # the probe's KV cache must not be reused as a prompt prefix
         self._lora_effect = round(float(abs(after - before).max()), 6)
 
+    def _native_step(self, what: str):
+        return crash.step(f"{what} with {self.config.model_path} (llama.cpp, threads {self.config.threads}, "
+                          f"CPU extra buffers {'on' if self.extra_buffers.use else 'off'})",
+                          build_amx=self.extra_buffers.build_amx, cpu_amx=self.extra_buffers.cpu_amx)
+
+    def _decoding(self):
+        return self._native_step(f"generating {self.config.batch} sequences together")
+
     def _render(self, messages: list[tuple[str, str]], thinking: bool) -> str:
         return self.formatter(messages=[{"role": r, "content": c} for r, c in messages],
                               enable_thinking=thinking).prompt
@@ -157,6 +178,8 @@ class LlamaCppBackend:
             "chat_template_sha256": self.template_sha256,
             "n_ctx": self.config.n_ctx,
             "sampler": EXTRA_SAMPLING,
+            # batched decoding can change outputs numerically; left out at 1, so keys made before it still match
+            **({"batch": self.config.batch} if self.config.batch > 1 else {}),
             # repacked weights may round differently; left out when on, so keys made before this setting still match
             **({"cpu_extra_buffers": False} if not self.extra_buffers.use else {}),
             **({"gpu_layers": self.config.gpu_layers} if self.config.gpu_layers else {}),  # GPU kernels round otherwise
@@ -164,6 +187,8 @@ class LlamaCppBackend:
 
     def effective(self) -> dict[str, Any]:
         """Read back from the loaded model, not from our own config."""
+        import llama_cpp
+
         llm = self.llm
         cp = llm.context_params
         return {
@@ -183,6 +208,9 @@ class LlamaCppBackend:
             "n_threads": cp.n_threads,
             "n_threads_batch": cp.n_threads_batch,
             "n_ctx": llm.n_ctx(),
+            "batch": int(llama_cpp.llama_n_seq_max(llm.ctx)),
+            # with batch > 1 every call decodes in the batched context: its sequences, per-sequence n_ctx, threads
+            **(self._decoder.read_back() if self._decoder else {}),
             "seed": self.config.seed,
             "cpu_extra_buffers": bool(llm.model_params.use_extra_bufts),  # the struct llama.cpp loaded with
             "cpu_extra_buffers_decision": self.extra_buffers.to_dict(),
@@ -202,22 +230,28 @@ class LlamaCppBackend:
                 "thinking_budget": None, "effort": None, **EXTRA_SAMPLING}
 
     def read_back(self, generation: Generation) -> dict[str, Any]:
-        """What the sampler chain of a one-token probe with these settings really holds (see the module docstring)."""
-        import llama_cpp
-
+        """What the sampler chain of a one-token probe with these settings really holds (see the module docstring);
+        with batch > 1, the chain the batched path builds for them (the one each of its sequences samples with)."""
+        if self.config.batch > 1:
+            built = self._sampler(generation, None)
+            try:
+                return _chain_read_back(built.sampler)
+            finally:
+                built.close()
         self._generate(Request(PROBE, replace(generation, max_tokens=1, thinking=generation.thinking
                                               and self.thinking_switch)))
         sampler = getattr(getattr(self.llm, "_sampler", None), "sampler", None)  # the chain the probe sampled with
         self.llm.reset()  # the probe's KV cache must not be reused as a prompt prefix
         if sampler is None:
             return nothing_read_back()
-        chain = [llama_cpp.llama_sampler_name(llama_cpp.llama_sampler_chain_get(sampler, i)).decode()
-                 for i in range(llama_cpp.llama_sampler_chain_n(sampler))]
-        if "greedy" in chain:
-            return {"temperature": 0.0, "top_p": NOT_USED, "seed": NOT_USED, "sampler_chain": chain}
-        return {"temperature": NOT_VERIFIABLE, "top_p": 1.0 if "?top-p" in chain else NOT_VERIFIABLE,
-                "seed": int(llama_cpp.llama_sampler_get_seed(sampler)) if "dist" in chain else NOT_VERIFIABLE,
-                "sampler_chain": chain}
+        return _chain_read_back(sampler)
+
+    def _sampler(self, g: Generation, grammar):
+        """A sampler chain as llama-cpp-python's `Llama.generate` builds it for these settings (its own seed)."""
+        with self._sampler_lock:  # Llama._init_sampler takes the seed from the Llama object
+            self.llm.set_seed(g.seed)
+            return self.llm._init_sampler(temp=g.temperature, top_p=g.top_p, typical_p=1.0, frequency_penalty=0.0,
+                                          presence_penalty=0.0, grammar=grammar, **EXTRA_SAMPLING)
 
     def _generate(self, request: Request) -> dict[str, Any]:
         g = request.generation
@@ -228,9 +262,7 @@ class LlamaCppBackend:
         kwargs: dict[str, Any] = {}
         if request.schema:
             kwargs["response_format"] = {"type": "json_object", "schema": json.loads(request.schema)}
-        with crash.step(f"generating with {self.config.model_path} (llama.cpp, threads {self.config.threads}, "
-                        f"CPU extra buffers {'on' if self.extra_buffers.use else 'off'})",
-                        build_amx=self.extra_buffers.build_amx, cpu_amx=self.extra_buffers.cpu_amx):
+        with self._native_step("generating"):
             return self._handler(
                 llama=llm,
                 messages=[{"role": r, "content": c} for r, c in request.messages],
@@ -246,7 +278,7 @@ class LlamaCppBackend:
 
     def complete(self, request: Request) -> Reply:
         t0 = time.perf_counter()
-        out = self._generate(request)
+        out = self._generate_batched(request) if self.config.batch > 1 else self._generate(request)
         latency = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -261,6 +293,32 @@ class LlamaCppBackend:
             thinking="<think>" in text,  # templates with a thinking switch (Qwen3) open the thought with this tag
         )
 
+    def _generate_batched(self, request: Request) -> dict[str, Any]:
+        """What `_generate` returns, decoded in the batched context: the prompt, sampler chain, grammar and stop
+        strings made as llama-cpp-python's chat handler makes them (see arms.backends.llama_batch)."""
+        from llama_cpp.llama_chat_format import _grammar_for_response_format
+
+        g = request.generation
+        llm = self.llm
+        if g.thinking and not self.thinking_switch:
+            raise CheckFailed(f"thinking mode is registered on, but the chat template of {self.config.model_path} "
+                              "has no enable_thinking switch")
+        rendered = self.formatter(messages=[{"role": r, "content": c} for r, c in request.messages],
+                                  enable_thinking=g.thinking)
+        prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
+        grammar = (_grammar_for_response_format({"type": "json_object", "schema": json.loads(request.schema)})
+                   if request.schema else None)
+        sampler = self._sampler(g, grammar)
+        stop = [s.encode("utf-8") for s in (*g.stop, *(rendered.stop or []))]
+        try:
+            job = self._decoder.submit(Job(prompt, sampler, g.max_tokens, stop))
+        finally:
+            sampler.close()
+        return {"id": f"chatcmpl-{uuid.uuid4()}", "model": self.config.model_path,
+                "choices": [{"message": {"content": job.text.decode("utf-8", errors="ignore")},
+                             "finish_reason": job.finish_reason}],
+                "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(job.completion)}}
+
     def _free_adapters(self) -> None:
         import llama_cpp
 
@@ -269,10 +327,25 @@ class LlamaCppBackend:
         self._adapters.clear()
 
     def close(self) -> None:
+        if self._decoder is not None:
+            self._decoder.close()
+            self._decoder = None
         if self._llm is not None:
             self._free_adapters()
             self._llm.close()
             self._llm = None
+
+
+def _chain_read_back(sampler) -> dict[str, Any]:
+    import llama_cpp
+
+    chain = [llama_cpp.llama_sampler_name(llama_cpp.llama_sampler_chain_get(sampler, i)).decode()
+             for i in range(llama_cpp.llama_sampler_chain_n(sampler))]
+    if "greedy" in chain:
+        return {"temperature": 0.0, "top_p": NOT_USED, "seed": NOT_USED, "sampler_chain": chain}
+    return {"temperature": NOT_VERIFIABLE, "top_p": 1.0 if "?top-p" in chain else NOT_VERIFIABLE,
+            "seed": int(llama_cpp.llama_sampler_get_seed(sampler)) if "dist" in chain else NOT_VERIFIABLE,
+            "sampler_chain": chain}
 
 
 def _last_logits(llm, tokens: list[int]):
@@ -337,6 +410,8 @@ def differences(g: Generation, eff: dict[str, Any], quant: str, model, adapters,
         out.extend(_gpu_differences(eff, runtime))
     if eff["n_ctx"] != runtime.n_ctx:
         out.append(f"n_ctx: registered {runtime.n_ctx}, llama.cpp uses {eff['n_ctx']}")
+    if eff.get("batch", 1) != runtime.batch:  # rows written before the setting existed decoded one at a time
+        out.append(f"batch: registered {runtime.batch}, llama.cpp decodes {eff['batch']} sequence(s) together")
     return out
 
 
@@ -381,7 +456,7 @@ def open_llama(spec, quant: str | None, adapters: tuple, exp_dir: Path, runtime)
     return LlamaCppBackend(LlamaConfig(model_path=qf.info.path, threads=runtime.threads, n_ctx=runtime.n_ctx,
                                        seed=runtime.seed, loras=loras, chat_template=template,
                                        chat_template_file=template_file, cpu_extra_buffers=runtime.cpu_extra_buffers,
-                                       gpu_layers=runtime.gpu_layers))
+                                       gpu_layers=runtime.gpu_layers, batch=runtime.batch))
 
 
 def check_generation(model, g: Generation) -> list[tuple[str, str]]:
@@ -391,5 +466,5 @@ def check_generation(model, g: Generation) -> list[tuple[str, str]]:
     return []
 
 
-INFO = BackendInfo(name=LlamaCppBackend.name, open=open_llama, serial=True, local=True,
+INFO = BackendInfo(name=LlamaCppBackend.name, open=open_llama, serial=True, batched=True, local=True,
                    check_generation=check_generation, differences=differences)
