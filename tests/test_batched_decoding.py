@@ -48,9 +48,9 @@ def backend(demo, batch: int):
     return open_backend(exp.models["smollm2-135m"], "Q8_0", (), exp.dir, replace(exp.runtime, batch=batch))
 
 
-def answer_all(b, requests: list[Request], workers: int):
+def answer_all(b, requests: list[Request], workers: int, call=None):
     with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(b.complete, requests))
+        return list(pool.map(call or b.complete, requests))
 
 
 def plain(demo, n: int, max_tokens: int = 24) -> list[Request]:
@@ -222,3 +222,34 @@ def test_judge_run_with_batch_4_writes_in_order_resumes_and_records_the_batch(tm
     assert last["answers"]["model_calls"] == 0 and last["answers"]["rows_already_done"] == 6
     assert all(s["model_calls"] == 0 for s in last["judging"].values())
     assert cli("judge", "verify", str(four)).returncode == 0
+
+
+def test_first_calls_from_several_threads_load_the_model_once(demo, monkeypatch):
+    """With batch > 1 the first calls can arrive together (nothing loaded the model before them, e.g. a resumed
+    run whose settings probe was cached): one thread loads, the others wait. Two concurrent loads of one model
+    and its batched context crashed the process (SIGSEGV) before the load was locked."""
+    import threading
+
+    from arms.backends.llama_cpp import LlamaCppBackend
+
+    loads = []
+    real = LlamaCppBackend._load
+
+    def counted(self):
+        loads.append(threading.get_ident())
+        return real(self)
+
+    monkeypatch.setattr(LlamaCppBackend, "_load", counted)
+    b = backend(demo, 4)
+    start = threading.Barrier(4)
+    requests = plain(demo, 4, max_tokens=4)
+
+    def go(r):
+        start.wait()
+        return b.complete(r)
+
+    try:
+        replies = answer_all(b, requests, 4, call=go)
+    finally:
+        b.close()
+    assert len(loads) == 1 and all(r.completion_tokens > 0 for r in replies)

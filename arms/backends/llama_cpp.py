@@ -79,6 +79,7 @@ class LlamaCppBackend:
         self._extra: ExtraBuffers | None = None  # decided (and probed) when the model is loaded
         self._decoder: BatchDecoder | None = None  # with batch > 1: the context every call decodes in
         self._sampler_lock = threading.Lock()  # Llama._init_sampler reads the seed from the shared Llama
+        self._load_lock = threading.Lock()  # with batch > 1 the first calls arrive from several threads at once
 
     @property
     def extra_buffers(self) -> ExtraBuffers:
@@ -87,7 +88,9 @@ class LlamaCppBackend:
     @property
     def llm(self):
         if self._llm is None:
-            self._llm = self._load()
+            with self._load_lock:  # one load: two threads loading one model (and its batched context) crash
+                if self._llm is None:
+                    self._llm = self._load()
         return self._llm
 
     def _load(self):
