@@ -64,6 +64,20 @@ def outcome(reply):
     return reply.text, reply.finish_reason, reply.prompt_tokens, reply.completion_tokens
 
 
+def sequential_and_batched(demo, requests: list[Request], batch: int) -> tuple[list, list]:
+    """The outcomes of `requests` one at a time at batch 1, and all in flight at `batch`."""
+    seq = backend(demo, 1)
+    try:
+        expected = [outcome(seq.complete(r)) for r in requests]
+    finally:
+        seq.close()
+    batched = backend(demo, batch)
+    try:
+        return expected, [outcome(r) for r in answer_all(batched, requests, batch)]
+    finally:
+        batched.close()
+
+
 def test_greedy_text_is_the_sequential_text_at_q8_0(demo):
     requests = plain(demo, 6)
     seq = backend(demo, 1)
@@ -127,16 +141,7 @@ def test_a_sampled_request_keeps_its_own_sampler_and_seed_in_company(demo):
 
 def test_schema_requests_parse_and_match_the_sequential_path(demo):
     requests = [replace(r, schema=SCHEMA, generation=replace(r.generation, max_tokens=48)) for r in plain(demo, 3)]
-    seq = backend(demo, 1)
-    try:
-        expected = [outcome(seq.complete(r)) for r in requests]
-    finally:
-        seq.close()
-    batched = backend(demo, 4)
-    try:
-        got = [outcome(r) for r in answer_all(batched, requests, 4)]
-    finally:
-        batched.close()
+    expected, got = sequential_and_batched(demo, requests, 4)
     for text, finish, *_ in got:
         parsed = json.loads(text)
         assert finish == "stop" and set(parsed) == {"answer", "confident"} and isinstance(parsed["confident"], bool)
@@ -145,16 +150,7 @@ def test_schema_requests_parse_and_match_the_sequential_path(demo):
 
 def test_stop_strings_end_a_sequence_as_on_the_sequential_path(demo):
     requests = [replace(r, generation=replace(r.generation, stop=("e",))) for r in plain(demo, 3)]
-    seq = backend(demo, 1)
-    try:
-        expected = [outcome(seq.complete(r)) for r in requests]
-    finally:
-        seq.close()
-    batched = backend(demo, 2)
-    try:
-        got = [outcome(r) for r in answer_all(batched, requests, 2)]
-    finally:
-        batched.close()
+    expected, got = sequential_and_batched(demo, requests, 2)
     assert got == expected and all("e" not in text and finish == "stop" for text, finish, *_ in got)
 
 
