@@ -276,3 +276,53 @@ def test_registration_refuses_what_the_decision_refuses(value, tmp_path):
         parse_runtime({"runtime": {"cpu_extra_buffers": value}}, tmp_path / "prereg.toml")
     assert e.value.field == "cpu_extra_buffers"
     assert parse_runtime({"runtime": {"cpu_extra_buffers": False}}, tmp_path / "prereg.toml").cpu_extra_buffers is False
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("batch", [1, 4])
+def test_on_a_simulated_amx_machine_the_backend_loads_without_extra_buffers(batch, monkeypatch, tmp_path):
+    """The whole backend path (decision, probe, load, the batched context, read-back, verification) on the AMX
+    Xeon's build and CPU information. Q4_0 is the planted fact: this machine repacks it into CPU_REPACK buffers
+    when extra buffers are on (checked first, unpatched), so only the decision can keep the weights in plain CPU
+    buffers. A native step of this backend names the AMX cause for the crash supervisor."""
+
+
+    from arms import crash
+    from arms.backends.base import Generation, Request
+    from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, differences
+    from arms.quantize import quantize
+    from registration.spec import ModelSpec, Runtime
+
+    q4_0 = quantize(embedded_model("smollm2"), "Q4_0", threads=1).info.path
+    real = extra_buffers("auto")
+    if not (real.use and "AVX2 = 1" in llama_loader.system_info()):
+        pytest.skip("this build does not repack Q4_0 here, so on and off cannot be told apart")
+    plain = load_llama(q4_0, threads=1, n_ctx=256, use_extra_buffers=True)
+    try:
+        assert "CPU_REPACK" in plain.weight_buffers  # what "on" does to this file on this machine
+    finally:
+        plain.close()
+
+    monkeypatch.setattr(llama_loader, "system_info", lambda: AMX_BUILD)
+    monkeypatch.setattr(llama_loader, "cpu_flags", lambda cpuinfo=None: cpu_flags(AMX_CPU))
+    monkeypatch.setattr(llama_loader, "_decided", {})
+    backend = LlamaCppBackend(LlamaConfig(model_path=q4_0, threads=1, n_ctx=512, batch=batch))
+    note = tmp_path / "step.json"
+    monkeypatch.setenv(crash.CONTEXT_ENV, str(note))
+    try:
+        eff = backend.effective()
+        decided = eff["cpu_extra_buffers_decision"]
+        assert eff["cpu_extra_buffers"] is False and decided["use"] is False
+        assert decided["build_amx"] and decided["cpu_amx"] and "AMX" in decided["reason"]
+        assert set(eff["weight_buffers"]) <= {"CPU", "CPU_Mapped"}  # no CPU_REPACK, no AMX
+        assert backend.identity()["cpu_extra_buffers"] is False  # answers made this way get their own call keys
+        g = Generation(max_tokens=8)
+        replies = [backend.complete(Request((("user", q),), g)) for q in ("Say hello.", "Name a colour.")]
+        assert all(r.completion_tokens > 0 for r in replies)
+        model = ModelSpec(name="m", backend="llama-cpp", source=q4_0)
+        assert differences(g, eff, "Q4_0", model, (), Runtime(n_ctx=512, batch=batch)) == []
+        with backend._native_step("generating"):  # what a crash here would leave for the supervisor
+            noted = json.loads(note.read_text())
+        assert noted["build_amx"] is True and noted["cpu_amx"] is True and "CPU extra buffers off" in noted["step"]
+    finally:
+        backend.close()
