@@ -96,3 +96,13 @@ def test_loading_with_offload_on_a_cpu_only_build_is_refused():
     with pytest.raises(BadInput) as e:
         load_llama(embedded_model("smollm2"), threads=1, n_ctx=256, use_extra_buffers=False, gpu_layers=4)
     assert e.value.field == "gpu_layers"
+
+
+@pytest.mark.unit
+def test_every_answer_row_records_the_offload():
+    """The row's compact effective settings carry the offload, as they carry the CPU extra buffers."""
+    from arms.settings import row_effective
+
+    eff = {**EFFECTIVE, "sent": {"seed": 0}, "gpu_layers": 8, "gpu_layers_offloaded": 8, "gpu_layers_total": 31}
+    row = row_effective(eff, 3)
+    assert (row["gpu_layers"], row["gpu_layers_offloaded"], row["gpu_layers_total"]) == (8, 8, 31)
