@@ -1,8 +1,12 @@
-"""SIGKILL a real collection several times mid-run, then finish it: nothing lost, nothing twice, no call repaid."""
+"""SIGKILL a real collection several times mid-run, then finish it: nothing lost, nothing twice, no call repaid.
+
+Once decoding one sequence at a time and once with `[runtime] batch = 4`, where four calls are in flight in one
+llama.cpp context when the kill comes: the rows written are still a prefix of the task order."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -13,8 +17,11 @@ from pathlib import Path
 import pytest
 
 from arms import jsonl
+from registration.seal import seal
 
 from conftest import ROOT
+
+DEMO = ROOT / "sealed" / "demo"
 
 pytestmark = pytest.mark.integration
 
@@ -30,11 +37,21 @@ def _puts(cache: Path) -> dict[str, int]:
         return dict(db.execute("SELECT key, puts FROM calls"))
 
 
-def test_sigkill_mid_collection_then_resume(tmp_path, empty_call_cache):
+def registered(tmp_path: Path, batch: int) -> Path:
+    exp = tmp_path / f"exp-{batch}"
+    shutil.copytree(DEMO, exp)
+    toml = (exp / "prereg.toml").read_text()
+    (exp / "prereg.toml").write_text(toml.replace("n_ctx = 2048\n", f"n_ctx = 2048\nbatch = {batch}\n", 1))
+    seal(exp)
+    return exp
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_sigkill_mid_collection_then_resume(tmp_path, empty_call_cache, batch):
     cache, out = empty_call_cache, tmp_path / "run"
     env = {**os.environ, "BLINDEVAL_CACHE": str(cache)}
-    args = [sys.executable, "-m", "arms", "collect", "--arms", "base", "--limit", str(LIMIT), "--out", str(out),
-            "--quiet"]
+    args = [sys.executable, "-m", "arms", "collect", "--exp", str(registered(tmp_path, batch)), "--arms", "base",
+            "--limit", str(LIMIT), "--out", str(out), "--quiet"]
     answers = out / "answers.jsonl"
     kills = 0
     for target, extra_s in ((1, 0.1), (4, 0.35), (7, 0.6)):  # after the target row, into the next generation

@@ -78,7 +78,20 @@ def sequential_and_batched(demo, requests: list[Request], batch: int) -> tuple[l
         batched.close()
 
 
-def test_greedy_text_is_the_sequential_text_at_q8_0(demo):
+def test_one_at_a_time_the_batched_context_gives_the_sequential_text(demo, monkeypatch):
+    """Each request alone in the batched context, steered into the emptiest slot so that all but the first copy
+    their prompt's shared prefix (the chat template and system prompt) from another slot's cells: exactly the
+    sequential text, every one. Deterministic: the same prompt tokens, sampler, stops and KV values, decoded in
+    the same shapes as one at a time; a wrong copy, prompt, sampler or stop breaks it."""
+    import llama_cpp
+
+    from arms.backends.llama_batch import BatchDecoder
+
+    copies = []
+    real_cp = llama_cpp.llama_memory_seq_cp
+    monkeypatch.setattr(llama_cpp, "llama_memory_seq_cp", lambda mem, src, dst, p0, p1: (
+        copies.append((src, dst)), real_cp(mem, src, dst, p0, p1))[1])
+    monkeypatch.setattr(BatchDecoder, "_choose_slot", staticmethod(lambda free, kept: min(free, key=kept)))
     requests = plain(demo, 6)
     seq = backend(demo, 1)
     try:
@@ -87,13 +100,44 @@ def test_greedy_text_is_the_sequential_text_at_q8_0(demo):
         seq.close()
     batched = backend(demo, 4)
     try:
-        got = [outcome(r) for r in answer_all(batched, requests, 4)]
+        got = [outcome(batched.complete(r)) for r in requests]
         eff = batched.effective()
     finally:
         batched.close()
     assert got == expected
+    assert copies == [(0, 1), (0, 2), (0, 3)]  # slots 1-3 took the prefix slot 0 decoded, then held it themselves
     assert any(finish == "length" for _, finish, _, n in got if n == 24)  # max_tokens ends a sequence as "length"
     assert (eff["batch"], eff["n_ctx"], eff["n_threads"], eff["n_threads_batch"]) == (4, 2048, 1, 1)
+
+
+def test_in_company_greedy_texts_differ_only_in_rare_near_ties(demo):
+    """Six requests in flight together at batch 4: the same prompts, and the sequential text for all but at most
+    one. A token's logits come from matrix products whose shape depends on what else is in the step, so a near-tie
+    can tip (measured in BENCHMARKS.md); the second demo question does so here at Q8_0."""
+    requests = plain(demo, 6)
+    expected, got = sequential_and_batched(demo, requests, 4)
+    assert [g[2] for g in got] == [e[2] for e in expected]  # prompt tokens: exactly the sequential prompts
+    assert sum(g != e for g, e in zip(got, expected, strict=True)) <= 1, (got, expected)
+
+
+def test_requests_arriving_together_decode_their_shared_prefix_once(demo, monkeypatch):
+    """Four requests with one long system prompt (as a judge's rubric) arrive together at batch 4: the first decodes
+    it, the other three wait one step and copy its cells, so llama.cpp decodes the shared part once, not four
+    times. Planted: a shared system prompt of well over 150 tokens; each request stops after its first token."""
+    import llama_cpp
+
+    exp, questions = demo
+    decoded = []
+    real = llama_cpp.llama_decode
+    monkeypatch.setattr(llama_cpp, "llama_decode", lambda ctx, b: (decoded.append(b.n_tokens), real(ctx, b))[1])
+    system = " ".join(f"Rule {i}: answer the member's question about the bicycle scheme briefly." for i in range(20))
+    gen = replace(exp.arm("base").generation, max_tokens=1)
+    requests = [Request((("system", system), ("user", q.question)), gen) for q in questions[:4]]
+    expected, got = sequential_and_batched(demo, requests, 4)
+    total = sum(g[2] for g in got)  # every request's prompt tokens
+    assert got == expected
+    assert min(g[2] for g in got) > 200
+    assert sum(decoded) < total - 3 * 150, (decoded, total)  # (only the batched context's decodes are counted)
 
 
 def test_adapters_apply_in_the_batched_context(demo):

@@ -6,7 +6,9 @@ sequence (or a chunk of a new sequence's prompt) into one `llama_batch`, so the 
 per step for N sequences instead of once per sequence. When a sequence finishes, its KV cells are
 kept and a waiting request takes the free slot whose cells hold the longest prefix of its prompt at the
 next step: the common prefix stays (`llama_memory_seq_rm` frees the rest), as the sequential path reuses
-the previous prompt's prefix, so a judge's shared rubric is decoded once per slot, not once per verdict.
+the previous prompt's prefix. A prefix another slot holds is copied from it (`llama_memory_seq_cp`), and
+requests arriving together wait one step for the first of them to decode their shared prefix, so a judge's
+rubric or an arm's system prompt is decoded once, not once per slot.
 
 Why in process and not a managed llama-server: llama-server ships only with a test extra that
 compiles llama.cpp (README's first command would gain a compile), and `python -m llama_cpp.server`
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 N_BATCH = 512  # tokens per llama_decode call, llama-cpp-python's default n_batch
+MIN_SHARED = 8  # prompt tokens worth a copy of another slot's cells, or a step's wait for them
 
 
 @dataclass
@@ -116,47 +119,85 @@ class BatchDecoder:
 
     def _loop(self) -> None:
         slots: list[Job | None] = [None] * self.n_seq
+        waiting: list[Job] = []  # taken from the queue but deferred (`_admit`): first in line for a free slot
         while True:
-            if not any(slots):  # idle: wait for work
+            if not any(slots) and not waiting:  # idle: wait for work
                 job = self._queue.get()
                 if job is None:
                     return
-                self._admit(slots, job)
-            while None in slots:  # fill free slots with whatever is waiting
+                waiting.append(job)
+            while len(waiting) < self.n_seq:  # look at everything a free slot could take at this step
                 try:
                     job = self._queue.get_nowait()
                 except queue.Empty:
                     break
                 if job is None:
                     self._fail(slots, RuntimeError("the batched llama.cpp decoder was closed"))
+                    for job in waiting:
+                        job.error = RuntimeError("the batched llama.cpp decoder was closed")
+                        job.done.set()
                     return
-                self._admit(slots, job)
+                waiting.append(job)
+            copied: set[int] = set()
+            deferred = []
+            for job in waiting:
+                try:
+                    if None not in slots or not self._admit(slots, job, copied):
+                        deferred.append(job)
+                except BaseException as e:  # this request fails; the others and the decoder go on
+                    job.error = e
+                    job.done.set()
+            waiting = deferred
             try:
                 with self._step():
                     self._decode_step(slots)
             except BaseException as e:  # a failed decode fails every running sequence, never silently
                 self._fail(slots, e)
 
-    def _admit(self, slots: list[Job | None], job: Job) -> None:
+    def _admit(self, slots: list[Job | None], job: Job, copied: set[int]) -> bool:
         """Into the free slot whose KV cells hold the longest prefix of its prompt, which is kept (as the
         sequential path keeps the previous prompt's common prefix); at least one prompt token is decoded, for
-        its logits."""
+        its logits.
+
+        When another slot's cells hold a longer prefix (a shared system prompt or rubric), they are copied
+        (`llama_memory_seq_cp`, which llama.cpp performs at the next decode) instead of decoded again; when a
+        running sequence has not yet decoded a longer shared prefix, the job waits one step for it (False), so
+        N requests arriving together decode their shared prefix once, not N times."""
         import llama_cpp
 
-        def common(i: int) -> int:
+        def common(held: list[int]) -> int:
             n = 0
-            for a, b in zip(self._kept[i], job.prompt, strict=False):
+            for a, b in zip(held, job.prompt, strict=False):
                 if a != b:
                     break
                 n += 1
-            return n
+            return min(n, len(job.prompt) - 1)
 
-        free = [i for i, s in enumerate(slots) if s is None]
-        i = max(free, key=common)
-        keep = min(common(i), len(job.prompt) - 1)
+        i = self._choose_slot([i for i, s in enumerate(slots) if s is None], lambda i: common(self._kept[i]))
+        keep = common(self._kept[i])
+        # cells another slot holds now (a slot filled by a copy at this step holds nothing yet)
+        held = {j: s.fed if s is not None else self._kept[j]
+                for j, s in enumerate(slots) if j != i and j not in copied}
+        source = max(held, key=lambda j: common(held[j]), default=None)
+        shared = common(held[source]) if source is not None else 0
+        coming = max((common(s.fed + s.pending) for s in slots if s is not None and s.pending[1:]), default=0)
+        if coming > max(keep, shared) + MIN_SHARED:
+            return False
+        if shared > keep + MIN_SHARED:
+            # llama.cpp copies whole sequences between streams: copy all, then drop what is not shared
+            llama_cpp.llama_memory_seq_rm(self.memory, i, -1, -1)
+            llama_cpp.llama_memory_seq_cp(self.memory, source, i, -1, -1)
+            copied.add(i)
+            keep = shared
         llama_cpp.llama_memory_seq_rm(self.memory, i, keep, -1)
         job.pos, job.fed, job.pending = keep, job.prompt[:keep], job.prompt[keep:]
         slots[i] = job
+        return True
+
+    @staticmethod
+    def _choose_slot(free: list[int], kept_prefix: Callable[[int], int]) -> int:
+        """The free slot whose cells hold the longest prefix of the prompt."""
+        return max(free, key=kept_prefix)
 
     def _fail(self, slots: list[Job | None], error: BaseException) -> None:
         for i, job in enumerate(slots):
