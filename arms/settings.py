@@ -24,6 +24,7 @@ SENT_FIELDS = ("temperature", "top_p", "max_tokens", "seed", "stop", "thinking",
 ROW_FIELDS = ("backend", "model", "model_sha256", "file_type", "tensor_types", "chat_template_sha256",
               "chat_template_source",
               "thinking_switch", "loras", "lora_max_logit_change", "n_threads", "n_threads_batch", "n_ctx", "batch",
+              "flash_attn",
               "cpu_extra_buffers", "cpu_extra_buffers_decision", "weight_buffers", "gpu_layers", "gpu_layers_offloaded",
               "gpu_layers_total",
               "base_urls", "base_url", "thinking_control", "thinking_types", "not_verifiable")

@@ -99,7 +99,7 @@ def bare_arms(exp, arms, questions, threads: int) -> int:
                 kw = {"lora_path": str(adapter_file(spec, model_source(model, exp.dir), exp.dir)),
                       "lora_scale": spec.scale}
             llm = load_llama(quant_file(model, quant, exp.dir, exp.runtime).info.path, threads=threads, n_ctx=2048,
-                             use_extra_buffers=extra_buffers().use, **kw)
+                             use_extra_buffers=extra_buffers().use, flash_attn=exp.runtime.flash_attn, **kw)
             g = arm.generation
             for t in prompt_order([Task(arm, quant, q, 0) for q in questions]):
                 out = llm.create_chat_completion(
@@ -125,21 +125,36 @@ def harness_arms(exp, arms, questions, batch: int, work: Path) -> tuple[int, flo
     return sum(r["completion_tokens"] for r in rows), elapsed, clock.seconds, rows
 
 
+def demo_answers(exp, questions, work: Path) -> list[dict]:
+    """The demo's answers (every arm, both quants: 320 with 40 questions), collected once at batch 1, untimed."""
+    cache = CallCache(work / "calls-demo.sqlite")
+    out = work / "answers-demo.jsonl"
+    collect(list(exp.arms), exp.models, exp.adapters, questions, exp.dir, exp.runtime, out, cache, progress=False)
+    cache.close()
+    rows = [r for _, r in jsonl.read(out)]
+    assert all(r["status"] == "ok" for r in rows), "a demo answer failed"
+    return rows
+
+
 def judge_items(rows: list[dict], questions) -> list[BlindItem]:
-    """One item per distinct (question, answer): two arms' equal answers would be one verdict and a cache hit."""
+    """One item per answer, as the demo judges them. Two arms' equal answers to a question are one model call
+    (the harness's call cache answers the second; the bare loop memoizes them the same way)."""
     qmap = {q.id: q for q in questions}
-    distinct = list(dict.fromkeys((r["question_id"], r["text"]) for r in rows))
-    return [BlindItem(label=f"B{i:04d}", question_id=qid, question=qmap[qid].question, reference=qmap[qid].reference,
-                      answer=text) for i, (qid, text) in enumerate(distinct)]
+    return [BlindItem(label=f"B{i:04d}", question_id=r["question_id"], question=qmap[r["question_id"]].question,
+                      reference=qmap[r["question_id"]].reference, answer=r["text"]) for i, r in enumerate(rows)]
 
 
 def bare_judge(exp, judge, rubric, items) -> int:
     model = exp.models[judge.model]
     tokens = 0
     llm = load_llama(quant_file(model, judge.quant, exp.dir, exp.runtime).info.path, threads=exp.runtime.threads,
-                     n_ctx=exp.runtime.n_ctx, use_extra_buffers=extra_buffers().use)
+                     n_ctx=exp.runtime.n_ctx, use_extra_buffers=extra_buffers().use, flash_attn=exp.runtime.flash_attn)
+    seen = set()
     for item in items:
         request = build_request(rubric, item, 0)
+        if request.messages in seen:  # an equal answer to the same question: the harness's cache answers it
+            continue
+        seen.add(request.messages)
         g = request.generation
         out = llm.create_chat_completion(
             messages=[{"role": r, "content": c} for r, c in request.messages],
@@ -164,14 +179,18 @@ def harness_judge(exp, judge, rubric, items, batch: int, work: Path) -> tuple[in
             backend.close()
         elapsed = time.perf_counter() - t0
     cache.close()
-    assert stats["cached_calls"] == 0, stats
     rows = [r for _, r in jsonl.read(out)]
-    return sum(r["completion_tokens"] for r in rows), elapsed, clock.seconds, rows
+    assert stats["model_calls"] == len({build_request(rubric, i, 0).messages for i in items}), stats
+    called = {}  # tokens of the calls made, once each (a cache hit's row repeats its call's tokens)
+    for r in rows:
+        called[tuple(r["calls"])] = r["completion_tokens"]
+    return sum(called.values()), elapsed, clock.seconds, rows
 
 
-def step_cost(model_path: str, threads: int, n_seq: int, steps: int = 30) -> dict[int, float]:
+def step_cost(model_path: str, threads: int, n_seq: int, flash_attn: bool, steps: int = 30) -> dict[int, float]:
     """Milliseconds per llama_decode of k sequences x 1 token (k = 1, 2, 4, ... n_seq), at ~40 tokens of context."""
-    llm = load_llama(model_path, threads=threads, n_ctx=2048, use_extra_buffers=extra_buffers().use)
+    llm = load_llama(model_path, threads=threads, n_ctx=2048, use_extra_buffers=extra_buffers().use,
+                     flash_attn=flash_attn)
     params = llama_cpp.llama_context_params.from_buffer_copy(llm.context_params)
     params.n_ctx, params.n_seq_max, params.kv_unified = n_seq * 2048, n_seq, False
     ctx = llama_cpp.llama_init_from_model(llm.model, params)
@@ -248,23 +267,31 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="CI: 3 questions, batch 2, base at Q8_0 only")
     p.add_argument("--skip-judge", action="store_true", help="only the arms")
+    p.add_argument("--batches", default="1,2,4,8,16", help="harness batch sizes for the arms (1 first)")
+    p.add_argument("--judge-batches", default="1,8,16", help="harness batch sizes for the judge (1 first)")
+    p.add_argument("--flash-attn", action="store_true", help="[runtime] flash_attn = true, the bare loops likewise")
     args = p.parse_args(argv)
     exp = load_experiment(DEMO)
+    exp = replace(exp, runtime=replace(exp.runtime, flash_attn=args.flash_attn))
     threads = exp.runtime.threads
     questions = load_questions(exp.set_paths())
     arms = [exp.arm("base"), exp.arm("trained")]
-    batches = [1, 2, 4, 8]
+    batches = [int(b) for b in args.batches.split(",")]
+    judge_batches = [int(b) for b in args.judge_batches.split(",")]
     if args.quick:
         questions, arms, batches = questions[:3], [replace(exp.arm("base"), quants=("Q8_0",))], [1, 2]
+        judge_batches = batches
+    assert batches[0] == judge_batches[0] == 1, "batch 1 first: the other sizes are compared with it"
     groups = [replace(a, quants=(q,)) for a in arms for q in a.quants]
     judge = next(j for j in exp.judges if j.name == "local")
     rubric = load_rubric(exp.rubric)
     result: dict = {"machine": f"{platform.machine()}, {platform.python_version()}", "threads": threads,
+                    "flash_attn": exp.runtime.flash_attn,
                     "llama_cpp_python": llama_cpp.__version__, "questions": len(questions),
                     "arm_quants": [f"{a.name}/{a.quants[0]}" for a in groups], "goals": {
                         "best_batch_x_bare": GOAL_BATCHED, "batch_1_x_bare": GOAL_SEQUENTIAL}}
     q8 = quant_file(exp.models["smollm2-135m"], "Q8_0", exp.dir, exp.runtime).info.path
-    result["decode_step_ms_q8_0"] = step_cost(q8, threads, max(batches))
+    result["decode_step_ms_q8_0"] = step_cost(q8, threads, max(batches), exp.runtime.flash_attn)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
 
@@ -279,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         result["arms"] = figures(arm_total, "row", ("text",))
         print(json.dumps({"arms": result["arms"]}), file=sys.stderr)
         if not args.skip_judge:
-            items = judge_items(arm_total[1][3], questions)
+            items = judge_items(demo_answers(exp, questions, work), questions)
             chunks = [items[i::len(groups)] for i in range(len(groups))]
 
             def judge_round(config, r: int):
@@ -288,11 +315,12 @@ def main(argv: list[str] | None = None) -> int:
                 (work / f"judge-{r}").mkdir(exist_ok=True)
                 return harness_judge(exp, judge, rubric, chunks[r], config, work / f"judge-{r}")
 
-            judge_total = interleaved(["bare", *batches], len(groups), judge_round)
+            judge_total = interleaved(["bare", *judge_batches], len(groups), judge_round)
             result["judge"] = {"judge": f"{judge.name} ({judge.quant})", "verdicts": len(items),
+                               "distinct_calls": len({build_request(rubric, i, 0).messages for i in items}),
                                **figures(judge_total, "label", ("attempts", "status", "score")),
                                "scores_differ": {b: differing(judge_total[1][3], judge_total[b][3], "label",
-                                                              ("score",)) for b in batches if b > 1}}
+                                                              ("score",)) for b in judge_batches if b > 1}}
     print(json.dumps(result, indent=2))
     return 0
 

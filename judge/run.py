@@ -258,7 +258,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
         "call_cache": str(cache.path.resolve()),
         "runtime": {"threads": exp.runtime.threads, "n_ctx": exp.runtime.n_ctx,
                     "cpu_extra_buffers": exp.runtime.cpu_extra_buffers, "gpu_layers": exp.runtime.gpu_layers,
-                    "batch": exp.runtime.batch,
+                    "batch": exp.runtime.batch, "flash_attn": exp.runtime.flash_attn,
                     **local_machine(exp)},
         "analysis": {"resamples": exp.analysis.resamples, "method": exp.analysis.method, "seed": exp.analysis.seed,
                      "max_unscored": exp.analysis.max_unscored},

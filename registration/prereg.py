@@ -64,7 +64,7 @@ KINDS = ("non_inferiority", "superiority", "equivalence")
 TABLES = ("experiment", "runtime", "models", "adapters", "arms", "judge", "judges", "analysis", "hypotheses", "audit")
 # The keys each table accepts (tests/test_readme.py checks README documents every one of them).
 EXPERIMENT_KEYS = ("name", "description", "seed", "sets")
-RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers", "gpu_layers", "batch")
+RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers", "gpu_layers", "batch", "flash_attn")
 JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop")
 JUDGE_TABLE_KEYS = ("model", "quant", "requires_env", "generation")
 ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "rule", "min_clusters", "calibration_sims",

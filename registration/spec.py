@@ -38,6 +38,7 @@ class Runtime:
     cpu_extra_buffers: str | bool = "auto"  # llama.cpp weight repacking/AMX buffers; see arms.llama_loader
     gpu_layers: int = 0  # llama.cpp layers offloaded to a GPU (n_gpu_layers)
     batch: int = 1  # llama.cpp sequences decoded together (1: one at a time); see arms.backends.llama_batch
+    flash_attn: bool = False  # llama.cpp's fused attention kernel: faster on CPU too, rounds otherwise
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,8 @@ def parse_runtime(doc: dict, file: Path) -> Runtime:
     runtime = Runtime(threads=setting(rt, "threads", "integer", file, where, 1),
                       n_ctx=setting(rt, "n_ctx", "integer", file, where, 2048),
                       seed=setting(rt, "seed", "integer", file, where, 0),
-                      batch=setting(rt, "batch", "integer", file, where, 1))
+                      batch=setting(rt, "batch", "integer", file, where, 1),
+                      flash_attn=setting(rt, "flash_attn", "boolean", file, where, False))
     if runtime.threads < 1:
         raise BadInput(file, f"in {where} must be >= 1, got {runtime.threads}", field="threads")
     if runtime.n_ctx < 16:

@@ -58,6 +58,7 @@ class LlamaConfig:
     cpu_extra_buffers: str | bool = "auto"  # as registered; decided per machine by llama_loader.decide_extra_buffers
     gpu_layers: int = 0  # layers llama.cpp puts on a GPU (n_gpu_layers); refused on a build without GPU support
     batch: int = 1  # sequences decoded together (arms.backends.llama_batch); 1 = Llama.create_chat_completion
+    flash_attn: bool = False  # llama.cpp's fused attention kernel (the batched context inherits it)
 
 
 def text_sha256(text: str | None) -> str | None:
@@ -103,7 +104,8 @@ class LlamaCppBackend:
                                  decision=extra_buffers(config.cpu_extra_buffers))
         try:
             llm = load_llama(config.model_path, threads=config.threads, n_ctx=config.n_ctx, seed=config.seed,
-                             use_extra_buffers=self._extra.use, gpu_layers=config.gpu_layers)
+                             use_extra_buffers=self._extra.use, gpu_layers=config.gpu_layers,
+                             flash_attn=config.flash_attn)
         except (ValueError, RuntimeError) as e:
             raise BadInput(config.model_path, f"llama.cpp could not load it: {e}") from None
         try:
@@ -186,6 +188,7 @@ class LlamaCppBackend:
             # repacked weights may round differently; left out when on, so keys made before this setting still match
             **({"cpu_extra_buffers": False} if not self.extra_buffers.use else {}),
             **({"gpu_layers": self.config.gpu_layers} if self.config.gpu_layers else {}),  # GPU kernels round otherwise
+            **({"flash_attn": True} if self.config.flash_attn else {}),  # its kernel rounds otherwise; off: old keys
         }
 
     def effective(self) -> dict[str, Any]:
@@ -212,6 +215,8 @@ class LlamaCppBackend:
             "n_threads_batch": cp.n_threads_batch,
             "n_ctx": llm.n_ctx(),
             "batch": int(llama_cpp.llama_n_seq_max(llm.ctx)),
+            # the context struct llama.cpp was created with (the batched context copies it)
+            "flash_attn": llm.context_params.flash_attn_type == llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
             # with batch > 1 every call decodes in the batched context: its sequences, per-sequence n_ctx, threads
             **(self._decoder.read_back() if self._decoder else {}),
             "seed": self.config.seed,
@@ -413,6 +418,9 @@ def differences(g: Generation, eff: dict[str, Any], quant: str, model, adapters,
         out.extend(_gpu_differences(eff, runtime))
     if eff["n_ctx"] != runtime.n_ctx:
         out.append(f"n_ctx: registered {runtime.n_ctx}, llama.cpp uses {eff['n_ctx']}")
+    if eff.get("flash_attn", False) != runtime.flash_attn:  # rows written before the setting existed: off
+        out.append(f"flash_attn: registered {runtime.flash_attn}, llama.cpp's context has it "
+                   f"{'on' if eff.get('flash_attn') else 'off'}")
     if eff.get("batch", 1) != runtime.batch:  # rows written before the setting existed decoded one at a time
         out.append(f"batch: registered {runtime.batch}, llama.cpp decodes {eff['batch']} sequence(s) together")
     return out
@@ -459,7 +467,8 @@ def open_llama(spec, quant: str | None, adapters: tuple, exp_dir: Path, runtime)
     return LlamaCppBackend(LlamaConfig(model_path=qf.info.path, threads=runtime.threads, n_ctx=runtime.n_ctx,
                                        seed=runtime.seed, loras=loras, chat_template=template,
                                        chat_template_file=template_file, cpu_extra_buffers=runtime.cpu_extra_buffers,
-                                       gpu_layers=runtime.gpu_layers, batch=runtime.batch))
+                                       gpu_layers=runtime.gpu_layers, batch=runtime.batch,
+                                       flash_attn=runtime.flash_attn))
 
 
 def check_generation(model, g: Generation) -> list[tuple[str, str]]:
