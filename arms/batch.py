@@ -25,6 +25,7 @@ glue are refused on a batch model at registration (registration.spec).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -48,10 +49,13 @@ class Batching:
     log: Path
     poll_s: float
     rounds: int  # submissions of one request in one run, when batches expire before running it
+    max_requests: int | None = None  # per batch, as registered; None: the provider's limit
+    max_bytes: int | None = None
 
     @classmethod
     def of(cls, model: ModelSpec, run_dir: Path) -> "Batching | None":
-        return cls(Path(run_dir) / LOG, model.batch_poll_s, model.attempts) if model.batch else None
+        return cls(Path(run_dir) / LOG, model.batch_poll_s, model.attempts, model.batch_max_requests,
+                   model.batch_max_bytes) if model.batch else None
 
 
 @dataclass
@@ -111,28 +115,56 @@ def fill(backend: BatchBackend, requests: dict[str, Request], how: Batching, pro
     for _ in range(how.rounds):
         if not todo:
             break
-        try:
-            batch_id = backend.submit_batch({k: requests[k] for k in todo})
-        except Exception as e:
-            if not is_call_failure(e):
-                raise
-            outcome.failed.update({k: BatchFailed(f"the batch could not be submitted: {describe(e)['message']}",
-                                                  getattr(e, "status_code", None)) for k in todo})
-            return outcome
-        # recorded before any wait: a killed run finds it and follows it instead of paying again
-        _record(how.log, {"event": "submitted", "batch_id": batch_id, "provider": backend.name, "keys": todo})
-        tell(f"submitted batch {batch_id}: {len(todo)} calls; polling every {how.poll_s:g} s")
-        results = _follow(backend, batch_id, todo, how, record_end=True)
-        for key in todo:
-            if isinstance(results.get(key), Reply):
-                outcome.replies[key] = results[key]
-            elif isinstance(results.get(key), BatchFailed):
-                outcome.failed[key] = results[key]
-        todo = [k for k in todo if results.get(k) is None]
+        sent: list[tuple[str, list[str]]] = []
+        for part in parts(backend, requests, todo, how, outcome):
+            try:
+                batch_id = backend.submit_batch({k: requests[k] for k in part})
+            except Exception as e:
+                if not is_call_failure(e):
+                    raise
+                outcome.failed.update({k: BatchFailed(f"the batch could not be submitted: {describe(e)['message']}",
+                                                      getattr(e, "status_code", None)) for k in part})
+                continue
+            # recorded before any wait: a killed run finds it and follows it instead of paying again
+            _record(how.log, {"event": "submitted", "batch_id": batch_id, "provider": backend.name, "keys": part})
+            tell(f"submitted batch {batch_id}: {len(part)} calls; polling every {how.poll_s:g} s")
+            sent.append((batch_id, part))
+        missing = []
+        for batch_id, part in sent:  # all submitted before any wait: the provider runs them side by side
+            results = _follow(backend, batch_id, part, how, record_end=True)
+            for key in part:
+                if isinstance(results.get(key), Reply):
+                    outcome.replies[key] = results[key]
+                elif isinstance(results.get(key), BatchFailed):
+                    outcome.failed[key] = results[key]
+            missing += [k for k in part if results.get(k) is None]
+        todo = missing
     for key in todo:
         outcome.failed[key] = BatchFailed(f"no result after {how.rounds} batches (each expired or was cancelled "
                                           "before running it)")
     return outcome
+
+
+def parts(backend: BatchBackend, requests: dict[str, Request], keys: list[str], how: Batching,
+          outcome: Outcome) -> list[list[str]]:
+    """`keys` cut, in order, into batches within the registered limits or else the provider's (requests, bytes as
+    the batch carries them). A request too large for any batch fails here, unsent."""
+    max_requests = how.max_requests or backend.batch_limits[0]
+    max_bytes = how.max_bytes or backend.batch_limits[1]
+    out: list[list[str]] = []
+    size = 0
+    for key in keys:
+        n = len(json.dumps(backend.batch_item(key, requests[key])).encode()) + 1  # a line of JSON
+        if n > max_bytes:
+            outcome.failed[key] = BatchFailed(f"the request is {n} bytes as a batch carries it, over the batch limit "
+                                              f"of {max_bytes} bytes")
+            continue
+        if not out or len(out[-1]) == max_requests or size + n > max_bytes:
+            out.append([])
+            size = 0
+        out[-1].append(key)
+        size += n
+    return out
 
 
 def _follow(backend: BatchBackend, batch_id: str, keys: list[str], how: Batching,

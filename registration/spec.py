@@ -70,6 +70,8 @@ class ModelSpec:
     structured: str = "json_schema"  # openai: how structured output is asked for, one of STRUCTURED
     batch: bool = False  # openai/anthropic: answer through the provider's batch API (arms.batch), at half price
     batch_poll_s: float = 60.0  # batch: seconds between two looks at a submitted batch
+    batch_max_requests: int | None = None  # batch: requests per batch (None: the provider's limit)
+    batch_max_bytes: int | None = None  # batch: bytes of requests per batch (None: the provider's limit)
     price_input: float | None = None  # USD per million input tokens, for the report's cost (None: not shown)
     price_output: float | None = None  # USD per million output tokens
 
@@ -100,10 +102,11 @@ class ArmSpec:
 
 MODEL_KEYS = ("backend", "source", "base_url", "family", "sha256", "chat_template", "chat_template_sha256", "imatrix",
               "concurrency", "attempts", "timeout_s", "api_key_env", "thinking_control", "sampling_params",
-              "structured", "batch", "batch_poll_s", "price_input", "price_output")
+              "structured", "batch", "batch_poll_s", "batch_max_requests", "batch_max_bytes", "price_input",
+              "price_output")
 # keys that only the backends whose BackendInfo.model_keys lists them read, at their default when unregistered
 BACKEND_MODEL_KEYS = {"thinking_control": "none", "sampling_params": False, "structured": "json_schema",
-                      "batch": False, "batch_poll_s": 60.0}
+                      "batch": False, "batch_poll_s": 60.0, "batch_max_requests": None, "batch_max_bytes": None}
 ADAPTER_KEYS = ("source", "scale", "sha256")
 ARM_KEYS = ("name", "model", "adapter", "quants", "glue", "samples", "generation")
 
@@ -251,6 +254,9 @@ def _model(name: str, t: Any, file: Path) -> ModelSpec:
         raise BadInput(file, f"{where} timeout_s must be a positive number of seconds", field="timeout_s")
     if setting(t, "batch_poll_s", "number", file, where, 60.0) <= 0:
         raise BadInput(file, f"{where} batch_poll_s must be a positive number of seconds", field="batch_poll_s")
+    for key in ("batch_max_requests", "batch_max_bytes"):
+        if setting(t, key, "integer", file, where, 1) < 1:
+            raise BadInput(file, f"{where} {key} must be a positive integer", field=key)
     for key in ("price_input", "price_output"):
         if setting(t, key, "number", file, where, 0) < 0:
             raise BadInput(file, f"{where} {key} must be a number of USD per million tokens, >= 0", field=key)
@@ -269,7 +275,8 @@ def _model(name: str, t: Any, file: Path) -> ModelSpec:
                      sampling_params=setting(t, "sampling_params", "boolean", file, where, False),
                      structured=_one_of(t, "structured", STRUCTURED, file, where),
                      batch=setting(t, "batch", "boolean", file, where, False),
-                     batch_poll_s=float(t.get("batch_poll_s", 60.0)), price_input=t.get("price_input"),
+                     batch_poll_s=float(t.get("batch_poll_s", 60.0)), batch_max_requests=t.get("batch_max_requests"),
+                     batch_max_bytes=t.get("batch_max_bytes"), price_input=t.get("price_input"),
                      price_output=t.get("price_output"))
 
 

@@ -208,6 +208,46 @@ def test_a_killed_run_follows_its_recorded_batch_and_pays_nothing_twice(api, lla
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_calls_over_the_registered_limit_go_in_several_batches_all_followed_after_a_kill(api, llama, tmp_path):
+    """Planted: `batch_max_requests = 2` on both models, so each round's 3 calls are cut into batches of 2 and 1,
+    both submitted (and recorded) before any wait. A kill while they are held, then a re-run: both followed, none
+    submitted again, each request run once."""
+    with BatchServer(llama, models=("arm-model", "judge-model")) as server:
+        exp = experiment(tmp_path, api, server.url, model_lines="batch_max_requests = 2\n",
+                         arm_model_lines="batch_max_requests = 2\n")
+        out = tmp_path / "run"
+        server.hold = True
+        e = {**os.environ, **env(tmp_path)}
+        proc = subprocess.Popen([sys.executable, "-m", *run_args(exp, out)], cwd=ROOT, env=e,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 300
+            while len(server.batches) < 2 and time.time() < deadline:
+                time.sleep(0.2)
+            time.sleep(1.0)  # polling the held batches
+            assert proc.poll() is None
+        finally:
+            proc.kill()
+            proc.wait()
+        first = list(server.batches.values())
+        assert [len(b.requests) for b in first] == [2, 1]
+        log = records(out / "batches.jsonl")
+        assert [(x["event"], x["batch_id"]) for x in log] == [("submitted", b.id) for b in first]
+        server.release()
+        r = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
+        assert r.returncode == 0, r.stderr
+        batches = list(server.batches.values())
+        assert batches[:2] == first and all(len(b.requests) <= 2 for b in batches)
+        arm = [b for b in batches if "Answer in one short sentence." in json.dumps(b.requests)]
+        assert arm == first  # the arm's calls: the two recorded batches, followed, not submitted again
+        ids = [f["custom_id"] for f in server.forwarded]
+        assert len(ids) == len(set(ids)) and server.sync_calls == 0
+        assert [a["status"] for a in records(out / "answers.jsonl")] == ["ok"] * 3
+        assert len(records(out / "judgments.jsonl")) == 3
+        assert cli("judge", "verify", str(out), timeout=300).returncode == 0
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_a_failed_request_is_an_error_row_and_the_rerun_retries_only_it(api, llama, tmp_path):
     """Planted: the arm's request for q02 and the judge's first request on the answer to q03 fail in run 1."""
     text = {q["id"]: json.dumps(q["question"])[1:-1] for q in QUESTIONS}

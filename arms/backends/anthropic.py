@@ -167,14 +167,18 @@ class AnthropicBackend:
     # Message Batches (arms.batch): `messages.batches.create` with one {"custom_id", "params"} per request; once
     # the batch has ended, `messages.batches.results` streams one succeeded/errored/canceled/expired result each.
 
+    batch_limits = (100_000, 256 * 1024 * 1024)  # Message Batches: requests, and bytes of the request body
+
+    def batch_item(self, key: str, request: Request) -> dict[str, Any]:
+        """One request of the batch (custom_id = call key)."""
+        params = self._body(request)
+        params.update(params.pop("extra_body", {}))  # what the SDK would merge into the JSON body
+        return {"custom_id": key, "params": params}
+
     def submit_batch(self, requests: dict[str, Request]) -> str:
         """Start one batch (custom_id = call key); its id. Not retried: a retry after a lost answer could start,
         and pay for, a second batch."""
-        items = []
-        for key, request in requests.items():
-            params = self._body(request)
-            params.update(params.pop("extra_body", {}))  # what the SDK would merge into the JSON body
-            items.append({"custom_id": key, "params": params})
+        items = [self.batch_item(key, request) for key, request in requests.items()]
         return self.client.messages.batches.create(requests=items).id
 
     def batch_status(self, batch_id: str) -> tuple[bool, str]:
@@ -225,4 +229,5 @@ def check_generation(model, g: Generation) -> list[tuple[str, str]]:
 INFO = BackendInfo(name=AnthropicBackend.name, open=open_anthropic,
                    sends=frozenset((*(k for k in SENDS if k not in ("temperature", "top_p", "seed")),
                                     "thinking_budget", "effort")),
-                   model_keys=("sampling_params", "batch", "batch_poll_s"), check_generation=check_generation)
+                   model_keys=("sampling_params", "batch", "batch_poll_s", "batch_max_requests", "batch_max_bytes"),
+                   check_generation=check_generation)

@@ -124,6 +124,12 @@ class Backend(Protocol):
 class BatchBackend(Backend, Protocol):
     """A backend whose provider answers batches (its BackendInfo.model_keys lists `batch`); arms.batch drives it."""
 
+    batch_limits: tuple[int, int]  # the provider's most requests, and bytes of requests, in one batch
+
+    def batch_item(self, key: str, request: Request) -> dict[str, Any]:
+        """The request as the batch carries it (its size counts against the provider's limit)."""
+        ...
+
     def submit_batch(self, requests: dict[str, Request]) -> str:
         """Start one batch of `requests` (custom_id = the call key); its id."""
         ...

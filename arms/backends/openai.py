@@ -232,15 +232,18 @@ class OpenAIBackend:
     # results in the output file (and failures in the error file) as lines
     # {"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}. Always the first server.
 
+    batch_limits = (50_000, 200 * 1024 * 1024)  # OpenAI Batch: requests, and bytes of the input file
+
+    def batch_item(self, key: str, request: Request) -> dict[str, Any]:
+        """One line of the batch's input file (custom_id = call key)."""
+        body = self._body(request)
+        body.update(body.pop("extra_body", {}))  # what the SDK would merge into the JSON body
+        return {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}
+
     def submit_batch(self, requests: dict[str, Request]) -> str:
         """Upload and start one batch (custom_id = call key); its id. Not retried: a retry after a lost answer
         could start, and pay for, a second batch."""
-        lines = []
-        for key, request in requests.items():
-            body = self._body(request)
-            body.update(body.pop("extra_body", {}))  # what the SDK would merge into the JSON body
-            lines.append(json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions",
-                                     "body": body}))
+        lines = [json.dumps(self.batch_item(key, request)) for key, request in requests.items()]
         client = self.clients[0]
         upload = client.files.create(file=("requests.jsonl", ("\n".join(lines) + "\n").encode()), purpose="batch")
         return client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
@@ -305,5 +308,6 @@ def check_generation(model, g: Generation) -> list[tuple[str, str]]:
 
 
 INFO = BackendInfo(name=OpenAIBackend.name, open=open_openai, sends=frozenset((*SENDS, "effort")),
-                   model_keys=("thinking_control", "structured", "batch", "batch_poll_s"),
+                   model_keys=("thinking_control", "structured", "batch", "batch_poll_s", "batch_max_requests",
+                               "batch_max_bytes"),
                    check_generation=check_generation)
