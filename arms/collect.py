@@ -13,11 +13,12 @@ provider's batch API first (arms.batch), and the same loop then writes the rows 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from tqdm import tqdm
 
@@ -170,9 +171,34 @@ def _run(tasks: list[Task], backend: Backend, cache: CallCache, exp_dir: Path, e
         return
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="answer")
     try:
-        yield from pool.map(one, tasks)  # map yields in submission order, whatever finishes first
+        yield from mapped(pool, workers, one, tasks, backend)  # in submission order, whatever finishes first
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def mapped(pool: ThreadPoolExecutor, workers: int, fn: Callable[[Any], Any], items: list, backend) -> Iterator[Any]:
+    """`pool.map(fn, items)`, telling a backend that decodes its calls together (`callers`, llama.cpp with batch
+    > 1) how many threads are calling it: each pool thread calls while items are left for it to take, then
+    leaves. The backend then waits for all of them before each step, so which calls share a step, and with it
+    the outputs, does not depend on thread timing."""
+    callers = getattr(backend, "callers", None)
+    if callers is None or not items:
+        return pool.map(fn, items)
+    lock = threading.Lock()
+    taken = [min(workers, len(items))]  # items a thread has taken or will take next
+    leave = callers(taken[0])
+
+    def one(item):
+        try:
+            return fn(item)
+        finally:
+            with lock:  # a pool thread that finishes an item takes the next one, if any is left
+                stays = taken[0] < len(items)
+                taken[0] += stays
+            if not stays:
+                leave()
+
+    return pool.map(one, items)
 
 
 def _recorded_effective(rows: list[dict]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from arms import batch, jsonl
 from arms.backends.base import Backend, Request
 from arms.backends.registry import backend_info
 from arms.cache import CallCache, call_key
+from arms.collect import mapped
 from arms.records import JUDGMENT_KEY, Judgment
 from arms.retry import describe, is_call_failure
 from arms.settings import check_reply
@@ -151,7 +152,8 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     def in_order() -> Iterator[list[Judgment]]:
         ordered = list(groups.values())
         yield from map(judge_group, ordered[:1])  # alone: the others are sent only once it came back
-        yield from (pool.map if pool else map)(judge_group, ordered[1:])
+        rest = ordered[1:]
+        yield from mapped(pool, workers, judge_group, rest, backend) if pool else map(judge_group, rest)
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") if workers > 1 else None
     bar = tqdm(total=len(todo), desc=f"judge {name}", unit="verdict", disable=not progress, leave=False)

@@ -34,9 +34,12 @@ from __future__ import annotations
 import ctypes
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+WAKE = object()  # put in the queue when a caller leaves: the decoder looks again at whom it waits for
+STALL_S = 30.0  # a caller silent this long (a slow glue step, a bug in the count) no longer holds up a step
 N_BATCH = 512  # tokens per llama_decode call, llama-cpp-python's default n_batch
 MIN_SHARED = 8  # prompt tokens worth a copy of another slot's cells, or a step's wait for them
 
@@ -60,16 +63,41 @@ class Job:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+class Callers:
+    """How many threads are calling the decoder, each keeping one request in flight until it leaves.
+
+    Which requests share a decode step changes their numbers (see above), so it must not depend on thread
+    timing: when the caller knows its threads (arms.collect.mapped), the decoder starts a step only once every
+    thread still calling has its request queued or running, and admits them in a fixed order. Callers that
+    do not say (None) are decoded as they come."""
+
+    def __init__(self) -> None:
+        self.n: int | None = None
+        self._lock = threading.Lock()
+        self.wake: Callable[[], None] = lambda: None
+
+    def join(self, n: int) -> None:
+        with self._lock:
+            self.n = (self.n or 0) + n
+        self.wake()
+
+    def leave(self) -> None:
+        with self._lock:
+            self.n = None if not self.n or self.n <= 1 else self.n - 1
+        self.wake()
+
+
 class BatchDecoder:
     """One llama.cpp context with `n_seq` sequence slots and the thread that decodes them together.
 
     `submit` is called from any number of threads and blocks until its job is finished."""
 
     def __init__(self, llm, n_seq: int, n_ctx: int, threads: int, adapters: list, scales: list[float],
-                 step: Callable[[], Any]):
+                 step: Callable[[], Any], callers: Callers | None = None):
         import llama_cpp
 
         self.llm, self.n_seq, self.n_ctx, self._step = llm, n_seq, n_ctx, step
+        self.callers = callers or Callers()
         # the sequential context's parameters (flash attention off, RoPE scaling...), with room for n_seq sequences
         params = llama_cpp.llama_context_params.from_buffer_copy(llm.context_params)
         params.n_ctx = n_seq * n_ctx
@@ -95,6 +123,7 @@ class BatchDecoder:
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name="llama-batch", daemon=True)
         self._thread.start()
+        self.callers.wake = lambda: self._queue.put(WAKE)
 
     def read_back(self) -> dict[str, Any]:
         """What llama.cpp made of the context: sequences, context per sequence, threads."""
@@ -121,23 +150,13 @@ class BatchDecoder:
         slots: list[Job | None] = [None] * self.n_seq
         waiting: list[Job] = []  # taken from the queue but deferred (`_admit`): first in line for a free slot
         while True:
-            if not any(slots) and not waiting:  # idle: wait for work
-                job = self._queue.get()
-                if job is None:
-                    return
-                waiting.append(job)
-            while len(waiting) < self.n_seq:  # look at everything a free slot could take at this step
-                try:
-                    job = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if job is None:
-                    self._fail(slots, RuntimeError("the batched llama.cpp decoder was closed"))
-                    for job in waiting:
-                        job.error = RuntimeError("the batched llama.cpp decoder was closed")
-                        job.done.set()
-                    return
-                waiting.append(job)
+            if not self._gather(slots, waiting):
+                self._fail(slots, RuntimeError("the batched llama.cpp decoder was closed"))
+                for job in waiting:
+                    job.error = RuntimeError("the batched llama.cpp decoder was closed")
+                    job.done.set()
+                return
+            waiting.sort(key=lambda j: (j.prompt, j.max_tokens))  # arrival order is thread timing: not used
             copied: set[int] = set()
             deferred = []
             for job in waiting:
@@ -153,6 +172,37 @@ class BatchDecoder:
                     self._decode_step(slots)
             except BaseException as e:  # a failed decode fails every running sequence, never silently
                 self._fail(slots, e)
+
+    def _gather(self, slots: list[Job | None], waiting: list[Job]) -> bool:
+        """Take queued requests into `waiting` until every known caller has one in flight (or, callers unknown,
+        until the queue is empty with something to decode). False when the decoder is closed."""
+        silent_since = None
+        while True:
+            in_flight = sum(s is not None for s in slots) + len(waiting)
+            expected = self.callers.n
+            if in_flight and (expected is None or in_flight >= min(expected, self.n_seq)):
+                block = False  # enough to step: take only what is already queued
+            else:
+                block = True
+            try:
+                if not block:
+                    item = self._queue.get_nowait()
+                elif in_flight == 0:
+                    item = self._queue.get()  # idle
+                else:
+                    item = self._queue.get(timeout=1.0)
+            except queue.Empty:
+                if not block:
+                    return True
+                silent_since = silent_since or time.monotonic()
+                if time.monotonic() - silent_since >= STALL_S:
+                    return True
+                continue
+            if item is None:
+                return False
+            if item is not WAKE:
+                waiting.append(item)
+                silent_since = None
 
     def _admit(self, slots: list[Job | None], job: Job, copied: set[int]) -> bool:
         """Into the free slot whose KV cells hold the longest prefix of its prompt, which is kept (as the

@@ -27,14 +27,14 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .. import crash
 from ..errors import BadInput, CheckFailed
 from ..llama_loader import ExtraBuffers, check_runs, extra_buffers, load_llama
 from ..models import GGUFInfo, gguf_info, sha256_file
 from .base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
-from .llama_batch import BatchDecoder, Job
+from .llama_batch import BatchDecoder, Callers, Job
 
 EXTRA_SAMPLING = {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}  # all off: only registered settings sample
 PROBE = (("system", "You are a probe."), ("user", "Say hello."))
@@ -81,6 +81,13 @@ class LlamaCppBackend:
         self._decoder: BatchDecoder | None = None  # with batch > 1: the context every call decodes in
         self._sampler_lock = threading.Lock()  # Llama._init_sampler reads the seed from the shared Llama
         self._load_lock = threading.Lock()  # with batch > 1 the first calls arrive from several threads at once
+        self._callers = Callers()  # with batch > 1: the threads calling, so a step's company is not thread timing
+
+    def callers(self, n: int) -> Callable[[], None]:
+        """`n` threads will each keep one call in flight until each calls the function returned (with batch > 1
+        every decode step waits for all of them: see arms.backends.llama_batch.Callers)."""
+        self._callers.join(n)
+        return self._callers.leave
 
     @property
     def extra_buffers(self) -> ExtraBuffers:
@@ -125,7 +132,7 @@ class LlamaCppBackend:
             if config.batch > 1:
                 with self._native_step(f"creating a llama.cpp context for {config.batch} sequences"):
                     self._decoder = BatchDecoder(llm, config.batch, config.n_ctx, config.threads, self._adapters,
-                                                 [lo.scale for lo in config.loras], self._decoding)
+                                                 [lo.scale for lo in config.loras], self._decoding, self._callers)
         except BaseException:
             self._free_adapters()
             llm.close()
