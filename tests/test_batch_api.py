@@ -115,6 +115,23 @@ def arm_keys(server: BatchServer) -> dict[str, str]:
     return out
 
 
+def kill_while_held(server: BatchServer, exp: Path, out: Path, tmp_path: Path, batches: int) -> None:
+    """Start `judge run`, let it submit `batches` batches the server holds, and SIGKILL it while it polls."""
+    server.hold = True
+    e = {**os.environ, **env(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", *run_args(exp, out)], cwd=ROOT, env=e,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 300
+        while not (len(server.batches) >= batches and (out / "batches.jsonl").exists()) and time.time() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)  # polling the held batches
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.fixture(scope="module")
 def llama(llama_server):
     return llama_server.url
@@ -175,19 +192,7 @@ def test_a_killed_run_follows_its_recorded_batch_and_pays_nothing_twice(api, lla
     with BatchServer(llama, models=("arm-model", "judge-model")) as server:
         exp = experiment(tmp_path, api, server.url)
         out = tmp_path / "run"
-        server.hold = True
-        e = {**os.environ, **env(tmp_path)}
-        proc = subprocess.Popen([sys.executable, "-m", *run_args(exp, out)], cwd=ROOT, env=e,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.time() + 300
-            while not (server.batches and (out / "batches.jsonl").exists()) and time.time() < deadline:
-                time.sleep(0.2)
-            time.sleep(1.0)  # polling the held batch
-            assert proc.poll() is None
-        finally:
-            proc.kill()
-            proc.wait()
+        kill_while_held(server, exp, out, tmp_path, batches=1)
         (first,) = server.batches.values()
         log = records(out / "batches.jsonl")
         assert [(x["event"], x["batch_id"]) for x in log] == [("submitted", first.id)]
@@ -216,19 +221,7 @@ def test_calls_over_the_registered_limit_go_in_several_batches_all_followed_afte
         exp = experiment(tmp_path, api, server.url, model_lines="batch_max_requests = 2\n",
                          arm_model_lines="batch_max_requests = 2\n")
         out = tmp_path / "run"
-        server.hold = True
-        e = {**os.environ, **env(tmp_path)}
-        proc = subprocess.Popen([sys.executable, "-m", *run_args(exp, out)], cwd=ROOT, env=e,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.time() + 300
-            while len(server.batches) < 2 and time.time() < deadline:
-                time.sleep(0.2)
-            time.sleep(1.0)  # polling the held batches
-            assert proc.poll() is None
-        finally:
-            proc.kill()
-            proc.wait()
+        kill_while_held(server, exp, out, tmp_path, batches=2)
         first = list(server.batches.values())
         assert [len(b.requests) for b in first] == [2, 1]
         log = records(out / "batches.jsonl")
