@@ -202,19 +202,22 @@ def step_cost(model_path: str, threads: int, n_seq: int, flash_attn: bool, steps
         k = 1
         while k <= n_seq:
             llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
-            tokens = [(t, j, s, 0) for s in range(k) for j, t in enumerate(prompt)]
-            pos = len(prompt)
-            t0 = 0.0
-            for step in range(steps + 1):
+
+            def decode(tokens):
                 for i, (t, p, s, logits) in enumerate(tokens):
                     batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = t, p, 1, logits
                     batch.seq_id[i][0] = s
                 batch.n_tokens = len(tokens)
-                if step == 1:
-                    t0 = time.perf_counter()
                 assert llama_cpp.llama_decode(ctx, batch) == 0
-                tokens = [(100 + s, pos, s, 1) for s in range(k)]
+
+            for s in range(k):  # each prompt on its own (k prompts may not fit one llama_batch)
+                decode([(t, j, s, 0) for j, t in enumerate(prompt)])
+            pos = len(prompt)
+            decode([(100 + s, pos, s, 1) for s in range(k)])  # a first step, untimed
+            t0 = time.perf_counter()
+            for _ in range(steps):
                 pos += 1
+                decode([(100 + s, pos, s, 1) for s in range(k)])
             out[k] = round((time.perf_counter() - t0) / steps * 1000, 2)
             k *= 2
     finally:
