@@ -183,22 +183,32 @@ def mapped(pool: ThreadPoolExecutor, workers: int, fn: Callable[[Any], Any], ite
     the outputs, does not depend on thread timing."""
     callers = getattr(backend, "callers", None)
     if callers is None or not items:
-        return pool.map(fn, items)
+        yield from pool.map(fn, items)
+        return
     lock = threading.Lock()
-    taken = [min(workers, len(items))]  # items a thread has taken or will take next
-    leave = callers(taken[0])
+    taken = min(workers, len(items))  # items a thread has taken or will take next
+    calling = taken  # threads that have not left
+    leave = callers(calling)
 
     def one(item):
+        nonlocal taken, calling
         try:
             return fn(item)
         finally:
             with lock:  # a pool thread that finishes an item takes the next one, if any is left
-                stays = taken[0] < len(items)
-                taken[0] += stays
+                stays = taken < len(items)
+                taken += stays
+                calling -= not stays
             if not stays:
                 leave()
 
-    return pool.map(one, items)
+    try:
+        yield from pool.map(one, items)
+    finally:  # stopped early (an interrupt, a failed write): items never taken send nothing, so nobody waits
+        with lock:
+            gone, calling = calling, 0
+        for _ in range(gone):
+            leave()
 
 
 def _recorded_effective(rows: list[dict]) -> dict[str, Any]:

@@ -167,6 +167,8 @@ class BatchDecoder:
                     job.error = e
                     job.done.set()
             waiting = deferred
+            if not any(slots):  # every request admitted at this step failed
+                continue
             try:
                 with self._step():
                     self._decode_step(slots)
