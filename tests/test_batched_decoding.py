@@ -297,8 +297,8 @@ def test_first_calls_from_several_threads_load_the_model_once(demo, monkeypatch)
 
 def test_a_batched_collection_gives_the_same_answers_every_time(demo, tmp_path):
     """Which requests share a decode step changes their numbers, so it must not be thread timing: `collect` tells
-    the backend its threads and every step waits for all of them. Three collections of 16 answers at Q4_K_M (the
-    quant where a step's company tips near-ties most often: half the answers differed between two runs before)
+    the backend its threads and every step waits for all of them. Two collections of 16 answers at Q4_K_M (the
+    quant where a step's company tips near-ties most often: 8 of 16 answers differed between two runs before)
     with empty caches give the same 16 texts."""
     from arms.cache import CallCache
     from arms.collect import collect
@@ -306,7 +306,7 @@ def test_a_batched_collection_gives_the_same_answers_every_time(demo, tmp_path):
     exp, questions = demo
     arm = replace(exp.arm("base"), quants=("Q4_K_M",), generation=replace(exp.arm("base").generation, max_tokens=48))
     texts = []
-    for run in range(3):
+    for run in range(2):
         out = tmp_path / f"answers-{run}.jsonl"
         cache = CallCache(tmp_path / f"calls-{run}.sqlite")
         try:
@@ -316,4 +316,4 @@ def test_a_batched_collection_gives_the_same_answers_every_time(demo, tmp_path):
             cache.close()
         assert stats["model_calls"] == 16 and stats["errors"] == 0
         texts.append([r["text"] for _, r in jsonl.read(out)])
-    assert texts[0] == texts[1] == texts[2]
+    assert texts[0] == texts[1]
