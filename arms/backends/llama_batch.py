@@ -52,6 +52,7 @@ class Job:
     sampler: Any  # a llama_cpp._internals.LlamaSampler (owns the chain)
     max_tokens: int
     stop: list[bytes]
+    order: str = ""  # the whole request, so equal prompts (samples with other seeds) are admitted in a fixed order
     pending: list[int] = field(default_factory=list)  # tokens still to feed: the prompt, then the last sampled
     pos: int = 0
     fed: list[int] = field(default_factory=list)  # every token in this sequence's KV cells, in order
@@ -156,7 +157,7 @@ class BatchDecoder:
                     job.error = RuntimeError("the batched llama.cpp decoder was closed")
                     job.done.set()
                 return
-            waiting.sort(key=lambda j: (j.prompt, j.max_tokens))  # arrival order is thread timing: not used
+            waiting.sort(key=lambda j: (j.prompt, j.order))  # arrival order is thread timing: not used
             copied: set[int] = set()
             deferred = []
             for job in waiting:

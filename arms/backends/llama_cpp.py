@@ -326,7 +326,7 @@ class LlamaCppBackend:
         sampler = self._sampler(g, grammar)
         stop = [s.encode("utf-8") for s in (*g.stop, *(rendered.stop or []))]
         try:
-            job = self._decoder.submit(Job(prompt, sampler, g.max_tokens, stop))
+            job = self._decoder.submit(Job(prompt, sampler, g.max_tokens, stop, order=repr(request)))
         finally:
             sampler.close()
         return {"id": f"chatcmpl-{uuid.uuid4()}", "model": self.config.model_path,
