@@ -434,7 +434,10 @@ def test_amendment_written_after_judging_and_redated_earlier_is_refused_and_flag
 def test_amendment_edited_and_rechained_after_judging_is_refused_and_flagged(server, tmp_path):
     """The chain verifies (it was rebuilt from the MANIFEST), but not to the head bound when judging began."""
     exp = experiment(tmp_path, server.openai_url)
-    amend(exp, "questions tagged arithmetic count double")
+    # dated a few seconds back: dates are whole seconds, and against this fast scripted server the first judgment
+    # can fall in the amendment's own second, which counts as late (not strictly before judging began)
+    amend(exp, "questions tagged arithmetic count double",
+          now=dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=5))
     out = tmp_path / "out"
     assert run(exp, out, "--arms", "--limit", "2").returncode == 0
     date = lines(exp / "amendments.jsonl")[0]["date"]
