@@ -279,17 +279,23 @@ def test_registration_refuses_what_the_decision_refuses(value, tmp_path):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("batch", [1, 4])
-def test_on_a_simulated_amx_machine_the_backend_loads_without_extra_buffers(batch, monkeypatch, tmp_path):
+@pytest.mark.parametrize("batch, flash_attn", [(1, False), (4, False), (16, True)])
+def test_on_a_simulated_amx_machine_the_backend_loads_without_extra_buffers(batch, flash_attn, monkeypatch,
+                                                                            tmp_path):
     """The whole backend path (decision, probe, load, the batched context, read-back, verification) on the AMX
     Xeon's build and CPU information. Q4_0 is the planted fact: this machine repacks it into CPU_REPACK buffers
     when extra buffers are on (checked first, unpatched), so only the decision can keep the weights in plain CPU
-    buffers. A native step of this backend names the AMX cause for the crash supervisor."""
+    buffers. A native step of this backend names the AMX cause for the crash supervisor. Four calls sharing a
+    system prompt go through `arms.collect.mapped` as collect sends them (four threads when batched, one at batch
+    1), so the batched context's counted steps and prefix copies (and, at 16, flash attention) run on that load."""
 
+
+    from concurrent.futures import ThreadPoolExecutor
 
     from arms import crash
     from arms.backends.base import Generation, Request
-    from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, differences
+    from arms.backends.llama_cpp import INFO, LlamaConfig, LlamaCppBackend, differences
+    from arms.collect import mapped
     from arms.quantize import quantize
     from registration.spec import ModelSpec, Runtime
 
@@ -306,7 +312,7 @@ def test_on_a_simulated_amx_machine_the_backend_loads_without_extra_buffers(batc
     monkeypatch.setattr(llama_loader, "system_info", lambda: AMX_BUILD)
     monkeypatch.setattr(llama_loader, "cpu_flags", lambda cpuinfo=None: cpu_flags(AMX_CPU))
     monkeypatch.setattr(llama_loader, "_decided", {})
-    backend = LlamaCppBackend(LlamaConfig(model_path=q4_0, threads=1, n_ctx=512, batch=batch))
+    backend = LlamaCppBackend(LlamaConfig(model_path=q4_0, threads=1, n_ctx=512, batch=batch, flash_attn=flash_attn))
     note = tmp_path / "step.json"
     monkeypatch.setenv(crash.CONTEXT_ENV, str(note))
     try:
@@ -316,11 +322,17 @@ def test_on_a_simulated_amx_machine_the_backend_loads_without_extra_buffers(batc
         assert decided["build_amx"] and decided["cpu_amx"] and "AMX" in decided["reason"]
         assert set(eff["weight_buffers"]) <= {"CPU", "CPU_Mapped"}  # no CPU_REPACK, no AMX
         assert backend.identity()["cpu_extra_buffers"] is False  # answers made this way get their own call keys
+        assert eff["batch"] == batch and eff["flash_attn"] is flash_attn
         g = Generation(max_tokens=8)
-        replies = [backend.complete(Request((("user", q),), g)) for q in ("Say hello.", "Name a colour.")]
+        system = "You answer in a few words. " * 4  # a prefix the batched slots share
+        requests = [Request((("system", system), ("user", q)), g)
+                    for q in ("Say hello.", "Name a colour.", "Name a fruit.", "Count to three.")]
+        workers = INFO.workers(4, batch)  # as collect asks: 1 (one at a time) unless batched
+        with ThreadPoolExecutor(workers) as pool:
+            replies = list(mapped(pool, workers, backend.complete, requests, backend))
         assert all(r.completion_tokens > 0 for r in replies)
         model = ModelSpec(name="m", backend="llama-cpp", source=q4_0)
-        assert differences(g, eff, "Q4_0", model, (), Runtime(n_ctx=512, batch=batch)) == []
+        assert differences(g, eff, "Q4_0", model, (), Runtime(n_ctx=512, batch=batch, flash_attn=flash_attn)) == []
         with backend._native_step("generating"):  # what a crash here would leave for the supervisor
             noted = json.loads(note.read_text())
         assert noted["build_amx"] is True and noted["cpu_amx"] is True and "CPU extra buffers off" in noted["step"]
