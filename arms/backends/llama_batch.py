@@ -183,10 +183,9 @@ class BatchDecoder:
         while True:
             in_flight = sum(s is not None for s in slots) + len(waiting)
             expected = self.callers.n
-            if in_flight and (expected is None or in_flight >= min(expected, self.n_seq)):
-                block = False  # enough to step: take only what is already queued
-            else:
-                block = True
+            # enough to step once something is in flight and every known caller has a request in: take only what
+            # is already queued
+            block = not in_flight or (expected is not None and in_flight < min(expected, self.n_seq))
             try:
                 if not block:
                     item = self._queue.get_nowait()
