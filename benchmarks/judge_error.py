@@ -18,10 +18,10 @@ registered ``bootstrap_and_t`` on the first ``--registered`` data sets; the like
 judge.ppi on all), PPI++ with the small-sample guard (judge.ppi's default) and with ppi_py's normal interval,
 and the 40 gold labels alone. Reported: each rule's false "non-inferior" rate with its Monte Carlo SE (goal for
 PPI: at most 1.2 alpha = 0.030), the mean width of each two-sided 95 % interval, and PPI's mean estimated SE
-over the spread of its estimates across data sets (``ppi_se_over_spread``: 1 when the SE is right). Then the biased judge
-again with 10, 20, 40 and 80 labelled questions (``by_labelled``): how the rules fare on small gold samples.
+over the spread of its estimates across data sets (``ppi_se_over_spread``: 1 when the SE is right). Then the
+biased judge again with 10, 20, 40 and 80 labelled questions (``by_labelled``): the rules on small gold samples.
 
-    python benchmarks/judge_error.py             # 20,000 data sets per judge, 5,000 per sweep size (~4 minutes)
+    python benchmarks/judge_error.py             # 20,000 data sets per judge, 5,000 per sweep size (~3 minutes)
     python benchmarks/judge_error.py --quick     # 300 and 100 data sets (CI: proves it runs)
 """
 from __future__ import annotations
