@@ -1,0 +1,103 @@
+"""judge.judge_error: a judge against gold, checked against sklearn, krippendorff, scipy and planted offsets."""
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+from judge import judge_error
+
+pytestmark = pytest.mark.unit
+
+SCALE = (0, 1, 2)
+
+
+@st.composite
+def judged(draw, min_size: int = 8):
+    """Gold and judge scores on 0-2 for the same answers: the judge agrees on most, misreads by a point on some."""
+    size = draw(st.integers(min_size, 120))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    gold = rng.integers(0, 3, size)
+    miss = rng.choice([-1, 0, 1], size, p=draw(st.sampled_from([(0.1, 0.8, 0.1), (0.0, 0.6, 0.4), (0.3, 0.4, 0.3)])))
+    return gold.tolist(), np.clip(gold + miss, 0, 2).tolist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(judged())
+def test_agreement_and_confusion_equal_sklearn_and_krippendorff(data):
+    gold, judge = data
+    r = judge_error.against_gold(judge, gold, SCALE, resamples=20, seed=1)
+    kappa = cohen_kappa_score(gold, judge, weights="quadratic", labels=list(SCALE))
+    if np.isfinite(kappa) and len(set(gold) | set(judge)) > 1:
+        assert r.kappa == pytest.approx(kappa, abs=1e-12)
+    peer = krippendorff.alpha(reliability_data=[gold, judge], level_of_measurement="ordinal", value_domain=list(SCALE))
+    if np.isfinite(peer) and r.krippendorff_alpha is not None:
+        assert r.krippendorff_alpha == pytest.approx(peer, abs=1e-9)
+    assert np.array_equal(np.array(r.confusion), confusion_matrix(gold, judge, labels=list(SCALE)))
+    assert r.exact == pytest.approx(float(np.mean(np.array(gold) == np.array(judge))))
+    assert r.offset.mean == pytest.approx(float(np.mean(np.array(judge) - np.array(gold))), abs=1e-12)
+
+
+def test_bootstrap_intervals_are_percentiles_of_the_peers_on_the_same_resamples():
+    """The kappa and alpha intervals are the 2.5 % and 97.5 % points of the peer's statistic on the resamples
+    ``default_rng(seed).integers(0, n, n)``, drawn in order (kappa_bootstrap's)."""
+    rng = np.random.default_rng(4)
+    gold = rng.integers(0, 3, 60)
+    judge = np.clip(gold + rng.choice([-1, 0, 1], 60, p=[0.15, 0.7, 0.15]), 0, 2)
+    r = judge_error.against_gold(judge.tolist(), gold.tolist(), SCALE, resamples=300, seed=9)
+    draws = np.random.default_rng(9)
+    kappas, alphas = [], []
+    for _ in range(300):
+        i = draws.integers(0, 60, 60)
+        kappas.append(cohen_kappa_score(gold[i], judge[i], weights="quadratic", labels=list(SCALE)))
+        alphas.append(krippendorff.alpha(reliability_data=[gold[i], judge[i]], level_of_measurement="ordinal",
+                                         value_domain=list(SCALE)))
+    assert (r.kappa_low, r.kappa_high) == pytest.approx(tuple(np.percentile(kappas, [2.5, 97.5])), abs=1e-12)
+    assert (r.krippendorff_low, r.krippendorff_high) == pytest.approx(tuple(np.percentile(alphas, [2.5, 97.5])),
+                                                                      abs=1e-9)
+    assert r.kappa_low < r.kappa < r.kappa_high
+
+
+def test_planted_offsets_per_arm_and_differential():
+    """Arm a is read exactly; arm b one point high wherever gold is below 2 (12 of its 20 answers). By hand:
+    offset(a) = 0, offset(b) = 12/20 = 0.6, overall 12/40 = 0.3, and the differential offset over the 20
+    questions is 0.6, the amount the judge adds to b - a."""
+    gold_a = [0, 1, 2, 2, 1] * 4
+    gold_b = [1, 2, 0, 2, 1] * 4
+    judge_a = list(gold_a)
+    judge_b = [g + 1 if g < 2 else g for g in gold_b]
+    r = judge_error.against_gold(judge_a + judge_b, gold_a + gold_b, SCALE, arms=["a"] * 20 + ["b"] * 20,
+                                 resamples=500, seed=0)
+    per_arm = dict(r.per_arm)
+    assert (per_arm["a"].mean, per_arm["a"].low, per_arm["a"].high) == (0.0, 0.0, 0.0)  # no error: no spread
+    assert per_arm["b"].mean == pytest.approx(0.6) and r.offset.mean == pytest.approx(0.3)
+    assert r.confusion == ((4, 4, 0), (0, 8, 8), (0, 0, 16))
+    diff = judge_error.differential_offset(judge_a, gold_a, judge_b, gold_b, resamples=2000, seed=0)
+    assert diff.mean == pytest.approx(0.6) and diff.n == 20 and diff.resampling == "questions"
+
+
+def test_differential_offset_interval_matches_scipy_bootstrap():
+    """K = 2 samples per answer (means in halves). The differential errors e_i = (jb - gb) - (ja - ga); the
+    interval is the percentile bootstrap of their mean, compared with scipy.stats.bootstrap within one grid step
+    (1/(2n): the resamples differ)."""
+    rng = np.random.default_rng(8)
+    n = 50
+    gold_a, gold_b = rng.integers(0, 5, n) / 2, rng.integers(0, 5, n) / 2
+    judge_a = np.clip(gold_a + rng.choice([-0.5, 0, 0.5], n), 0, 2)
+    judge_b = np.clip(gold_b + rng.choice([0, 0.5, 1.0], n, p=[0.5, 0.3, 0.2]), 0, 2)
+    e = (judge_b - gold_b) - (judge_a - gold_a)
+    ours = judge_error.differential_offset(judge_a, gold_a, judge_b, gold_b, resamples=10000, seed=0)
+    peer = sps.bootstrap((e,), np.mean, n_resamples=10000, method="percentile", confidence_level=0.95,
+                         random_state=0).confidence_interval
+    assert ours.mean == pytest.approx(float(e.mean()), abs=1e-12)
+    assert ours.low == pytest.approx(peer.low, abs=1 / (2 * n) + 1e-12)
+    assert ours.high == pytest.approx(peer.high, abs=1 / (2 * n) + 1e-12)
+
+
+def test_off_scale_scores_are_refused():
+    with pytest.raises(ValueError, match="not on the scale"):
+        judge_error.against_gold([0, 1, 3], [0, 1, 2], SCALE)
