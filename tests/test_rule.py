@@ -224,11 +224,21 @@ def test_paired_binary_false_claim_rate_at_the_boundary_is_at_most_1_2_alpha(n, 
     assert exact_rate([-1, 0, 1], [loss, tie, win], n, margin, rule.Scale(0, 1)) <= 1.2 * ALPHA
 
 
+def test_loose_questions_are_units_but_not_registered_clusters():
+    """Two clusters of 30 and 8 questions without one: 10 units for the variance, 2 registered clusters, so a
+    minimum of 10 clusters is not met (the harness counted 10 and decided)."""
+    cluster_of = ["a"] * 30 + ["b"] * 30 + [None] * 7 + [""]
+    labels, registered = rule.cluster_units(cluster_of)
+    assert registered == 2
+    assert len(set(labels)) == 10
+    assert labels[0] == labels[29] != labels[30] and labels[60] != labels[61]
+
+
 def test_clusters_that_move_together_widen_the_bound():
     """The same differences, independent or in two clusters that each moved one way: the clustered bound is lower."""
     d = [1] * 10 + [0] * 10
     independent = rule.lower_bound(d, ALPHA, rule.Scale(0, 2))
-    clustered = rule.lower_bound(d, ALPHA, rule.Scale(0, 2), [0] * 10 + [1] * 10 + [])
+    clustered = rule.lower_bound(d, ALPHA, rule.Scale(0, 2), [0] * 10 + [1] * 10)
     assert clustered < independent
 
 
