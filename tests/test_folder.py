@@ -245,12 +245,20 @@ def test_folder_written_before_binding_is_not_resumed(server, tmp_path):
 
 @pytest.mark.integration
 def test_collection_never_skips_a_row_answered_under_other_settings(server, tmp_path):
-    """`arms collect` has no binding: it skips a row by its id only if the row's settings are the registered ones."""
+    """`arms collect` is bound like `judge run`; under the binding, it still skips a row by its id only if the
+    row's settings are the registered ones (a binding.json edited by hand does not get a row reused)."""
     exp = experiment(tmp_path, server.openai_url)
     out = tmp_path / "out"
     args = ("arms", "collect", "--exp", str(exp), "--arms", "base", "--limit", "2", "--out", str(out), "--quiet")
     assert cli(*args, env=ENV, timeout=120).returncode == 0
     exp = experiment(tmp_path, server.openai_url, base="max_tokens = 48, seed = 0")
+    r = cli(*args, env=ENV, timeout=120)
+    assert r.returncode == 2 and "arm 'base' generation.max_tokens: bound 64, now 48" in r.stderr, r.stderr
+    binding = json.loads((out / "binding.json").read_text())
+    from arms.folder import registration
+
+    binding["registration"] = registration(load_experiment(exp), ["base"])
+    (out / "binding.json").write_text(json.dumps(binding))
     r = cli(*args, env=ENV, timeout=120)
     assert r.returncode == 2 and f"{out / 'answers.jsonl'}:" in r.stderr and "field 'settings'" in r.stderr
     assert "max_tokens 64 (registered now: 48)" in r.stderr, r.stderr
