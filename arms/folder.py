@@ -17,7 +17,8 @@ extended: each is written once.
 
 The lock (flock on run.lock, released by the kernel when the process ends, however it ends) makes a
 second writer of the folder (`judge run`, `arms collect` or `judge repair`) refuse at once, naming the
-holder written inside the file.
+holder written inside the file. `repair` (`judge repair`) rewrites the raw files of a folder two writers
+wrote at once, before the lock kept them apart, so that every key keeps one history again.
 """
 from __future__ import annotations
 

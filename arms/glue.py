@@ -117,13 +117,13 @@ _folders = SealedFolders()
 
 def sealed_code(exp_dir: Path) -> None:
     """From now on in this process, modules imported from `exp_dir` run only from their sealed source."""
+    root = Path(exp_dir).resolve()
     with _lock:
-        _folders.roots.add(Path(exp_dir).resolve())
         if _folders not in sys.meta_path:
             at = next((i for i, f in enumerate(sys.meta_path) if f is importlib.machinery.PathFinder),
                       len(sys.meta_path))
             sys.meta_path.insert(at, _folders)
-        importlib.invalidate_caches()
+        _folders.roots.add(root)
 
 
 def import_source(path: Path, name: str, exp_dir: Path | None = None):

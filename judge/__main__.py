@@ -91,6 +91,8 @@ def _command(args: argparse.Namespace) -> int:
         from arms.folder import REPAIRED, repair
 
         moved = repair(args.results)
+        if not moved:
+            print(f"{args.results}: no raw file to repair (answers.jsonl, blinding.jsonl, judgments.jsonl)")
         for name, n in moved.items():
             print(f"{name}: {n} record(s) moved to {REPAIRED}" if n else f"{name}: nothing to repair")
         if any(moved.values()):

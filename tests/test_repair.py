@@ -6,7 +6,8 @@ record is missing or an error, and appends its records, the two streams interlea
 repaired file must obey the retry rule (checked here by the test's own reading, and by the main path's
 reader), keep the first finished record of every key unchanged, lose nothing (kept and moved records
 together are the original ones), and be left alone by a second repair. The integration test does it end
-to end on a real run: duplicates appended, `judge run` refuses, `judge repair`, then run and verify pass.
+to end on a real run: duplicates appended, the runs' reader refuses, `judge repair`, then run and verify
+pass.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 from arms import jsonl
 from arms.errors import BadInput
 from arms.folder import REPAIRABLE
+from arms.records import ANSWER_KEY
 
 from conftest import cli
 
@@ -168,9 +170,9 @@ def test_a_folder_with_duplicate_finished_records_is_repaired_by_the_command(tmp
             w.write(keys[2])
         with jsonl.Appender(out / "judgments.jsonl") as w:
             w.write(second_verdict)
-        r = run(exp, out, "--arms", "--limit", "3")
-        assert r.returncode == 2 and f"{out / 'answers.jsonl'}:{len(answers) + 1}:" in r.stderr, r.stderr
-        assert "judge repair" in r.stderr
+        with pytest.raises(BadInput) as refused:  # what every later run says (the reader all of them use)
+            jsonl.current(out / "answers.jsonl", ANSWER_KEY)
+        assert refused.value.line == len(answers) + 1 and "judge repair" in refused.value.message
 
         r = cli("judge", "repair", str(out))
         assert r.returncode == 0, r.stderr
