@@ -58,6 +58,8 @@ def sealed_files(exp_dir: Path) -> dict[str, Path]:
     """MANIFEST name -> path of every file the seal covers: every regular file under the folder but the top-level
     MANIFEST and amendments.jsonl. A symbolic link or a special file anywhere is bad input, named."""
     exp_dir = Path(exp_dir)
+    if not exp_dir.is_dir():
+        raise BadInput(exp_dir, "no such experiment folder")
     out = {}
     for top, dirs, files in os.walk(exp_dir, onerror=_unreadable):
         for name in sorted(dirs + files):
