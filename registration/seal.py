@@ -119,8 +119,14 @@ def read_manifest(exp_dir: Path) -> dict[str, tuple[str, bool]]:
     if not path.exists():
         raise BadInput(path, "experiment is not sealed: run `python -m judge seal DIR` first")
     out: dict[str, tuple[str, bool]] = {}
-    # split at line feeds only: a file name may hold other characters str.splitlines() breaks at
-    for no, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(path, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    # split at line feeds only (a CR before one is dropped): a file name may hold other characters that
+    # str.splitlines() breaks at, never a CR or LF (`seal` refuses those)
+    for no, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         sha, sep, rel = line.partition("  ")

@@ -181,6 +181,20 @@ def test_the_seals_own_files_must_be_files(tmp_path, name):
     assert e.value.file == str(exp / name) and "must be a file" in e.value.message, str(e.value)
 
 
+@pytest.mark.parametrize("edit,line", [(lambda t: t + t.splitlines(keepends=True)[0], 3),  # a name listed twice
+                                       (lambda t: t.replace("  ", " ", 1), 1),  # not '<sha256>  <path>'
+                                       (lambda t: t + "\udcff", None)])  # not UTF-8
+def test_an_edited_manifest_is_refused_naming_it_not_a_traceback(tmp_path, edit, line):
+    exp = tmp_path / "exp"
+    build(exp, {("sub", "ok.txt")})
+    seal(exp)
+    text = (exp / "MANIFEST").read_text()
+    (exp / "MANIFEST").write_bytes(edit(text).encode("utf-8", "surrogateescape"))
+    with pytest.raises(BadInput) as e:
+        verify_seal(exp)
+    assert (e.value.file, e.value.line) == (str(exp / "MANIFEST"), line), str(e.value)
+
+
 @pytest.mark.parametrize("rel", ["MANIFEST", "amendments.jsonl", "./MANIFEST", "sets/../amendments.jsonl"])
 def test_the_two_unlisted_files_cannot_be_registered_as_an_input(tmp_path, rel):
     exp = tmp_path / "exp"
