@@ -3,7 +3,8 @@
 `quantize` derives every registered quant file and shows what it really is (type read back,
 sha256, recipe). `collect` runs answer collection alone — no judging — into OUT/answers.jsonl
 and writes OUT/collection.json with what the invocation did; `python -m judge run` does the same
-collection as its first stage.
+collection as its first stage. Like `judge run`, it holds the folder's lock while it writes and binds
+the folder to the registration before its first call (arms.folder).
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def _collect(args) -> None:
     from .cache import CallCache
     from .collect import collect
     from .context import check_arms
+    from .folder import bind, commit, locked, registration
     from .llama_loader import check_gpu_layers
     from .questions import load_questions
 
@@ -58,15 +60,18 @@ def _collect(args) -> None:
     check_arms([exp.arm(n) for n in wanted], exp.models, questions, exp.set_paths(), exp.dir,
                exp.runtime)  # a prompt that cannot fit is refused before the first call
     args.out.mkdir(parents=True, exist_ok=True)
-    cache = CallCache()
-    try:
-        stats = collect([exp.arm(n) for n in wanted], exp.models, exp.adapters, questions, exp.dir,
-                        exp.runtime, args.out / "answers.jsonl", cache, progress=not args.quiet)
-    finally:
-        cache.close()
-    record = {"experiment": exp.name, "arms": wanted, "limit": args.limit, "effective_settings": stats.pop("effective"),
-              "last_invocation": {"answers": stats}}
-    write_text(args.out / "collection.json", json.dumps(record, indent=1) + "\n")
+    with locked(args.out, "arms collect"):  # a second writer of this folder is refused at once, naming this one
+        # bound to one registration before any call (the entries answers depend on): refused if bound to another
+        commit(args.out, bind(args.out, exp, wanted, args.limit, registration(exp, wanted), judging=False))
+        cache = CallCache()
+        try:
+            stats = collect([exp.arm(n) for n in wanted], exp.models, exp.adapters, questions, exp.dir,
+                            exp.runtime, args.out / "answers.jsonl", cache, progress=not args.quiet)
+        finally:
+            cache.close()
+        record = {"experiment": exp.name, "arms": wanted, "limit": args.limit,
+                  "effective_settings": stats.pop("effective"), "last_invocation": {"answers": stats}}
+        write_text(args.out / "collection.json", json.dumps(record, indent=1) + "\n")
     print(f"answers: {args.out / 'answers.jsonl'} ({stats['rows_total']} rows, {stats['model_calls']} new model calls, "
           f"{stats['errors']} errors)", file=sys.stderr)
 

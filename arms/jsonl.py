@@ -13,6 +13,12 @@ checks it while reading; judge.verify re-checks it by its own code.
 
 A JSON object with a repeated key is refused (`loads`), in these files and in every JSON a user hands
 us: readers disagree on which value counts, so such a record has no one meaning.
+
+Two writers appending to one file at once (what the results folder's lock now prevents), or an older
+bug, leave a file that breaks the rule: a key with two finished records, or a record that does not
+retry the one before it. `deduplicated` computes the one repair (`judge repair` writes it): each key
+keeps its first finished record, so no answer or verdict already given changes, with the errors that
+record retries; every other record is moved out, with its line and the reason.
 """
 from __future__ import annotations
 
@@ -170,13 +176,86 @@ def current(path: Path, key: tuple[str, ...], *, required: tuple[str, ...] = (),
             continue
         if before.status != "error":
             raise BadInput(path, f"{_name(key, k)} already has a finished record at line {before.line} (status "
-                           f"{before.status!r}): only an `error` record is superseded by a retry",
+                           f"{before.status!r}): only an `error` record is superseded by a retry{REPAIR_HINT}",
                            line=no, field=key[-1])
         if type(retry_of) is not int or retry_of != before.line:
             raise BadInput(path, f"reads {retry_of!r}, but the record it supersedes (the previous one of "
-                           f"{_name(key, k)}) is at line {before.line}", line=no, field="retry_of")
+                           f"{_name(key, k)}) is at line {before.line}{REPAIR_HINT}", line=no, field="retry_of")
         out[k] = Current(no, build(rec, path, no), rec["status"], before.superseded + 1)
     return out
+
+
+REPAIR_HINT = (". Two writers at once leave such a file; in a results folder `python -m judge repair DIR` keeps "
+               "the first finished record of each key and moves the others to repaired.jsonl")
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A record `deduplicated` takes out of its file: the line it was on, why, and the record itself."""
+
+    line: int
+    reason: str
+    record: dict[str, Any]
+
+
+def deduplicated(path: Path, key: tuple[str, ...], retried: bool = True) -> tuple[bytes, list[Moved]]:
+    """The file as it reads once each key keeps one valid history, and the records moved out of it.
+
+    With the retry rule (`retried`): each key keeps its first finished record (not `error`), or if it has none its
+    last error, together with the chain of errors that record retries (`retry_of` by `retry_of`); every other
+    record of the key is moved. Without it (blinding keys, one per label): each key keeps its first record. Kept
+    lines keep their bytes, but a `retry_of` is renumbered to the line its record moves to. A partial last line
+    (a killed write) is dropped, as the next append would. A `retry_of` that points at anything but an earlier
+    error of its key is not what concurrent writers of this code leave (each retries an error it read), so it is
+    refused, naming the line: such a file was edited, and is not repaired by guesswork.
+    """
+    path = Path(path)
+    raw = path.read_bytes().split(b"\n")[:-1] if path.exists() else []
+    records = list(read(path, required=(*key, "status") if retried else key))
+    history: dict[tuple, list[int]] = {}
+    at: dict[int, dict[str, Any]] = {}
+    for no, rec in records:
+        history.setdefault(tuple(rec[f] for f in key), []).append(no)
+        at[no] = rec
+    kept: set[int] = set()
+    moved: list[Moved] = []
+    for k, lines in history.items():
+        what = _name(key, k)
+        if not retried:
+            first = lines[0]
+            kept.add(first)
+            moved += [Moved(no, f"a second record of {what} (" + ("identical to" if at[no] == at[first] else
+                            "differs from") + f" the first, kept at line {first})", at[no]) for no in lines[1:]]
+            continue
+        finished = [no for no in lines if at[no]["status"] != "error"]
+        chosen = finished[0] if finished else lines[-1]
+        chain, no = [chosen], chosen
+        while (retry_of := at[no].get("retry_of")) is not None:
+            earlier_error = type(retry_of) is int and retry_of in lines and retry_of < no and \
+                at[retry_of]["status"] == "error"
+            if not earlier_error:
+                raise BadInput(path, f"reads {retry_of!r}, which is not the line of an earlier error record of {what}: "
+                               "concurrent writers never leave that, so the file was edited and `judge repair` does "
+                               "not guess which record counts", line=no, field="retry_of")
+            chain.append(retry_of)
+            no = retry_of
+        kept.update(chain)
+        for no in (n for n in lines if n not in chain):
+            if no in finished:
+                reason = f"a second finished record of {what}: its first, kept at line {chosen}, counts"
+            elif no > chosen and finished:
+                reason = f"an error record of {what} written after its finished record, kept at line {chosen}"
+            else:
+                reason = f"an error record of {what} that the record kept at line {chosen} does not retry"
+            moved.append(Moved(no, reason, at[no]))
+    order = sorted(kept)
+    renumbered = {old: new for new, old in enumerate(order, start=1)}
+    out = []
+    for no in order:
+        rec, retry_of = at[no], at[no].get("retry_of")
+        same = retry_of is None or renumbered[retry_of] == retry_of
+        out.append(raw[no - 1] if same else dumps({**rec, "retry_of": renumbered[retry_of]}).encode())
+    return b"".join(line + b"\n" for line in out), sorted(moved, key=lambda m: m.line)
 
 
 def _name(key: tuple[str, ...], values: tuple) -> str:

@@ -1,15 +1,20 @@
 """User functions named on the command line ("package.module:function" or "path/to/file.py:function"),
-and the default parse check of `audit rewards`."""
+and the default parse check of `audit rewards`.
+
+A file is run from its source, never from bytecode beside it (arms.glue.import_source); a file inside a
+sealed experiment folder only from its sealed bytes, as glue is."""
 from __future__ import annotations
 
+import hashlib
 import importlib
-import importlib.util
 import json
 import re
 from pathlib import Path
 from typing import Callable
 
 from arms.errors import BadInput
+from arms.glue import import_source
+from registration.seal import sealed_folder_of
 
 FENCE_RE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 
@@ -30,9 +35,8 @@ def load_function(spec: str, option: str) -> Callable:
             path = Path(module_name)
             if not path.exists():
                 raise BadInput(option, f"{path} not found")
-            loaded = importlib.util.spec_from_file_location(f"_audit_hook_{path.stem}", path)
-            module = importlib.util.module_from_spec(loaded)
-            loaded.loader.exec_module(module)
+            name = f"_audit_hook_{path.stem}_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
+            module = import_source(path.resolve(), name, sealed_folder_of(path))
         else:
             module = importlib.import_module(module_name)
     except BadInput:

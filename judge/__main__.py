@@ -1,4 +1,4 @@
-"""CLI: python -m judge {run,seal,amend,verify,export}. Exit 0 ok, 1 a gate/check failed, 2 bad input."""
+"""CLI: python -m judge {run,seal,amend,verify,export,repair}. Exit 0 ok, 1 a gate/check failed, 2 bad input."""
 from __future__ import annotations
 
 import argparse
@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("--format", choices=("csv", "parquet"), default="csv")
     x.add_argument("--out", type=Path, default=None, help="output file (default: RESULTS/export.<format>)")
     x.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
+    f = sub.add_parser("repair", help="keep one finished record per key in a results folder two writers wrote at once")
+    f.add_argument("results", type=Path)
     args = p.parse_args(argv)
     return run_cli(lambda: _command(args))
 
@@ -85,6 +87,18 @@ def _command(args: argparse.Namespace) -> int:
         from .export import export
 
         print(f"wrote {export(args.results, args.format, args.out, args.exp)}")
+    elif args.cmd == "repair":
+        from arms.folder import REPAIRED, repair
+
+        moved = repair(args.results)
+        if not moved:
+            print(f"{args.results}: no raw file to repair (answers.jsonl, blinding.jsonl, judgments.jsonl)")
+        for name, n in moved.items():
+            print(f"{name}: {n} record(s) moved to {REPAIRED}" if n else f"{name}: nothing to repair")
+        if any(moved.values()):
+            print(f"repair: each key keeps its first finished record; the moved records and the repair are logged in "
+                  f"{args.results / REPAIRED}. Re-run the command that wrote the folder (same arguments) to resume "
+                  "and rewrite numbers.json and the report; until then `judge verify` names the raw files as changed")
     return 0
 
 

@@ -22,6 +22,7 @@ from arms.batch import Batching
 from arms.cache import CallCache
 from arms.collect import collect
 from arms.errors import BadInput
+from arms.folder import locked
 from arms.jsonl import Appender, current, read
 from arms.load import open_backend
 from arms.questions import load_questions
@@ -34,7 +35,7 @@ from registration.spec import check_generation
 from .analysis import compute_numbers, late_amendments, write_numbers
 from .blinding import blind, label_secret
 from .cost import costs
-from .folder import bind, commit, locked, start_judging
+from .folder import bind, commit, start_judging
 from .judging import judge_all
 from .pairwise import pair_items
 from .plots import write_plots
@@ -187,7 +188,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     name = run_name(exp, arms, limit)
     run_dir = Path(out) if out else ROOT / "results" / name
     run_dir.mkdir(parents=True, exist_ok=True)
-    with locked(run_dir):  # a second run into this folder is refused at once, naming this one
+    with locked(run_dir, "judge run"):  # a second run into this folder is refused at once, naming this one
         return _run(exp, arms, questions, limit, rubric, panel, mode, rubrics, name, run_dir, progress)
 
 

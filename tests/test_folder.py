@@ -245,12 +245,20 @@ def test_folder_written_before_binding_is_not_resumed(server, tmp_path):
 
 @pytest.mark.integration
 def test_collection_never_skips_a_row_answered_under_other_settings(server, tmp_path):
-    """`arms collect` has no binding: it skips a row by its id only if the row's settings are the registered ones."""
+    """`arms collect` is bound like `judge run`; under the binding, it still skips a row by its id only if the
+    row's settings are the registered ones (a binding.json edited by hand does not get a row reused)."""
     exp = experiment(tmp_path, server.openai_url)
     out = tmp_path / "out"
     args = ("arms", "collect", "--exp", str(exp), "--arms", "base", "--limit", "2", "--out", str(out), "--quiet")
     assert cli(*args, env=ENV, timeout=120).returncode == 0
     exp = experiment(tmp_path, server.openai_url, base="max_tokens = 48, seed = 0")
+    r = cli(*args, env=ENV, timeout=120)
+    assert r.returncode == 2 and "arm 'base' generation.max_tokens: bound 64, now 48" in r.stderr, r.stderr
+    binding = json.loads((out / "binding.json").read_text())
+    from arms.folder import registration
+
+    binding["registration"] = registration(load_experiment(exp), ["base"])
+    (out / "binding.json").write_text(json.dumps(binding))
     r = cli(*args, env=ENV, timeout=120)
     assert r.returncode == 2 and f"{out / 'answers.jsonl'}:" in r.stderr and "field 'settings'" in r.stderr
     assert "max_tokens 64 (registered now: 48)" in r.stderr, r.stderr
@@ -261,10 +269,12 @@ def test_collection_never_skips_a_row_answered_under_other_settings(server, tmp_
 
 @pytest.mark.integration
 def test_second_concurrent_run_is_refused_at_once_naming_the_holder(server, tmp_path):
+    """A second `judge run`, and an `arms collect`, while a run writes the folder (a collect holding it:
+    tests/test_collect_lock.py)."""
     exp = experiment(tmp_path, server.openai_url)
     out = tmp_path / "out"
     state = server.script
-    state.fast, state.slow = 1, 2.0  # the first run holds the folder for several seconds
+    state.fast, state.slow = 1, 3.0  # the first run holds the folder for several seconds
     first = subprocess.Popen([sys.executable, "-m", "judge", "run", "--exp", str(exp), "--arms", "--limit", "3",
                               "--out", str(out), "--quiet"], cwd=ROOT, env={**os.environ, **ENV},
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -276,12 +286,18 @@ def test_second_concurrent_run_is_refused_at_once_naming_the_holder(server, tmp_
         r = run(exp, out, "--arms", "--limit", "3")
         took = time.monotonic() - t0
         assert r.returncode == 2, r.stderr
-        assert first.poll() is None, "the first run finished before the second was refused: the test proves nothing"
+        c = cli("arms", "collect", "--exp", str(exp), "--arms", "base,trained", "--limit", "3", "--out", str(out),
+                "--quiet", env=ENV, timeout=120)
+        assert first.poll() is None, "the first run finished before the others were refused: the test proves nothing"
+        state.slow = 0.0  # let it finish
     finally:
         _, err = first.communicate(timeout=180)
-    assert f"another `judge run` is writing this results folder (pid {first.pid} on host" in r.stderr
+    for refused in (r, c):
+        assert refused.returncode == 2, refused.stderr
+        assert f"another `judge run` is writing this results folder (pid {first.pid} on host" in refused.stderr
     assert took < 30
     assert first.returncode == 0, err
+    assert state.answer_calls == 6  # each answer paid for once
     assert cli("judge", "verify", str(out)).returncode == 0
 
 
