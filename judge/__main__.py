@@ -1,4 +1,4 @@
-"""CLI: python -m judge {run,seal,amend,verify,export}. Exit 0 ok, 1 a gate/check failed, 2 bad input."""
+"""CLI: python -m judge {run,seal,amend,verify,export,view}. Exit 0 ok, 1 a gate/check failed, 2 bad input."""
 from __future__ import annotations
 
 import argparse
@@ -39,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("--format", choices=("csv", "parquet"), default="csv")
     x.add_argument("--out", type=Path, default=None, help="output file (default: RESULTS/export.<format>)")
     x.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
+    w = sub.add_parser("view", help="write review.html: every answer beside its verdicts, one offline page")
+    w.add_argument("results", type=Path)
+    w.add_argument("--blind", action="store_true", help="only labels and answers as the judge read them, with a "
+                   "score entry per answer that downloads a labels file (default file: RESULTS/review-blind.html)")
+    w.add_argument("--out", type=Path, default=None, help="output file (default: RESULTS/review.html)")
+    w.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
     args = p.parse_args(argv)
     return run_cli(lambda: _command(args))
 
@@ -85,6 +91,10 @@ def _command(args: argparse.Namespace) -> int:
         from .export import export
 
         print(f"wrote {export(args.results, args.format, args.out, args.exp)}")
+    elif args.cmd == "view":
+        from .view import view
+
+        print(f"wrote {view(args.results, args.blind, args.out, args.exp)}")
     return 0
 
 
