@@ -22,6 +22,7 @@ record retries; every other record is moved out, with its line and the reason.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -34,6 +35,12 @@ from .errors import BadInput, BadRecord
 def dumps(record: dict[str, Any]) -> str:
     """Canonical one-line JSON (sorted keys) so hashes of records are stable."""
     return json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def link(record: dict[str, Any]) -> str:
+    """The hash chain's rule (amendments.jsonl, labels files): each record's `prev` is this hash of the record
+    before it, the sha256 of its canonical line, so no record can be edited, inserted or dropped unseen."""
+    return hashlib.sha256(dumps(record).encode()).hexdigest()
 
 
 def repair_tail(path: Path) -> int:

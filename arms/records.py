@@ -204,3 +204,22 @@ class Judgment(Record):
     @classmethod
     def _upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
         return d if "kind" in d else {**d, "kind": judgment_kind(d)}
+
+
+@dataclass(frozen=True)
+class HumanLabel(Record):
+    """One line of a labels file: a person's score for one blinded answer, given in review.html's blind mode
+    (`judge view --blind`), which downloads the file; judge.labels reads and checks it.
+
+    The file is hash-chained like amendments.jsonl (arms.jsonl.link): the first record's `prev` is its
+    `run_key`, each next record's the link of the record before it."""
+
+    TYPE: ClassVar[str] = "label"
+
+    run_key: str  # the run's labels key (judge.labels.run_key): a hash of its label key, never the key itself
+    label: str  # the blinded label of the answer (L…), as the judge saw it
+    score: int  # on the run's rubric scale
+    note: str  # "" when the labeller wrote none
+    labeller: str
+    time: str  # ISO 8601 with a UTC offset, when the score was entered
+    prev: str  # the hash chain

@@ -1,4 +1,4 @@
-"""CLI: python -m judge {run,seal,amend,verify,export,repair}. Exit 0 ok, 1 a gate/check failed, 2 bad input."""
+"""CLI: python -m judge {run,seal,amend,verify,export,repair,view}. Exit 0 ok, 1 a gate/check failed, 2 bad input."""
 from __future__ import annotations
 
 import argparse
@@ -41,6 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
     f = sub.add_parser("repair", help="keep one finished record per key in a results folder two writers wrote at once")
     f.add_argument("results", type=Path)
+    w = sub.add_parser("view", help="write review.html: every answer beside its verdicts, one offline page")
+    w.add_argument("results", type=Path)
+    w.add_argument("--blind", action="store_true", help="only labels and answers as the judge read them, with a "
+                   "score entry per answer that downloads a labels file (default file: RESULTS/review-blind.html)")
+    w.add_argument("--out", type=Path, default=None, help="output file (default: RESULTS/review.html)")
+    w.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
     args = p.parse_args(argv)
     return run_cli(lambda: _command(args))
 
@@ -99,6 +105,10 @@ def _command(args: argparse.Namespace) -> int:
             print(f"repair: each key keeps its first finished record; the moved records and the repair are logged in "
                   f"{args.results / REPAIRED}. Re-run the command that wrote the folder (same arguments) to resume "
                   "and rewrite numbers.json and the report; until then `judge verify` names the raw files as changed")
+    elif args.cmd == "view":
+        from .view import view
+
+        print(f"wrote {view(args.results, args.blind, args.out, args.exp)}")
     return 0
 
 

@@ -203,7 +203,7 @@ def verify_amendments(exp_dir: Path) -> list[dict]:
     for no, rec in jsonl.read(path, required=("date", "text", "prev")):
         if rec["prev"] != prev:
             raise BadInput(path, "hash chain broken: amendment edited, inserted or removed", line=no, field="prev")
-        prev = hashlib.sha256(jsonl.dumps(rec).encode()).hexdigest()
+        prev = jsonl.link(rec)
         rows.append(rec)
     return rows
 
@@ -212,7 +212,7 @@ def amend(exp_dir: Path, text: str, now: dt.datetime | None = None, post_hoc: bo
     """Append an amendment. `post_hoc` records honestly that it was written after scoring began."""
     exp_dir = Path(exp_dir)
     rows = verify_amendments(exp_dir)
-    prev = hashlib.sha256(jsonl.dumps(rows[-1]).encode()).hexdigest() if rows else manifest_sha256(exp_dir)
+    prev = jsonl.link(rows[-1]) if rows else manifest_sha256(exp_dir)
     rec = {"n": len(rows) + 1, "date": (now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds"),
            "text": text, "post_hoc": post_hoc, "prev": prev}
     with jsonl.Appender(exp_dir / AMENDMENTS) as w:

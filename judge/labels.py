@@ -1,0 +1,78 @@
+"""Labels files: the scores a person gave blinded answers in review.html's blind mode (`judge view --blind`).
+
+One `HumanLabel` record per line (arms.records), hash-chained like amendments.jsonl by the one chaining rule,
+arms.jsonl.link: the first record's `prev` is the run's labels key, each next record's the link of the record
+before it, so a label edited, inserted, dropped or moved to another run after download is seen. `read_labels`
+is the one reader: every label must be a blinded label of this run, every score on its rubric's scale, the chain
+intact; anything else is bad input naming the file, the line and the field (exit 2).
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from arms import jsonl
+from arms.errors import BadInput
+from arms.records import HumanLabel
+
+from .analysis import utc
+
+
+def run_key(label_key: str) -> str:
+    """What a labels file names its run by: a hash of the run's label key, never the key itself, which derives
+    every label (judge.blinding.label_secret): a blind page holding it could be un-blinded."""
+    return hashlib.sha256(f"labels\x1f{label_key}".encode()).hexdigest()
+
+
+def read_labels(path: Path, key: str, labels: frozenset[str] | set[str], scale: tuple[int, ...]) -> list[HumanLabel]:
+    """The labels of a labels file, checked against a run: its labels key `key`, its blinded `labels`, its
+    rubric `scale`. One label per (labeller, answer)."""
+    path = Path(path)
+    if not path.is_file():
+        raise BadInput(path, "labels file not found")
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        raise BadInput(path, "the last line has no line end: the file was cut off (download it again)",
+                       line=data.count(b"\n") + 1)
+    out: list[HumanLabel] = []
+    seen: dict[tuple[str, str], int] = {}
+    prev = key
+    for no, rec in jsonl.read(path):
+        lab = HumanLabel.from_dict(rec, path, no)
+        if lab.run_key != key:
+            raise BadInput(path, f"reads {lab.run_key[:16]}…, but this run's labels key is {key[:16]}…: these are "
+                           "labels of another run", line=no, field="run_key")
+        if lab.label not in labels:
+            raise BadInput(path, f"{lab.label!r} is not a blinded label of a single answer of this run", line=no,
+                           field="label")
+        if lab.score not in scale:
+            raise BadInput(path, f"{lab.score!r} is not on the rubric's scale {list(scale)}", line=no, field="score")
+        if not lab.labeller.strip():
+            raise BadInput(path, "is empty: every label names who gave it", line=no, field="labeller")
+        try:
+            utc(lab.time, path, "time")
+        except BadInput as e:
+            raise BadInput(path, e.message, line=no, field="time") from None
+        first = seen.setdefault((lab.labeller, lab.label), no)
+        if first != no:
+            raise BadInput(path, f"{lab.labeller!r} already labelled {lab.label} at line {first}", line=no,
+                           field="label")
+        if lab.prev != prev:
+            raise BadInput(path, "hash chain broken: a label was edited, inserted, removed or reordered", line=no,
+                           field="prev")
+        try:
+            prev = jsonl.link(rec)
+        except UnicodeEncodeError:
+            raise BadInput(path, "holds text that is not valid Unicode (a lone surrogate)", line=no) from None
+        out.append(lab)
+    if not out:
+        raise BadInput(path, "holds no labels")
+    return out
+
+
+def check_labels(path: Path, run_dir: Path, exp_dir: Path | None = None) -> list[HumanLabel]:
+    """The labels of a labels file, checked against the results folder they were given for."""
+    from .review import load  # review derives the blind page these labels came from, and imports this module
+
+    d = load(run_dir, exp_dir)
+    return read_labels(path, run_key(d.label_key), {i.label for i in d.items}, d.scale)

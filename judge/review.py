@@ -1,0 +1,234 @@
+"""What a reviewer reads beside each verdict: answers, blinding keys and verdicts joined per hypothesis and question.
+
+A mean hides what one answer shows at once, so a reviewer must be able to read every answer next to its
+scores. `review` makes that join once, from the raw files (each key's current record, as judge.analysis reads
+them), run.json and the experiment's sealed questions; judge.view renders it as review.html, and any other page
+or appendix can render it too. `blind_view` is the other projection: only what the judge saw (labels, question,
+reference, the scrubbed answer) in the blinded order it was handed them, for a person to score blind.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from arms.errors import BadInput
+from arms.questions import Question, load_questions
+from arms.records import AnswerRow, Judgment, PairKey
+from registration.prereg import Experiment, load_experiment, rubric_dir
+
+from .analysis import RAW_FILES, Raw, load_raw
+from .blinding import BlindItem, blind, label_secret
+from .labels import run_key
+from .rubric import load_rubric
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer row with its blinding key and its verdicts."""
+
+    row: str
+    arm: str
+    quant: str
+    question_id: str
+    sample: int
+    status: str  # ok | error (the model call failed: never blinded, never judged)
+    text: str | None  # the answer as written
+    shown: str | None  # the answer as the judge read it (normalised, identity text scrubbed); None if never blinded
+    label: str | None
+    scrubbed: int  # identity matches removed before the judge read it
+    injection: int  # grader-directed text found in it
+    truncated: bool
+    error: dict[str, Any] | str | None  # the answer call's failure
+    verdicts: tuple[Judgment, ...]  # its single-answer verdicts (each judge's current one), in panel order
+    gold: int | None = None  # a gold score for this answer, where one is recorded (none is yet; the page filters on it)
+
+    def score(self, judge: str) -> int | None:
+        return next((v.score for v in self.verdicts if v.judge == judge and v.status == "scored"), None)
+
+    @property
+    def flagged(self) -> bool:
+        """Grader-directed text, or identity text the judge was not shown."""
+        return self.injection > 0 or self.scrubbed > 0
+
+    @property
+    def disagreement(self) -> bool:
+        """Two judges scored this answer differently."""
+        return len({v.score for v in self.verdicts if v.status == "scored"}) > 1
+
+
+def mean_score(answers: tuple[Answer, ...], judge: str) -> Fraction | None:
+    """The mean of the scored samples of one arm on one question, exact, as judge.analysis.per_question takes it."""
+    scores = [s for s in (a.score(judge) for a in answers) if s is not None]
+    return Fraction(sum(scores), len(scores)) if scores else None
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One question of one hypothesis: arm a's and arm b's answers at its quant, and any pairwise verdicts."""
+
+    hypothesis: str
+    question: Question
+    a: tuple[Answer, ...]  # one per sample
+    b: tuple[Answer, ...]
+    pairwise: tuple[tuple[PairKey, Judgment], ...] = ()  # both orders of the pair, per judge
+
+    def difference(self, judge: str) -> Fraction | None:
+        """b − a on this question by `judge`; None unless both arms have a score (then it is not paired)."""
+        a, b = mean_score(self.a, judge), mean_score(self.b, judge)
+        return None if a is None or b is None else b - a
+
+    def unscored(self, judge: str) -> bool:
+        """An answer of either arm has no score from `judge`: a failed answer, an unscored or failed verdict, or
+        none yet."""
+        return any(x.score(judge) is None for x in (*self.a, *self.b)) or not self.a or not self.b
+
+    @property
+    def answers(self) -> tuple[Answer, ...]:
+        return (*self.a, *self.b)
+
+
+@dataclass(frozen=True)
+class HypothesisPairs:
+    id: str
+    text: str
+    a: str
+    b: str
+    quant: str
+    subset: tuple[str, ...]
+    pairs: tuple[Pair, ...]  # every question of its subset in the run, in the run's order
+
+
+@dataclass(frozen=True)
+class Review:
+    run: dict[str, Any]  # run.json
+    numbers: dict[str, Any] | None  # numbers.json, when the run finished
+    judges: tuple[str, ...]  # the panel, primary first, then any other judge found in judgments.jsonl
+    scale: tuple[int, ...]  # the rubric's scale
+    hypotheses: tuple[HypothesisPairs, ...]
+
+
+@dataclass(frozen=True)
+class BlindView:
+    """What a blind labeller may see: no arm, model, quant or judge, by construction."""
+
+    run_key: str  # judge.labels.run_key of the run's label key
+    rubric: str
+    scale: tuple[int, ...]
+    items: tuple[BlindItem, ...]  # in the blinded order: judge run hands them to the judge so
+
+
+@dataclass(frozen=True)
+class Folder:
+    """A results folder as a review reads it."""
+
+    run_dir: Path
+    run: dict[str, Any]
+    exp: Experiment
+    questions: dict[str, Question]  # the run's questions, in its order
+    raw: Raw
+    answers: list[AnswerRow]  # current rows of the run's arms and questions
+    items: list[BlindItem]  # the judge's view, in the blinded order (answers with a single-answer key)
+    scale: tuple[int, ...]
+    label_key: str  # what every label derives from (the run's name in folders written before label keys)
+
+
+RUN_FIELDS = {"name": str, "arms": list, "question_ids": list, "judge": dict}  # what run.json must hold for a review
+RUN_FIELDS_SAID = {"name": "string", "arms": "list of arm names", "question_ids": "list of question ids",
+                   "judge": "table of the run's judges"}
+
+
+def load(run_dir: Path, exp_dir: Path | None = None) -> Folder:
+    """A results folder's raw files, its run.json and its experiment, each refused (exit 2, named) if unusable."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise BadInput(run_dir, "not a results folder (no such directory)")
+    if not (run_dir / "run.json").is_file():
+        raise BadInput(run_dir / "run.json", "missing: not a results folder written by `judge run`")
+    run = _json(run_dir / "run.json")
+    for key, kind in RUN_FIELDS.items():
+        if key not in run:
+            raise BadInput(run_dir / "run.json", "missing: not written by `judge run`", field=key)
+        if not isinstance(run[key], kind) or (kind is list and not all(isinstance(x, str) for x in run[key])):
+            raise BadInput(run_dir / "run.json", f"reads {run[key]!r}, which is not a {RUN_FIELDS_SAID[key]}",
+                           field=key)
+    if exp_dir is None and not isinstance(run.get("experiment_dir"), str):
+        raise BadInput(run_dir / "run.json", "missing: the experiment folder is not recorded; pass it with --exp",
+                       field="experiment_dir")
+    for name in RAW_FILES:
+        if not (run_dir / name).is_file():
+            raise BadInput(run_dir / name, "missing: not a results folder written by `judge run`")
+    exp = load_experiment(Path(exp_dir or run["experiment_dir"]))
+    wanted = set(run["question_ids"])
+    questions = {q.id: q for q in load_questions(exp.set_paths()) if q.id in wanted}
+    missing = [q for q in run["question_ids"] if q not in questions]
+    if missing:
+        raise BadInput(run_dir / "run.json", f"names question {missing[0]!r}, which no set of the experiment at "
+                       f"{exp.dir} holds (pass the experiment it was run on with --exp)", field="question_ids")
+    questions = {q: questions[q] for q in run["question_ids"]}
+    raw = load_raw(run_dir)
+    answers = [a for a in raw.answers if a.arm in run["arms"] and a.question_id in questions]
+    # the blinded order, re-derived as judge run and judge verify derive it
+    label_key = run.get("label_key") or f"blinding:{exp.seed}:{run['name']}"
+    keyed = {k.label for k in raw.keys}
+    items = [i for i in blind(answers, questions, label_secret(label_key), exp.seed, exp.scrub)[0] if i.label in keyed]
+    rubric = run["judge"].get("rubric") or exp.rubric
+    scale = load_rubric(rubric, rubric_dir(rubric, exp.dir)).scale
+    return Folder(run_dir, run, exp, questions, raw, answers, items, scale, label_key)
+
+
+def _json(path: Path) -> Any:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise BadInput(path, f"not valid JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise BadInput(path, "must hold a JSON object")
+    return doc
+
+
+def review(run_dir: Path, exp_dir: Path | None = None) -> Review:
+    """Every registered hypothesis of the run, each question of its subset with both arms' answers and verdicts."""
+    d = load(run_dir, exp_dir)
+    numbers = _json(d.run_dir / "numbers.json") if (d.run_dir / "numbers.json").is_file() else None
+    panel = list(d.run["judge"].get("panel") or [d.run["judge"].get("primary")])
+    judges = tuple(panel + sorted({j.judge for j in d.raw.judgments} - set(panel)))
+    order = {name: i for i, name in enumerate(judges)}
+    single: dict[str, list[Judgment]] = {}
+    pairwise: dict[str, list[Judgment]] = {}
+    for j in sorted(d.raw.judgments, key=lambda j: order[j.judge]):
+        (single if j.kind == "single" else pairwise).setdefault(j.label, []).append(j)
+    key_of = {k.row: k for k in d.raw.keys}
+    shown = {i.label: i.answer for i in d.items}
+    cells: dict[tuple[str, str, str], list[Answer]] = {}
+    for a in sorted(d.answers, key=lambda a: a.sample):
+        k = key_of.get(a.row)
+        label = k.label if k else None
+        cells.setdefault((a.arm, a.quant, a.question_id), []).append(Answer(
+            a.row, a.arm, a.quant, a.question_id, a.sample, a.status, a.text, shown.get(label), label,
+            k.scrubbed if k else 0, k.injection if k else 0, a.truncated, a.error,
+            tuple(single.get(label, ())) if label else ()))
+    hyps = []
+    for h in (h for h in d.exp.hypotheses if h.a in d.run["arms"] and h.b in d.run["arms"]):
+        pairs = []
+        for q in (q for q in d.questions.values() if all(t in q.tags for t in h.subset)):
+            orders = [(k, v) for k in d.raw.pkeys if k.hypothesis == h.id and k.question_id == q.id
+                      for v in pairwise.get(k.label, ())]
+            pairs.append(Pair(h.id, q, tuple(cells.get((h.a, h.quant, q.id), ())),
+                              tuple(cells.get((h.b, h.quant, q.id), ())), tuple(orders)))
+        hyps.append(HypothesisPairs(h.id, h.text, h.a, h.b, h.quant, h.subset, tuple(pairs)))
+    return Review(d.run, numbers, judges, d.scale, tuple(hyps))
+
+
+def blind_view(run_dir: Path, exp_dir: Path | None = None) -> BlindView:
+    """The judge's view of the run's single answers, in the blinded order (questions shuffled, then each question's
+    answers; the judge reads them so, an answer it is shown twice judged right after the first): what a person
+    scores blind."""
+    d = load(run_dir, exp_dir)
+    if not d.items:
+        raise BadInput(d.run_dir / "blinding.jsonl", "holds no blinding key of a single answer (a pairwise-only "
+                       "run, or every answer failed): there is nothing to score blind")
+    rubric = d.run["judge"].get("rubric") or d.exp.rubric
+    return BlindView(run_key(d.label_key), rubric, d.scale, tuple(d.items))

@@ -1,0 +1,153 @@
+"""Labels files (a person's blind scores, downloaded from review.html's blind mode): the reader accepts exactly the
+files whose every line is a label of this run, on its scale, in an intact hash chain; anything else is exit 2
+naming the file, the line and the field."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arms.errors import BadInput, BadRecord, run_cli
+from arms.records import HumanLabel
+from judge.labels import read_labels, run_key
+
+pytestmark = pytest.mark.unit
+
+KEY = run_key("blinding:7:exp")
+LABELS = frozenset(f"L{i:012x}" for i in range(6))
+SCALE = (0, 1, 2)
+
+
+def line(rec: dict) -> str:
+    """The chain rule written out here, not imported: sha256 of the canonical JSON line (sorted keys, no spaces)."""
+    return json.dumps(rec, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def chained(entries: list[dict], key: str = KEY) -> list[dict]:
+    out, prev = [], key
+    for e in entries:
+        rec = {"type": "label", "version": 1, "run_key": key, "note": "", "labeller": "ann",
+               "time": "2026-01-02T03:04:05.678Z", **e, "prev": prev}
+        out.append(rec)
+        prev = hashlib.sha256(line(rec).encode()).hexdigest()
+    return out
+
+
+def write(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(line(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def refused(path: Path) -> BadInput:
+    with pytest.raises(BadInput) as e:
+        read_labels(path, KEY, LABELS, SCALE)
+    return e.value
+
+
+notes = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+entries = st.lists(st.fixed_dictionaries({"label": st.sampled_from(sorted(LABELS)), "score": st.sampled_from(SCALE),
+                                          "note": notes}), min_size=1, max_size=5, unique_by=lambda e: e["label"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries)
+def test_a_chained_file_of_this_runs_labels_reads_back_as_written(tmp_path, es):
+    got = read_labels(write(tmp_path / "labels.jsonl", chained(es)), KEY, LABELS, SCALE)
+    assert [(g.label, g.score, g.note) for g in got] == [(e["label"], e["score"], e["note"]) for e in es]
+    assert all(isinstance(g, HumanLabel) for g in got)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries.filter(lambda es: len(es) >= 2), st.data())
+def test_an_edit_insertion_removal_or_swap_breaks_the_chain_at_the_next_line(tmp_path, es, data):
+    recs = chained(es)
+    i = data.draw(st.integers(0, len(recs) - 2), label="record changed")  # the last line has no successor to chain it
+    how = data.draw(st.sampled_from(["score", "note", "labeller", "time", "remove", "swap", "insert"]))
+    if how == "score":
+        recs[i]["score"] = (recs[i]["score"] + 1) % 3
+    elif how == "note":
+        recs[i]["note"] += "!"
+    elif how == "labeller":
+        recs[i]["labeller"] = "bob"
+    elif how == "time":
+        recs[i]["time"] = "2026-01-02T03:04:06+00:00"
+    elif how == "remove":
+        del recs[i]
+    elif how == "swap":
+        recs[i], recs[i + 1] = recs[i + 1], recs[i]
+    else:
+        recs.insert(i + 1, dict(recs[i], label=sorted(LABELS - {e["label"] for e in es})[0]))
+    e = refused(write(tmp_path / "labels.jsonl", recs))
+    want = 1 if how == "swap" and i == 0 else i + 1 if how in ("remove", "swap") else i + 2
+    assert (e.line, e.field) == (want, "prev"), str(e)
+
+
+@pytest.mark.parametrize("change, field, words", [
+    ({"label": "L999999999999"}, "label", "not a blinded label"),
+    ({"score": 3}, "score", "scale"),
+    ({"score": -1}, "score", "scale"),
+    ({"score": True}, "score", "not of type int"),
+    ({"score": "2"}, "score", "not of type int"),
+    ({"score": 1.0}, "score", "not of type int"),
+    ({"run_key": run_key("blinding:7:other")}, "run_key", "another run"),
+    ({"labeller": "  "}, "labeller", "empty"),
+    ({"time": "yesterday"}, "time", "ISO 8601"),
+    ({"time": "2026-01-02T03:04:05"}, "time", "UTC offset"),
+    ({"type": "judgment"}, "type", "expected 'label'"),
+    ({"version": 2}, "version", "version"),
+])
+def test_a_wrong_field_is_refused_naming_file_line_and_field(tmp_path, change, field, words):
+    recs = chained([{"label": "L000000000000", "score": 1}, {"label": "L000000000001", "score": 2}])
+    recs[1].update(change)
+    path = write(tmp_path / "labels.jsonl", recs)
+    e = refused(path)
+    assert (e.file, e.line, e.field) == (str(path), 2, field) and words in e.message, str(e)
+
+
+def test_a_missing_field_is_a_bad_record(tmp_path):
+    recs = chained([{"label": "L000000000000", "score": 1}])
+    del recs[0]["labeller"]
+    e = refused(write(tmp_path / "labels.jsonl", recs))
+    assert isinstance(e, BadRecord) and (e.line, e.field) == (1, "labeller")
+
+
+def test_one_labeller_labels_an_answer_once(tmp_path):
+    e = refused(write(tmp_path / "l.jsonl", chained([{"label": "L000000000000", "score": 1},
+                                                     {"label": "L000000000000", "score": 2}])))
+    assert (e.line, e.field) == (2, "label") and "line 1" in e.message
+
+
+def test_a_cut_off_file_and_an_empty_file_are_refused(tmp_path):
+    path = write(tmp_path / "l.jsonl", chained([{"label": "L000000000000", "score": 1},
+                                                {"label": "L000000000001", "score": 2}]))
+    path.write_bytes(path.read_bytes()[:-20])
+    assert refused(path).line == 2
+    (tmp_path / "empty.jsonl").write_text("")
+    assert "no labels" in refused(tmp_path / "empty.jsonl").message
+
+
+def test_a_lone_surrogate_is_bad_input_not_a_traceback(tmp_path):
+    recs = chained([{"label": "L000000000000", "score": 1}])
+    path = tmp_path / "l.jsonl"
+    path.write_text(line(recs[0]).replace('"note":""', '"note":"\\ud800"') + "\n")
+    assert refused(path).line == 1
+
+
+def test_the_run_key_does_not_reveal_the_label_key_it_binds():
+    """The label key derives every label's secret (judge.blinding.label_secret = sha256 of the key): the run key a
+    blind page carries must be neither the key nor that secret."""
+    key = "blinding:20261130:demo"
+    assert run_key(key) not in (key, hashlib.sha256(key.encode()).hexdigest())
+    assert run_key(key) == run_key(key) != run_key("blinding:20261130:demo2")
+
+
+def test_through_the_cli_wrapper_a_foreign_label_exits_2_naming_file_line_and_field(tmp_path, capsys):
+    recs = chained([{"label": "L000000000000", "score": 1}, {"label": "Lnot-this-run", "score": 1}])
+    path = write(tmp_path / "labels.jsonl", recs)
+    assert run_cli(lambda: read_labels(path, KEY, LABELS, SCALE)) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:2: field 'label':" in err and "Traceback" not in err
