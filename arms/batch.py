@@ -18,9 +18,11 @@ submitting: a killed run resumes polling, and results fetched but not yet writte
 the record) is reconciled first, from the provider's own list of batches: OpenAI's carries the tag in its
 metadata; Anthropic's Message Batches carry none, so a batch listed around the intent's time with as many
 requests is followed until it ends and adopted when its custom_ids are the intent's call keys. A batch found is
-recorded and followed; none found, the intent is closed and its calls are submitted anew. Requests an expired or cancelled batch never ran are submitted again in a new batch, up to
-the model's registered `attempts` batches in one run; those still unanswered then become error rows. A failure recorded
-in a batch that ended in an earlier run is the retry rule's business: that call is submitted again.
+recorded and followed; none found, the intent is closed and its calls are submitted anew.
+
+Requests an expired or cancelled batch never ran are submitted again in a new batch, up to the model's registered
+`attempts` batches in one run; those still unanswered then become error rows. A failure recorded in a batch that
+ended in an earlier run is the retry rule's business: that call is submitted again.
 
 Results are kept in memory, not written to the call cache when fetched, so that the cache is filled by the
 ordinary loop and each row's `cached_calls` still means "paid before", as it does for synchronous calls.
@@ -42,8 +44,8 @@ from registration.spec import ModelSpec
 
 from . import jsonl
 from .backends.base import BatchBackend, Reply, Request
-from .errors import BadRecord
 from .cache import call_key
+from .errors import BadRecord
 from .retry import BatchFailed, describe, is_call_failure
 
 LOG = "batches.jsonl"

@@ -220,9 +220,10 @@ def load_llama(model_path: str | Path, *, threads: int, n_ctx: int, seed: int = 
 
     check_gpu_layers(gpu_layers)
     build_amx, cpu_amx = machine_amx()
-    with crash.step(f"loading {model_path} with llama.cpp (threads {threads}, CPU extra buffers "
-                    f"{'on' if use_extra_buffers else 'off'}, GPU layers {gpu_layers})", extra_buffers=use_extra_buffers,
-                    build_amx=build_amx, cpu_amx=cpu_amx), _default_params(use_extra_buffers), _load_log() as log:
+    what = (f"loading {model_path} with llama.cpp (threads {threads}, CPU extra buffers "
+            f"{'on' if use_extra_buffers else 'off'}, GPU layers {gpu_layers})")
+    with (crash.step(what, extra_buffers=use_extra_buffers, build_amx=build_amx, cpu_amx=cpu_amx),
+            _default_params(use_extra_buffers), _load_log() as log):
         llm = llama_cpp.Llama(model_path=str(model_path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
                               seed=seed, n_gpu_layers=gpu_layers, verbose=False, **kwargs)
     llm.weight_buffers = weight_buffers(log)

@@ -54,11 +54,11 @@ LINE_BREAK = re.compile("\r\n|[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 UNSEEN = dict.fromkeys([*map(ord, "\u200b\u200c\u200d\u2060\ufeff"), *range(0xE0000, 0xE0080)])
 TAG_ASCII = {cp: chr(cp - 0xE0000) for cp in range(0xE0020, 0xE007F)}
 # recorded beside INJECTION in gate.json: a gate whose detectors read answers under another normalisation is stale
-NORMALISATION = ("judge: zero-width U+200B-U+200D, U+2060, U+FEFF and tags U+E0000-U+E007F removed; NFKC; a run of `<` or `>` look-alikes "
-                 "(with invisible characters and marks on them) drawn as three or more folded to ASCII. "
-                 "count: also every Cf and default-ignorable character removed, marks on delimiters removed, every "
-                 "delimiter look-alike folded to ASCII, every line boundary a newline; plus the ASCII tags mirror, read on "
-                 "its own")
+NORMALISATION = ("judge: zero-width U+200B-U+200D, U+2060, U+FEFF and tags U+E0000-U+E007F removed; NFKC; a run "
+                 "of `<` or `>` look-alikes (with invisible characters and marks on them) drawn as three or more "
+                 "folded to ASCII. count: also every Cf and default-ignorable character removed, marks on delimiters "
+                 "removed, every delimiter look-alike folded to ASCII, every line boundary a newline; plus the ASCII "
+                 "tags mirror, read on its own")
 REDACTED = "[redacted]"
 # Text aimed at the grader rather than the asker. Such answers are still judged (the answer is
 # delimited and the verdict comes only from structured output), but they are counted and shown.

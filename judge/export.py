@@ -83,8 +83,11 @@ def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
     """The table with each text cell a spreadsheet would run as a formula (or that begins with ') given one ' in
     front; numbers, and cells that are not text, unchanged."""
     lead = (*FORMULA_LEAD, "'")
-    return df.apply(lambda col: col.map(lambda v: f"'{v}" if isinstance(v, str) and v.startswith(lead) else v)
-                    if col.dtype == object else col)
+    out = df.copy()
+    for name in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[name].dtype):
+            out[name] = df[name].map(lambda v: f"'{v}" if isinstance(v, str) and v.startswith(lead) else v)
+    return out
 
 
 def write_csv(df: pd.DataFrame, out: Path) -> None:
@@ -104,7 +107,7 @@ def check_out(run_dir: Path, out: Path) -> None:
     """Refuse an output path inside the results folder (symbolic links resolved): it could overwrite raw evidence."""
     folder, target = Path(run_dir).resolve(), Path(out).resolve()
     if target == folder or target.is_relative_to(folder):
-        raise BadInput(out, f"is inside the results folder {folder}: an export is written outside it, never beside "
+        raise BadInput(out, f"is inside the results folder {folder}: an export is written outside it, never among "
                        "the raw files it could overwrite; name a path outside it with --out", field="--out")
     if target.is_dir():
         raise BadInput(out, "is a folder: --out names the file to write", field="--out")

@@ -112,7 +112,7 @@ def _unquote(v: str) -> str:
 
 
 @pytest.mark.unit
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(df=_tables())
 def test_every_text_survives_a_csv_round_trip_and_no_cell_is_a_formula(df, tmp_path, monkeypatch):
     """Through `export` as the command calls it (the table is planted): Python's csv module and pandas read back

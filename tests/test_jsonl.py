@@ -44,7 +44,7 @@ BREAKS = ["\u2028", "\u2029", "\x85", "\r", "\n", "\r\n", "\x0b", "\x0c", "\x1c"
 TEXTS = st.lists(st.one_of(st.sampled_from(BREAKS), st.text(max_size=5)), min_size=1, max_size=6).map("".join)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(texts=st.lists(TEXTS, min_size=1, max_size=4))
 def test_a_results_file_is_read_as_json_lines_whatever_its_texts_hold(texts):
     from arms.backends.base import json_lines
