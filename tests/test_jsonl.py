@@ -47,8 +47,6 @@ TEXTS = st.lists(st.one_of(st.sampled_from(BREAKS), st.text(max_size=5)), min_si
 @settings(max_examples=60, deadline=None)
 @given(texts=st.lists(TEXTS, min_size=1, max_size=4))
 def test_a_results_file_is_read_as_json_lines_whatever_its_texts_hold(texts):
-    from arms.backends.base import json_lines
-
     data = "".join(json.dumps({"custom_id": f"k{i}", "text": t}, ensure_ascii=False) + "\n"
                    for i, t in enumerate(texts)).encode()
-    assert json_lines(data) == [{"custom_id": f"k{i}", "text": t} for i, t in enumerate(texts)]
+    assert jsonl.json_lines(data) == [{"custom_id": f"k{i}", "text": t} for i, t in enumerate(texts)]

@@ -121,12 +121,6 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-def json_lines(data: bytes) -> list[dict[str, Any]]:
-    """A JSON Lines file's records. Lines end at \\n alone (a JSON text holds no raw \\n, but may hold U+2028,
-    U+0085 and the other characters `str.splitlines` would also split at); blank lines are skipped."""
-    return [json.loads(line) for line in data.split(b"\n") if line.strip()]
-
-
 @dataclass(frozen=True)
 class ListedBatch:
     """One batch as the provider's list shows it: enough to tell whether it is one this harness submitted."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..errors import CheckFailed, Refused
+from ..jsonl import json_lines
 from ..retry import BatchFailed, MalformedReply, reply_body, retryable, with_retries
 from . import slots
 from .base import (
@@ -31,7 +32,6 @@ from .base import (
     ListedBatch,
     Reply,
     Request,
-    json_lines,
     nothing_read_back,
 )
 
