@@ -365,14 +365,17 @@ def _decoy(server: BatchServer, api: str, like: list[dict]) -> None:
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_a_kill_between_the_provider_accepting_a_batch_and_its_record_pays_it_once(api, llama, tmp_path):
-    """The command is killed (with its worker) while the provider accepts its first batch, before the answer with
-    the batch id reaches it: batches.jsonl holds the intent alone. The re-run finds the batch in the provider's
-    list (OpenAI: by its metadata tag; Anthropic: by its time, size and custom_ids, past a decoy of the same size
-    submitted in between) and follows it: no second batch of the arm's calls, each request run once."""
+    """`arms collect` (the arm's calls alone, no judging: the same batch path as `judge run`'s first stage, at a
+    third of its cost) is killed with its worker while the provider accepts its batch, before the answer with the
+    batch id reaches it: batches.jsonl holds the intent alone. The re-run finds the batch in the provider's list
+    (OpenAI: by its metadata tag; Anthropic: by its time, size and custom_ids, past a decoy of the same size
+    submitted in between) and follows it: no second batch, each request run once."""
     with BatchServer(llama, models=("arm-model", "judge-model")) as server:
         exp = experiment(tmp_path, api, server.url)
         out = tmp_path / "run"
-        proc = subprocess.Popen([sys.executable, "-m", *run_args(exp, out)], cwd=ROOT,
+        collect = ["arms", "collect", "--exp", str(exp), "--arms", "plain", "--limit", "3", "--out", str(out),
+                   "--quiet"]
+        proc = subprocess.Popen([sys.executable, "-m", *collect], cwd=ROOT,
                                 env={**os.environ, **env(tmp_path)}, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
         killed: list[str] = []
@@ -405,18 +408,16 @@ def test_a_kill_between_the_provider_accepting_a_batch_and_its_record_pays_it_on
         if api == "openai":
             assert first.metadata == {"blindeval_tag": log[0]["tag"]}
         _decoy(server, api, first.requests)
-        r = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
+        r = cli(*collect, env=env(tmp_path), timeout=600)
         assert r.returncode == 0, r.stderr
-        arm_batches = [b for b in server.batches.values() if "Answer in one short sentence." in json.dumps(b.requests)
-                       and not b.requests[0]["custom_id"].startswith("decoy")]
-        assert arm_batches == [first]  # adopted, not paid again
+        batches = [b for b in server.batches.values() if not b.requests[0]["custom_id"].startswith("decoy")]
+        assert batches == [first]  # adopted, not paid again
         ids = [f["custom_id"] for f in server.forwarded]
         assert len(ids) == len(set(ids)) and server.sync_calls == 0
         assert [a["status"] for a in records(out / "answers.jsonl")] == ["ok"] * 3
         log = records(out / "batches.jsonl")
         found = [x for x in log if x["event"] == "submitted" and x["batch_id"] == first.id]
         assert len(found) == 1 and found[0]["tag"] == log[0]["tag"] and found[0]["found_by"] == "listing"
-        assert cli("judge", "verify", str(out), timeout=300).returncode == 0
 
 
 def test_batch_on_a_local_model_is_refused_naming_the_field(tmp_path):
@@ -494,7 +495,7 @@ def planted_server():
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(st.lists(st.one_of(st.sampled_from(BREAKS), st.text(max_size=4)), min_size=1,
                                max_size=5).map("".join), min_size=1, max_size=3, unique=True))
 def test_results_holding_any_line_separator_are_read_back_exactly(api, texts, planted_server):
