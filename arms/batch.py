@@ -9,13 +9,20 @@ and only what reaches the backend changes. A call the batch did not answer raise
 which the loop records as an `error` row (asked again by the next run, as any failed call): it is never
 sent again synchronously, at full price, behind the user's back.
 
-Nothing is paid twice. The batch id and the call keys it covers are appended to `batches.jsonl` in the
-run folder before the first wait, and its end (which keys succeeded, failed, or were never run) when it
-ends. A run that finds a recorded batch covering calls it still needs follows that batch instead of
-submitting: a killed run resumes polling, and results fetched but not yet written into rows are fetched
-again (free). Requests an expired or cancelled batch never ran are submitted again in a new batch, up to
-the model's registered `attempts` batches in one run; those still unanswered then become error rows. A failure recorded
-in a batch that ended in an earlier run is the retry rule's business: that call is submitted again.
+Nothing is paid twice. Before a batch is submitted, the intent (its call keys and a tag derived from the folder,
+the intent's place in the log and the keys) is appended to `batches.jsonl` in the run folder; the batch id when
+the provider has accepted it, before the first wait; and its end (which keys succeeded, failed, or were never
+run) when it ends. A run that finds a recorded batch covering calls it still needs follows that batch instead of
+submitting: a killed run resumes polling, and results fetched but not yet written into rows are fetched again
+(free). An intent without its batch id (a kill, or a lost answer, between the provider accepting the batch and
+the record) is reconciled first, from the provider's own list of batches: OpenAI's carries the tag in its
+metadata; Anthropic's Message Batches carry none, so a batch listed around the intent's time with as many
+requests is followed until it ends and adopted when its custom_ids are the intent's call keys. A batch found is
+recorded and followed; none found, the intent is closed and its calls are submitted anew.
+
+Requests an expired or cancelled batch never ran are submitted again in a new batch, up to the model's registered
+`attempts` batches in one run; those still unanswered then become error rows. A failure recorded in a batch that
+ended in an earlier run is the retry rule's business: that call is submitted again.
 
 Results are kept in memory, not written to the call cache when fetched, so that the cache is filled by the
 ordinary loop and each row's `cached_calls` still means "paid before", as it does for synchronous calls.
@@ -25,6 +32,7 @@ glue are refused on a batch model at registration (registration.spec).
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import sys
 import time
@@ -37,9 +45,11 @@ from registration.spec import ModelSpec
 from . import jsonl
 from .backends.base import BatchBackend, Reply, Request
 from .cache import call_key
+from .errors import BadRecord
 from .retry import BatchFailed, describe, is_call_failure
 
 LOG = "batches.jsonl"
+SKEW_S = 15 * 60  # between this machine's clock and the provider's, and for the provider to accept a submission
 
 
 @dataclass(frozen=True)
@@ -75,9 +85,34 @@ def recorded(log: Path) -> tuple[dict[str, dict], dict[str, dict]]:
     """The batches in `log`: (submitted, ended), each by batch id, in the order they were written."""
     submitted: dict[str, dict] = {}
     ended: dict[str, dict] = {}
-    for _, rec in jsonl.read(log, required=("event", "batch_id")):
-        (submitted if rec["event"] == "submitted" else ended)[rec["batch_id"]] = rec
+    for no, rec in jsonl.read(log, required=("event",)):
+        if rec["event"] in ("submitted", "ended"):
+            if "batch_id" not in rec:
+                raise BadRecord(log, "missing", line=no, field="batch_id")
+            (submitted if rec["event"] == "submitted" else ended)[rec["batch_id"]] = rec
     return submitted, ended
+
+
+def open_intents(log: Path) -> dict[str, dict]:
+    """Intents to submit (by tag) whose outcome the log never got: no batch id recorded, and not found since."""
+    intents: dict[str, dict] = {}
+    closed: set[str] = set()
+    for _, rec in jsonl.read(log, required=("event",)):
+        if rec["event"] == "submitting":
+            intents[rec["tag"]] = rec
+        elif rec.get("tag"):
+            closed.add(rec["tag"])
+    return {tag: rec for tag, rec in intents.items() if tag not in closed}
+
+
+def _intend(log: Path, provider: str, keys: list[str]) -> str:
+    """Record the intent to submit `keys` before submitting: its tag, derived from the folder, the intent's place in
+    the log and the keys (so two intents never share one, even for the same keys)."""
+    n = sum(1 for _, rec in jsonl.read(log, required=("event",)) if rec["event"] == "submitting")
+    blob = json.dumps({"folder": str(log.parent.resolve()), "intent": n, "keys": keys})
+    tag = "blindeval-" + hashlib.sha256(blob.encode()).hexdigest()[:32]
+    _record(log, {"event": "submitting", "tag": tag, "provider": provider, "keys": keys})
+    return tag
 
 
 def batched_keys(log: Path) -> set[str]:
@@ -98,6 +133,7 @@ def fill(backend: BatchBackend, requests: dict[str, Request], how: Batching, pro
     outcome = Outcome()
     if not requests:
         return outcome
+    unsettled = reconcile(backend, requests, how, tell)
     submitted, ended = recorded(how.log)
     for batch_id, rec in submitted.items():  # follow, never re-submit, what a batch may still answer
         mine = [k for k in rec["keys"] if k in requests and k not in outcome.replies]
@@ -111,22 +147,28 @@ def fill(backend: BatchBackend, requests: dict[str, Request], how: Batching, pro
                 outcome.replies[key] = results[key]
             elif done is None and isinstance(results.get(key), BatchFailed):
                 outcome.failed[key] = results[key]
+    for key, failure in unsettled.items():  # never submitted anew while the provider may hold them
+        if key not in outcome.replies:
+            outcome.failed.setdefault(key, failure)
     todo = [k for k in requests if k not in outcome.replies and k not in outcome.failed]
     for _ in range(how.rounds):
         if not todo:
             break
         sent: list[tuple[str, list[str]]] = []
         for part in parts(backend, requests, todo, how, outcome):
+            tag = _intend(how.log, backend.name, part)  # before the provider can accept it: a kill leaves the intent
             try:
-                batch_id = backend.submit_batch({k: requests[k] for k in part})
+                batch_id = backend.submit_batch({k: requests[k] for k in part}, tag)
             except Exception as e:
                 if not is_call_failure(e):
                     raise
+                # not retried here: the provider may have accepted it; the next run reconciles the intent
                 outcome.failed.update({k: BatchFailed(f"the batch could not be submitted: {describe(e)['message']}",
                                                       getattr(e, "status_code", None)) for k in part})
                 continue
             # recorded before any wait: a killed run finds it and follows it instead of paying again
-            _record(how.log, {"event": "submitted", "batch_id": batch_id, "provider": backend.name, "keys": part})
+            _record(how.log, {"event": "submitted", "batch_id": batch_id, "provider": backend.name, "keys": part,
+                              "tag": tag})
             tell(f"submitted batch {batch_id}: {len(part)} calls; polling every {how.poll_s:g} s")
             sent.append((batch_id, part))
         missing = []
@@ -143,6 +185,55 @@ def fill(backend: BatchBackend, requests: dict[str, Request], how: Batching, pro
         outcome.failed[key] = BatchFailed(f"no result after {how.rounds} batches (each expired or was cancelled "
                                           "before running it)")
     return outcome
+
+
+def reconcile(backend: BatchBackend, requests: dict[str, Request], how: Batching,
+              tell: Callable[[str], None]) -> dict[str, BatchFailed]:
+    """Settle each open intent whose calls are still needed, from the provider's list of batches: the batch it
+    accepted is recorded as submitted (then followed like any other), or the intent is closed as not found (its
+    calls are then submitted anew). Calls of an intent that cannot be settled now (the provider unreachable) fail
+    in this run, never submitted again while the provider may hold them; the next run settles it."""
+    failed: dict[str, BatchFailed] = {}
+    for tag, intent in open_intents(how.log).items():
+        if not set(intent["keys"]) & set(requests):
+            continue
+        try:
+            found = _find(backend, tag, intent, how, tell)
+        except Exception as e:
+            if not is_call_failure(e):
+                raise
+            failure = BatchFailed(f"could not learn whether the provider accepted the batch intended at "
+                                  f"{intent['time']} ({describe(e)['message']}); the next run asks again")
+            failed.update({k: failure for k in intent["keys"] if k in requests})
+            continue
+        if found is None:
+            _record(how.log, {"event": "not found", "tag": tag})
+            tell(f"the batch intended at {intent['time']} is not in the provider's list: submitting its calls")
+        else:
+            _record(how.log, {"event": "submitted", "batch_id": found, "provider": backend.name,
+                              "keys": intent["keys"], "tag": tag, "found_by": "listing"})
+            tell(f"found batch {found}, accepted by the provider but not recorded before the run stopped: following it")
+    return failed
+
+
+def _find(backend: BatchBackend, tag: str, intent: dict, how: Batching, tell: Callable[[str], None]) -> str | None:
+    """The provider's batch an intent became, or None. A batch the log records already belongs to another intent."""
+    known = set(recorded(how.log)[0])
+    at = dt.datetime.fromisoformat(intent["time"]).timestamp()
+    keys = set(intent["keys"])
+    listed = [b for b in backend.listed_batches(at - SKEW_S) if b.batch_id not in known and b.created <= at + SKEW_S]
+    if backend.batch_tags:
+        return next((b.batch_id for b in listed if b.tag == tag), None)
+    for b in listed:  # no tag: a batch of as many requests, made around then, is the intent's if its custom_ids are
+        if b.requests != len(keys):
+            continue
+        tell(f"batch {b.batch_id} was created when a batch of {len(keys)} calls was submitted but not recorded: "
+             "following it until it ends to read its custom_ids")
+        while not backend.batch_status(b.batch_id)[0]:
+            time.sleep(how.poll_s)
+        if backend.batch_custom_ids(b.batch_id) == keys:
+            return b.batch_id
+    return None
 
 
 def parts(backend: BatchBackend, requests: dict[str, Request], keys: list[str], how: Batching,

@@ -61,14 +61,37 @@ def step(what: str, **facts: Any) -> Iterator[None]:
         _note()
 
 
-def remedy(build_amx: bool | None, cpu_amx: bool | None) -> str:
-    if build_amx and cpu_amx:
-        return ("Cause: this llama.cpp build uses Intel AMX and the CPU reports AMX; llama.cpp's AMX weight buffers "
-                "crash on such CPUs. Remedy: register [runtime] cpu_extra_buffers = false (\"auto\" does this).")
-    return ("Cause: llama.cpp executed something this CPU or file does not support. Remedy: re-run with "
-            "[runtime] cpu_extra_buffers = false in prereg.toml; if it still crashes, rebuild llama-cpp-python for a "
-            "portable CPU target: CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install --force-reinstall --no-cache-dir "
-            "llama-cpp-python==0.3.36")
+PORTABLE_BUILD = ("CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install --force-reinstall --no-cache-dir "
+                  "llama-cpp-python==0.3.36")
+
+
+def diagnosis(sig: int, extra_buffers: bool | None, build_amx: bool | None, cpu_amx: bool | None) -> str:
+    """The cause and remedy of a native crash by signal `sig` in a llama.cpp step, from what was in effect there.
+
+    AMX is named only where the crash can be its: a SIGILL while CPU extra buffers were on, in a build that uses
+    AMX, on a CPU that reports it (llama.cpp's AMX weight buffers, the known upstream bug). Any other crash gets
+    an honest generic cause, and a remedy never offers the setting already in effect: `cpu_extra_buffers =
+    false` is suggested only when extra buffers were on (None: not known, so neither offered nor said off)."""
+    if sig == signal.SIGILL and extra_buffers and build_amx and cpu_amx:
+        return ("Cause: most likely llama.cpp's AMX weight buffers: CPU extra buffers were on, this llama.cpp build "
+                "uses Intel AMX and the CPU reports AMX, and those buffers crash with SIGILL on such CPUs. Remedy: "
+                "register [runtime] cpu_extra_buffers = false (or \"auto\", which turns them off on this machine).")
+    off = " (CPU extra buffers were already off)" if extra_buffers is False else ""
+    if sig == signal.SIGILL:
+        cause = f"Cause: llama.cpp executed an instruction this CPU does not support{off}."
+        rebuild = f"rebuild llama-cpp-python for a portable CPU target: {PORTABLE_BUILD}"
+        if extra_buffers:
+            return (f"{cause} Remedy: re-run with [runtime] cpu_extra_buffers = false in prereg.toml (no weights "
+                    f"repacked for this CPU's instructions); if it still crashes, {rebuild}")
+        return f"{cause} Remedy: {rebuild}"
+    cause = (f"Cause: not known: llama.cpp itself failed{off}, from a damaged or unsupported model file or a llama.cpp "
+             "bug.")
+    check = ("check the model file against its registered sha256, and if it is intact, report the crash to "
+             "llama.cpp with what this message names")
+    if extra_buffers:
+        return (f"{cause} Remedy: re-run with [runtime] cpu_extra_buffers = false in prereg.toml (rules out the "
+                f"repacked weights); if it still crashes, {check}.")
+    return f"{cause} Remedy: {check}."
 
 
 def _die_with_parent() -> None:
@@ -111,7 +134,7 @@ def _describe(returncode: int, context: Path) -> tuple[int, str]:
     stack = [line for line in trace[current + 1:] if line.strip()][:12] if current is not None else []
     if note.get("step"):
         message = (f"the process crashed in native code with {signal_name(returncode)} while {note['step']}.\n  "
-                   f"{remedy(note.get('build_amx'), note.get('cpu_amx'))}")
+                   f"{diagnosis(sig, note.get('extra_buffers'), note.get('build_amx'), note.get('cpu_amx'))}")
     else:  # outside any llama.cpp step: glue code, another native library, or the interpreter itself
         message = (f"the process crashed with {signal_name(returncode)} outside llama.cpp (no model was loading or "
                    "generating); the Python stack below shows where.")

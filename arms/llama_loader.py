@@ -220,9 +220,10 @@ def load_llama(model_path: str | Path, *, threads: int, n_ctx: int, seed: int = 
 
     check_gpu_layers(gpu_layers)
     build_amx, cpu_amx = machine_amx()
-    with crash.step(f"loading {model_path} with llama.cpp (threads {threads}, CPU extra buffers "
-                    f"{'on' if use_extra_buffers else 'off'}, GPU layers {gpu_layers})", build_amx=build_amx,
-                    cpu_amx=cpu_amx), _default_params(use_extra_buffers), _load_log() as log:
+    what = (f"loading {model_path} with llama.cpp (threads {threads}, CPU extra buffers "
+            f"{'on' if use_extra_buffers else 'off'}, GPU layers {gpu_layers})")
+    with (crash.step(what, extra_buffers=use_extra_buffers, build_amx=build_amx, cpu_amx=cpu_amx),
+            _default_params(use_extra_buffers), _load_log() as log):
         llm = llama_cpp.Llama(model_path=str(model_path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
                               seed=seed, n_gpu_layers=gpu_layers, verbose=False, **kwargs)
     llm.weight_buffers = weight_buffers(log)
@@ -251,7 +252,8 @@ def loaded_model(model_path: str | Path, use_extra_buffers: bool) -> Iterator[An
     import llama_cpp
 
     build_amx, cpu_amx = machine_amx()
-    with crash.step(f"loading {model_path} with llama.cpp (bare model)", build_amx=build_amx, cpu_amx=cpu_amx):
+    with crash.step(f"loading {model_path} with llama.cpp (bare model)", extra_buffers=use_extra_buffers,
+                    build_amx=build_amx, cpu_amx=cpu_amx):
         model = llama_cpp.llama_model_load_from_file(str(model_path).encode(), model_params(use_extra_buffers))
     if not model:
         raise BadInput(model_path, "llama.cpp could not load the model")
@@ -273,7 +275,7 @@ def load_vocab(model_path: str | Path) -> Any:
     params = model_params(False)
     params.vocab_only = True
     try:
-        with crash.step(f"reading the vocabulary of {model_path} with llama.cpp"):
+        with crash.step(f"reading the vocabulary of {model_path} with llama.cpp", extra_buffers=False):
             return LlamaModel(path_model=str(model_path), params=params, verbose=False)
     except (ValueError, RuntimeError) as e:
         raise BadInput(model_path, f"llama.cpp could not read its vocabulary: {e}") from None
@@ -341,6 +343,7 @@ def check_runs(model_path: str | Path, model_sha256: str, *, threads: int, n_ctx
         raise BadInput(model_path, f"llama.cpp could not load or run this model (probe exit {first.returncode}): "
                        f"{first.detail}")
     cause = signal_name(first.returncode)
+    crashed, extra = first, decision.use  # the crash the message explains, and the buffers it happened with
     if decision.use:
         second = probe(model_path, model_sha256, threads=threads, n_ctx=n_ctx, use_extra_buffers=False,
                        command=command)
@@ -351,9 +354,12 @@ def check_runs(model_path: str | Path, model_sha256: str, *, threads: int, n_ctx
             raise BadInput("prereg.toml", f"llama.cpp crashes with {cause} on this CPU when it loads {model_path} with "
                            "CPU extra buffers on, and runs with them off: register cpu_extra_buffers = false (or "
                            "\"auto\")", field="cpu_extra_buffers")
-    raise BadInput(model_path, f"llama.cpp crashes with {cause} on this CPU when it loads and runs this model "
-                   f"(threads {threads}, CPU extra buffers {'on' if decision.use else 'off'}), in a probe before any "
-                   f"real call. {crash.remedy(decision.build_amx, decision.cpu_amx)}")
+        if second.returncode < 0:  # it crashes with them off too: that crash is the one to explain
+            crashed, extra = second, False
+    buffers = "on and off" if decision.use and not extra else "on" if extra else "off"
+    raise BadInput(model_path, f"llama.cpp crashes with {signal_name(crashed.returncode)} on this CPU when it loads "
+                   f"and runs this model (threads {threads}, CPU extra buffers {buffers}), in a probe before any "
+                   f"real call. {crash.diagnosis(-crashed.returncode, extra, decision.build_amx, decision.cpu_amx)}")
 
 
 def _probe_main(spec: dict[str, Any]) -> None:

@@ -39,7 +39,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
-from judge.blinding import INJECTION, injection_count, normalise
+from judge.blinding import INJECTION, counted_texts, injection_count
 
 from .log import Completion
 
@@ -154,11 +154,13 @@ def _longest_copy(ws: list[str], prompt_ws: list[str], n: int = 4) -> int:
 
 def grader_text(text: str) -> str | None:
     """The text from the earliest INJECTION match on (120 characters), so a reader sees what was aimed at the
-    grader without opening the log: the match alone ("ANSWER>>>") rarely says what followed it. Searched in the
-    normalised text, as injection_count counts."""
-    text = normalise(text)
-    starts = [m.start() for p in INJECTION for m in [re.search(p, text)] if m]
-    return " ".join(text[min(starts):].split())[:120] if starts else None
+    grader without opening the log: the match alone ("ANSWER>>>") rarely says what followed it. Searched in what
+    injection_count reads (judge.blinding.counted_texts), in that order."""
+    for t in counted_texts(text):
+        starts = [m.start() for p in INJECTION for m in [re.search(p, t)] if m]
+        if starts:
+            return " ".join(t[min(starts):].split())[:120]
+    return None
 
 
 def _finding(r: Completion, group_lengths: list[int], th: Thresholds) -> Finding:

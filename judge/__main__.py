@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     x = sub.add_parser("export", help="write a results folder as one tidy table (csv or parquet)")
     x.add_argument("results", type=Path)
     x.add_argument("--format", choices=("csv", "parquet"), default="csv")
-    x.add_argument("--out", type=Path, default=None, help="output file (default: RESULTS/export.<format>)")
+    x.add_argument("--out", type=Path, default=None, help="output file, outside the results folder "
+                   "(default: RESULTS.export.<format> beside it)")
     x.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
     f = sub.add_parser("repair", help="keep one finished record per key in a results folder two writers wrote at once")
     f.add_argument("results", type=Path)

@@ -5,15 +5,25 @@ rule): question, cluster, arm, quant, sample, the answer's text, judge, blinded 
 status and score, and the sha256 of the raw judge reply the verdict came from. An answer whose model
 call failed has one row with status `answer error`; an answer no judge has a verdict for yet has one
 row with status `not judged`. Pairwise verdicts compare two answers and are not in the table.
+
+The table is written outside the results folder (an export beside the raw evidence could overwrite it), and
+atomically, so a path that is a hard link to a raw file replaces the link, never the file's content. CSV is
+RFC 4180: CRLF between rows, and every field holding a comma, a quote, a CR or an LF quoted, so no text inside an
+answer can split a row. Spreadsheets run a cell that begins with =, +, -, @, a tab or a CR as a formula (CSV
+injection), so such text cells are written with one ' in front (OWASP's rule), as is a text cell that already
+begins with ': spreadsheets show the text as it was, and a program gets it back by dropping one leading ' from
+every text cell that begins with one. Numbers stay numbers; Parquet holds every text as it is.
 """
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 from pathlib import Path
 
 import pandas as pd
 
+from arms.atomic import replacing
 from arms.errors import BadInput
 from arms.questions import load_questions
 from registration.prereg import load_experiment
@@ -23,6 +33,7 @@ from .analysis import RAW_FILES, load_raw
 COLUMNS = ("question", "cluster", "arm", "quant", "sample", "answer", "judge", "label", "status", "score",
            "raw_sha256")
 FORMATS = ("csv", "parquet")
+FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r")  # OWASP's CSV-injection characters
 
 
 def table(run_dir: Path, exp_dir: Path | None = None) -> pd.DataFrame:
@@ -68,12 +79,48 @@ def table(run_dir: Path, exp_dir: Path | None = None) -> pd.DataFrame:
     return df
 
 
+def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with each text cell a spreadsheet would run as a formula (or that begins with ') given one ' in
+    front; numbers, and cells that are not text, unchanged."""
+    lead = (*FORMULA_LEAD, "'")
+    out = df.copy()
+    for name in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[name].dtype):
+            out[name] = df[name].map(lambda v: f"'{v}" if isinstance(v, str) and v.startswith(lead) else v)
+    return out
+
+
+def write_csv(df: pd.DataFrame, out: Path) -> None:
+    """RFC 4180 CSV, formula-leading text neutralised, written atomically."""
+    with replacing(out) as tmp:
+        spreadsheet_safe(df).to_csv(tmp, index=False, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL,
+                                    encoding="utf-8")
+
+
+def default_out(run_dir: Path, fmt: str) -> Path:
+    """Beside the results folder, never in it: results/demo -> results/demo.export.csv."""
+    folder = Path(run_dir).resolve()
+    return folder.with_name(f"{folder.name}.export.{fmt}")
+
+
+def check_out(run_dir: Path, out: Path) -> None:
+    """Refuse an output path inside the results folder (symbolic links resolved): it could overwrite raw evidence."""
+    folder, target = Path(run_dir).resolve(), Path(out).resolve()
+    if target == folder or target.is_relative_to(folder):
+        raise BadInput(out, f"is inside the results folder {folder}: an export is written outside it, never among "
+                       "the raw files it could overwrite; name a path outside it with --out", field="--out")
+    if target.is_dir():
+        raise BadInput(out, "is a folder: --out names the file to write", field="--out")
+
+
 def export(run_dir: Path, fmt: str, out: Path | None = None, exp_dir: Path | None = None) -> Path:
-    """Write the table as `out` (default RUN/export.<fmt>) and return its path."""
+    """Write the table as `out` (default beside the folder, `RUN.export.<fmt>`) and return its path."""
+    out = Path(out) if out else default_out(run_dir, fmt)
+    check_out(run_dir, out)
     df = table(run_dir, exp_dir)
-    out = Path(out) if out else Path(run_dir) / f"export.{fmt}"
     if fmt == "csv":
-        df.to_csv(out, index=False)
+        write_csv(df, out)
     else:
-        df.to_parquet(out, index=False)
+        with replacing(out) as tmp:
+            df.to_parquet(tmp, index=False)
     return out

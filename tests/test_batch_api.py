@@ -11,12 +11,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from arms import jsonl
 from registration.seal import seal
@@ -166,8 +170,10 @@ def test_a_judge_run_through_batches_end_to_end(api, llama, tmp_path):
         if second:  # the second round asked exactly the second attempts
             assert {req["custom_id"] for req in batches[2].requests} == {v["calls"][1] for v in second}
         log = records(out / "batches.jsonl")
-        assert [(e["event"], e["batch_id"]) for e in log] == [(ev, b.id) for b in batches
-                                                              for ev in ("submitted", "ended")]
+        assert [(e["event"], e.get("batch_id")) for e in log] == [(ev, i) for b in batches for ev, i in (
+            ("submitting", None), ("submitted", b.id), ("ended", b.id))]
+        assert all(log[i]["tag"] == log[i + 1]["tag"] and log[i]["keys"] == log[i + 1]["keys"]
+                   for i in range(0, len(log), 3))  # each batch id recorded under the intent written before it
         # cost: the judge's tokens as the server counted them, at half the planted prices
         judge_in = sum(ran[k]["input_tokens"] for v in verdicts for k in v["calls"])
         judge_out = sum(ran[k]["output_tokens"] for v in verdicts for k in v["calls"])
@@ -195,8 +201,8 @@ def test_a_killed_run_follows_its_recorded_batch_and_pays_nothing_twice(api, lla
         kill_while_held(server, exp, out, tmp_path, batches=1)
         (first,) = server.batches.values()
         log = records(out / "batches.jsonl")
-        assert [(x["event"], x["batch_id"]) for x in log] == [("submitted", first.id)]
-        assert sorted(log[0]["keys"]) == sorted(req["custom_id"] for req in first.requests)
+        assert [(x["event"], x.get("batch_id")) for x in log] == [("submitting", None), ("submitted", first.id)]
+        assert sorted(log[1]["keys"]) == sorted(req["custom_id"] for req in first.requests)
         assert not server.forwarded  # held: nothing ran yet
         server.release()
         while not first.ended:
@@ -209,7 +215,7 @@ def test_a_killed_run_follows_its_recorded_batch_and_pays_nothing_twice(api, lla
         ids = [f["custom_id"] for f in server.forwarded]
         assert len(ids) == len(set(ids)) and server.sync_calls == 0
         assert [a["status"] for a in records(out / "answers.jsonl")] == ["ok"] * 3
-        assert ("ended", first.id) in [(x["event"], x["batch_id"]) for x in records(out / "batches.jsonl")]
+        assert ("ended", first.id) in [(x["event"], x.get("batch_id")) for x in records(out / "batches.jsonl")]
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
@@ -224,8 +230,8 @@ def test_calls_over_the_registered_limit_go_in_several_batches_all_followed_afte
         kill_while_held(server, exp, out, tmp_path, batches=2)
         first = list(server.batches.values())
         assert [len(b.requests) for b in first] == [2, 1]
-        log = records(out / "batches.jsonl")
-        assert [(x["event"], x["batch_id"]) for x in log] == [("submitted", b.id) for b in first]
+        log = [x for x in records(out / "batches.jsonl") if x["event"] == "submitted"]
+        assert [x["batch_id"] for x in log] == [b.id for b in first]
         server.release()
         r = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
         assert r.returncode == 0, r.stderr
@@ -295,7 +301,8 @@ def test_a_refused_submission_makes_error_rows_and_the_rerun_submits_them(llama,
         answers = records(out / "answers.jsonl")
         assert [(a["status"], a["error"]["kind"]) for a in answers] == [("error", "batch")] * 3
         assert all("could not be submitted" in a["error"]["message"] for a in answers)
-        assert not server.batches and not records(out / "batches.jsonl") and server.sync_calls == 0
+        assert not server.batches and server.sync_calls == 0
+        assert [x["event"] for x in records(out / "batches.jsonl")] == ["submitting"]  # the intent alone
         r2 = cli(*run_args(exp, out), env=env(tmp_path), timeout=600)
         assert r2.returncode == 0, r2.stderr
         assert [len(b.requests) for b in server.batches.values()][:2] == [3, 3]
@@ -321,6 +328,96 @@ def test_an_expired_or_cancelled_batch_is_resubmitted_for_exactly_its_missing_re
         assert len(ids) == len(set(ids)) and server.sync_calls == 0
         ended = [x for x in records(out / "batches.jsonl") if x["event"] == "ended"]
         assert sorted(ended[0]["missing"]) == sorted(req["custom_id"] for req in second.requests)
+
+
+def _alive_in_group(pgid: int) -> bool:
+    """Is any process of the group still running (a zombie is dead)?"""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def _decoy(server: BatchServer, api: str, like: list[dict]) -> None:
+    """Someone else's batch, submitted straight through the SDK after the kill: as many requests, no tag, other
+    custom_ids (each request cut to one token)."""
+    if api == "openai":
+        import openai
+
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="sk-test", max_retries=0)
+        lines = [{**req, "custom_id": f"decoy-{i}", "body": {**req["body"], "max_tokens": 1}}
+                 for i, req in enumerate(like)]
+        upload = client.files.create(file=("d.jsonl", "".join(json.dumps(x) + "\n" for x in lines).encode()),
+                                     purpose="batch")
+        client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h")
+    else:
+        import anthropic
+
+        client = anthropic.Anthropic(base_url=server.url, api_key="sk-ant-test", max_retries=0)
+        client.messages.batches.create(requests=[{"custom_id": f"decoy-{i}", "params": {**req["params"],
+                                                                                          "max_tokens": 1}}
+                                                 for i, req in enumerate(like)])
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_kill_between_the_provider_accepting_a_batch_and_its_record_pays_it_once(api, llama, tmp_path):
+    """`arms collect` (the arm's calls alone, no judging: the same batch path as `judge run`'s first stage, at a
+    third of its cost) is killed with its worker while the provider accepts its batch, before the answer with the
+    batch id reaches it: batches.jsonl holds the intent alone. The re-run finds the batch in the provider's list
+    (OpenAI: by its metadata tag; Anthropic: by its time, size and custom_ids, past a decoy of the same size
+    submitted in between) and follows it: no second batch, each request run once."""
+    with BatchServer(llama, models=("arm-model", "judge-model")) as server:
+        exp = experiment(tmp_path, api, server.url)
+        out = tmp_path / "run"
+        collect = ["arms", "collect", "--exp", str(exp), "--arms", "plain", "--limit", "3", "--out", str(out),
+                   "--quiet"]
+        proc = subprocess.Popen([sys.executable, "-m", *collect], cwd=ROOT,
+                                env={**os.environ, **env(tmp_path)}, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        killed: list[str] = []
+        done = threading.Event()
+
+        def kill(batch) -> None:  # runs in the server once the batch is accepted, before its answer is sent
+            if killed or done.is_set():
+                return
+            os.killpg(proc.pid, signal.SIGKILL)  # the command and its worker process
+            proc.wait()
+            deadline = time.time() + 30
+            while _alive_in_group(proc.pid) and time.time() < deadline:  # dead before the answer leaves
+                time.sleep(0.02)
+            killed.append(batch.id)
+            done.set()
+
+        server.on_submit = kill
+        try:
+            proc.wait(timeout=300)
+            assert done.wait(60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        server.on_submit = lambda batch: None
+        (first,) = server.batches.values()
+        assert killed == [first.id]
+        log = records(out / "batches.jsonl")
+        assert [x["event"] for x in log] == ["submitting"]  # the intent, never the batch id
+        assert sorted(log[0]["keys"]) == sorted(req["custom_id"] for req in first.requests)
+        if api == "openai":
+            assert first.metadata == {"blindeval_tag": log[0]["tag"]}
+        _decoy(server, api, first.requests)
+        r = cli(*collect, env=env(tmp_path), timeout=600)
+        assert r.returncode == 0, r.stderr
+        batches = [b for b in server.batches.values() if not b.requests[0]["custom_id"].startswith("decoy")]
+        assert batches == [first]  # adopted, not paid again
+        ids = [f["custom_id"] for f in server.forwarded]
+        assert len(ids) == len(set(ids)) and server.sync_calls == 0
+        assert [a["status"] for a in records(out / "answers.jsonl")] == ["ok"] * 3
+        log = records(out / "batches.jsonl")
+        found = [x for x in log if x["event"] == "submitted" and x["batch_id"] == first.id]
+        assert len(found) == 1 and found[0]["tag"] == log[0]["tag"] and found[0]["found_by"] == "listing"
 
 
 def test_batch_on_a_local_model_is_refused_naming_the_field(tmp_path):
@@ -374,3 +471,50 @@ def test_results_fetched_but_never_written_are_fetched_again_not_paid_again(llam
         for name in ("answers.jsonl", "judgments.jsonl"):
             first, second = records(tmp_path / "run" / name), records(again / name)
             assert [r.get("text", r.get("score")) for r in second] == [r.get("text", r.get("score")) for r in first]
+
+
+def _planted(api: str, body: dict) -> dict:
+    """A completion whose text is the request's last user message, as the provider would return it."""
+    text = body["messages"][-1]["content"]
+    if api == "openai":
+        return {"id": "chatcmpl-p", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    return {"id": "msg_p", "type": "message", "role": "assistant", "model": body["model"],
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+
+BREAKS = ["\u2028", "\u2029", "\x85", "\r", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"]
+
+
+@pytest.fixture(scope="module")
+def planted_server():
+    with BatchServer(None, models=("m",), answer=_planted) as server:
+        yield server
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.lists(st.one_of(st.sampled_from(BREAKS), st.text(max_size=4)), min_size=1,
+                               max_size=5).map("".join), min_size=1, max_size=3, unique=True))
+def test_results_holding_any_line_separator_are_read_back_exactly(api, texts, planted_server):
+    """Replies written raw into the provider's results (UTF-8 as it is: U+2028, U+2029, U+0085 unescaped) come
+    back as the texts they were, through the SDK and each backend's own reading of the results."""
+    from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
+    from arms.backends.base import Generation, Reply, Request
+    from arms.backends.openai import OpenAIBackend, OpenAIConfig
+
+    backend = (OpenAIBackend(OpenAIConfig("m", base_urls=(f"{planted_server.url}/v1",))) if api == "openai"
+               else AnthropicBackend(AnthropicConfig("m", base_url=planted_server.url)))
+    try:
+        requests = {f"{i:064x}": Request((("user", t),), Generation(max_tokens=8)) for i, t in enumerate(texts)}
+        batch_id = backend.submit_batch(requests, "blindeval-test")
+        while not backend.batch_status(batch_id)[0]:
+            time.sleep(0.02)
+        results = backend.batch_results(batch_id, list(requests))
+        assert all(isinstance(r, Reply) for r in results.values()), results
+        assert {k: r.text for k, r in results.items()} == {k: req.messages[-1][1] for k, req in requests.items()}
+        assert backend.batch_custom_ids(batch_id) == set(requests)
+    finally:
+        backend.close()

@@ -2,12 +2,18 @@
 headline comparison without our code."""
 from __future__ import annotations
 
+import csv
 import json
+import os
 import re
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arms.errors import BadInput
 
 from conftest import ROOT, cli
 
@@ -57,7 +63,8 @@ def test_csv_and_parquet_hold_the_same_tidy_table(small_run, tmp_path):
     assert list(p.question.unique()) == ["q01", "q02", "q03"] and set(p.cluster) == {"d01"}
     assert (p.judge == "local").all()
     assert np.array_equal(p.score.fillna(-1).to_numpy(dtype=float), c.score.fillna(-1).to_numpy(dtype=float))
-    assert (p.answer == c.answer).all() and (p.label == c.label).all()
+    # the CSV's text cells as README says to read them back: one leading ' dropped where there is one
+    assert (p.answer == c.answer.map(_unquote)).all() and (p.label == c.label).all()
     # each row's raw-reply digest is the sha256 of the judge's last raw reply for that label
     import hashlib
 
@@ -72,7 +79,100 @@ def test_csv_and_parquet_hold_the_same_tidy_table(small_run, tmp_path):
 @pytest.mark.integration
 def test_export_of_a_folder_that_is_not_a_run_is_bad_input(tmp_path):
     (tmp_path / "answers.jsonl").write_text("")
-    r = cli("judge", "export", str(tmp_path), "--format", "csv")
+    r = cli("judge", "export", str(tmp_path), "--format", "csv", "--out", str(tmp_path.parent / "t.csv"))
     assert r.returncode == 2
     assert f"{tmp_path / 'run.json'}: missing" in r.stderr
     assert "Traceback" not in r.stderr
+    r = cli("judge", "export", str(tmp_path), "--format", "csv", "--out", str(tmp_path / "answers.jsonl"))
+    assert r.returncode == 2 and "inside the results folder" in r.stderr and "Traceback" not in r.stderr
+    assert (tmp_path / "answers.jsonl").read_text() == ""
+
+
+# --- what the CSV holds, whatever an answer contains ----------------------------------------------------------
+
+FORMULA_LEADS = "=+-@\t\r"  # OWASP's CSV-injection characters
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)  # any Unicode a JSON string can carry
+# text that starts with each formula character, a quote, or holds every kind of line break and quoting
+LEADING = st.one_of(TEXT, st.tuples(st.sampled_from([*FORMULA_LEADS, "'", '"', ",", "\n", "\r\n"]), TEXT).map("".join),
+                    st.lists(st.sampled_from(["\r", "\n", "\r\n", '"', ",", "'", "=1+1", "\u2028", "\x85", "\x0b",
+                                              "\x0c", "\x1c", "\x1d", "\x1e", "\u2029", "a", " "]),
+                             max_size=8).map("".join))
+
+
+def _tables():
+    rows = st.lists(st.tuples(LEADING, LEADING, st.integers(-3, 3), st.one_of(st.none(), st.integers(-2, 2))),
+                    min_size=1, max_size=5)
+    return rows.map(lambda rs: pd.DataFrame(
+        {"question": [r[0] for r in rs], "answer": [r[1] for r in rs], "sample": [r[2] for r in rs],
+         "score": pd.array([r[3] for r in rs], dtype="Int64")}))
+
+
+def _unquote(v):
+    """README's rule to get a text cell back: drop one leading ' where there is one."""
+    return v[1:] if isinstance(v, str) and v.startswith("'") else v
+
+
+@pytest.mark.unit
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(df=_tables())
+def test_every_text_survives_a_csv_round_trip_and_no_cell_is_a_formula(df, tmp_path, monkeypatch):
+    """Through `export` as the command calls it (the table is planted): Python's csv module and pandas read back
+    one row per answer, every text exactly after README's rule, numbers as numbers, and no text cell a
+    spreadsheet would run as a formula."""
+    from judge import export as export_module
+
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    monkeypatch.setattr(export_module, "table", lambda run_dir, exp_dir=None: df)
+    out = export_module.export(run, "csv", tmp_path / "t.csv")
+    with open(out, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["question", "answer", "sample", "score"] and len(rows) == len(df) + 1
+    for row, (_, want) in zip(rows[1:], df.iterrows(), strict=True):
+        assert [_unquote(row[0]), _unquote(row[1])] == [want.question, want.answer]
+        assert not row[0].startswith(tuple(FORMULA_LEADS)) and not row[1].startswith(tuple(FORMULA_LEADS))
+        assert int(row[2]) == want["sample"] and row[3] == ("" if pd.isna(want.score) else str(want.score))
+    back = pd.read_csv(out, dtype={"question": str, "answer": str}, keep_default_na=False)
+    assert len(back) == len(df)
+    assert [_unquote(v) for v in back.question] == list(df.question)
+    assert [_unquote(v) for v in back.answer] == list(df.answer)
+    assert back["sample"].tolist() == df["sample"].tolist()  # -1 stays the number -1, not the text '-1
+    assert [None if v == "" else int(v) for v in back.score] == [None if pd.isna(v) else v for v in df.score]
+
+
+@pytest.mark.unit
+def test_an_export_is_never_written_inside_the_results_folder(tmp_path):
+    from judge.export import default_out, export
+
+    run = tmp_path / "results" / "demo"
+    run.mkdir(parents=True)
+    raw = run / "answers.jsonl"
+    raw.write_text('{"planted": "raw evidence"}\n')
+    (tmp_path / "link-to-run").symlink_to(run)
+    (tmp_path / "link-to-raw").symlink_to(raw)
+    for out in (raw, run / "export.csv", run / "sub" / "x.csv", run, tmp_path / "link-to-run" / "answers.jsonl",
+                tmp_path / "link-to-raw", run / ".." / "demo" / "answers.jsonl"):
+        with pytest.raises(BadInput) as e:
+            export(run, "csv", out)
+        assert e.value.field == "--out" and "inside the results folder" in str(e.value) and str(run) in str(e.value)
+    assert raw.read_text() == '{"planted": "raw evidence"}\n'
+    assert default_out(run, "csv") == tmp_path / "results" / "demo.export.csv"  # beside it, not in it
+    assert default_out(tmp_path / "link-to-run", "parquet") == tmp_path / "results" / "demo.export.parquet"
+
+
+@pytest.mark.unit
+def test_an_export_through_a_hard_link_replaces_the_link_not_the_raw_file(tmp_path, monkeypatch):
+    """A path outside the folder that is a hard link to a raw file inside it: the export replaces the link."""
+    from judge import export as export_module
+
+    run = tmp_path / "run"
+    run.mkdir()
+    raw = run / "answers.jsonl"
+    raw.write_text('{"planted": "raw evidence"}\n')
+    out = tmp_path / "t.csv"
+    os.link(raw, out)
+    monkeypatch.setattr(export_module, "table", lambda run_dir, exp_dir=None: pd.DataFrame({"answer": ["x"]}))
+    for fmt in ("csv", "parquet"):
+        export_module.export(run, fmt, out)
+        assert raw.read_text() == '{"planted": "raw evidence"}\n'
+    assert pd.read_parquet(out).answer.tolist() == ["x"]

@@ -6,15 +6,19 @@ process that really dies by SIGILL.
 """
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import shutil
+import signal
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from arms import llama_loader
+from arms import crash, llama_loader
+from arms.crash import signal_name
 from arms.errors import BadInput
 from arms.llama_loader import (
     ExtraBuffers,
@@ -250,7 +254,7 @@ def test_a_crash_inside_a_llama_cpp_step_names_the_step_cause_and_remedy(tmp_pat
 
         def main():
             with step("generating with /models/x.gguf (llama.cpp, threads 1, CPU extra buffers on)",
-                      build_amx=True, cpu_amx=True):
+                      extra_buffers=True, build_amx=True, cpu_amx=True):
                 os.kill(os.getpid(), signal.SIGILL)
             return 0
 
@@ -336,5 +340,81 @@ def test_on_a_simulated_amx_machine_the_backend_loads_without_extra_buffers(batc
         with backend._native_step("generating"):  # what a crash here would leave for the supervisor
             noted = json.loads(note.read_text())
         assert noted["build_amx"] is True and noted["cpu_amx"] is True and "CPU extra buffers off" in noted["step"]
+        assert noted["extra_buffers"] is False  # so a crash here is never blamed on AMX (arms.crash.diagnosis)
     finally:
         backend.close()
+
+
+# --- which crash is AMX's: the message over every (signal, extra buffers, build AMX, CPU AMX) -----------------
+
+# Hand-stated: AMX is the likely cause only of a SIGILL while extra buffers were on, in a build with AMX, on a CPU
+# with AMX. Otherwise the message is generic; it offers `cpu_extra_buffers = false` only when they were on.
+AMX_KIND = {(signal.SIGILL, True, True, True)}
+
+
+def _expected_kind(sig: int, extra: bool, build: bool, cpu: bool) -> str:
+    if (sig, extra, build, cpu) in AMX_KIND:
+        return "amx"
+    return "try buffers off" if extra else "buffers already off"
+
+
+def _check_kind(message: str, kind: str, sig: int) -> None:
+    assert ("AMX" in message) is (kind == "amx"), message
+    assert ("cpu_extra_buffers = false" in message) is (kind != "buffers already off"), message
+    assert ("already off" in message) is (kind == "buffers already off"), message
+    assert "Cause:" in message and "Remedy:" in message
+    if sig == signal.SIGILL and kind != "amx":  # an instruction the CPU lacks: the portable rebuild is offered
+        assert "portable CPU target" in message
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("sig", crash.CRASH_SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_a_crash_is_blamed_on_amx_only_when_it_can_be_amx(sig, tmp_path):
+    """Every combination, through the supervisor's own reading of the step a crash left behind."""
+    context = tmp_path / "context"
+    for extra, build, cpu in itertools.product((True, False), repeat=3):
+        context.write_text(json.dumps({"step": "generating with /models/x.gguf", "extra_buffers": extra,
+                                       "build_amx": build, "cpu_amx": cpu}))
+        code, message = crash._describe(-sig, context)
+        assert code == 2 and "while generating with /models/x.gguf" in message
+        _check_kind(message, _expected_kind(sig, extra, build, cpu), sig)
+    # a step that did not say whether extra buffers were on: never AMX, never a setting that may be in effect
+    context.write_text(json.dumps({"step": "generating", "build_amx": True, "cpu_amx": True}))
+    _, message = crash._describe(-sig, context)
+    assert "AMX" not in message and "cpu_extra_buffers" not in message
+
+
+def _dying_probe(tmp_path: Path, sig_on: int | None, sig_off: int | None) -> list[str]:
+    """A probe command that dies by `sig_on` with extra buffers on and by `sig_off` with them off (None: runs)."""
+    script = tmp_path / "probe.py"
+    script.write_text(textwrap.dedent(f"""
+        import json, os, sys
+        spec = json.loads(sys.argv[1])
+        sig = {sig_on} if spec["extra"] else {sig_off}
+        if sig is not None:
+            os.kill(os.getpid(), sig)
+        print("{{}}")
+    """))
+    return [sys.executable, str(script)]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("registered, use, sig_on, sig_off, kind", [
+    ("auto", False, None, signal.SIGSEGV, "buffers already off"),  # AMX machine, auto: a segfault is not AMX's
+    ("auto", False, None, signal.SIGILL, "buffers already off"),  # nor a SIGILL with the buffers off
+    (True, True, signal.SIGILL, signal.SIGILL, "buffers already off"),  # on, then off: crashes either way
+    (True, True, signal.SIGSEGV, signal.SIGSEGV, "buffers already off"),
+], ids=["segv-off", "ill-off", "ill-on-and-off", "segv-on-and-off"])
+def test_a_probe_crash_on_an_amx_machine_is_not_blamed_on_amx_unless_it_can_be(registered, use, sig_on, sig_off,
+                                                                               kind, tmp_path):
+    """The probe before the first call, on the AMX Xeon's build and CPU: a crash with the extra buffers off
+    (the decision there) is explained honestly, and the remedy is never the setting already in effect."""
+    decision = ExtraBuffers(registered, use, "as decided", True, True)
+    with pytest.raises(BadInput) as e:
+        check_runs(tmp_path / "m.gguf", hashlib.sha256(tmp_path.name.encode()).hexdigest(), threads=1, n_ctx=99,
+                   decision=decision, command=_dying_probe(tmp_path, sig_on, sig_off))
+    message = str(e.value)
+    sig = sig_off
+    assert signal_name(-sig) in message and "before any real call" in message
+    assert ("CPU extra buffers on and off" in message) is use
+    _check_kind(message, kind, sig)

@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import CheckFailed
 from ..retry import BatchFailed, MalformedReply, reply_body, with_retries
 from . import slots
-from .base import NOT_VERIFIABLE, SENDS, BackendInfo, Generation, Reply, Request, nothing_read_back
+from .base import NOT_VERIFIABLE, SENDS, BackendInfo, Generation, ListedBatch, Reply, Request, nothing_read_back
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,7 @@ class AnthropicBackend:
     # the batch has ended, `messages.batches.results` streams one succeeded/errored/canceled/expired result each.
 
     batch_limits = (100_000, 256 * 1024 * 1024)  # Message Batches: requests, and bytes of the request body
+    batch_tags = False  # a message batch takes no metadata: arms.batch finds one by its time, size and custom_ids
 
     def batch_item(self, key: str, request: Request) -> dict[str, Any]:
         """One request of the batch (custom_id = call key)."""
@@ -175,11 +176,27 @@ class AnthropicBackend:
         params.update(params.pop("extra_body", {}))  # what the SDK would merge into the JSON body
         return {"custom_id": key, "params": params}
 
-    def submit_batch(self, requests: dict[str, Request]) -> str:
-        """Start one batch (custom_id = call key); its id. Not retried: a retry after a lost answer could start,
-        and pay for, a second batch."""
+    def submit_batch(self, requests: dict[str, Request], tag: str) -> str:
+        """Start one batch (custom_id = call key; the API keeps no tag); its id. Not retried: a retry after a lost
+        answer could start, and pay for, a second batch (arms.batch finds it in the provider's list instead)."""
         items = [self.batch_item(key, request) for key, request in requests.items()]
         return self.client.messages.batches.create(requests=items).id
+
+    def listed_batches(self, since: float) -> list[ListedBatch]:
+        """The workspace's message batches created at or after `since`, newest first (as the API lists them)."""
+        out = []
+        for b in with_retries(self.client.messages.batches.list, attempts=self.config.attempts)(limit=100):
+            created = b.created_at.timestamp()
+            if created < since:
+                break
+            c = b.request_counts
+            out.append(ListedBatch(b.id, created, c.processing + c.succeeded + c.errored + c.canceled + c.expired,
+                                   None))
+        return out
+
+    def batch_custom_ids(self, batch_id: str) -> set[str]:
+        results = with_retries(self.client.messages.batches.results, attempts=self.config.attempts)(batch_id)
+        return {item.custom_id for item in results}
 
     def batch_status(self, batch_id: str) -> tuple[bool, str]:
         """(ended, the provider's processing status)."""

@@ -121,6 +121,16 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class ListedBatch:
+    """One batch as the provider's list shows it: enough to tell whether it is one this harness submitted."""
+
+    batch_id: str
+    created: float  # seconds since the epoch, by the provider's clock
+    requests: int
+    tag: str | None  # the tag it was submitted with, where the provider keeps one
+
+
 class BatchBackend(Backend, Protocol):
     """A backend whose provider answers batches (its BackendInfo.model_keys lists `batch`); arms.batch drives it."""
 
@@ -130,8 +140,18 @@ class BatchBackend(Backend, Protocol):
         """The request as the batch carries it (its size counts against the provider's limit)."""
         ...
 
-    def submit_batch(self, requests: dict[str, Request]) -> str:
-        """Start one batch of `requests` (custom_id = the call key); its id."""
+    batch_tags: bool  # a batch carries the tag it is submitted with, and the provider's list shows it
+
+    def submit_batch(self, requests: dict[str, Request], tag: str) -> str:
+        """Start one batch of `requests` (custom_id = the call key), tagged where the provider takes tags; its id."""
+        ...
+
+    def listed_batches(self, since: float) -> list["ListedBatch"]:
+        """The provider's batches created at or after `since` (seconds since the epoch), newest first."""
+        ...
+
+    def batch_custom_ids(self, batch_id: str) -> set[str]:
+        """The custom_ids of an ended batch's requests, as its results list them."""
         ...
 
     def batch_status(self, batch_id: str) -> tuple[bool, str]:

@@ -127,7 +127,7 @@ class LlamaCppBackend:
                                                  stop_token_ids=[llm.token_eos()])
             self._handler = chat_formatter_to_chat_completion_handler(self.formatter)
             if config.loras:
-                with crash.step(f"measuring the LoRA adapters' effect on {config.model_path}"):
+                with self._native_step("measuring the LoRA adapters' effect"):
                     self._apply_loras(llm)
             if config.batch > 1:
                 with self._native_step(f"creating a llama.cpp context for {config.batch} sequences"):
@@ -166,7 +166,8 @@ class LlamaCppBackend:
     def _native_step(self, what: str):
         return crash.step(f"{what} with {self.config.model_path} (llama.cpp, threads {self.config.threads}, "
                           f"CPU extra buffers {'on' if self.extra_buffers.use else 'off'})",
-                          build_amx=self.extra_buffers.build_amx, cpu_amx=self.extra_buffers.cpu_amx)
+                          extra_buffers=self.extra_buffers.use, build_amx=self.extra_buffers.build_amx,
+                          cpu_amx=self.extra_buffers.cpu_amx)
 
     def _decoding(self):
         return self._native_step(f"generating {self.config.batch} sequences together")

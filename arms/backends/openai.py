@@ -20,9 +20,20 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..errors import CheckFailed, Refused
+from ..jsonl import json_lines
 from ..retry import BatchFailed, MalformedReply, reply_body, retryable, with_retries
 from . import slots
-from .base import READ_BACK, SENDS, STRUCTURED, BackendInfo, Generation, Reply, Request, nothing_read_back
+from .base import (
+    READ_BACK,
+    SENDS,
+    STRUCTURED,
+    BackendInfo,
+    Generation,
+    ListedBatch,
+    Reply,
+    Request,
+    nothing_read_back,
+)
 
 COOLDOWN_S = 5.0
 # A server's answer that it cannot take the structured-output mode at all, whatever its status code
@@ -228,11 +239,13 @@ class OpenAIBackend:
             thinking=bool(reasoning_text) or reasoning_tokens > 0,
         )
 
-    # The Batch API (arms.batch): a JSONL file of requests uploaded with `files.create`, one batch over it,
-    # results in the output file (and failures in the error file) as lines
+    # The Batch API (arms.batch): a JSONL file of requests uploaded with `files.create`, one batch over it tagged in
+    # its metadata, results in the output file (and failures in the error file) as lines
     # {"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}. Always the first server.
 
     batch_limits = (50_000, 200 * 1024 * 1024)  # OpenAI Batch: requests, and bytes of the input file
+    batch_tags = True  # `metadata` on create, shown by `batches.list`
+    TAG_KEY = "blindeval_tag"
 
     def batch_item(self, key: str, request: Request) -> dict[str, Any]:
         """One line of the batch's input file (custom_id = call key)."""
@@ -240,19 +253,41 @@ class OpenAIBackend:
         body.update(body.pop("extra_body", {}))  # what the SDK would merge into the JSON body
         return {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}
 
-    def submit_batch(self, requests: dict[str, Request]) -> str:
-        """Upload and start one batch (custom_id = call key); its id. Not retried: a retry after a lost answer
-        could start, and pay for, a second batch."""
+    def submit_batch(self, requests: dict[str, Request], tag: str) -> str:
+        """Upload and start one batch (custom_id = call key, `tag` in its metadata); its id. Not retried: a retry
+        after a lost answer could start, and pay for, a second batch (arms.batch finds it by its tag instead)."""
         lines = [json.dumps(self.batch_item(key, request)) for key, request in requests.items()]
         client = self.clients[0]
         upload = client.files.create(file=("requests.jsonl", ("\n".join(lines) + "\n").encode()), purpose="batch")
         return client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                                     completion_window="24h").id
+                                     completion_window="24h", metadata={self.TAG_KEY: tag}).id
+
+    def listed_batches(self, since: float) -> list[ListedBatch]:
+        """The organisation's batches created at or after `since`, newest first (as the API lists them)."""
+        out = []
+        for b in with_retries(self.clients[0].batches.list, attempts=self.config.attempts)(limit=100):
+            if b.created_at < since:
+                break
+            counts = b.request_counts
+            out.append(ListedBatch(b.id, float(b.created_at), counts.total if counts else 0,
+                                   (b.metadata or {}).get(self.TAG_KEY)))
+        return out
 
     def batch_status(self, batch_id: str) -> tuple[bool, str]:
         """(ended, the provider's status)."""
         status = with_retries(self.clients[0].batches.retrieve, attempts=self.config.attempts)(batch_id).status
         return status in ("completed", "expired", "cancelled", "failed"), status
+
+    def _result_lines(self, batch: Any) -> list[dict[str, Any]]:
+        """The lines of an ended batch's output and error files, as JSON Lines: split at \\n only, since the text
+        inside a line may hold U+2028, U+0085 and other characters `str.splitlines` would split at."""
+        content = with_retries(self.clients[0].files.content, attempts=self.config.attempts)
+        return [item for file_id in (batch.output_file_id, batch.error_file_id) if file_id
+                for item in json_lines(content(file_id).content)]
+
+    def batch_custom_ids(self, batch_id: str) -> set[str]:
+        batch = with_retries(self.clients[0].batches.retrieve, attempts=self.config.attempts)(batch_id)
+        return {item.get("custom_id") for item in self._result_lines(batch)}
 
     def batch_results(self, batch_id: str, keys: list[str]) -> dict[str, Reply | BatchFailed | None]:
         """Each key's reply or failure; None for a request the batch never ran (expired or cancelled first)."""
@@ -264,25 +299,20 @@ class OpenAIBackend:
         if batch.status == "failed":  # refused as a whole (e.g. a line it could not read): nothing ran
             errors = "; ".join(f"{e.code}: {e.message}" for e in (batch.errors.data or [])) if batch.errors else ""
             return {k: BatchFailed(f"batch {batch_id} failed: {errors or 'no reason given'}") for k in keys}
-        content = with_retries(client.files.content, attempts=self.config.attempts)
-        for file_id in (batch.output_file_id, batch.error_file_id):
-            for line in (content(file_id).text.splitlines() if file_id else ()):
-                if not line.strip():
-                    continue
-                item = json.loads(line)
-                key, response, error = item.get("custom_id"), item.get("response") or {}, item.get("error") or {}
-                if error.get("code") in ("batch_expired", "batch_cancelled"):
-                    out[key] = None
-                elif response.get("status_code") == 200 and not error:
-                    try:
-                        reply = openai.types.chat.ChatCompletion.model_validate(response.get("body"))
-                        out[key] = self._reply(reply, 0.0, {"batch": batch_id})
-                    except (MalformedReply, ValueError) as e:
-                        out[key] = BatchFailed(f"batch {batch_id}: unreadable result: {e}"[:500])
-                else:
-                    said = error.get("message") or ((response.get("body") or {}).get("error") or {}).get("message")
-                    out[key] = BatchFailed(f"batch {batch_id}: {error.get('code') or 'error'}: {said}",
-                                           response.get("status_code"))
+        for item in self._result_lines(batch):
+            key, response, error = item.get("custom_id"), item.get("response") or {}, item.get("error") or {}
+            if error.get("code") in ("batch_expired", "batch_cancelled"):
+                out[key] = None
+            elif response.get("status_code") == 200 and not error:
+                try:
+                    reply = openai.types.chat.ChatCompletion.model_validate(response.get("body"))
+                    out[key] = self._reply(reply, 0.0, {"batch": batch_id})
+                except (MalformedReply, ValueError) as e:
+                    out[key] = BatchFailed(f"batch {batch_id}: unreadable result: {e}"[:500])
+            else:
+                said = error.get("message") or ((response.get("body") or {}).get("error") or {}).get("message")
+                out[key] = BatchFailed(f"batch {batch_id}: {error.get('code') or 'error'}: {said}",
+                                       response.get("status_code"))
         return {k: out.get(k) for k in keys}
 
     def close(self) -> None:

@@ -1,20 +1,25 @@
 """A local peer for the batch APIs of the official `openai` and `anthropic` SDKs, answering through llama-server.
 
 It speaks the routes as the installed SDK types define them:
-- OpenAI Batch: `POST /v1/files` (multipart, purpose "batch") -> `FileObject`; `POST /v1/batches` -> `Batch`;
-  `GET /v1/batches/{id}` -> `Batch` (status validating/in_progress/completed/expired, `output_file_id`,
-  `error_file_id`, `request_counts`); `GET /v1/files/{id}/content` -> the JSONL output or error file, one line
-  `{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}` per request;
+- OpenAI Batch: `POST /v1/files` (multipart, purpose "batch") -> `FileObject`; `POST /v1/batches` (with its
+  `metadata`) -> `Batch`; `GET /v1/batches/{id}` -> `Batch` (status validating/in_progress/completed/expired,
+  `output_file_id`, `error_file_id`, `request_counts`, `metadata`); `GET /v1/batches?after&limit` -> a cursor
+  page of `Batch`, newest first; `GET /v1/files/{id}/content` -> the JSONL output or error file, one line
+  `{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}` per request, in UTF-8 as
+  written (a U+2028 in a reply stays a raw U+2028);
 - Anthropic Message Batches: `POST /v1/messages/batches` -> `MessageBatch`; `GET /v1/messages/batches/{id}` ->
   `MessageBatch` (processing_status in_progress/ended, `request_counts`, `results_url` once ended);
+  `GET /v1/messages/batches?after_id&before_id&limit` -> a page of `MessageBatch`, newest first;
   `GET {results_url}` -> JSONL of `MessageBatchIndividualResponse` (result succeeded/errored/canceled/expired).
 Each batched request that runs is forwarded to llama-server's own route (`/v1/chat/completions` or
-`/v1/messages`): real completions, counted here (`forwarded`: the calls a provider would bill).
+`/v1/messages`): real completions, counted here (`forwarded`: the calls a provider would bill). Without a
+llama-server, `answer(api, body)` gives each completion instead (planted replies).
 
 Faults are the test's to script: `hold` keeps new batches in progress until `release()`; `fail(custom_id,
 body)` true makes that request error without running; `stop_after` = n lets the next batch run n requests, the
 rest ending unrun as `stop_as` says ("expired", or "cancelled" as if the user cancelled it);
-`refuse_submissions` = n answers the next n submissions with HTTP 500. Synchronous completion routes answer 403
+`refuse_submissions` = n answers the next n submissions with HTTP 500; `on_submit(batch)` runs once a submission
+is accepted, before its answer is sent (a test kills the client there). Synchronous completion routes answer 403
 and are counted (`sync_calls`): a batch model must never be asked directly.
 """
 from __future__ import annotations
@@ -23,6 +28,7 @@ import email.parser
 import json
 import threading
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,6 +46,7 @@ class Batch:
     requests: list[dict]  # OpenAI input lines / Anthropic {"custom_id", "params"}
     created: int
     input_file_id: str | None = None
+    metadata: dict[str, str] | None = None
     released: threading.Event = field(default_factory=threading.Event)
     ended: bool = False
     stopped: str | None = None  # "expired" | "cancelled": requests past the stop never ran
@@ -49,8 +56,12 @@ class Batch:
 class BatchServer:
     """Start with `with BatchServer(llama_url) as s:`; `s.url` is the root (OpenAI SDK: `s.url + "/v1"`)."""
 
-    def __init__(self, llama_url: str, models: tuple[str, ...] = ("smollm2-q8",)):
-        self.llama_url = llama_url.rstrip("/")
+    def __init__(self, llama_url: str | None, models: tuple[str, ...] = ("smollm2-q8",),
+                 answer: Callable[[str, dict], dict] | None = None):
+        self.llama_url = (llama_url or "").rstrip("/")
+        self.answer = answer or (lambda api, body: _post(
+            self.llama_url + ("/v1/chat/completions" if api == "openai" else "/v1/messages"), body))
+        self.on_submit: Callable[[Batch], None] = lambda batch: None
         self.models = models
         self.hold = False
         self.fail: Callable[[str, dict], bool] = lambda custom_id, body: False
@@ -110,8 +121,7 @@ class BatchServer:
                 batch.results[custom_id] = ("error", "scripted failure of this request")
                 self.failed.append(custom_id)
                 continue
-            route = "/v1/chat/completions" if batch.api == "openai" else "/v1/messages"
-            out = _post(self.llama_url + route, body)
+            out = self.answer(batch.api, body)
             usage = out.get("usage") or {}
             self.forwarded.append({"api": batch.api, "custom_id": custom_id, "batch": batch.id,
                                    "input_tokens": usage.get("prompt_tokens", usage.get("input_tokens", 0)),
@@ -126,7 +136,8 @@ class BatchServer:
         done = sum(r[0] == "ok" for r in b.results.values())
         out = {"id": b.id, "object": "batch", "endpoint": "/v1/chat/completions", "input_file_id": b.input_file_id,
                "completion_window": "24h", "status": status, "created_at": b.created,
-               "request_counts": {"total": len(b.requests), "completed": done, "failed": len(b.results) - done}}
+               "request_counts": {"total": len(b.requests), "completed": done, "failed": len(b.results) - done},
+               "metadata": b.metadata}
         if b.ended:
             ended_at = {None: "completed_at", "expired": "expired_at", "cancelled": "cancelled_at"}[b.stopped]
             out[ended_at] = int(time.time())
@@ -153,7 +164,7 @@ class BatchServer:
                 ids.append(None)
                 continue
             fid = f"file-{b.id}-{name}"
-            self.files[fid] = "".join(json.dumps(x) + "\n" for x in lines).encode()
+            self.files[fid] = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode()
             ids.append(fid)
         return ids[0], ids[1]
 
@@ -187,8 +198,22 @@ class BatchServer:
             else:
                 r = {"type": "errored", "error": {"type": "error", "request_id": None,
                                                   "error": {"type": "api_error", "message": result[1]}}}
-            lines.append(json.dumps({"custom_id": cid, "result": r}) + "\n")
+            lines.append(json.dumps({"custom_id": cid, "result": r}, ensure_ascii=False) + "\n")
         return "".join(lines).encode()
+
+
+    def listing(self, api: str, query: dict[str, str]) -> dict:
+        """One page of the provider's list of batches, newest first, after the cursor the query names."""
+        newest = sorted(self.submitted(api), key=lambda b: (b.created, b.id), reverse=True)
+        after = query.get("after" if api == "openai" else "after_id")
+        if after:
+            ids = [b.id for b in newest]
+            newest = newest[ids.index(after) + 1:] if after in ids else []
+        limit = int(query.get("limit", 20))
+        page = [self.openai_batch(b) if api == "openai" else self.anthropic_batch(b) for b in newest[:limit]]
+        out = {"data": page, "has_more": len(newest) > limit, "first_id": page[0]["id"] if page else None,
+               "last_id": page[-1]["id"] if page else None}
+        return {"object": "list", **out} if api == "openai" else out
 
 
 def _post(url: str, body: dict) -> dict:
@@ -206,11 +231,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, body: dict | bytes, content_type: str = "application/json") -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client is gone (a test killed it): nothing to answer
+            self.close_connection = True
 
     def _body(self) -> bytes:
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -218,6 +246,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         p, path = self.peer, self.path.split("?")[0]
         parts = path.strip("/").split("/")
+        query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query))
+        if path in ("/v1/batches", "/v1/messages/batches"):
+            return self._send(200, p.listing("openai" if path == "/v1/batches" else "anthropic", query))
         if path == "/v1/models":
             return self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
                                                                 "owned_by": "test"} for m in p.models]})
@@ -251,13 +282,16 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(500, {"type": "error", "error": {"type": "api_error", "message": "scripted outage"}})
         if path == "/v1/batches":
             body = json.loads(raw)
-            lines = [json.loads(x) for x in p.files[body["input_file_id"]].decode().splitlines() if x.strip()]
-            b = Batch(p._id("batch"), "openai", lines, int(time.time()), input_file_id=body["input_file_id"])
+            lines = [json.loads(x) for x in p.files[body["input_file_id"]].split(b"\n") if x.strip()]
+            b = Batch(p._id("batch"), "openai", lines, int(time.time()), input_file_id=body["input_file_id"],
+                      metadata=body.get("metadata"))
             p.start(b)
+            p.on_submit(b)
             return self._send(200, {**p.openai_batch(b), "status": "validating"})
         if path == "/v1/messages/batches":
             b = Batch(p._id("msgbatch"), "anthropic", json.loads(raw)["requests"], int(time.time()))
             p.start(b)
+            p.on_submit(b)
             return self._send(200, p.anthropic_batch(b))
         if path in ("/v1/chat/completions", "/v1/messages"):
             p.sync_calls += 1
