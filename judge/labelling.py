@@ -181,8 +181,8 @@ def label(run_dir: Path, labeller: str | None = None, sample: int | None = None,
             scale_text = ", ".join(map(str, scale))
             for n, item in enumerate(todo, start=len(queue) - len(todo) + 1):
                 say(f"\n{'=' * 72}\n[{n}/{len(queue)}] answer {item.label}\n{'-' * 72}")
-                say(printable(rubric.render(**item.prompt_fields())).rstrip("\n"))
-                say("-" * 72)
+                shown = printable(rubric.render(**item.prompt_fields()))  # the judge's prompt, byte for byte
+                say(f"{shown}{'' if shown.endswith(chr(10)) else chr(10)}{'-' * 72}")
                 score = None
                 while score is None:
                     typed = ask(f"Score ({scale_text}): ")
