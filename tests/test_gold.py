@@ -69,7 +69,8 @@ def answers(exp_dir: Path, texts: dict[tuple[str, str], str]) -> tuple[list[Blin
 def gold(exp_dir: Path, texts: dict, run_dir: Path | None = None):
     exp = load_experiment(exp_dir)
     items, keys, qs = answers(exp_dir, texts)
-    return gold_set(exp, items, keys, qs, SCALE, label_key(exp), run_dir), {i.label: k for i, k in zip(items, keys)}
+    g = gold_set(exp, items, keys, qs, SCALE, label_key(exp), run_dir)
+    return g, {i.label: k for i, k in zip(items, keys, strict=True)}
 
 
 # ---- registration -------------------------------------------------------------------------------------------
@@ -200,7 +201,8 @@ def test_a_tag_whose_every_answer_has_gold_is_a_complete_stratum_and_one_undecid
     texts[("base", "q01")] = "no idea"  # undecided: in_context is no longer whole
     g, _ = gold(exp, texts)
     strata = {s.name: s for s in g.strata}
-    assert (strata["in_context"].answers, strata["in_context"].with_gold, strata["in_context"].complete) == (6, 5, False)
+    ctx = strata["in_context"]
+    assert (ctx.answers, ctx.with_gold, ctx.complete) == (6, 5, False)
     assert strata["arithmetic"].complete and strata["arithmetic"].questions == ("q03", "q08")
     designs = {(s.arm, s.question_id): (s.design, s.stratum) for s in g.scores}
     assert designs[("base", "q03")] == ("complete_strata", "arithmetic")
@@ -236,8 +238,8 @@ def test_a_person_completing_an_undecided_stratum_makes_it_complete_and_a_drawn_
     (run / "labels" / "ann.jsonl").write_text(chained(key, [("ann", by[("trained", "q08")], 1),
                                                             ("ann", by[("base", "q01")], 2)]))
     (run / "labels" / "_samples.jsonl").write_text(json.dumps(
-        {"type": "label_sample", "version": 1, "labeller": "bob", "seed": 3, "n": 1, "population": ["q01", "q03", "q08"],
-         "picked": ["q01"], "time": "2026-12-01T09:00:00+00:00"}) + "\n")
+        {"type": "label_sample", "version": 1, "labeller": "bob", "seed": 3, "n": 1,
+         "population": ["q01", "q03", "q08"], "picked": ["q01"], "time": "2026-12-01T09:00:00+00:00"}) + "\n")
     g, _ = gold(exp, texts, run)
     assert g.complete_strata == ("arithmetic",)
     got = {(s.arm, s.question_id, s.source): (s.design, s.stratum, s.draw, s.score) for s in g.scores}
@@ -336,3 +338,22 @@ def test_a_judged_folder_binds_the_gold_program_source_and_each_labels_file(tmp_
     bound = registration(e, ["base"], panel, "single", {})
     assert {k: bound[k] for k in want} == want
     assert not set(want) & set(registration(e, ["base"]))  # `arms collect` binds what answers depend on: not gold
+
+
+def test_verify_names_a_gold_source_changed_after_the_folder_was_bound(tmp_path):
+    from judge.folder import binding_findings
+
+    exp = experiment(tmp_path, GOLD + 'labels = ["g.jsonl"]\n', {"g.jsonl": gold_line()})
+    e = load_experiment(exp)
+    run = tmp_path / "run"
+    run.mkdir()
+    panel = [j for j in e.judges if j.name == "local"]
+    doc = {"registration": registration(e, ["base"], panel, "single", {}), "scope": {"arms": ["base"], "limit": None},
+           "label_key": label_key(e), "amendments": None}
+    (run / "binding.json").write_text(json.dumps(doc))
+    assert binding_findings(run, e) == []
+    (exp / "g.jsonl").write_text(gold_line(score=0))
+    seal(exp)
+    found = binding_findings(run, load_experiment(exp))
+    assert any("gold labels g.jsonl sha256" in f for f in found), found
+    assert not any("gold program" in f for f in found)
