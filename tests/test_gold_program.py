@@ -2,6 +2,8 @@
 hand from the correctness rubric (0 wrong, 2 correct) and the program's documented rules, never from the program."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -90,7 +92,7 @@ def test_other_questions_have_no_programmatic_gold(qid):
 def test_an_arithmetic_answer_is_right_exactly_when_it_states_the_computed_number(qid, n, art, sub):
     """Any stated amount: the computed one is 2; one the question does not state is 0; the question's own, or a
     citation's number, is no result. q04 also needs no "Yes"; the template opens with neither."""
-    given_numbers = {int(x) for x in __import__("re").findall(r"\d+", QUESTIONS[qid].question)}
+    given_numbers = {int(x) for x in re.findall(r"\d+", QUESTIONS[qid].question)}
     answer = f"The amount is {n} alder crowns (Article {art}.{sub})."
     want = 2 if n == EXPECTED[qid] and n not in given_numbers else None if n in given_numbers else 0
     assert score(qid, answer) == want

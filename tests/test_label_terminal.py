@@ -20,7 +20,9 @@ import numpy as np
 import pexpect
 import pytest
 
+from arms.errors import BadInput
 from judge.gold import gold_scores
+from judge.labelling import import_labels
 from judge.labels import check_labels
 from judge.review import blind_view
 from registration.prereg import load_experiment
@@ -180,8 +182,7 @@ def test_import_accepts_labels_of_the_run_and_refuses_a_label_not_in_it_naming_f
     r = cli("judge", "label", str(run), "--import", str(good))
     assert r.returncode == 0, r.stderr
     assert "labels/cy.jsonl: 2 label(s) imported" in r.stdout
-    r = cli("judge", "label", str(run), "--import", str(good))  # the same file again: nothing new, nothing refused
-    assert r.returncode == 0 and "0 label(s) imported, 2 already there" in r.stdout, r.stdout + r.stderr
+    assert import_labels(run, good) == {run / "labels" / "cy.jsonl": (0, 2)}  # again: nothing new, nothing refused
     assert [x["label"] for x in chain_ok(run / "labels" / "cy.jsonl", run)] == [order[0], order[5]]
 
     bad = write_download(tmp_path / "bad.jsonl", run, [(order[1], 2), ("L000000000000", 1)])
@@ -189,24 +190,26 @@ def test_import_accepts_labels_of_the_run_and_refuses_a_label_not_in_it_naming_f
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert f"{bad}:2: field 'label'" in r.stderr and "not a blinded label" in r.stderr, r.stderr
 
+    def refused(path: Path, labeller: str | None = None) -> tuple[str, int | None, str | None]:
+        with pytest.raises(BadInput) as e:
+            import_labels(run, path, labeller)
+        return e.value.file, e.value.line, e.value.field
+
     csv = tmp_path / "labels.csv"
     csv.write_text(f"label,score,note\n{order[2]},1,\"partly, says 90\"\nL999999999999,2,\n")
-    r = cli("judge", "label", str(run), "--import", str(csv), "--labeller", "dee")
-    assert r.returncode == 2 and f"{csv}:3: field 'label'" in r.stderr, r.stderr
+    assert refused(csv, "dee") == (str(csv), 3, "label")
     csv.write_text(f"label,score,note\n{order[2]},1,\"partly, says 90\"\n{order[3]},5,\n")
-    r = cli("judge", "label", str(run), "--import", str(csv), "--labeller", "dee")
-    assert r.returncode == 2 and f"{csv}:3: field 'score'" in r.stderr, r.stderr
+    assert refused(csv, "dee") == (str(csv), 3, "score")
+    assert refused(csv) == (str(csv), 2, "labeller")  # no labeller column, no --labeller
     assert not (run / "labels" / "dee.jsonl").exists()  # nothing is kept from a refused file
     csv.write_text(f"label,score,note\n{order[2]},1,\"partly, says 90\"\n")
-    r = cli("judge", "label", str(run), "--import", str(csv), "--labeller", "dee")
-    assert r.returncode == 0, r.stderr
+    assert import_labels(run, csv, "dee") == {run / "labels" / "dee.jsonl": (1, 0)}
     (rec,) = chain_ok(run / "labels" / "dee.jsonl", run)
     assert (rec["label"], rec["score"], rec["note"], rec["labeller"]) == (order[2], 1, "partly, says 90", "dee")
 
     # a conflicting second label by the same labeller is refused, naming the line
     clash = write_download(tmp_path / "clash.jsonl", run, [(order[0], 0)])
-    r = cli("judge", "label", str(run), "--import", str(clash))
-    assert r.returncode == 2 and f"{clash}:1: field 'label'" in r.stderr and "already labelled" in r.stderr
+    assert refused(clash) == (str(clash), 1, "label")
 
 
 def test_a_sample_is_drawn_recorded_and_every_answer_to_its_questions_asked_then_gold_scores_reads_it_all(run):
