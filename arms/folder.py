@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from registration.prereg import Experiment
-from registration.seal import manifest_sha256
+from registration.seal import inside, manifest_sha256
 
 from . import jsonl
 from .atomic import replacing, write_text
@@ -117,6 +117,24 @@ def registration(exp: Experiment, arms: list[str], panel: list = (), mode: str |
     if panel:
         out["judges"] = ",".join(j.name for j in panel)
         out["judge mode"] = mode
+        out.update(gold_entries(exp))
+    return out
+
+
+def gold_entries(exp: Experiment) -> dict[str, str]:
+    """The gold scores' sources a judged folder is bound to (judge.gold): the sha256 of the gold program's source file
+    and of each sealed labels file. A file that does not exist is bound as such; judge run refuses it before paying."""
+    out = {}
+    gold = exp.gold
+    if gold is None:
+        return out
+    file = exp.dir / "prereg.toml"
+    if gold.program:
+        path = inside(exp.dir, gold.program.partition(":")[0], file, "program")
+        out[f"gold program {gold.program} source sha256"] = _sha(path) if path.is_file() else "missing"
+    for rel in gold.labels:
+        path = inside(exp.dir, rel, file, "labels")
+        out[f"gold labels {rel} sha256"] = _sha(path) if path.is_file() else "missing"
     return out
 
 

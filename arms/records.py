@@ -223,3 +223,35 @@ class HumanLabel(Record):
     labeller: str
     time: str  # ISO 8601 with a UTC offset, when the score was entered
     prev: str  # the hash chain
+
+
+@dataclass(frozen=True)
+class GoldLabel(Record):
+    """One line of a sealed gold labels file (registered as `[gold] labels`): a gold score for an answer named by its
+    question and the sha256 of its text as the judge saw it (judge.blinding: normalised, identity text scrubbed), so
+    it applies to that answer in any run of the experiment, whatever arm wrote it. judge.gold reads it."""
+
+    TYPE: ClassVar[str] = "gold"
+
+    question_id: str
+    answer_sha256: str  # sha256 of the UTF-8 bytes of the answer as the judge saw it
+    score: int  # on the experiment's rubric scale
+    labeller: str  # who or what gave it
+    time: str  # ISO 8601 with a UTC offset
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class LabelSample(Record):
+    """One line of a results folder's labels/_samples.jsonl: a seeded random sample of questions drawn by
+    `judge label --sample N --seed S` (judge.ppi.label_sample over `population`), so anyone holding the ids and the
+    seed can draw it again and see the labelled questions were not picked by hand."""
+
+    TYPE: ClassVar[str] = "label_sample"
+
+    labeller: str
+    seed: int
+    n: int
+    population: list[str]  # the run's question ids it was drawn from
+    picked: list[str]  # judge.ppi.label_sample(population, n, seed)
+    time: str  # ISO 8601 with a UTC offset, when it was drawn

@@ -1,4 +1,6 @@
-"""CLI: python -m judge {run,seal,amend,verify,export,repair,view}. Exit 0 ok, 1 a gate/check failed, 2 bad input."""
+"""CLI: python -m judge {run,seal,amend,verify,export,repair,view,label}.
+
+Exit 0 ok, 1 a gate/check failed, 2 bad input."""
 from __future__ import annotations
 
 import argparse
@@ -48,6 +50,18 @@ def main(argv: list[str] | None = None) -> int:
                    "score entry per answer that downloads a labels file (default file: RESULTS/review-blind.html)")
     w.add_argument("--out", type=Path, default=None, help="output file (default: RESULTS/review.html)")
     w.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
+    lb = sub.add_parser("label", help="score a run's answers blind in a terminal, as the judge saw them "
+                        "(appended to RESULTS/labels/<labeller>.jsonl; Ctrl-C stops, the same command resumes)")
+    lb.add_argument("results", type=Path)
+    lb.add_argument("--labeller", default=None, metavar="NAME", help="who is labelling (default: asked)")
+    lb.add_argument("--sample", type=int, default=None, metavar="N",
+                    help="label every answer to N questions drawn at random (recorded in labels/_samples.jsonl)")
+    lb.add_argument("--seed", type=int, default=None, metavar="S",
+                    help="the seed of --sample's draw and order (default: the experiment's registered seed)")
+    lb.add_argument("--import", dest="import_file", type=Path, default=None, metavar="FILE",
+                    help="take labels made elsewhere: a labels.jsonl from `judge view --blind`, or a CSV "
+                    "(label,score[,note,labeller,time])")
+    lb.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
     args = p.parse_args(argv)
     return run_cli(lambda: _command(args))
 
@@ -110,6 +124,25 @@ def _command(args: argparse.Namespace) -> int:
         from .view import view
 
         print(f"wrote {view(args.results, args.blind, args.out, args.exp)}")
+    elif args.cmd == "label":
+        return _label(args)
+    return 0
+
+
+def _label(args: argparse.Namespace) -> int:
+    from .labelling import import_labels, label
+
+    if args.sample is not None and args.sample < 1:
+        raise BadInput("--sample", "must be a positive number of questions")
+    if args.seed is not None and args.sample is None:
+        raise BadInput("--seed", "seeds the draw of --sample; give --sample N with it")
+    if args.import_file is None:
+        return label(args.results, args.labeller, args.sample, args.seed, args.exp)
+    if args.sample is not None:
+        raise BadInput("--sample", "draws questions to label in the terminal; an --import brings labels made elsewhere")
+    for path, (added, there) in import_labels(args.results, args.import_file, args.labeller, args.exp).items():
+        print(f"{path.relative_to(args.results)}: {added} label(s) imported" + (f", {there} already there" if there
+                                                                               else ""))
     return 0
 
 

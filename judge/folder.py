@@ -88,6 +88,8 @@ def binding_findings(run_dir: Path, exp: Experiment, late: set[int] = frozenset(
     current = {"prereg.toml sha256": _sha(exp.dir / "prereg.toml"), "MANIFEST sha256": manifest_sha256(exp.dir)}
     for path in exp.set_paths():
         current[f"set {path.relative_to(exp.dir.resolve()).as_posix()} sha256"] = _sha(path)
+    # the gold sources, where the folder bound them (folders judged before gold sources were bound have none)
+    current.update({k: v for k, v in folder.gold_entries(exp).items() if k in doc["registration"]})
     for k, v in current.items():
         if doc["registration"].get(k) != v:
             out.append(f"{BINDING}: {k}: bound {_short(str(doc['registration'].get(k)))}, the experiment folder "

@@ -5,15 +5,20 @@ arms.jsonl.link: the first record's `prev` is the run's labels key, each next re
 before it, so a label edited, inserted, dropped or moved to another run after download is seen. `read_labels`
 is the one reader: every label must be a blinded label of this run, every score on its rubric's scale, the chain
 intact; anything else is bad input naming the file, the line and the field (exit 2).
+
+A results folder keeps the labels people give it in `labels/` (judge.labelling writes them, judge.gold reads them):
+one chained file per labeller, `labels/<labeller>.jsonl`, and `labels/_samples.jsonl`, the seeded random samples of
+questions drawn for labelling (arms.records.LabelSample).
 """
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 from arms import jsonl
 from arms.errors import BadInput
-from arms.records import HumanLabel
+from arms.records import HumanLabel, LabelSample
 
 from .analysis import utc
 
@@ -24,17 +29,48 @@ def run_key(label_key: str) -> str:
     return hashlib.sha256(f"labels\x1f{label_key}".encode()).hexdigest()
 
 
+LABELS_DIR = "labels"  # in a results folder
+SAMPLES = "_samples.jsonl"  # in LABELS_DIR: no labeller's file starts with "_"
+
+
+def labeller_file(run_dir: Path, labeller: str) -> Path:
+    """Where a labeller's labels of a run are kept: `labels/<name>.jsonl`, the name made safe as a file name (letters,
+    digits, `.`, `-`, `_` kept; anything else `-`; never starting with `_` or `.`)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", labeller.strip()).lstrip("._") or "-"
+    return Path(run_dir) / LABELS_DIR / f"{name}.jsonl"
+
+
+def labeller_files(run_dir: Path) -> list[Path]:
+    """Every labeller's labels file of a run, by name."""
+    folder = Path(run_dir) / LABELS_DIR
+    return sorted(p for p in folder.glob("*.jsonl") if not p.name.startswith("_")) if folder.is_dir() else []
+
+
+def read_samples(run_dir: Path) -> list[LabelSample]:
+    """The random samples drawn for labelling a run, in the order they were drawn."""
+    path = Path(run_dir) / LABELS_DIR / SAMPLES
+    return [LabelSample.from_dict(rec, path, no) for no, rec in jsonl.read(path)]
+
+
 def read_labels(path: Path, key: str, labels: frozenset[str] | set[str], scale: tuple[int, ...]) -> list[HumanLabel]:
     """The labels of a labels file, checked against a run: its labels key `key`, its blinded `labels`, its
     rubric `scale`. One label per (labeller, answer)."""
+    return [lab for _, lab in numbered_labels(path, key, labels, scale)]
+
+
+def numbered_labels(path: Path, key: str, labels: frozenset[str] | set[str], scale: tuple[int, ...],
+                    cut_off_ok: bool = False) -> list[tuple[int, HumanLabel]]:
+    """`read_labels` with each label's line. `cut_off_ok`: a last line without its line end is a label being written
+    when `judge label` was stopped (dropped when it resumes), skipped as the raw files' readers skip one, and a file
+    with no label is empty, not bad; otherwise (a download) both are refused."""
     path = Path(path)
     if not path.is_file():
         raise BadInput(path, "labels file not found")
     data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
+    if data and not data.endswith(b"\n") and not cut_off_ok:
         raise BadInput(path, "the last line has no line end: the file was cut off (download it again)",
                        line=data.count(b"\n") + 1)
-    out: list[HumanLabel] = []
+    out: list[tuple[int, HumanLabel]] = []
     seen: dict[tuple[str, str], int] = {}
     prev = key
     for no, rec in jsonl.read(path):
@@ -64,8 +100,8 @@ def read_labels(path: Path, key: str, labels: frozenset[str] | set[str], scale: 
             prev = jsonl.link(rec)
         except UnicodeEncodeError:
             raise BadInput(path, "holds text that is not valid Unicode (a lone surrogate)", line=no) from None
-        out.append(lab)
-    if not out:
+        out.append((no, lab))
+    if not out and not cut_off_ok:
         raise BadInput(path, "holds no labels")
     return out
 

@@ -36,6 +36,7 @@ from .analysis import compute_numbers, late_amendments, write_numbers
 from .blinding import blind, label_secret
 from .cost import costs
 from .folder import bind, commit, start_judging
+from .gold import check_gold
 from .judging import judge_all
 from .pairwise import pair_items
 from .plots import write_plots
@@ -185,6 +186,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     mode = mode or exp.judge_mode
     rubrics = judge_rubrics(exp, panel, rubric, mode)  # refused here, before any answer is collected
     preflight(exp, arms, registered, questions, panel, rubrics)  # and everything else checkable before paying
+    check_gold(exp, registered, rubric.scale)  # the gold program imports, the sealed gold labels read
     name = run_name(exp, arms, limit)
     run_dir = Path(out) if out else ROOT / "results" / name
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -61,7 +61,8 @@ class JudgeSpec:
 
 
 KINDS = ("non_inferiority", "superiority", "equivalence")
-TABLES = ("experiment", "runtime", "models", "adapters", "arms", "judge", "judges", "analysis", "hypotheses", "audit")
+TABLES = ("experiment", "runtime", "models", "adapters", "arms", "judge", "judges", "analysis", "hypotheses", "audit",
+          "gold")
 # The keys each table accepts (tests/test_readme.py checks README documents every one of them).
 EXPERIMENT_KEYS = ("name", "description", "seed", "sets")
 RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers", "gpu_layers", "batch", "flash_attn")
@@ -71,6 +72,8 @@ ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "rule", "min_clu
                  "calibration_ceiling")
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
+GOLD_KEYS = ("labels", "program")
+GOLD_PROGRAM = re.compile(r"^(?P<file>[^:]+\.py):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")  # "file.py:function"
 MIN_RESAMPLES = 100  # a floor against degenerate intervals: at 100, a 2.5% tail already rests on 2-3 resamples
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
@@ -115,6 +118,15 @@ class AuditGate:
 
 
 @dataclass(frozen=True)
+class Gold:
+    """Where gold scores come from (judge.gold reads them): sealed labels files and a gold program, both inside the
+    experiment folder, so the seal covers them."""
+
+    labels: tuple[str, ...] = ()  # JSONL files, relative to the experiment folder
+    program: str | None = None  # "file.py:function" in the experiment folder: (question, reference, answer) -> score
+
+
+@dataclass(frozen=True)
 class Experiment:
     dir: Path
     name: str
@@ -133,6 +145,7 @@ class Experiment:
     analysis: Analysis
     audit: AuditGate | None
     runtime: Runtime
+    gold: Gold | None = None  # [gold]: None when not registered
 
     def arm(self, name: str) -> ArmSpec:
         return next(a for a in self.arms if a.name == name)
@@ -257,10 +270,14 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
     if "audit" in doc:
         with table("audit"):
             audit = _audit(doc["audit"], file, arm_names)
+    gold = None
+    if "gold" in doc:
+        with table("gold"):
+            gold = _gold(doc["gold"], file, exp_dir)
     return Experiment(
         dir=exp_dir, name=name, seed=seed, sets=tuple(sets), models=models, adapters=adapters, arms=arms,
         rubric=rubric, judges=judges, judge_attempts=attempts, judge_mode=mode, judge_panel=panel, scrub=tuple(scrub),
-        hypotheses=hyps, analysis=analysis, audit=audit, runtime=runtime,
+        hypotheses=hyps, analysis=analysis, audit=audit, runtime=runtime, gold=gold,
     )
 
 
@@ -367,3 +384,25 @@ def _audit(a: Any, file: Path, arms: dict[str, ArmSpec]) -> AuditGate:
                      k=k, max_gamed=max_gamed,
                      gate_on_detectors=setting(a, "gate_on_detectors", "boolean", file, where, False),
                      override=override)
+
+
+def _gold(g: Any, file: Path, exp_dir: Path) -> Gold:
+    """[gold]: the files named must lie inside the experiment folder (the seal covers them); whether they exist and
+    what they hold is checked before the first model call (judge.gold.check_gold), as for question sets."""
+    where = "[gold]"
+    check_keys(g, GOLD_KEYS, file, where)
+    labels = setting(g, "labels", "strings", file, where, [])
+    for rel in labels:
+        if not rel.strip():
+            raise BadInput(file, f"{where} labels names an empty path", field="labels")
+        inside(exp_dir, rel, file, "labels")
+    if len(set(labels)) != len(labels):
+        raise BadInput(file, f"{where} labels lists a file twice: {labels}", field="labels")
+    program = setting(g, "program", "string", file, where, None)
+    if program is not None:
+        m = GOLD_PROGRAM.match(program)
+        if m is None:
+            raise BadInput(file, f"{where} program must be \"file.py:function\" (a Python file in the experiment "
+                           f"folder and the function in it), got {program!r}", field="program")
+        inside(exp_dir, m.group("file"), file, "program")
+    return Gold(labels=tuple(labels), program=program)

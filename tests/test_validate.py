@@ -460,3 +460,20 @@ def test_the_line_is_found_in_sub_tables_and_after_multi_line_values(tmp_path):
         load_experiment(exp)
     assert (e.value.field, e.value.line) == ("max_tokens", _line(text, 'max_tokens = "many"'))
     assert "[[arms]] #2" in str(e.value)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("gold, name, text, line, field", [
+    ('[gold]\nprogram = "broken.py:score"\n', "broken.py", "def score(q, r, a):\n    return (\n", 2, "program"),
+    ('[gold]\nlabels = ["g.jsonl"]\n', "g.jsonl", '{"type":"gold","question_id":"q99","answer_sha256":"' + "0" * 64
+     + '","score":2,"labeller":"x","time":"2026-01-01T00:00:00+00:00"}\n', 1, "question_id"),
+])
+def test_a_gold_source_that_cannot_be_used_is_refused_before_any_model_call(tmp_path, gold, name, text, line, field):
+    """A gold program that does not compile, a sealed gold labels file naming no registered question (the other
+    cases: tests/test_gold.py, on the same check)."""
+    exp = tmp_path / "demo"
+    shutil.copytree(DEMO, exp)
+    (exp / "prereg.toml").write_text(PREREG.replace('[gold]\nprogram = "gold.py:score"\n', gold))
+    (exp / name).write_text(text)
+    seal(exp)
+    assert_names(refused(exp, tmp_path, "--arms", "base", "--limit", "1"), exp / name, line, field)

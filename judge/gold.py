@@ -1,0 +1,361 @@
+"""Gold scores: what the judge is measured against, from three sources, each answer's score with how it was chosen.
+
+Sources, all on the rubric's scale, all of the answer *as the judge saw it* (judge.blinding: normalised, identity
+text scrubbed), so a gold score grades exactly what the judge graded:
+
+* ``labels``: sealed labels files registered as ``[gold] labels`` (inside the experiment folder, sealed with it,
+  so written before the run). A file holds either ``gold`` records (arms.records.GoldLabel: a question id and the
+  sha256 of the answer's text as the judge saw it; any run of the experiment whose answer has that text gets the
+  score) or ``label`` records (arms.records.HumanLabel, hash-chained: a labels file of a run of this experiment,
+  downloaded from the blind review page or copied from a results folder's ``labels/``; blinded labels are keyed by
+  the experiment's seed and name, so they name the same answer row in every run of it).
+* ``program``: the gold program registered as ``[gold] program = "file.py:function"``, run from its sealed source
+  (arms.glue), called as ``function(question, reference, answer)`` with the sealed question (arms.questions.Question:
+  ``.id``, ``.question``, ``.tags``, ``.cluster``), its reference answer (or None) and the answer's text as the
+  judge saw it; it returns a score on the rubric's scale, or None where code cannot decide. A program that raises, or
+  returns anything else, gives that answer a gold ``error`` naming the program, the question and the answer's label
+  (never a traceback); a program that cannot be imported is bad input before the first model call (`check_gold`).
+* ``human``: the labels people gave the run with ``judge label`` (judge.labelling), ``labels/<labeller>.jsonl`` in
+  the results folder, hash-chained per labeller.
+
+Design: how the labelled questions were chosen, which decides whether the labels may correct a decision
+(judge.ppi.DESIGNS). Per gold score:
+
+* ``complete_strata``: its question carries a tag (a stratum) every answer of which in the run has a gold score,
+  from any source. A program that returns None on some answers of a tag leaves the tag incomplete: the answers it
+  could decide are chosen by what the answers say, which may be exactly where the judge errs, so they are neither
+  the whole stratum nor a random sample of it. Labelling the undecided answers by hand completes it again.
+* ``random_sample``: a person's label (``human``) on a question of a seeded random sample drawn by
+  ``judge label --sample`` (``labels/_samples.jsonl``; ``draw`` indexes it), whoever labelled it and however
+  (in the terminal, or imported).
+* ``convenience``: anything else (hand-picked answers, a sealed file, a program's scores on an incomplete stratum):
+  agreement only, never a correction.
+
+`gold_scores(exp, run_dir)` is the one entry point for a results folder; `gold_set` builds the same from parts
+already loaded.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from arms import jsonl
+from arms.errors import BadInput
+from arms.folder import label_key as experiment_label_key
+from arms.glue import import_source
+from arms.questions import Question, load_questions
+from arms.records import GoldLabel, HumanLabel, KeyRow, row_id
+from registration.prereg import GOLD_PROGRAM, Experiment
+from registration.seal import inside, sealed_bytes
+from registration.toml_lines import KeyLines
+
+from .analysis import utc
+from .blinding import BlindItem, label_for, label_secret
+from .labels import labeller_files, numbered_labels, read_samples, run_key
+from .review import load
+
+SOURCES = ("labels", "program", "human")  # the order scores of one answer are listed in
+STATUSES = ("scored", "undecided", "error")
+
+
+@dataclass(frozen=True)
+class GoldScore:
+    """One gold score of one answer of the run. An answer may have several: one per source and labeller."""
+
+    label: str  # the answer's blinded label
+    row: str  # its answer row (arms.records.row_id)
+    arm: str
+    quant: str
+    question_id: str
+    sample: int
+    source: str  # SOURCES
+    origin: str  # where it was read: "gold/labels.jsonl:3", the program "gold.py:score", "labels/ann.jsonl:7"
+    labeller: str  # who or what gave it: the record's labeller, or the program
+    score: int | None  # None unless status is "scored"
+    status: str  # "scored"; "undecided" (the program returned None); "error" (the program raised or returned off-scale)
+    error: str | None
+    time: str | None  # when it was given (None for the program: it is recomputed from sealed code)
+    note: str
+    design: str  # judge.ppi.DESIGNS
+    stratum: str | None  # design complete_strata: the tag whose every answer has gold
+    draw: int | None  # a person's label on a question of a random sample: the sample's index in GoldSet.draws
+
+
+@dataclass(frozen=True)
+class GoldStratum:
+    """A question tag of the run, and how much of it has gold."""
+
+    name: str
+    questions: tuple[str, ...]  # the run's questions carrying the tag, in the run's order
+    answers: int  # blinded single answers to them
+    with_gold: int  # of those, answers with at least one scored gold score
+    complete: bool  # every answer has gold (and there is at least one)
+
+
+@dataclass(frozen=True)
+class Draw:
+    """A seeded random sample of the run's questions drawn for labelling (labels/_samples.jsonl)."""
+
+    labeller: str
+    seed: int
+    n: int
+    population: tuple[str, ...]
+    picked: tuple[str, ...]
+    time: str
+
+
+@dataclass(frozen=True)
+class GoldSet:
+    """Every gold score of a run's single answers, with the strata and samples that decide each one's design."""
+
+    scale: tuple[int, ...]
+    answers: int  # blinded single answers in the run
+    scores: tuple[GoldScore, ...]  # in the blinded order of the answers, then SOURCES order
+    strata: tuple[GoldStratum, ...]  # every tag of the run's questions, by name
+    draws: tuple[Draw, ...]
+    program: str | None  # the registered gold program
+    files: tuple[str, ...]  # the registered sealed labels files
+    unmatched: tuple[tuple[str, int], ...]  # (sealed file, records naming no answer of this run)
+
+    @property
+    def scored(self) -> tuple[GoldScore, ...]:
+        return tuple(s for s in self.scores if s.status == "scored")
+
+    @property
+    def errors(self) -> tuple[GoldScore, ...]:
+        return tuple(s for s in self.scores if s.status == "error")
+
+    @property
+    def complete_strata(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.strata if s.complete)
+
+    def by_label(self) -> dict[str, list[GoldScore]]:
+        out: dict[str, list[GoldScore]] = {}
+        for s in self.scores:
+            out.setdefault(s.label, []).append(s)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------------------
+# The gold program
+# ----------------------------------------------------------------------------------------
+
+GoldProgram = Callable[[Question, "str | None", str], "int | None"]
+
+
+def _registered(exp: Experiment, message: str, field: str) -> BadInput:
+    file = exp.dir / "prereg.toml"
+    return BadInput(file, message, line=KeyLines(file.read_text()).find(("gold",), field), field=field)
+
+
+def load_program(exp: Experiment) -> GoldProgram | None:
+    """The registered gold program, imported from its sealed source; None when none is registered. Anything that
+    stops it from being called as (question, reference, answer) is bad input naming prereg.toml's `program`."""
+    spec = exp.gold.program if exp.gold else None
+    if spec is None:
+        return None
+    m = GOLD_PROGRAM.match(spec)
+    path = inside(exp.dir, m.group("file"), exp.dir / "prereg.toml", "program")
+    if not path.is_file():
+        raise _registered(exp, f"gold program {spec!r}: no file {path}", "program")
+    name = f"_gold_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+    try:
+        module = import_source(path, name, exp.dir)
+        fn = getattr(module, m.group("function"))
+    except BadInput:
+        raise
+    except SyntaxError as e:
+        raise BadInput(e.filename or path, f"gold program {spec!r} cannot be imported: {e.msg}", line=e.lineno,
+                       field="program") from None
+    except Exception as e:  # noqa: BLE001 - user code: whatever it raises is named, never a traceback
+        raise _registered(exp, f"gold program {spec!r} cannot be imported: {type(e).__name__}: {e}",
+                          "program") from None
+    if not callable(fn):
+        raise _registered(exp, f"gold program {spec!r} is not callable", "program")
+    try:
+        inspect.signature(fn).bind(None, None, "")
+    except TypeError:
+        raise _registered(exp, f"gold program {spec!r} must take (question, reference, answer)", "program") from None
+    except ValueError:
+        pass  # no signature to read (a builtin): calling it will tell
+    return fn
+
+
+def program_score(fn: GoldProgram, spec: str, question: Question, answer: str, label: str,
+                  scale: tuple[int, ...]) -> tuple[str, int | None, str | None]:
+    """(status, score, error) of the gold program on one answer: "scored", "undecided" (None) or "error"."""
+    try:
+        got = fn(question, question.reference, answer)
+    except Exception as e:  # noqa: BLE001 - user code: recorded as this answer's gold error
+        return "error", None, (f"gold program {spec} raised {type(e).__name__}: {e} on question {question.id!r} "
+                               f"(answer {label})")
+    if got is None:
+        return "undecided", None, None
+    if type(got) is not int or got not in scale:
+        return "error", None, (f"gold program {spec} returned {got!r} on question {question.id!r} (answer {label}): "
+                               f"not a score on the rubric's scale {list(scale)}, nor None")
+    return "scored", got, None
+
+
+# ----------------------------------------------------------------------------------------
+# Sealed labels files
+# ----------------------------------------------------------------------------------------
+
+
+def experiment_labels(exp: Experiment, questions: Iterable[Question], key: str) -> set[str]:
+    """Every blinded label a run of the experiment can give a single answer: one per registered (arm, quant,
+    question, sample), derived from the label key as judge run derives them."""
+    secret = label_secret(key)
+    return {label_for(secret, row_id(a.name, quant, q.id, s)) for a in exp.arms for quant in a.quants
+            for q in questions for s in range(a.samples)}
+
+
+def read_gold_file(exp: Experiment, rel: str, questions: dict[str, Question], scale: tuple[int, ...],
+                   key: str) -> list[tuple[int, GoldLabel | HumanLabel]]:
+    """The records of one sealed gold labels file with their lines, each checked (exit 2 naming file, line and
+    field): `gold` records name a registered question and an answer sha256, `label` records are a chained labels
+    file of this experiment (`key`: its label key). One kind per file; one score per labeller and answer."""
+    path = inside(exp.dir, rel, exp.dir / "prereg.toml", "labels")
+    if not path.is_file():
+        raise _registered(exp, f"gold labels file {rel!r}: no file {path}", "labels")
+    sealed_bytes(exp.dir, path)  # refused unless exactly as sealed
+    first = next(jsonl.read(path), None)
+    if first is None:
+        raise BadInput(path, "holds no gold labels")
+    if first[1].get("type") == HumanLabel.TYPE:
+        return list(numbered_labels(path, run_key(key), experiment_labels(exp, questions.values(), key), scale))
+    out: list[tuple[int, GoldLabel | HumanLabel]] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for no, rec in jsonl.read(path):
+        if rec.get("type", GoldLabel.TYPE) != GoldLabel.TYPE:
+            raise BadInput(path, f"reads {rec['type']!r}: a gold labels file holds one kind of record, and its first "
+                           f"is {GoldLabel.TYPE!r}", line=no, field="type")
+        g = GoldLabel.from_dict(rec, path, no)
+        if g.question_id not in questions:
+            raise BadInput(path, f"{g.question_id!r} is not a question of the experiment's sets", line=no,
+                           field="question_id")
+        if len(g.answer_sha256) != 64 or g.answer_sha256.strip("0123456789abcdef"):
+            raise BadInput(path, f"{g.answer_sha256!r} is not a sha256 (64 lowercase hex digits)", line=no,
+                           field="answer_sha256")
+        if g.score not in scale:
+            raise BadInput(path, f"{g.score!r} is not on the rubric's scale {list(scale)}", line=no, field="score")
+        if not g.labeller.strip():
+            raise BadInput(path, "is empty: every gold label names who or what gave it", line=no, field="labeller")
+        try:
+            utc(g.time, path, "time")
+        except BadInput as e:
+            raise BadInput(path, e.message, line=no, field="time") from None
+        before = seen.setdefault((g.labeller, g.question_id, g.answer_sha256), no)
+        if before != no:
+            raise BadInput(path, f"{g.labeller!r} already gave this answer a gold score at line {before}", line=no,
+                           field="answer_sha256")
+        out.append((no, g))
+    return out
+
+
+def answer_sha256(text: str) -> str:
+    """How a `gold` record names an answer: the sha256 of its text as the judge saw it (BlindItem.answer)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_gold(exp: Experiment, registered: list[Question], scale: tuple[int, ...]) -> None:
+    """Before the first model call: the gold program imports and takes (question, reference, answer), and every
+    sealed labels file reads, checked against the registration. Its scores on answers come after collection."""
+    if exp.gold is None:
+        return
+    load_program(exp)
+    questions = {q.id: q for q in registered}
+    for rel in exp.gold.labels:
+        read_gold_file(exp, rel, questions, scale, experiment_label_key(exp))
+
+
+# ----------------------------------------------------------------------------------------
+# The gold set of a run
+# ----------------------------------------------------------------------------------------
+
+
+def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questions: dict[str, Question],
+             scale: tuple[int, ...], label_key: str, run_dir: Path | None = None) -> GoldSet:
+    """The gold scores of a run's blinded single answers `items` (in the blinded order), from every source.
+
+    `keys`: the run's blinding keys (who wrote each label); `questions`: the run's questions by id; `label_key`: the
+    run's (binding.json); `run_dir`: where people's labels are (None: no human source)."""
+    by_label = {k.label: k for k in keys}
+    items = [i for i in items if i.label in by_label]
+    found: dict[str, list[dict[str, Any]]] = {i.label: [] for i in items}
+    unmatched: list[tuple[str, int]] = []
+    gold = exp.gold
+    if gold and gold.labels:
+        registered = {q.id: q for q in load_questions(exp.set_paths())}
+        by_text = {(i.question_id, answer_sha256(i.answer)): i.label for i in items}
+        for rel in gold.labels:
+            missed = 0
+            for no, rec in read_gold_file(exp, rel, registered, scale, label_key):
+                label = rec.label if isinstance(rec, HumanLabel) else by_text.get((rec.question_id, rec.answer_sha256))
+                if label not in found:
+                    missed += 1
+                    continue
+                found[label].append({"source": "labels", "origin": f"{rel}:{no}", "labeller": rec.labeller,
+                                     "score": rec.score, "status": "scored", "error": None, "time": rec.time,
+                                     "note": rec.note})
+            unmatched.append((rel, missed))
+    fn = load_program(exp)
+    if fn is not None:
+        for i in items:
+            status, score, error = program_score(fn, gold.program, questions[i.question_id], i.answer, i.label, scale)
+            found[i.label].append({"source": "program", "origin": gold.program, "labeller": gold.program,
+                                   "score": score, "status": status, "error": error, "time": None, "note": ""})
+    draws: list[Draw] = []
+    if run_dir is not None:
+        key = run_key(label_key)
+        for path in labeller_files(run_dir):
+            rel = path.relative_to(run_dir).as_posix()
+            for no, lab in numbered_labels(path, key, set(found), scale, cut_off_ok=True):
+                found[lab.label].append({"source": "human", "origin": f"{rel}:{no}", "labeller": lab.labeller,
+                                         "score": lab.score, "status": "scored", "error": None, "time": lab.time,
+                                         "note": lab.note})
+        draws = [Draw(s.labeller, s.seed, s.n, tuple(s.population), tuple(s.picked), s.time)
+                 for s in read_samples(run_dir)]
+    strata = _strata(items, questions, found)
+    complete = {s.name for s in strata if s.complete}
+    drawn: dict[str, int] = {}
+    for n, d in enumerate(draws):
+        for q in d.picked:
+            drawn.setdefault(q, n)
+    scores = []
+    for i in items:
+        k = by_label[i.label]
+        stratum = next((t for t in questions[i.question_id].tags if t in complete), None)
+        for f in sorted(found[i.label], key=lambda f: SOURCES.index(f["source"])):
+            draw = drawn.get(i.question_id) if f["source"] == "human" else None
+            design = "complete_strata" if stratum else "random_sample" if draw is not None else "convenience"
+            scores.append(GoldScore(label=i.label, row=k.row, arm=k.arm, quant=k.quant, question_id=k.question_id,
+                                    sample=k.sample, design=design, stratum=stratum, draw=draw, **f))
+    return GoldSet(scale=tuple(scale), answers=len(items), scores=tuple(scores), strata=strata, draws=tuple(draws),
+                   program=gold.program if gold else None, files=gold.labels if gold else (),
+                   unmatched=tuple(unmatched))
+
+
+def _strata(items: list[BlindItem], questions: dict[str, Question],
+            found: dict[str, list[dict[str, Any]]]) -> tuple[GoldStratum, ...]:
+    tags = sorted({t for q in questions.values() for t in q.tags})
+    out = []
+    for t in tags:
+        qids = tuple(q.id for q in questions.values() if t in q.tags)
+        answers = [i for i in items if t in questions[i.question_id].tags]
+        with_gold = sum(1 for i in answers if any(f["status"] == "scored" for f in found[i.label]))
+        out.append(GoldStratum(t, qids, len(answers), with_gold, bool(answers) and with_gold == len(answers)))
+    return tuple(out)
+
+
+def gold_scores(exp: Experiment, run_dir: Path) -> GoldSet:
+    """Every gold score of a results folder's single answers: sealed labels files, the gold program and people's
+    labels (labels/), each with its source and design. Bad input (exit 2, named) if any source is unreadable."""
+    d = load(run_dir, exp.dir)
+    return gold_set(exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key, Path(run_dir))

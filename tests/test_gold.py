@@ -1,0 +1,359 @@
+"""Gold scores: the [gold] registration, its sources (sealed labels files, a gold program, people's labels) and the
+design each score carries. Every expected value is planted or counted by hand here."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arms.errors import BadInput
+from arms.folder import gold_entries, label_key, registration
+from arms.questions import load_questions
+from arms.records import KeyRow, row_id
+from judge.blinding import BlindItem, label_for, label_secret
+from judge.gold import check_gold, gold_set
+from judge.labels import run_key
+from registration.prereg import load_experiment
+from registration.seal import seal
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.unit
+
+DEMO = ROOT / "sealed" / "demo"
+PREREG = (DEMO / "prereg.toml").read_text()
+SCALE = (0, 1, 2)
+GOLD = '[gold]\nprogram = "gold.py:score"\n'
+assert GOLD in PREREG
+
+
+def line_of(text: str, needle: str) -> int:
+    """The line of `needle` in the [gold] table, found by the test."""
+    start = text.splitlines().index("[gold]")
+    return next(no for no, line in enumerate(text.splitlines(), start=1) if no > start and needle in line)
+
+
+def experiment(tmp_path: Path, gold: str = GOLD, files: dict[str, str] | None = None, sealed: bool = True) -> Path:
+    """A copy of the demo with this [gold] table and these extra files, sealed."""
+    exp = tmp_path / "exp"
+    shutil.copytree(DEMO, exp)
+    (exp / "prereg.toml").write_text(PREREG.replace(GOLD, gold))
+    for name, text in (files or {}).items():
+        (exp / name).parent.mkdir(parents=True, exist_ok=True)
+        (exp / name).write_text(text)
+    if sealed:
+        seal(exp)
+    return exp
+
+
+def answers(exp_dir: Path, texts: dict[tuple[str, str], str]) -> tuple[list[BlindItem], list[KeyRow], dict]:
+    """Blinded items and keys for (arm, question) -> answer text, at Q8_0, sample 0, labelled as judge run labels."""
+    exp = load_experiment(exp_dir)
+    secret = label_secret(label_key(exp))
+    qs = {q.id: q for q in load_questions(exp.set_paths())}
+    items, keys = [], []
+    for (arm, qid), text in texts.items():
+        row = row_id(arm, "Q8_0", qid, 0)
+        lab = label_for(secret, row)
+        items.append(BlindItem(lab, qid, qs[qid].question, qs[qid].reference, text))
+        keys.append(KeyRow(lab, row, arm, "Q8_0", qid, 0, 0))
+    return items, keys, {q: qs[q] for q in dict.fromkeys(q for _, q in texts)}
+
+
+def gold(exp_dir: Path, texts: dict, run_dir: Path | None = None):
+    exp = load_experiment(exp_dir)
+    items, keys, qs = answers(exp_dir, texts)
+    g = gold_set(exp, items, keys, qs, SCALE, label_key(exp), run_dir)
+    return g, {i.label: k for i, k in zip(items, keys, strict=True)}
+
+
+# ---- registration -------------------------------------------------------------------------------------------
+
+toml_values = st.one_of(st.integers(-5, 5).map(str), st.booleans().map(lambda b: str(b).lower()),
+                        st.just("1.5"), st.just("{ a = 1 }"), st.just("[1, 2]"), st.just('["ok.jsonl", 3]'))
+outside = st.sampled_from(["../outside.jsonl", "/etc/passwd", "MANIFEST", "amendments.jsonl", "sub/../../x.jsonl"])
+bad_programs = st.one_of(
+    st.text(st.characters(min_codepoint=32, max_codepoint=126, exclude_characters='"\\'), max_size=20).filter(
+        lambda s: not re.fullmatch(r"[^:]+\.py:[A-Za-z_][A-Za-z0-9_]*", s)),
+    st.sampled_from(["../gold.py:score", "/tmp/gold.py:score", "gold.py:", "gold:score", "gold.py:1x", "pkg.mod:f"]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_a_bad_gold_value_is_refused_naming_file_line_and_field(tmp_path_factory, data):
+    """Wrong types, paths outside the folder or naming the seal's own files, a program not of the form file.py:function,
+    an unknown key: each BadInput names prereg.toml, the line of the key and the key."""
+    key, value = data.draw(st.one_of(
+        st.tuples(st.just("labels"), toml_values.filter(lambda v: not v.startswith('["ok'))),
+        st.tuples(st.just("labels"), outside.map(lambda p: json.dumps([p]))),
+        st.tuples(st.just("labels"), st.just('["a.jsonl", "a.jsonl"]')),
+        st.tuples(st.just("labels"), st.just('["  "]')),
+        st.tuples(st.just("program"), toml_values),
+        st.tuples(st.just("program"), bad_programs.map(json.dumps)),
+        st.tuples(st.sampled_from(["label", "programme", "seed"]), st.just('"x"')),
+    ))
+    d = tmp_path_factory.mktemp("reg")
+    text = PREREG.replace(GOLD, f"[gold]\n{key} = {value}\n")
+    (d / "prereg.toml").write_text(text)
+    with pytest.raises(BadInput) as e:
+        load_experiment(d)
+    assert (e.value.file, e.value.line, e.value.field) == (str(d / "prereg.toml"), line_of(text, f"{key} = "), key), \
+        str(e.value)
+
+
+def test_gold_is_optional_and_both_sources_parse(tmp_path):
+    (tmp_path / "prereg.toml").write_text(PREREG.replace(GOLD, ""))
+    assert load_experiment(tmp_path).gold is None
+    (tmp_path / "prereg.toml").write_text(PREREG.replace(GOLD, GOLD + 'labels = ["gold/a.jsonl", "b.jsonl"]\n'))
+    g = load_experiment(tmp_path).gold
+    assert (g.program, g.labels) == ("gold.py:score", ("gold/a.jsonl", "b.jsonl"))
+
+
+@pytest.mark.parametrize("program, source, where, words", [
+    ("gold.py:score", None, "prereg", "no file"),
+    ("g.py:score", "def score(question, reference, answer):\n    return (\n", "g.py", "cannot be imported"),
+    ("g.py:nope", "def score(question, reference, answer):\n    return None\n", "prereg", "nope"),
+    ("g.py:score", "raise RuntimeError('boom at import')\n", "prereg", "RuntimeError: boom at import"),
+    ("g.py:score", "score = 3\n", "prereg", "not callable"),
+    ("g.py:score", "def score(answer):\n    return None\n", "prereg", "(question, reference, answer)"),
+])
+def test_a_gold_program_that_cannot_be_called_is_bad_input_before_paying(tmp_path, program, source, where, words):
+    files = {"g.py": source} if source else {}
+    if source is None:
+        files = {}
+    exp = experiment(tmp_path, f'[gold]\nprogram = "{program}"\n', files)
+    if source is None:
+        (exp / "gold.py").unlink()
+        seal(exp)
+    e = load_experiment(exp)
+    with pytest.raises(BadInput) as err:
+        check_gold(e, load_questions(e.set_paths()), SCALE)
+    text = (exp / "prereg.toml").read_text()
+    if where == "prereg":
+        assert (err.value.file, err.value.line, err.value.field) == (str(exp / "prereg.toml"),
+                                                                     line_of(text, "program = "), "program"), err.value
+    else:
+        assert err.value.file == str(exp / where) and err.value.line == 2, err.value  # the line of the open "("
+    assert words in str(err.value)
+
+
+def test_a_program_edited_after_sealing_is_refused(tmp_path):
+    exp = experiment(tmp_path)
+    (exp / "gold.py").write_text((exp / "gold.py").read_text() + "\n# edited\n")
+    e = load_experiment(exp)
+    with pytest.raises(BadInput, match="changed after sealing"):
+        check_gold(e, load_questions(e.set_paths()), SCALE)
+
+
+# ---- the program's scores and errors ------------------------------------------------------------------------
+
+PLANTED = '''
+def score(question, reference, answer):
+    if answer == "raise":
+        raise ValueError("cannot read this")
+    if answer.startswith("return "):
+        return eval(answer[len("return "):])
+    return None
+'''
+
+
+def test_a_program_that_raises_or_leaves_the_scale_gives_that_answer_a_gold_error_naming_program_and_question(
+        tmp_path):
+    exp = experiment(tmp_path, '[gold]\nprogram = "planted.py:score"\n', {"planted.py": PLANTED})
+    texts = {("base", "q01"): "raise", ("trained", "q01"): "return 3", ("base", "q02"): "return True",
+             ("trained", "q02"): "return 1.0", ("base", "q03"): "return None", ("trained", "q03"): "return 1",
+             ("base", "q05"): "return '2'", ("trained", "q05"): "return 0"}
+    g, _ = gold(exp, texts)
+    got = {(s.arm, s.question_id): (s.status, s.score) for s in g.scores}
+    assert got == {("base", "q01"): ("error", None), ("trained", "q01"): ("error", None),
+                   ("base", "q02"): ("error", None), ("trained", "q02"): ("error", None),
+                   ("base", "q03"): ("undecided", None), ("trained", "q03"): ("scored", 1),
+                   ("base", "q05"): ("error", None), ("trained", "q05"): ("scored", 0)}
+    raised = next(s for s in g.errors if s.arm == "base" and s.question_id == "q01")
+    assert "planted.py:score" in raised.error and "ValueError: cannot read this" in raised.error
+    assert "'q01'" in raised.error and raised.label in raised.error
+    off = next(s for s in g.errors if s.arm == "trained" and s.question_id == "q01")
+    assert "returned 3" in off.error and "[0, 1, 2]" in off.error
+    assert all(s.source == "program" and s.origin == "planted.py:score" for s in g.scores)
+
+
+# ---- designs ------------------------------------------------------------------------------------------------
+
+EVERY = '''
+def score(question, reference, answer):
+    return {"two": 2, "one": 1, "zero": 0}.get(answer)
+'''
+ARMS = ("base", "trained")
+
+
+def test_a_tag_whose_every_answer_has_gold_is_a_complete_stratum_and_one_undecided_answer_breaks_it(tmp_path):
+    exp = experiment(tmp_path, '[gold]\nprogram = "every.py:score"\n', {"every.py": EVERY})
+    # q03 and q08 are arithmetic (and in_context); q01 only in_context
+    texts = {(a, q): "two" for a in ARMS for q in ("q03", "q08")} | {(a, "q01"): "one" for a in ARMS}
+    g, _ = gold(exp, texts)
+    assert g.complete_strata == ("arithmetic", "in_context")  # every answer of both tags has gold
+    texts[("base", "q01")] = "no idea"  # undecided: in_context is no longer whole
+    g, _ = gold(exp, texts)
+    strata = {s.name: s for s in g.strata}
+    ctx = strata["in_context"]
+    assert (ctx.answers, ctx.with_gold, ctx.complete) == (6, 5, False)
+    assert strata["arithmetic"].complete and strata["arithmetic"].questions == ("q03", "q08")
+    designs = {(s.arm, s.question_id): (s.design, s.stratum) for s in g.scores}
+    assert designs[("base", "q03")] == ("complete_strata", "arithmetic")
+    assert designs[("trained", "q01")] == ("convenience", None)
+    assert designs[("base", "q01")] == ("convenience", None)
+    texts[("base", "q03")] = "no idea"  # now arithmetic is incomplete too: its decided answers are a convenience set
+    g, _ = gold(exp, texts)
+    assert g.complete_strata == () and {s.design for s in g.scores} == {"convenience"}
+
+
+def chained(key: str, entries: list[tuple[str, str, int]]) -> str:
+    """A labels file by the chain rule, written out here: (labeller, label, score) per line."""
+    out, prev = [], key
+    for who, lab, score in entries:
+        rec = {"type": "label", "version": 1, "run_key": key, "label": lab, "score": score, "note": "",
+               "labeller": who, "time": "2026-12-01T10:00:00+00:00", "prev": prev}
+        line = json.dumps(rec, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        out.append(line + "\n")
+        prev = hashlib.sha256(line.encode()).hexdigest()
+    return "".join(out)
+
+
+def test_a_person_completing_an_undecided_stratum_makes_it_complete_and_a_drawn_question_is_a_random_sample(tmp_path):
+    exp = experiment(tmp_path, '[gold]\nprogram = "every.py:score"\n', {"every.py": EVERY})
+    texts = {(a, q): "two" for a in ARMS for q in ("q03", "q08")} | {(a, "q01"): "?" for a in ARMS}
+    texts[("trained", "q08")] = "?"
+    run = tmp_path / "run"
+    (run / "labels").mkdir(parents=True)
+    g, keys = gold(exp, texts)
+    assert "arithmetic" not in g.complete_strata
+    by = {(k.arm, k.question_id): lab for lab, k in keys.items()}
+    key = run_key(label_key(load_experiment(exp)))
+    (run / "labels" / "ann.jsonl").write_text(chained(key, [("ann", by[("trained", "q08")], 1),
+                                                            ("ann", by[("base", "q01")], 2)]))
+    (run / "labels" / "_samples.jsonl").write_text(json.dumps(
+        {"type": "label_sample", "version": 1, "labeller": "bob", "seed": 3, "n": 1,
+         "population": ["q01", "q03", "q08"], "picked": ["q01"], "time": "2026-12-01T09:00:00+00:00"}) + "\n")
+    g, _ = gold(exp, texts, run)
+    assert g.complete_strata == ("arithmetic",)
+    got = {(s.arm, s.question_id, s.source): (s.design, s.stratum, s.draw, s.score) for s in g.scores}
+    assert got[("trained", "q08", "human")] == ("complete_strata", "arithmetic", None, 1)
+    assert got[("base", "q03", "program")] == ("complete_strata", "arithmetic", None, 2)
+    assert got[("base", "q01", "human")] == ("random_sample", None, 0, 2)  # q01 was drawn
+    assert got[("base", "q01", "program")][0] == "convenience"  # the draw makes people's labels random, not code's
+    assert g.draws[0].picked == ("q01",) and g.draws[0].seed == 3
+    human = next(s for s in g.scores if s.source == "human" and s.question_id == "q01")
+    assert (human.origin, human.labeller, human.time) == ("labels/ann.jsonl:2", "ann", "2026-12-01T10:00:00+00:00")
+
+
+# ---- sealed labels files ------------------------------------------------------------------------------------
+
+
+def gold_line(**kw) -> str:
+    rec = {"type": "gold", "version": 1, "question_id": "q01", "answer_sha256": "0" * 64, "score": 2,
+           "labeller": "expert", "time": "2026-11-30T12:00:00+00:00", **kw}
+    return json.dumps(rec) + "\n"
+
+
+def test_a_sealed_file_gives_gold_by_question_and_answer_hash_and_by_blinded_label(tmp_path):
+    shown = "A Concession Card holder pays 90 alder crowns."
+    sha = hashlib.sha256(shown.encode()).hexdigest()
+    exp0 = experiment(tmp_path / "a", '[gold]\nlabels = ["gold/by-hash.jsonl"]\n', {"gold/by-hash.jsonl": ""},
+                      sealed=False)
+    key = label_key(load_experiment(exp0))
+    secret = label_secret(key)
+    lab = label_for(secret, row_id("glue-base", "Q4_K_M", "q02", 0))  # a label of the experiment, not in these items
+    mine = label_for(secret, row_id("trained", "Q8_0", "q01", 0))
+    exp = experiment(tmp_path / "b", '[gold]\nlabels = ["gold/by-hash.jsonl", "runs/labels.jsonl"]\n', {
+        "gold/by-hash.jsonl": gold_line(question_id="q03", answer_sha256=sha, score=2)
+                              + gold_line(question_id="q03", answer_sha256="1" * 64, score=0),
+        "runs/labels.jsonl": chained(run_key(key), [("ann", mine, 1), ("ann", lab, 0)])})
+    texts = {("base", "q03"): shown, ("trained", "q03"): shown + " ", ("trained", "q01"): "x"}
+    g, _ = gold(exp, texts)
+    got = {(s.arm, s.question_id): (s.source, s.origin, s.score, s.labeller) for s in g.scores}
+    assert got == {("base", "q03"): ("labels", "gold/by-hash.jsonl:1", 2, "expert"),
+                   ("trained", "q01"): ("labels", "runs/labels.jsonl:1", 1, "ann")}
+    assert g.unmatched == (("gold/by-hash.jsonl", 1), ("runs/labels.jsonl", 1))
+
+
+@pytest.mark.parametrize("lines, line, field", [
+    ([gold_line(question_id="q99")], 1, "question_id"),
+    ([gold_line(), gold_line(answer_sha256="abc")], 2, "answer_sha256"),
+    ([gold_line(answer_sha256="A" * 64)], 1, "answer_sha256"),
+    ([gold_line(score=3)], 1, "score"),
+    ([gold_line(score=True)], 1, "score"),
+    ([gold_line(labeller=" ")], 1, "labeller"),
+    ([gold_line(time="2026-11-30T12:00:00")], 1, "time"),
+    ([gold_line(), gold_line()], 2, "answer_sha256"),
+    ([gold_line(), gold_line(type="label")], 2, "type"),
+    ([gold_line(), "{not json\n"], 2, None),
+])
+def test_a_bad_sealed_gold_record_is_refused_before_paying_naming_file_line_and_field(tmp_path, lines, line, field):
+    exp = experiment(tmp_path, '[gold]\nlabels = ["g.jsonl"]\n', {"g.jsonl": "".join(lines)})
+    e = load_experiment(exp)
+    with pytest.raises(BadInput) as err:
+        check_gold(e, load_questions(e.set_paths()), SCALE)
+    assert (err.value.file, err.value.line, err.value.field) == (str(exp / "g.jsonl"), line, field), err.value
+
+
+def test_a_sealed_labels_file_naming_a_label_no_run_of_the_experiment_has_is_refused(tmp_path):
+    exp0 = experiment(tmp_path / "a", sealed=False)
+    key = label_key(load_experiment(exp0))
+    good = label_for(label_secret(key), row_id("base", "Q8_0", "q01", 0))
+    exp = experiment(tmp_path / "b", '[gold]\nlabels = ["l.jsonl"]\n',
+                     {"l.jsonl": chained(run_key(key), [("ann", good, 1), ("ann", "L0123456789ab", 1)])})
+    e = load_experiment(exp)
+    with pytest.raises(BadInput) as err:
+        check_gold(e, load_questions(e.set_paths()), SCALE)
+    assert (err.value.line, err.value.field) == (2, "label"), err.value
+
+
+def test_a_missing_or_unsealed_labels_file_is_refused(tmp_path):
+    exp = experiment(tmp_path, '[gold]\nlabels = ["nowhere.jsonl"]\n')
+    e = load_experiment(exp)
+    with pytest.raises(BadInput) as err:
+        check_gold(e, load_questions(e.set_paths()), SCALE)
+    assert err.value.field == "labels" and err.value.line == line_of((exp / "prereg.toml").read_text(), "labels =")
+    (exp / "nowhere.jsonl").write_text(gold_line())  # present, but not sealed
+    with pytest.raises(BadInput, match="MANIFEST"):
+        check_gold(e, load_questions(e.set_paths()), SCALE)
+
+
+# ---- the binding --------------------------------------------------------------------------------------------
+
+
+def test_a_judged_folder_binds_the_gold_program_source_and_each_labels_file(tmp_path):
+    exp = experiment(tmp_path, GOLD + 'labels = ["g.jsonl"]\n', {"g.jsonl": gold_line()})
+    e = load_experiment(exp)
+    want = {"gold program gold.py:score source sha256": hashlib.sha256((exp / "gold.py").read_bytes()).hexdigest(),
+            "gold labels g.jsonl sha256": hashlib.sha256((exp / "g.jsonl").read_bytes()).hexdigest()}
+    assert gold_entries(e) == want
+    panel = [j for j in e.judges if j.name == "local"]
+    bound = registration(e, ["base"], panel, "single", {})
+    assert {k: bound[k] for k in want} == want
+    assert not set(want) & set(registration(e, ["base"]))  # `arms collect` binds what answers depend on: not gold
+
+
+def test_verify_names_a_gold_source_changed_after_the_folder_was_bound(tmp_path):
+    from judge.folder import binding_findings
+
+    exp = experiment(tmp_path, GOLD + 'labels = ["g.jsonl"]\n', {"g.jsonl": gold_line()})
+    e = load_experiment(exp)
+    run = tmp_path / "run"
+    run.mkdir()
+    panel = [j for j in e.judges if j.name == "local"]
+    doc = {"registration": registration(e, ["base"], panel, "single", {}), "scope": {"arms": ["base"], "limit": None},
+           "label_key": label_key(e), "amendments": None}
+    (run / "binding.json").write_text(json.dumps(doc))
+    assert binding_findings(run, e) == []
+    (exp / "g.jsonl").write_text(gold_line(score=0))
+    seal(exp)
+    found = binding_findings(run, load_experiment(exp))
+    assert any("gold labels g.jsonl sha256" in f for f in found), found
+    assert not any("gold program" in f for f in found)
