@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("blinding and verdicts", ("judge.blinding", "judge.rubric", "judge.verdict", "judge.judging", "judge.pairwise",
                                "judge.preflight", "judge.folder")),
     ("analysis and report", ("judge.stats", "judge.agreement", "judge.analysis", "judge.cost", "judge.report",
-                             "judge.plots")),
+                             "judge.plots", "judge.runinfo")),
     ("verify", ("judge.verify", "judge.rederive", "judge.export")),
     ("audit", ("audit",)),
     ("commands", ("judge.run", "judge.__main__", "arms.__main__", "audit.__main__")),
