@@ -43,7 +43,7 @@ from arms.questions import Question
 from arms.records import ANSWER_KEY, AnswerRow, judgment_kind, row_id
 from arms.settings import differences
 from registration.prereg import Experiment, rubric_dir
-from registration.spec import AdapterSpec, ModelSpec, Runtime
+from registration.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime
 
 from .blinding import blind, label_secret
 from .judging import build_request, prompt_sha256
@@ -231,7 +231,7 @@ class _Unanswered(Exception):
     """A replayed glue asked for a call whose reply verify does not have, or that the row does not record."""
 
 
-def _glue_calls(arm, quant: str, question: Question, sample: int, ident: dict[str, Any], rec: dict[str, Any],
+def _glue_calls(arm: ArmSpec, quant: str, question: Question, sample: int, ident: dict[str, Any], rec: dict[str, Any],
                 replies: Replies, exp_dir: Path, where: str) -> tuple[list[str], str | None, bool]:
     """Run the arm's registered glue again on the row's recorded replies: the call keys its requests derive
     (up to the first call whose reply is unknown or not recorded), its final answer if it got that far, and
@@ -258,6 +258,29 @@ def _glue_calls(arm, quant: str, question: Question, sample: int, ident: dict[st
     except _Unanswered:
         return derived, None, False
     return derived, result.answer, True
+
+
+def _call_findings(rec: dict[str, Any], arm: ArmSpec, calls: list, derived: list[str] | None, finished: bool,
+                   answer: str | None) -> list[tuple[str, str]]:
+    """(field, message): the recorded call keys against those re-derived from the requests (`derived`, None when
+    they could not be), their number against the calls the answer makes, and a glue arm's final answer (`answer`,
+    the glue's on the recorded replies when it `finished`) against the row's text."""
+    if derived is None:
+        return []
+    source = ("the glue run again on this row's question and recorded replies" if arm.glue else
+              "the question under the arm's registered settings")
+    for i, (stored, key) in enumerate(zip(calls, derived, strict=False)):
+        if stored != key:
+            return [(f"calls[{i}]", f"reads {str(stored)[:12]}…, but the request re-derived from {source} and the "
+                     f"row's identity has key {key[:12]}…")]
+    ok = rec.get("status") == "ok"
+    if finished and (len(calls) != len(derived) if ok else len(calls) >= len(derived)):
+        return [("calls", f"holds {len(calls)} call key(s), but {source} makes {len(derived)}"
+                 + ("" if ok else ", the last of which failed"))]
+    if arm.glue and finished and ok and answer != rec.get("text"):
+        return [("text", f"reads {rec.get('text')!r}, but glue {arm.glue!r} run again on this row's question and "
+                 f"recorded replies answers {answer!r}")]
+    return []
 
 
 def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, questions: dict[str, Question],
@@ -332,32 +355,19 @@ def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, questions: dic
                                                             exp.dir, f"{path}:{no}")
                 except BadInput as e:  # the glue cannot be imported on this machine
                     glue_unloadable[arm.glue] = str(e)
-                    continue
+                    derived, answer, finished = None, None, False
                 except Exception as e:  # the registered glue raised on the recorded replies
                     finding("calls", f"glue {arm.glue!r} raised {type(e).__name__}: {e} when run again on this row's "
                             "question and recorded replies")
-                    continue
-                if not finished:
+                    derived, answer, finished = None, None, False
+                if derived is not None and not finished:
                     glue_unchecked += max(0, len(calls) - len(derived))
             else:
                 derived = [call_key(ident, task_request(Task(arm, quant, question, sample),
                                                         plain_messages(arm, question)))]
                 finished, answer = True, rec.get("raw_output")
-            source = "the glue run again on this row's question and recorded replies" if arm.glue else \
-                "the question under the arm's registered settings"
-            for i, (stored, key) in enumerate(zip(calls, derived, strict=False)):
-                if stored != key:
-                    finding(f"calls[{i}]", f"reads {str(stored)[:12]}…, but the request re-derived from {source} "
-                            f"and the row's identity has key {key[:12]}…")
-                    break
-            else:
-                ok = rec.get("status") == "ok"
-                if finished and (len(calls) != len(derived) if ok else len(calls) >= len(derived)):
-                    finding("calls", f"holds {len(calls)} call key(s), but {source} makes {len(derived)}"
-                            + ("" if ok else ", the last of which failed"))
-                elif arm.glue and finished and ok and answer != rec.get("text"):
-                    finding("text", f"reads {rec.get('text')!r}, but glue {arm.glue!r} run again on this row's "
-                            f"question and recorded replies answers {answer!r}")
+            for field, message in _call_findings(rec, arm, calls, derived, finished, answer):
+                finding(field, message)
         if rec.get("status") != "ok":
             for i, key in enumerate(calls):
                 replies.get(key, f"{path}:{no}: field 'calls[{i}]'")

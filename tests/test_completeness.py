@@ -30,8 +30,6 @@ from judge.runinfo import bound_scope, registered
 from judge.verify import record_findings, verify
 from registration.prereg import load_experiment
 
-from conftest import cli
-
 pytestmark = pytest.mark.slow
 
 RAW = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")
@@ -248,8 +246,8 @@ def test_a_cache_that_holds_none_of_the_runs_calls_is_a_finding_and_several_may_
     other = tmp_path / "other-cache"
     other.mkdir()
     CallCache(other / "calls.sqlite").close()
-    v = cli("judge", "verify", str(run), "--cache", str(other))
-    assert v.returncode == 1
-    assert f"call cache: {other / 'calls.sqlite'} holds none of the" in v.stderr, v.stderr
+    found = verify(run, caches=[other]).problems  # `--cache PATH`: a BLINDEVAL_CACHE folder, or its calls.sqlite
+    assert len(found) == 1 and found[0].startswith(f"call cache: {other / 'calls.sqlite'} holds none of the"), found
+    assert verify(run, caches=[other / "calls.sqlite"]).problems == found
     # the run's cache named beside another one: every call is found in one of them
     assert verify(run, caches=[other, Path(os.environ["BLINDEVAL_CACHE"])]).problems == []
