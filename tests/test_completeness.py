@@ -16,21 +16,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arms import jsonl
+from arms.backends.base import STRUCTURED
 from arms.cache import CallCache, call_key
+from arms.load import open_backend
 from arms.questions import load_questions
 from arms.records import AnswerRow
 from judge.analysis import anchor, compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
 from judge.cost import costs
 from judge.judging import build_request, prompt_sha256
-from judge.rederive import identity_findings
+from judge.rederive import expected_identity, identity_findings
 from judge.report import render
 from judge.rubric import load_rubric
 from judge.runinfo import bound_scope, registered
 from judge.verify import record_findings, verify
 from registration.prereg import load_experiment
-
-pytestmark = pytest.mark.slow
+from registration.spec import ModelSpec, Runtime
 
 RAW = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")
 
@@ -65,6 +66,7 @@ def _cell(a: dict) -> str:
     return f"no answer row for arm {a['arm']!r} at {a['quant']}, question {a['question_id']!r}, sample {a['sample']}"
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_rows_keys_or_verdicts_removed_at_random_fail_verify_naming_each(small_run, tmp_path_factory, data):
@@ -99,6 +101,7 @@ def test_rows_keys_or_verdicts_removed_at_random_fail_verify_naming_each(small_r
             assert f"no verdict of judge {j['judge']!r} for label {j['label']}" in text, (j, text)
 
 
+@pytest.mark.slow
 def test_an_arms_unfavourable_rows_removed_with_their_keys_and_verdicts_fail_naming_each_cell(run):
     keys = {k["label"]: k for k in records(run / "blinding.jsonl")}
     verdicts = records(run / "judgments.jsonl")
@@ -117,6 +120,7 @@ def test_an_arms_unfavourable_rows_removed_with_their_keys_and_verdicts_fail_nam
     assert "binding.json registers this cell" in found
 
 
+@pytest.mark.slow
 def test_questions_removed_from_run_json_fail_on_its_scope_and_the_numbers(run):
     info = json.loads((run / "run.json").read_text())
     dropped = info["question_ids"].pop()
@@ -138,10 +142,11 @@ def _registered_leaves(x, path=()):
         yield path, x
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=5),
-                    lambda inner: st.lists(inner, max_size=2), max_leaves=3)
+SCALAR = st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=5)
+JSON = SCALAR | st.lists(SCALAR, max_size=2)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_any_registered_field_of_run_json_edited_is_named(small_run, data):
@@ -163,6 +168,7 @@ def test_any_registered_field_of_run_json_edited_is_named(small_run, data):
     assert any(f"field {'.'.join(path)!r}: reads {new!r}" in f for f in found), (path, new, found)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_any_field_of_a_recorded_identity_changed_or_added_is_named(small_run, data):
@@ -191,6 +197,7 @@ def test_any_field_of_a_recorded_identity_changed_or_added_is_named(small_run, d
     assert any(f == f"identity.{key}" for f, _ in found), (key, edited, found)
 
 
+@pytest.mark.slow
 def test_an_answer_rewritten_with_a_call_key_the_cache_lacks_fails_on_the_key_and_the_cache(run):
     """The answer and its verdict rewritten consistently (judge prompt and call keys re-derived, the reply forged),
     the answer row's call key replaced by one the run's cache does not hold."""
@@ -219,6 +226,7 @@ def test_an_answer_rewritten_with_a_call_key_the_cache_lacks_fails_on_the_key_an
     assert f"{run / 'judgments.jsonl'}:{jline}: field 'calls[0]': call " in found  # the forged verdict's call
 
 
+@pytest.mark.slow
 def test_a_judge_identity_edited_with_every_call_key_rederived_fails_on_the_registration_and_the_cache(run):
     info = json.loads((run / "run.json").read_text())
     e = load_experiment(info["experiment_dir"])
@@ -242,6 +250,7 @@ def test_a_judge_identity_edited_with_every_call_key_rederived_fails_on_the_regi
     assert f"{run / 'judgments.jsonl'}:1: field 'calls[0]': call " in found  # none of its calls is the run's
 
 
+@pytest.mark.slow
 def test_a_cache_that_holds_none_of_the_runs_calls_is_a_finding_and_several_may_be_named(run, tmp_path):
     other = tmp_path / "other-cache"
     other.mkdir()
@@ -251,3 +260,24 @@ def test_a_cache_that_holds_none_of_the_runs_calls_is_a_finding_and_several_may_
     assert verify(run, caches=[other / "calls.sqlite"]).problems == found
     # the run's cache named beside another one: every call is found in one of them
     assert verify(run, caches=[other, Path(os.environ["BLINDEVAL_CACHE"])]).problems == []
+
+
+@pytest.mark.unit
+@settings(max_examples=8, deadline=None)  # each opens real SDK clients: about half a second
+@given(backend=st.sampled_from(["openai", "anthropic"]), source=st.text(min_size=1, max_size=12),
+       urls=st.lists(st.integers(1024, 65535).map(lambda p: f"http://127.0.0.1:{p}/v1"), max_size=3, unique=True),
+       structured=st.sampled_from(STRUCTURED), sampling=st.booleans())
+def test_the_identity_verify_expects_of_an_http_model_is_the_one_its_backend_puts_in_call_keys(
+        tmp_path_factory, backend, source, urls, structured, sampling):
+    """One definition per backend (arms/backends), one re-derivation in verify: they must agree on every
+    registration, or verify would name honest runs (or miss forged identities)."""
+    urls = urls[:1] if backend == "anthropic" else urls
+    spec = ModelSpec(name="m", backend=backend, source=source, base_url=urls[0] if urls else None,
+                     base_urls=tuple(urls), structured=structured if backend == "openai" else "json_schema",
+                     sampling_params=sampling if backend == "anthropic" else False)
+    b = open_backend(spec, "served", (), tmp_path_factory.mktemp("exp"), Runtime())
+    try:
+        assert expected_identity(spec, (), Runtime(), {}) == b.identity()
+        assert identity_findings(b.identity(), spec, "served", (), Runtime(), {}) == []
+    finally:
+        b.close()
