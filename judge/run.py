@@ -107,7 +107,8 @@ def check_audit_gate(exp: Experiment, arms: list[str]) -> str:
 
 
 def quant_files(exp: Experiment, arms: list[str]) -> dict[str, dict]:
-    """Which quantiser produced which file, with its sha256 and the types read back from it."""
+    """Which quantiser produced which file, with its sha256 and the types read back from it (and where it is on
+    this machine, under `path`: invocations.jsonl records that, run.json does not)."""
     from arms.load import quant_file
 
     out = {}
@@ -227,12 +228,13 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
     say("[4/4] analysing and writing the report")
     identities, jeffective = _judges_as_recorded(run_json, rubrics, jstats, identities, jeffective)
     rows = [c.record for c in current(run_dir / "answers.jsonl", ANSWER_KEY).values()]
+    files = quant_files(exp, arms)
     scope = Scope(arms, limit, [q.id for q in questions], panel, mode, binding["label_key"])
     run_info = merged(registered(exp, scope, rubric), {
         "experiment_dir": binding["experiment_dir"],  # where the folder was bound: a resume from elsewhere agrees
         "judge": {"identity": identities[primary.name], "identities": identities, "effective_settings": jeffective},
         "effective_settings": recorded_effective(rows),  # as the rows record it: a resume that loads no model agrees
-        "quant_files": quant_files(exp, arms),
+        "quant_files": {k: {f: v for f, v in qf.items() if f != "path"} for k, qf in files.items()},
         "audit_gate": audit_gate,
         "cost": costs(exp, arms, [j.name for j in panel], qids, run_dir),
     })
@@ -249,6 +251,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
     with Appender(run_dir / INVOCATIONS) as log:  # what this invocation did, where: not evidence, not anchored
         log.write({"type": "invocation", "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                    "versions": versions(), "call_cache": str(cache.path.resolve()), "machine": local_machine(exp),
+                   "quant_paths": {k: qf["path"] for k, qf in files.items()},
                    "answers": {k: v for k, v in cstats.items() if k != "effective"}, "judging": jstats,
                    "anchor": digest})
     return run_dir
