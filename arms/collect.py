@@ -129,7 +129,7 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
         groups.setdefault(_group_key(t), []).append(t)
     stats: dict[str, Any] = {"rows_total": len(tasks), "rows_already_done": len(tasks) - len(todo),
                              "rows_retried": sum(t.row in retry for t in todo), "model_calls": 0, "cached_calls": 0,
-                             "errors": 0, "effective": _recorded_effective([c.record for c in existing.values()])}
+                             "errors": 0, "effective": recorded_effective([c.record for c in existing.values()])}
     bar = tqdm(total=len(todo), desc="answers", unit="ans", disable=not progress, leave=False)
     with jsonl.Appender(out) as writer:
         for (model_name, quant, adapter_names), group in groups.items():
@@ -211,8 +211,9 @@ def mapped(pool: ThreadPoolExecutor, workers: int, fn: Callable[[Any], Any], ite
             leave()
 
 
-def _recorded_effective(rows: list[dict]) -> dict[str, Any]:
-    """Effective settings of rows already written (a fully resumed run loads no model, yet reports them)."""
+def recorded_effective(rows: list[dict]) -> dict[str, Any]:
+    """Each (arm, quant)'s effective settings as its first row records them (a resume that loads no model reports
+    the same)."""
     out: dict[str, Any] = {}
     for rec in rows:
         if rec.get("effective"):
@@ -237,7 +238,7 @@ def _answer(t: Task, caller: Caller, exp_dir: Path, effective: dict[str, Any]) -
     lora = ident.get("lora_sha256")
     base = dict(row=t.row, arm=t.arm.name, quant=t.quant, question_id=t.question.id, sample=t.sample,
                 model_sha256=ident.get("model_sha256"), lora_sha256=",".join(lora) if lora else None,
-                settings={**t.arm.generation.to_dict(), "seed": t.seed}, effective=effective)
+                settings={**t.arm.generation.to_dict(), "seed": t.seed}, effective=effective, identity=ident)
     start = time.perf_counter()
     try:
         if t.arm.glue:

@@ -125,6 +125,8 @@ class AnswerRow(Record):
     error: dict[str, Any] | str | None = None  # arms.retry.describe(); a plain message in older rows
     effective: dict[str, Any] | None = None  # read back from the backend: file, template, adapters, sampling as sent
     thinking: bool = False  # the model's (last) reply showed thinking: compare with settings["thinking"]
+    identity: dict[str, Any] | None = None  # the backend identity in every call key (arms.cache.call_key); None in
+    # rows written before rows recorded it
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,18 @@ import time
 from pathlib import Path
 
 from arms import jsonl
+from arms.backends.llama_cpp import EXTRA_SAMPLING
+from arms.cache import call_key
 from arms.questions import load_questions
 from arms.records import AnswerRow, Judgment, row_id
-from judge.analysis import compute_numbers, write_numbers
+from judge.analysis import anchor, compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
+from judge.folder import bind, commit, start_judging
 from judge.judging import build_request, prompt_sha256
 from judge.plots import write_plots
 from judge.report import render
 from judge.rubric import load_rubric
+from judge.runinfo import Scope, merged, registered
 from judge.verify import verify
 from registration.prereg import load_experiment, rubric_dir
 from registration.seal import seal
@@ -46,6 +50,11 @@ class _Lines:
 def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
     exp = tmp / "exp"
     shutil.copytree(ROOT / "sealed" / "demo", exp, ignore=shutil.ignore_patterns("MANIFEST", "training"))
+    if quants == 1:  # register only the quant written, so the bound scope is what the folder holds
+        text = (exp / "prereg.toml").read_text().replace('quants = ["Q8_0", "Q4_K_M"]', 'quants = ["Q8_0"]')
+        blocks = text.split("[[hypotheses]]")
+        text = "[[hypotheses]]".join([blocks[0], *(b for b in blocks[1:] if 'quant = "Q4_K_M"' not in b)])
+        (exp / "prereg.toml").write_text(text)
     rng = random.Random(0)
     tags = [["in_context"], ["in_context", "arithmetic"], ["out_of_scope"]]
     with open(exp / "sets" / "exam.jsonl", "w") as w:
@@ -57,15 +66,24 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
     arms, qs = ["base", "trained"], [q for q in ("Q8_0", "Q4_K_M")[:quants]]
     run_dir = tmp / "run"
     run_dir.mkdir()
+    rubric = load_rubric(e.rubric, rubric_dir(e.rubric, e.dir))
+    panel = [j for j in e.judges if j.name == "local"]
+    # the folder bound to the registration before any row, as `judge run` binds it
+    binding = bind(run_dir, e, arms, None, panel, "single", {("local", "single"): rubric})
+    commit(run_dir, binding)
+    binding = start_judging(run_dir, binding, e)
     # rows as `judge run` writes them, so that verify's re-derivation from the raw evidence holds: registered
-    # settings, labels from the registered seed and the experiment's name, prompt hashes and raw judge replies
+    # settings, labels from the registered seed and the experiment's name, prompt hashes and raw judge replies, the
+    # judge's call keys from its identity (the arms' rows record none: verify lists them as unchecked)
     answers = [AnswerRow(row_id(arm, quant, f"q{i:06d}", 0), arm, quant, f"q{i:06d}", 0, "ok", "answer", "answer",
                          "stop", False, 10, 5, 0.1, "sha", None,
                          {**e.arm(arm).generation.to_dict(), "seed": e.arm(arm).generation.seed})
                for arm in arms for quant in qs for i in range(n)]
     items, keys = blind(answers, {q.id: q for q in load_questions(e.set_paths())},
-                        label_secret(f"blinding:{e.seed}:{e.name}"), e.seed, e.scrub)
-    rubric = load_rubric(e.rubric, rubric_dir(e.rubric, e.dir))
+                        label_secret(binding["label_key"]), e.seed, e.scrub)
+    identity = {"backend": "llama-cpp", "model_sha256": "sha", "lora_sha256": None, "lora_scale": None,
+                "chat_template_sha256": "template", "n_ctx": e.runtime.n_ctx, "sampler": EXTRA_SAMPLING}
+    read_back = {"model_sha256": "sha", "loras": [], "chat_template_sha256": "template", "cpu_extra_buffers": True}
     # plain buffered writes: the same line format as jsonl.Appender without its per-record fsync
     with open(run_dir / "answers.jsonl", "w") as fa, open(run_dir / "blinding.jsonl", "w") as fb, \
             open(run_dir / "judgments.jsonl", "w") as fj:
@@ -78,19 +96,16 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
             score = rng.choice((0, 1, 2))
             fields = {"score": score, "harmful": False, "rationale": "x"}
             raw = json.dumps(fields)
+            request = build_request(rubric, item, 0)
             wj.write(Judgment("local", item.label, item.question_id, "scored", score, fields, False, None,
-                              prompt_sha256(build_request(rubric, item, 0)),
+                              prompt_sha256(request),
                               [{"raw": raw, "finish_reason": "stop", "error": None, "repaired": False}],
-                              0.1, 10, 5, 0).to_dict())
-    run = {"name": "bench", "label_key": f"blinding:{e.seed}:{e.name}", "dir": str(run_dir), "experiment": "demo",
-           "experiment_dir": str(exp), "seed": 0,
-           "limit": None, "arms": arms, "question_ids": [q.id for q in load_questions(e.set_paths())],
-           "hashes": {}, "runtime": {"threads": 1, "n_ctx": 2048},
-           "analysis": {"resamples": e.analysis.resamples, "method": e.analysis.method, "seed": e.analysis.seed,
-                        "max_unscored": e.analysis.max_unscored},
-           "judge": {"primary": "local", "panel": ["local"], "mode": "single", "rubric": "correctness",
-                     "identity": {"backend": "llama-cpp"}, "model": "x", "quant": None,
-                     "warnings": []}, "audit_gate": "not checked"}
+                              0.1, 10, 5, 0, calls=[call_key(identity, request)]).to_dict())
+    scope = Scope(arms, None, [q.id for q in load_questions(e.set_paths())], panel, "single", binding["label_key"])
+    run = merged(registered(e, scope, rubric), {
+        "experiment_dir": str(exp), "audit_gate": "not checked",
+        "judge": {"identity": identity, "identities": {"local": identity},
+                  "effective_settings": {"local/correctness": read_back}}})
     (run_dir / "run.json").write_text(json.dumps(run))
     return exp, run_dir, run
 
@@ -116,10 +131,10 @@ def main() -> None:
         write_plots(numbers, run_dir)
         timings["plots_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        (run_dir / "report.md").write_text(render(numbers, run))
+        (run_dir / "report.md").write_text(render(numbers, run, anchor(run_dir)))
         timings["report_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        problems = verify(run_dir)
+        problems = verify(run_dir, caches=[]).problems  # no call cache: the judge calls were never made
         timings["verify_s"] = time.perf_counter() - t0
         judgments = sum(1 for _ in open(run_dir / "judgments.jsonl"))
         print(json.dumps({"questions": args.questions, "judgments": judgments,

@@ -1,7 +1,7 @@
 """Resume cost: re-running a finished `judge run` must make 0 model calls; how long does it take?
 
 Runs the demo once into a fresh results folder with a fresh call cache, then again, and reports
-both wall times and the model calls the second run made (from run.json's last_invocation).
+both wall times and the model calls the second run made (from invocations.jsonl, the log of each run).
 
     python benchmarks/resume_cost.py                  # the whole demo: 320 answers + 320 verdicts
     python benchmarks/resume_cost.py --limit 5        # a quicker look
@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from judge.run import last_invocation
 
 ROOT = Path(__file__).resolve().parent.parent
 DERIVED = ("quants", "adapters", "probes")  # derived from the model files, never a model call
@@ -61,7 +63,7 @@ def main() -> None:
             t0 = time.perf_counter()
             subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True)
             times.append(time.perf_counter() - t0)
-            inv = json.loads((out / "run.json").read_text())["last_invocation"]
+            inv = last_invocation(out)
             calls.append(inv["answers"]["model_calls"] + sum(j["model_calls"] for j in inv["judging"].values()))
         print(json.dumps({"limit": limit, "arms": arms or "all", "first_run_s": round(times[0], 1),
                           "first_run_model_calls": calls[0], "rerun_s": round(times[1], 1),

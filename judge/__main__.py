@@ -36,6 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("verify", help="recompute every number of a results folder from its raw files")
     v.add_argument("results", type=Path)
     v.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
+    caches = v.add_mutually_exclusive_group()
+    caches.add_argument("--cache", type=Path, action="append", default=None, metavar="PATH",
+                        help="the call cache the run wrote to (a BLINDEVAL_CACHE folder or its calls.sqlite; "
+                             "repeatable); default: this environment's BLINDEVAL_CACHE, else ~/.cache/blindeval")
+    caches.add_argument("--no-cache", action="store_true",
+                        help="verify without a call cache: the comparison with the calls made is reported unchecked")
+    v.add_argument("--anchor", default=None, metavar="SHA256",
+                   help="the anchor recorded when the run finished: a folder whose anchor differs fails")
     x = sub.add_parser("export", help="write a results folder as one tidy table (csv or parquet)")
     x.add_argument("results", type=Path)
     x.add_argument("--format", choices=("csv", "parquet"), default="csv")
@@ -68,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _command(args: argparse.Namespace) -> int:
     if args.cmd == "run":
+        from .analysis import anchor
         from .run import DEMO, run
 
         if args.limit is not None and args.limit < 1:
@@ -77,6 +86,7 @@ def _command(args: argparse.Namespace) -> int:
         if not args.quiet:
             print((out / "report.md").read_text())
         print(f"results: {out}", file=sys.stderr)
+        print(f"anchor: {anchor(out)}")
         return _undecided(out)
     elif args.cmd == "seal":
         from registration.seal import seal
@@ -90,20 +100,25 @@ def _command(args: argparse.Namespace) -> int:
     elif args.cmd == "verify":
         import jinja2
 
-        from .verify import verify
+        from .analysis import anchor
+        from .verify import Verification, verify
 
         try:
-            problems = verify(args.results, args.exp)
+            found = verify(args.results, args.exp, [] if args.no_cache else args.cache, args.anchor)
         except (KeyError, TypeError, ValueError, AttributeError, StopIteration, jinja2.UndefinedError) as e:
-            # a tampered numbers.json or run.json can break the structure itself: that is a finding
-            problems = [f"the results folder no longer has the structure it was written with "
-                        f"({type(e).__name__}: {e})"]
-        if problems:
-            print(f"verify: {len(problems)} mismatch(es) in {args.results}:", file=sys.stderr)
-            for line in problems:
+            # a tampered numbers.json, run.json or binding.json can break the structure itself: that is a finding
+            found = Verification([f"the results folder no longer has the structure it was written with "
+                                  f"({type(e).__name__}: {e})"], [], anchor(args.results))
+        for line in found.unchecked:
+            print(f"unchecked: {line}")
+        print(f"anchor: {found.anchor}")
+        if found.problems:
+            print(f"verify: {len(found.problems)} mismatch(es) in {args.results}:", file=sys.stderr)
+            for line in found.problems:
                 print(f"  - {line}", file=sys.stderr)
             return 1
-        print(f"verify: every number in {args.results} matches its recomputation from the raw files")
+        print(f"verify: every number in {args.results} matches its recomputation from the raw files"
+              + (f", except what is listed as unchecked above ({len(found.unchecked)})" if found.unchecked else ""))
     elif args.cmd == "export":
         from .export import export
 

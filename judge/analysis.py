@@ -37,14 +37,23 @@ def raw_sha256(run_dir: Path) -> dict[str, str]:
             for name in (*RAW_FILES, "binding.json") if (run_dir / name).exists()}
 
 
-DIGEST_FILES = ("run.json", *RAW_FILES)  # the raw evidence, in the digest's canonical order
+# What a decision depends on, in the anchor's canonical order: the registration as the folder bound it (binding.json:
+# the sha256 of prereg.toml, of the MANIFEST that hashes every sealed file, of each set, glue, rubric and chat
+# template, and the amendment chain's head when judging began), the run's record, the raw evidence, and the numbers
+# (which hold every amendment's text and date). report.md and the plots are rendered from these and re-rendered by
+# verify; invocations.jsonl (when each `judge run` finished, on what) is a log, not evidence.
+ANCHOR_FILES = ("binding.json", "run.json", *RAW_FILES, "numbers.json")
 
 
-def raw_digest(run_dir: Path) -> str:
-    """One sha256 over the raw evidence, for a reviewer to record outside the folder: the sha256 of what
-    `sha256sum run.json answers.jsonl blinding.jsonl judgments.jsonl` prints in the results folder."""
+def anchor(run_dir: Path) -> str | None:
+    """One sha256 over everything a decision depends on, for a reviewer to record outside the folder: the sha256 of
+    what `sha256sum binding.json run.json answers.jsonl blinding.jsonl judgments.jsonl numbers.json` prints in the
+    results folder. None when one of the files is missing (a folder written before folders were bound)."""
+    run_dir = Path(run_dir)
+    if not all((run_dir / name).is_file() for name in ANCHOR_FILES):
+        return None
     listing = "".join(f"{hashlib.sha256((run_dir / name).read_bytes()).hexdigest()}  {name}\n"
-                      for name in DIGEST_FILES)
+                      for name in ANCHOR_FILES)
     return hashlib.sha256(listing.encode()).hexdigest()
 
 
@@ -338,7 +347,6 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "judge": judge,
         "questions": len(qmap),
         "raw_sha256": raw_sha256(run_dir),
-        "raw_digest": raw_digest(run_dir),
         "cells": cells,
         "comparisons": comparisons,
         "subsets": [s for h in hyps for s in subset_analyses(h, exp, qmap, scores)],

@@ -78,22 +78,25 @@ def amendment_findings(exp_dir: Path, doc: dict[str, Any]) -> list[dict[str, Any
             for i, r in enumerate(rows[n:], start=n + 1) if not r.get("post_hoc")]
 
 
-def binding_findings(run_dir: Path, exp: Experiment, late: set[int] = frozenset()) -> list[str]:
-    """verify's check of a bound folder: its bound files still match, and its amendments may govern it
-    (the `late` ones, already named by the date rule, are not named twice)."""
+def read_binding(run_dir: Path) -> dict[str, Any] | None:
+    """The folder's binding.json, checked for its required entries; None in a folder written before binding."""
+    return _read(Path(run_dir))
+
+
+def binding_findings(run_dir: Path, exp: Experiment, now: dict[str, str], unchecked: frozenset[str] = frozenset(),
+                     late: set[int] = frozenset()) -> list[str]:
+    """verify's check of a bound folder: every bound entry (`registration`, as `now` computes it from the experiment
+    folder, but the `unchecked` ones verify cannot compute here), and whether its amendments may govern it (the
+    `late` ones, already named by the date rule, are not named twice)."""
     doc = _read(Path(run_dir))
     if doc is None:
-        return []  # written before folders were bound
+        return []  # written before folders were bound: verify names that
     out = []
-    current = {"prereg.toml sha256": _sha(exp.dir / "prereg.toml"), "MANIFEST sha256": manifest_sha256(exp.dir)}
-    for path in exp.set_paths():
-        current[f"set {path.relative_to(exp.dir.resolve()).as_posix()} sha256"] = _sha(path)
-    # the gold sources, where the folder bound them (folders judged before gold sources were bound have none)
-    current.update({k: v for k, v in folder.gold_entries(exp).items() if k in doc["registration"]})
-    for k, v in current.items():
-        if doc["registration"].get(k) != v:
-            out.append(f"{BINDING}: {k}: bound {_short(str(doc['registration'].get(k)))}, the experiment folder "
-                       f"has {_short(v)}: these results were not produced from this experiment as sealed")
+    bound = doc["registration"]
+    for k in sorted((set(bound) | set(now)) - set(unchecked)):
+        if bound.get(k) != now.get(k):
+            out.append(f"{BINDING}: {k}: bound {_short(str(bound.get(k)))}, the experiment folder gives "
+                       f"{_short(str(now.get(k)))}: these results were not produced from this experiment as sealed")
     try:
         findings = amendment_findings(exp.dir, doc)
     except BadInput:

@@ -1,72 +1,296 @@
-"""`judge verify` from the rawest evidence: every derived field of the raw files re-derived.
+"""`judge verify` from the rawest evidence: every derived field of the raw files re-derived, and the folder
+checked complete against the scope its binding registered.
 
 numbers.json is recomputed from answers.jsonl, blinding.jsonl and judgments.jsonl elsewhere in
 judge.verify; this module checks those files against what produced them, with the product's own code
 (so a change to how a run blinds, renders or parses is followed here):
+- completeness: every cell binding.json registers (arm x quant x question x sample) has a current answer row
+  (an answer or an error), and every blinded item one current verdict of each bound judge;
 - every verdict (status, score, fields, repaired, each attempt's parse error) by re-parsing the judge's
   stored raw replies (`attempts[].raw`) with the registered parser, judge.verdict;
 - every judge prompt rendered again from the answer's text, the question, the rubric and the registered
-  scrub patterns (judge.blinding, judge.pairwise, judge.judging) and hashed against `prompt_sha256`; and,
-  where run.json records the judge's identity, each attempt's call key against `calls`;
-- every blinding key re-derived from the registered seed and the run's name;
-- every answer row's settings, read-back settings and model file against the registration;
-- where the call cache the run wrote to (run.json `call_cache`) is on this machine and holds a stored call,
-  the stored reply against the cached one.
-Each finding names the file, the line and the field.
+  scrub patterns (judge.blinding, judge.pairwise, judge.judging) and hashed against `prompt_sha256`; each
+  attempt's call key re-derived from that prompt and the judge's identity in run.json, itself compared with
+  the registration;
+- every blinding key re-derived from the label key the folder bound;
+- every answer row's settings, read-back settings, model file and backend identity against the registration,
+  and its call keys re-derived from its request (a glue arm's by running its registered glue again on the
+  recorded replies, whose final answer must be the row's);
+- against the call caches verify is given (never a location the folder names): every recorded call key must
+  be there, since a run stores each call before writing its record, and each stored reply must be the cached one.
+Each finding names the file, the line and the field; what could not be checked is returned too, never skipped
+silently.
 
 Out of reach: a forger who rewrites the judge's raw replies and everything derived from them
-consistently, on a machine without the call cache. The anchor against that is `raw_digest` in
-numbers.json and the report, recorded somewhere the forger cannot reach.
+consistently, without the call cache. The anchor against that is judge.analysis.anchor, recorded somewhere
+the forger cannot reach.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from arms import jsonl
-from arms.cache import CallCache, cache_dir, call_key
+from arms.backends.base import Reply
+from arms.backends.llama_cpp import EXTRA_SAMPLING
+from arms.cache import CallCache, call_key
+from arms.collect import Task, plain_messages, task_request
+from arms.errors import BadInput
+from arms.glue import load_glue
 from arms.questions import Question
 from arms.records import ANSWER_KEY, AnswerRow, judgment_kind, row_id
 from arms.settings import differences
 from registration.prereg import Experiment, rubric_dir
+from registration.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime
 
 from .blinding import blind, label_secret
 from .judging import build_request, prompt_sha256
 from .pairwise import pair_items
 from .rubric import Rubric, load_rubric
+from .runinfo import Scope
 from .verdict import parse_verdict
 
 
-def rederive(run_dir: Path, run: dict[str, Any], exp: Experiment, questions: list[Question]) -> list[str]:
-    """Every mismatch between the raw files and what re-derives them, one line each."""
+class Replies:
+    """The call caches a folder's recorded calls are looked up in: those `judge verify --cache` names, else the
+    environment's (BLINDEVAL_CACHE or ~/.cache/blindeval), never one the folder names. Every call a run makes is
+    stored in its cache before the record holding its key is written, so in the cache the run wrote to every
+    recorded key is present; one that is absent was never a call of that run. A cache that holds none of the
+    folder's calls is not the run's cache. With no cache at all (`--no-cache`) nothing is looked up, and verify
+    says so."""
+
+    def __init__(self, paths: list[Path]):
+        self.paths = list(paths)
+        self.caches = [CallCache(p) for p in self.paths if p.is_file()]
+        self.found = 0
+        self.missing: list[tuple[str, str]] = []  # (file:line: field, key)
+        self.looked: set[str] = set()  # where each recorded call was looked up: counted once
+
+    def get(self, key: Any, where: str) -> Reply | None:
+        """The cached reply of call `key` recorded at `where` (file:line: field), or None (then noted as missing)."""
+        if not self.paths:
+            return None
+        reply = next((r for c in self.caches if isinstance(key, str) and (r := c.get(key)) is not None), None)
+        if where not in self.looked:
+            self.looked.add(where)
+            self.found += reply is not None
+            if reply is None:
+                self.missing.append((where, str(key)))
+        return reply
+
+    def findings(self) -> tuple[list[str], list[str]]:
+        """(findings, unchecked) once every recorded call was looked up."""
+        shown = ", ".join(map(str, self.paths))
+        total = self.found + len(self.missing)
+        if not self.paths:
+            return [], ["call cache: none consulted (--no-cache): the stored replies and call keys were not compared "
+                        "with the calls the run made, so a consistent rewrite of replies, answers and call keys "
+                        "would pass; the anchor recorded elsewhere is then the only check against it"]
+        if total == 0:
+            return [], []
+        if not self.caches:
+            return [f"call cache: {shown} does not exist, so none of the {total} recorded calls could be compared "
+                    "with the calls the run made. Name the cache the run wrote to with `judge verify RESULTS --cache "
+                    "PATH`, or verify without one with `--no-cache` (reported as unchecked)"], []
+        if self.found == 0:
+            return [f"call cache: {shown} holds none of the {total} calls this folder records: it is not the cache "
+                    "the run wrote to, or the calls were rewritten. Name the run's cache with `--cache PATH`, or "
+                    "verify without one with `--no-cache` (reported as unchecked)"], []
+        return [f"{where}: call {key[:12]}… is in no call cache consulted ({shown}), which holds the folder's other "
+                f"{self.found} calls: a run stores every call in its cache before it writes the record naming it"
+                for where, key in self.missing], []
+
+    def close(self) -> None:
+        for cache in self.caches:
+            cache.close()
+
+
+def rederive(run_dir: Path, run: dict[str, Any], exp: Experiment, questions: list[Question], scope: Scope,
+             replies: Replies) -> tuple[list[str], list[str]]:
+    """Every mismatch between the raw files and what re-derives them, one line each; and what could not be
+    checked. `run` is run.json with its registered part taken from the binding and the registration (judge.verify),
+    `scope` what binding.json registered."""
     run_dir = Path(run_dir)
     answers_path = run_dir / "answers.jsonl"
     current = jsonl.current(answers_path, ANSWER_KEY, make=AnswerRow.from_dict)
     line_of = {c.record.row: c.line for c in current.values()}
-    wanted = set(run["question_ids"])
+    wanted = set(scope.question_ids)
     qmap = {q.id: q for q in questions if q.id in wanted}
-    answers = [c.record for c in current.values() if c.record.arm in run["arms"] and c.record.question_id in qmap]
-    # the cache this run wrote to (run.json `call_cache`): llama.cpp can give another reply to the same request
-    # after another history of prompt-cache reuse, so another cache may hold another, equally honest, reply
-    cache_file = Path(run["call_cache"]) if run.get("call_cache") else cache_dir() / "calls.sqlite"
-    cache = CallCache(cache_file) if cache_file.exists() else None
+    answers = [c.record for c in current.values() if c.record.arm in scope.arms and c.record.question_id in qmap]
+    problems, unchecked = answer_rows(answers_path, run, exp, {q.id: q for q in questions}, replies)
+    problems += missing_answers(answers_path, exp, scope, {a.row for a in answers})
+    prompts, wanted_labels, blind_problems = blinding(run_dir, scope, exp, answers, qmap, line_of)
+    problems += blind_problems
+    problems += verdicts(run_dir, run, exp, scope, prompts, replies)
+    problems += missing_verdicts(run_dir, scope, prompts, wanted_labels)
+    for j in scope.panel:
+        if expected_identity(exp.models[j.model], (), exp.runtime, {}) is None:
+            unchecked.append(f"{run_dir / 'run.json'}: the identity of judge {j.name!r} (backend "
+                             f"{exp.models[j.model].backend!r}) is not one verify knows: not compared with the "
+                             "registration")
+    return problems, unchecked
+
+
+def missing_answers(path: Path, exp: Experiment, scope: Scope, have: set[str]) -> list[str]:
+    """Every cell of the bound scope without a current row: each names its arm, quant, question and sample."""
+    out = []
+    for name in scope.arms:
+        arm = exp.arm(name)
+        for quant in arm.quants:
+            for qid in scope.question_ids:
+                for sample in range(arm.samples):
+                    row = row_id(name, quant, qid, sample)
+                    if row not in have:
+                        out.append(f"{path}: no answer row for arm {name!r} at {quant}, question {qid!r}, sample "
+                                   f"{sample} (row {row}): binding.json registers this cell, and every cell has one "
+                                   "current row, an answer or an error")
+    return out
+
+
+def missing_verdicts(run_dir: Path, scope: Scope, prompts: dict[str, tuple[Any, str]],
+                     wanted: list[str]) -> list[str]:
+    """Every blinded item the bound mode judges without a current verdict of each bound judge, named."""
+    path = run_dir / "judgments.jsonl"
+    have = {(j.get("judge"), j.get("label")) for _, j in jsonl.read(path)}
+    out = []
+    for judge in scope.panel:
+        for label in wanted:
+            if (judge.name, label) not in have:
+                item, source = prompts[label]
+                out.append(f"{path}: no verdict of judge {judge.name!r} for label {label} ({item.kind}, question "
+                           f"{item.question_id!r}, the answer at {source}): binding.json registers this judge, and "
+                           "every blinded answer has one current verdict of each judge")
+    return out
+
+
+_UNKNOWN = object()  # a field the read-back settings do not hold: not compared
+_ABSENT = object()
+
+
+def expected_identity(spec: ModelSpec, adapters: tuple[AdapterSpec, ...], runtime: Runtime,
+                      eff: dict[str, Any]) -> dict[str, Any] | None:
+    """The backend identity (the part of every call key that is not the request) that the registration and the
+    settings read back from the model (`eff`) give, field by field as the backends of arms/backends write it; None
+    for a backend added elsewhere, whose identity verify cannot know."""
+    if spec.backend == "llama-cpp":
+        loras = eff.get("loras")
+        cpu = eff.get("cpu_extra_buffers", _UNKNOWN)
+        return {"backend": spec.backend, "model_sha256": eff.get("model_sha256", _UNKNOWN),
+                "lora_sha256": _UNKNOWN if loras is None else [lo.get("sha256") for lo in loras] or None,
+                "lora_scale": [a.scale for a in adapters] or None,
+                "chat_template_sha256": eff.get("chat_template_sha256", _UNKNOWN), "n_ctx": runtime.n_ctx,
+                "sampler": EXTRA_SAMPLING,
+                # these only away from their defaults, so call keys made before them still match
+                **({"batch": runtime.batch} if runtime.batch > 1 else {}),
+                **({"cpu_extra_buffers": cpu} if cpu is not True else {}),
+                **({"gpu_layers": runtime.gpu_layers} if runtime.gpu_layers else {}),
+                **({"flash_attn": True} if runtime.flash_attn else {})}
+    if spec.backend == "openai":
+        return {"backend": spec.backend, "model": spec.source, "base_urls": sorted(spec.urls()),
+                **({"structured": spec.structured} if spec.structured != "json_schema" else {})}
+    if spec.backend == "anthropic":
+        return {"backend": spec.backend, "model": spec.source, "base_url": spec.base_url,
+                "sampling_params": spec.sampling_params}
+    return None
+
+
+def _json(value: Any) -> str:
+    return "nothing" if value is _ABSENT else json.dumps(value, sort_keys=True)
+
+
+def identity_findings(ident: dict[str, Any], spec: ModelSpec, quant: str | None, adapters: tuple[AdapterSpec, ...],
+                      runtime: Runtime, eff: dict[str, Any]) -> list[tuple[str, str]] | None:
+    """(field, message) for each way a recorded backend identity differs from the one the registration and the
+    settings read back give (expected_identity), compared as JSON (a call key hashes it so), and from the
+    registered sha256 pins. None when the backend's identity is not one verify knows."""
+    want = expected_identity(spec, adapters, runtime, eff)
+    if want is None:
+        return None
+    out: list[tuple[str, str]] = []
+    source = f"the registration of model {spec.name!r}, [runtime] and the settings read back from it"
+    for key in sorted(set(ident) | set(want)):
+        got, expected = ident.get(key, _ABSENT), want.get(key, _ABSENT)
+        if expected is not _UNKNOWN and _json(got) != _json(expected):
+            out.append((f"identity.{key}", f"reads {_json(got)}, but {source} give {_json(expected)}"))
+    pins = [("model_sha256", ident.get("model_sha256"), spec.sha256.get(quant or "source"),
+             f"the sha256 registered for {spec.name!r} at {quant or 'source'}"),
+            ("chat_template_sha256", ident.get("chat_template_sha256"), spec.chat_template_sha256,
+             "the registered chat_template_sha256")]
+    lora = ident.get("lora_sha256") or []
+    pins += [(f"lora_sha256[{i}]", lora[i] if i < len(lora) else None, a.sha256,
+              f"the sha256 registered for adapter {a.name!r}") for i, a in enumerate(adapters)]
+    for key, got, pin, what in pins:
+        if pin and got != pin:
+            out.append((f"identity.{key}", f"reads {got!r}, but {what} is {pin!r}"))
+    return out
+
+
+class _Unanswered(Exception):
+    """A replayed glue asked for a call whose reply verify does not have, or that the row does not record."""
+
+
+def _glue_calls(arm: ArmSpec, quant: str, question: Question, sample: int, ident: dict[str, Any], rec: dict[str, Any],
+                replies: Replies, exp_dir: Path, where: str) -> tuple[list[str], str | None, bool]:
+    """Run the arm's registered glue again on the row's recorded replies: the call keys its requests derive
+    (up to the first call whose reply is unknown or not recorded), its final answer if it got that far, and
+    whether it finished. Glue is deterministic (arms.glue): the same question and replies give the same calls
+    and answer."""
+    task, calls, derived = Task(arm, quant, question, sample), rec.get("calls") or [], []
+
+    def call_model(messages: list[tuple[str, str]]) -> Reply:
+        key = call_key(ident, task_request(task, messages))
+        i = len(derived)
+        derived.append(key)
+        if i >= len(calls) or calls[i] != key:
+            raise _Unanswered
+        reply = replies.get(key, f"{where}: field 'calls[{i}]'")
+        if reply is None and i == len(calls) - 1 and rec.get("status") == "ok":
+            reply = Reply(rec.get("raw_output") or "", rec.get("finish_reason") or "stop", 0, 0, 0.0,
+                          thinking=bool(rec.get("thinking")))
+        if reply is None:
+            raise _Unanswered
+        return reply
+
     try:
-        problems = answer_rows(answers_path, run, exp, cache)
-        prompts, blind_problems = blinding(run_dir, run, exp, answers, qmap, line_of)
-        problems += blind_problems
-        problems += verdicts(run_dir, run, exp, prompts, cache)
-    finally:
-        if cache:
-            cache.close()
-    return problems
+        result = load_glue(arm.glue, exp_dir)(question, call_model, exp_dir)
+    except _Unanswered:
+        return derived, None, False
+    return derived, result.answer, True
 
 
-def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, cache: CallCache | None) -> list[str]:
-    """Each answer record (superseded error records too) against the registration and the call cache."""
+def _call_findings(rec: dict[str, Any], arm: ArmSpec, calls: list, derived: list[str] | None, finished: bool,
+                   answer: str | None) -> list[tuple[str, str]]:
+    """(field, message): the recorded call keys against those re-derived from the requests (`derived`, None when
+    they could not be), their number against the calls the answer makes, and a glue arm's final answer (`answer`,
+    the glue's on the recorded replies when it `finished`) against the row's text."""
+    if derived is None:
+        return []
+    source = ("the glue run again on this row's question and recorded replies" if arm.glue else
+              "the question under the arm's registered settings")
+    for i, (stored, key) in enumerate(zip(calls, derived, strict=False)):
+        if stored != key:
+            return [(f"calls[{i}]", f"reads {str(stored)[:12]}…, but the request re-derived from {source} and the "
+                     f"row's identity has key {key[:12]}…")]
+    ok = rec.get("status") == "ok"
+    if finished and (len(calls) != len(derived) if ok else len(calls) >= len(derived)):
+        return [("calls", f"holds {len(calls)} call key(s), but {source} makes {len(derived)}"
+                 + ("" if ok else ", the last of which failed"))]
+    if arm.glue and finished and ok and answer != rec.get("text"):
+        return [("text", f"reads {rec.get('text')!r}, but glue {arm.glue!r} run again on this row's question and "
+                 f"recorded replies answers {answer!r}")]
+    return []
+
+
+def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, questions: dict[str, Question],
+                replies: Replies) -> tuple[list[str], list[str]]:
+    """Each answer record (superseded error records too) against the registration, its call keys re-derived
+    from its request, its calls and reply against the call cache. Returns findings and what was not checked."""
     out: list[str] = []
     arms = {a.name: a for a in exp.arms}
     registered = {a.name: a.generation.to_dict() for a in exp.arms}
+    no_identity, glue_unchecked, glue_unloadable, unknown = 0, 0, {}, set()
     for no, rec in jsonl.read(path):
         def finding(field: str, message: str, no: int = no) -> None:
             out.append(f"{path}:{no}: field {field!r}: {message}")
@@ -91,10 +315,10 @@ def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, cache: CallCac
             if want.get(key) != got.get(key):
                 finding(f"settings.{key}", f"reads {got.get(key)!r}, but arm {arm.name!r} is registered with "
                         f"{want.get(key)!r}")
+        model = exp.models[arm.model]
+        adapters = tuple(exp.adapters[a] for a in arm.adapters)
         eff = rec.get("effective")
         if eff:
-            model = exp.models[arm.model]
-            adapters = tuple(exp.adapters[a] for a in arm.adapters)
             try:
                 diffs = differences(replace(arm.generation, seed=seed), quant, model, adapters, exp.runtime, eff,
                                     eff.get("sent") or {})
@@ -109,31 +333,82 @@ def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, cache: CallCac
             if qf and qf.get("sha256") and rec.get("model_sha256") != qf["sha256"]:
                 finding("model_sha256", f"reads {rec.get('model_sha256')!r}, but run.json records the file of "
                         f"{arm.model}/{quant} as {qf['sha256']!r}")
+        calls = rec.get("calls") or []
+        ident = rec.get("identity")
+        question = questions.get(rec.get("question_id"))
+        if question is None:
+            finding("question_id", f"{rec.get('question_id')!r} is not a question of the registered sets")
+        elif ident is None:
+            no_identity += 1
+        elif not isinstance(ident, dict):
+            finding("identity", f"reads {ident!r}, not a backend identity")
+        else:
+            found = identity_findings(ident, model, quant, adapters, exp.runtime, eff or {"model_sha256":
+                                                                                          rec.get("model_sha256")})
+            if found is None:
+                unknown.add(model.backend)
+            for field, message in found or []:
+                finding(field, f"{message} (arm {arm.name!r} at {quant})")
+            if arm.glue:
+                try:
+                    derived, answer, finished = _glue_calls(arm, quant, question, sample, ident, rec, replies,
+                                                            exp.dir, f"{path}:{no}")
+                except BadInput as e:  # the glue cannot be imported on this machine
+                    glue_unloadable[arm.glue] = str(e)
+                    derived, answer, finished = None, None, False
+                except Exception as e:  # the registered glue raised on the recorded replies
+                    finding("calls", f"glue {arm.glue!r} raised {type(e).__name__}: {e} when run again on this row's "
+                            "question and recorded replies")
+                    derived, answer, finished = None, None, False
+                if derived is not None and not finished:
+                    glue_unchecked += max(0, len(calls) - len(derived))
+            else:
+                derived = [call_key(ident, task_request(Task(arm, quant, question, sample),
+                                                        plain_messages(arm, question)))]
+                finished, answer = True, rec.get("raw_output")
+            for field, message in _call_findings(rec, arm, calls, derived, finished, answer):
+                finding(field, message)
         if rec.get("status") != "ok":
+            for i, key in enumerate(calls):
+                replies.get(key, f"{path}:{no}: field 'calls[{i}]'")
             continue
         if not arm.glue and rec.get("text") != rec.get("raw_output"):
             finding("text", f"arm {arm.name!r} has no glue, so its answer is the model's reply, but the text "
                     "differs from the reply recorded in field 'raw_output'")
-        calls = rec.get("calls") or []
-        reply = cache.get(calls[-1]) if cache and calls else None
-        if reply is not None and reply.text != rec.get("raw_output"):
-            finding("raw_output", f"differs from the model's reply held in the call cache ({cache.path}) under "
-                    f"this row's last call {calls[-1][:12]}…")
-    return out
+        reply = None
+        for i, key in enumerate(calls):
+            reply = replies.get(key, f"{path}:{no}: field 'calls[{i}]'")
+        if calls and reply is not None and reply.text != rec.get("raw_output"):
+            finding("raw_output", f"differs from the model's reply held in the call cache under this row's last "
+                    f"call {calls[-1][:12]}…")
+    unchecked = []
+    if no_identity:
+        unchecked.append(f"{path}: {no_identity} answer record(s) carry no backend identity (written before rows "
+                         "recorded it): their call keys were not re-derived from their requests")
+    if glue_unchecked:
+        unchecked.append(f"{path}: {glue_unchecked} glue call key(s) were not re-derived: the reply of an earlier call "
+                         "of the same answer is in no call cache consulted")
+    unchecked += [f"{path}: the identity of backend {b!r} in answer records is not one verify knows: not compared "
+                  "with the registration" for b in sorted(unknown)]
+    for glue, why in glue_unloadable.items():
+        unchecked.append(f"{path}: glue {glue!r} cannot be loaded here ({why}): its answers' call keys and texts were "
+                         "not re-derived")
+    return out, unchecked
 
 
-def blinding(run_dir: Path, run: dict[str, Any], exp: Experiment, answers: list[AnswerRow],
-             qmap: dict[str, Question], line_of: dict[str, int]) -> tuple[dict[str, tuple[Any, str]], list[str]]:
-    """Re-derive every blinding key from the registered seed with judge run's own code; compare with
-    blinding.jsonl. Returns label -> (the item the judge was shown, where its answer text is), and findings."""
+def blinding(run_dir: Path, scope: Scope, exp: Experiment, answers: list[AnswerRow], qmap: dict[str, Question],
+             line_of: dict[str, int]) -> tuple[dict[str, tuple[Any, str]], list[str], list[str]]:
+    """Re-derive every blinding key from the label key the folder bound with judge run's own code; compare with
+    blinding.jsonl. Returns label -> (the item the judge was shown, where its answer text is), the labels the
+    bound mode judges, and findings."""
     path, answers_path = run_dir / "blinding.jsonl", run_dir / "answers.jsonl"
     stored = list(jsonl.read(path))
-    secret = label_secret(run.get("label_key") or f"blinding:{exp.seed}:{run['name']}")  # older folders: run name
-    mode = run["judge"].get("mode", "single")
+    secret = label_secret(scope.label_key)
+    mode = scope.mode
     items, keys = blind(answers, qmap, secret, exp.seed, exp.scrub)
     pitems, pkeys = [], []
     if mode != "single" or any(rec.get("type") == "pair" for _, rec in stored):
-        hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
+        hyps = [h for h in exp.hypotheses if h.a in scope.arms and h.b in scope.arms]
         pitems, pkeys = pair_items(hyps, answers, qmap, secret, exp.seed, exp.scrub)
     derived = {k.label: k.to_dict() for k in [*keys, *pkeys]}
     rows = {(a.arm, a.quant, a.question_id): a.row for a in answers if a.sample == 0}
@@ -152,7 +427,7 @@ def blinding(run_dir: Path, run: dict[str, Any], exp: Experiment, answers: list[
         want = derived.get(label)
         if want is None:
             out.append(f"{path}:{no}: field 'label': {label!r} does not derive from any answer of this run under the "
-                       f"registered seed {exp.seed} and run name {run['name']!r}")
+                       f"label key {scope.label_key!r}")
             continue
         for field, value in want.items():
             if field in rec and rec[field] != value:
@@ -163,7 +438,7 @@ def blinding(run_dir: Path, run: dict[str, Any], exp: Experiment, answers: list[
         if k.label not in seen:
             out.append(f"{path}: field 'label': {k.label} (from {where[k.label]}) is missing: judge run writes a "
                        "key for every answer it blinds")
-    return {i.label: (i, where[i.label]) for i in [*items, *pitems]}, out
+    return {i.label: (i, where[i.label]) for i in [*items, *pitems]}, [k.label for k in wanted], out
 
 
 def _reparse(attempts: list[dict], rubric: Rubric, finding) -> dict[str, Any]:
@@ -188,21 +463,39 @@ def _reparse(attempts: list[dict], rubric: Rubric, finding) -> dict[str, Any]:
     return {"status": "unscored", "score": None, "fields": None, "repaired": False}
 
 
-def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, prompts: dict[str, tuple[Any, str]],
-             cache: CallCache | None) -> list[str]:
+def judge_identities(run: dict[str, Any], exp: Experiment, scope: Scope, run_json: Path) -> list[str]:
+    """Each bound judge's identity in run.json (what its verdicts' call keys are re-derived with) against the
+    registration and the settings read back from it: run.json names it, the registration decides it."""
+    out = []
+    recorded = run["judge"].get("identities") or {}
+    effective = run["judge"].get("effective_settings") or {}
+    for j in scope.panel:
+        where = f"{run_json}: field 'judge.identities.{j.name}"
+        ident = recorded.get(j.name)
+        if not isinstance(ident, dict):
+            out.append(f"{where}': reads {ident!r}: no backend identity of judge {j.name!r}, so its verdicts' call "
+                       "keys cannot be re-derived")
+            continue
+        eff = next((v for k, v in effective.items() if k.partition("/")[0] == j.name and isinstance(v, dict)), {})
+        for field, message in identity_findings(ident, exp.models[j.model], j.quant, (), exp.runtime, eff) or []:
+            out.append(f"{where}.{field.removeprefix('identity.')}': {message} (judge {j.name!r})")
+        qf = (run.get("quant_files") or {}).get(f"{j.model}/{j.quant or 'source'}") or {}
+        if "model_sha256" in ident and qf.get("sha256") and ident["model_sha256"] != qf["sha256"]:
+            out.append(f"{where}.model_sha256': reads {ident['model_sha256']!r}, but run.json records the file of "
+                       f"{j.model}/{j.quant or 'source'} as {qf['sha256']!r}")
+    return out
+
+
+def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, scope: Scope, prompts: dict[str, tuple[Any, str]],
+             replies: Replies) -> list[str]:
     """Each judgment record (superseded error records too): its verdict re-parsed from its raw replies, its
-    prompt re-rendered, its call keys re-derived, its raw replies against the call cache."""
+    prompt re-rendered, its call keys re-derived, its calls and raw replies against the call cache."""
     path = run_dir / "judgments.jsonl"
-    out: list[str] = []
+    out = judge_identities(run, exp, scope, run_dir / "run.json")
     rubrics = {kind: load_rubric(name, rubric_dir(name, exp.dir))  # by the verdict's kind, never by its rubric's name
                for kind, name in (("single", exp.rubric), ("pairwise", "pairwise"))}
-    for r in rubrics.values():
-        recorded = (run.get("hashes") or {}).get(f"rubric {r.name}")
-        if recorded and recorded != r.sha256:
-            out.append(f"{run_dir / 'run.json'}: field 'hashes': rubric {r.name} was {recorded[:12]}… when the run "
-                       f"was judged and is {r.sha256[:12]}… now ({r.path}): verdicts are re-checked against the "
-                       "rubric as it is now")
     judges = {j.name: j for j in exp.judges}
+    bound = [j.name for j in scope.panel]
     identities = run["judge"].get("identities") or {}
     for no, j in jsonl.read(path):
         def finding(field: str, message: str, no: int = no) -> None:
@@ -216,6 +509,9 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, prompts: dict[
         if spec is None:
             finding("judge", f"names {j.get('judge')!r}, which this registration does not have")
             continue
+        if spec.name not in bound:
+            finding("judge", f"names {spec.name!r}, which is not one of the judges binding.json binds "
+                    f"({', '.join(bound)})")
         attempts = j.get("attempts") or []
         want = _reparse(attempts, rubric, finding)
         for field in ("status", "score", "fields", "repaired"):
@@ -227,7 +523,7 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, prompts: dict[
         shown = prompts.get(j.get("label"))
         if shown is None:
             finding("label", f"{j.get('label')!r} is not the label of any answer of this run (re-derived from the "
-                    "registered seed)")
+                    "label key the folder bound)")
         else:
             item, source = shown
             if item.kind != judgment_kind(j):
@@ -243,7 +539,7 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, prompts: dict[
                         f"{source} (field 'text'), the question, rubric {rubric.name} and the scrub patterns hashes "
                         f"to {sha[:12]}…")
             ident = identities.get(spec.name)
-            if ident:
+            if isinstance(ident, dict):  # else named once, by judge_identities
                 keys = [call_key(ident, build_request(jrubric, item, k)) for k, a in enumerate(attempts)
                         if a.get("raw") is not None]
                 for i, (stored, derived) in enumerate(zip(calls, keys, strict=False)):
@@ -254,9 +550,9 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, prompts: dict[
                         break
                 if len(calls) != len(keys):
                     finding("calls", f"holds {len(calls)} call key(s) for {len(keys)} judge repl(ies)")
-        for i, (key, raw) in enumerate(zip(calls, raws, strict=False)):
-            reply = cache.get(key) if cache else None
-            if reply is not None and reply.text != raw:
-                finding(f"attempts[{i}].raw", f"differs from the judge's reply held in the call cache ({cache.path}) "
-                        f"under calls[{i}] {key[:12]}…")
+        for i, key in enumerate(calls):
+            reply = replies.get(key, f"{path}:{no}: field 'calls[{i}]'")
+            if reply is not None and i < len(raws) and reply.text != raws[i]:
+                finding(f"attempts[{i}].raw", f"differs from the judge's reply held in the call cache under "
+                        f"calls[{i}] {str(key)[:12]}…")
     return out

@@ -5,6 +5,9 @@ re-running resumes and never repeats a finished call; answers and verdicts whose
 (`error`) are asked again and appended as retries (arms.jsonl's retry rule). The results folder is
 locked while the run writes it and bound to one registration before its first call (judge.folder):
 a later run resumes exactly that, extends it with more arms or questions, or is refused.
+run.json records the run as the registration, the binding and the raw files give it (judge.runinfo), so a resume
+that adds nothing rewrites it byte for byte and leaves the anchor (judge.analysis.anchor) as it was; what each
+invocation did, when and where, is appended to invocations.jsonl.
 """
 from __future__ import annotations
 
@@ -16,11 +19,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arms import jsonl
 from arms.atomic import write_text
 from arms.backends.registry import backend_info
 from arms.batch import Batching
 from arms.cache import CallCache
-from arms.collect import collect
+from arms.collect import collect, recorded_effective
 from arms.errors import BadInput
 from arms.folder import locked
 from arms.jsonl import Appender, current, read
@@ -29,10 +33,10 @@ from arms.questions import load_questions
 from arms.records import ANSWER_KEY, AnswerRow
 from arms.settings import verify_settings
 from registration.prereg import Experiment, load_experiment, rubric_dir
-from registration.seal import inside, manifest_sha256, verify_seal
+from registration.seal import inside, verify_seal
 from registration.spec import check_generation
 
-from .analysis import compute_numbers, late_amendments, write_numbers
+from .analysis import anchor, compute_numbers, late_amendments, write_numbers
 from .blinding import blind, label_secret
 from .cost import costs
 from .folder import bind, commit, start_judging
@@ -43,14 +47,11 @@ from .plots import write_plots
 from .preflight import check_answers, preflight
 from .report import render
 from .rubric import load_rubric
+from .runinfo import Scope, merged, registered, run_name
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "sealed" / "demo"
-TINY_PARAMS = {"smollm2"}  # model families we ship that are far too small to judge reliably
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+INVOCATIONS = "invocations.jsonl"  # one record per finished `judge run`: a log, outside the anchor
 
 
 def versions() -> dict[str, str]:
@@ -85,20 +86,6 @@ def local_machine(exp: Experiment) -> dict[str, Any]:
             "llama_cpp_system_info": system_info(), "llama_cpp_gpu_offload": gpu_offload()}
 
 
-def judge_warnings(exp: Experiment, judge_name: str, arms: list[str]) -> list[str]:
-    j = next(x for x in exp.judges if x.name == judge_name)
-    spec = exp.models[j.model]
-    out = []
-    if spec.family in TINY_PARAMS:
-        out.append(f"The judge `{j.name}` is {spec.family}, a model far too small to grade reliably: its verdicts "
-                   "are close to noise. Set ANTHROPIC_API_KEY or OPENAI_API_KEY to use a registered API judge.")
-    same = sorted({a for a in arms if spec.family and exp.models[exp.arm(a).model].family == spec.family})
-    if same:
-        out.append(f"The judge `{j.name}` shares a model family ({spec.family}) with arm(s) {', '.join(same)}: "
-                   "self-preference can bias the comparison.")
-    return out
-
-
 def check_audit_gate(exp: Experiment, arms: list[str]) -> str:
     """Refuse to score an audited arm unless its gaming audit passed (or the registration overrides it)."""
     from audit.gate import check_gate
@@ -122,7 +109,8 @@ def check_audit_gate(exp: Experiment, arms: list[str]) -> str:
 
 
 def quant_files(exp: Experiment, arms: list[str]) -> dict[str, dict]:
-    """Which quantiser produced which file, with its sha256 and the types read back from it."""
+    """Which quantiser produced which file, with its sha256 and the types read back from it (and where it is on
+    this machine, under `path`: invocations.jsonl records that, run.json does not)."""
     from arms.load import quant_file
 
     out = {}
@@ -162,15 +150,6 @@ def verify_judges(exp: Experiment, rubrics: dict[tuple[str, str], Any]) -> dict[
     return out
 
 
-def run_name(exp: Experiment, arms: list[str], limit: int | None) -> str:
-    name = exp.name
-    if arms != [a.name for a in exp.arms]:
-        name += "-" + "+".join(arms)
-    if limit:
-        name += f"-limit{limit}"
-    return name
-
-
 def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = None, out: Path | None = None,
         progress: bool = True, judge_names: str | None = None, mode: str | None = None) -> Path:
     exp_dir = Path(exp_dir)
@@ -199,8 +178,6 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
     exp_dir, primary = exp.dir, panel[0]
     # the folder is bound to one registration before any call: refused here if bound to another
     binding = bind(run_dir, exp, arms, limit, panel, mode, rubrics)
-    hashes = {"prereg.toml": _sha(exp_dir / "prereg.toml"), "MANIFEST": manifest_sha256(exp_dir),
-              f"rubric {rubric.name}": rubric.sha256}
     run_json = run_dir / "run.json"
     audit_gate = check_audit_gate(exp, arms)
     jeffective = verify_judges(exp, rubrics)
@@ -252,30 +229,18 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
 
     (run_dir / "judgments.jsonl").touch()  # nothing to judge (every answer an error row) still finishes the folder
     say("[4/4] analysing and writing the report")
-    run_info: dict[str, Any] = {
-        "name": name, "dir": str(run_dir.relative_to(ROOT)) if run_dir.is_relative_to(ROOT) else str(run_dir),
-        "experiment": exp.name, "experiment_dir": str(exp_dir), "seed": exp.seed, "limit": limit, "arms": arms,
-        "question_ids": [q.id for q in questions], "hashes": hashes, "label_key": binding["label_key"],
-        "versions": versions(),
-        "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "call_cache": str(cache.path.resolve()),
-        "runtime": {"threads": exp.runtime.threads, "n_ctx": exp.runtime.n_ctx,
-                    "cpu_extra_buffers": exp.runtime.cpu_extra_buffers, "gpu_layers": exp.runtime.gpu_layers,
-                    "batch": exp.runtime.batch, "flash_attn": exp.runtime.flash_attn,
-                    **local_machine(exp)},
-        "analysis": {"resamples": exp.analysis.resamples, "method": exp.analysis.method, "seed": exp.analysis.seed,
-                     "max_unscored": exp.analysis.max_unscored},
-        "judge": {"primary": primary.name, "panel": [j.name for j in panel], "mode": mode,
-                  "identity": identities[primary.name], "identities": identities,
-                  "model": exp.models[primary.model].source, "quant": primary.quant, "rubric": rubric.name,
-                  "attempts": exp.judge_attempts, "scrub": list(exp.scrub), "effective_settings": jeffective,
-                  "warnings": list(dict.fromkeys(w for j in panel for w in judge_warnings(exp, j.name, arms)))},
-        "effective_settings": cstats["effective"],
-        "quant_files": quant_files(exp, arms),
-        "last_invocation": {"answers": {k: v for k, v in cstats.items() if k != "effective"}, "judging": jstats},
+    identities, jeffective = _judges_as_recorded(run_json, rubrics, jstats, identities, jeffective)
+    rows = [c.record for c in current(run_dir / "answers.jsonl", ANSWER_KEY).values()]
+    files = quant_files(exp, arms)
+    scope = Scope(arms, limit, [q.id for q in questions], panel, mode, binding["label_key"])
+    run_info = merged(registered(exp, scope, rubric), {
+        "experiment_dir": binding["experiment_dir"],  # where the folder was bound: a resume from elsewhere agrees
+        "judge": {"identity": identities[primary.name], "identities": identities, "effective_settings": jeffective},
+        "effective_settings": recorded_effective(rows),  # as the rows record it: a resume that loads no model agrees
+        "quant_files": {k: {f: v for f, v in qf.items() if f != "path"} for k, qf in files.items()},
         "audit_gate": audit_gate,
         "cost": costs(exp, arms, [j.name for j in panel], qids, run_dir),
-    }
+    })
     write_text(run_json, json.dumps(run_info, indent=1) + "\n")
     numbers = compute_numbers(exp, load_questions(exp.set_paths()), run_dir, run_info)
     for a in late_amendments(numbers):
@@ -284,6 +249,41 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
                        line=a["n"], field="date")
     write_numbers(numbers, run_dir / "numbers.json")
     write_plots(numbers, run_dir)
-    report = render(numbers, run_info)
-    write_text(run_dir / "report.md", report)
+    digest = anchor(run_dir)
+    write_text(run_dir / "report.md", render(numbers, run_info, digest))
+    with Appender(run_dir / INVOCATIONS) as log:  # what this invocation did, where: not evidence, not anchored
+        log.write({"type": "invocation", "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                   "versions": versions(), "call_cache": str(cache.path.resolve()), "machine": local_machine(exp),
+                   "quant_paths": {k: qf["path"] for k, qf in files.items()},
+                   "answers": {k: v for k, v in cstats.items() if k != "effective"}, "judging": jstats,
+                   "anchor": digest})
     return run_dir
+
+
+def _judges_as_recorded(run_json: Path, rubrics: dict, jstats: dict, identities: dict,
+                        jeffective: dict) -> tuple[dict, dict]:
+    """Each judge's identity and read-back settings as run.json records them: those of this invocation if it wrote
+    a verdict of that judge, else those already recorded (the ones its verdicts were made under), so a resume that
+    judges nothing leaves run.json as it was, on whatever machine it runs."""
+    try:
+        previous = json.loads(run_json.read_text()).get("judge", {}) if run_json.exists() else {}
+    except (json.JSONDecodeError, AttributeError) as e:
+        raise BadInput(run_json, f"not the run record `judge run` writes ({e}): move it away to resume") from None
+    wrote = {s["judge"] for s in jstats.values() if s["items"] > s["already_done"]}
+    identities, jeffective = dict(identities), dict(jeffective)
+    for name in identities:
+        if name not in wrote and name in (previous.get("identities") or {}):
+            identities[name] = previous["identities"][name]
+            for (judge, _), r in rubrics.items():
+                key = f"{judge}/{r.name}"
+                if judge == name and key in (previous.get("effective_settings") or {}):
+                    jeffective[key] = previous["effective_settings"][key]
+    return identities, jeffective
+
+
+def last_invocation(run_dir: Path) -> dict[str, Any]:
+    """The record of the last `judge run` into `run_dir` that finished (invocations.jsonl)."""
+    records = [r for _, r in jsonl.read(Path(run_dir) / INVOCATIONS)]
+    if not records:
+        raise BadInput(Path(run_dir) / INVOCATIONS, "no `judge run` has finished in this results folder")
+    return records[-1]

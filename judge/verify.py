@@ -1,7 +1,10 @@
 """`python -m judge verify RESULTS_DIR`: adversarial recomputation from the raw files alone.
 
 Four checks, each naming what no longer matches:
-1. the seal of the experiment and the sha256 of every raw file numbers.json was computed from;
+1. the seal of the experiment; every sha256 the folder records (binding.json's registration, run.json's hashes)
+   against the experiment folder; run.json's registered part (scope, judges, settings: judge.runinfo) against
+   binding.json and the registration, whose values every later check uses instead of run.json's; and the sha256 of
+   every raw file numbers.json was computed from;
 2. every number in numbers.json, recomputed twice: by the main analysis and by a separate,
    plain-Python path (own loops for means and counts; exact per-question means; stats.check_paired
    for the bootstrap, or cluster bootstrap, on the same resamples in exact Fractions; its own decision
@@ -9,7 +12,10 @@ Four checks, each naming what no longer matches:
    simulated decisions) is recomputed from that path's own inputs by stats.calibrate, seeded, and the
    power figures (mde, n_for_margin) by the main path only;
 3. report.md, re-rendered from the verified numbers and compared line by line;
-4. the raw files themselves, re-derived from the rawest evidence they hold (judge.rederive).
+4. the raw files themselves, re-derived from the rawest evidence they hold, and checked complete against the
+   scope binding.json registered (judge.rederive), against the call caches the verifier names or its own
+   environment's, never a location the folder names.
+The anchor (judge.analysis.anchor) is returned to be printed, and compared with one a reviewer recorded.
 A list in numbers.json whose entries repeat a name (two comparisons with one id) is a finding, and
 each entry is compared on its own, so a second entry cannot hide an edit to the first.
 The retry rule of answers.jsonl and judgments.jsonl (a key's last record is its current one; every
@@ -38,17 +44,20 @@ from typing import Any
 import numpy as np
 
 from arms import jsonl
+from arms.cache import cache_dir
 from arms.errors import BadInput, BadRecord
 from arms.questions import load_questions
-from registration.prereg import load_experiment
+from registration.prereg import Experiment, load_experiment, rubric_dir
 from registration.seal import verify_seal
 
 from . import stats
-from .analysis import RAW_FILES, compute_numbers, late_amendments, raw_sha256
+from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_sha256
 from .cost import costs
-from .folder import binding_findings
-from .rederive import rederive
+from .folder import BINDING, binding_findings, read_binding, registration
+from .rederive import Replies, rederive
 from .report import render
+from .rubric import load_rubric
+from .runinfo import Scope, bound_scope, merged, registered
 
 TOL = 1e-9
 
@@ -661,14 +670,77 @@ def _json(path: Path) -> Any:
         raise BadInput(path, f"not valid JSON: {e}") from None
 
 
-def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
+@dataclass(frozen=True)
+class Verification:
+    """What `judge verify` found: every mismatch (exit 1 if any), what it could not check (printed, never
+    silent), and the folder's anchor (judge.analysis.anchor; None without binding.json)."""
+
+    problems: list[str]
+    unchecked: list[str]
+    anchor: str | None
+
+
+def cache_file(path: Path) -> Path:
+    """A call cache named on the command line: its folder (BLINDEVAL_CACHE's form) or its calls.sqlite."""
+    return Path(path) / "calls.sqlite" if Path(path).is_dir() else Path(path)
+
+
+def folder_scope(run_dir: Path, run: dict, exp: Experiment) -> tuple[Scope, list[str]]:
+    """The scope the folder's binding.json registered. A folder written before folders were bound has none: its
+    scope is read from run.json for the checks that follow, and that is a finding of its own."""
+    doc = read_binding(run_dir)
+    if doc is not None:
+        return bound_scope(doc, exp, run_dir / BINDING), []
+    judges = {j.name: j for j in exp.judges}
+    j = run["judge"]
+    scope = Scope(list(run["arms"]), run.get("limit"), list(run["question_ids"]),
+                  [judges[n] for n in j.get("panel", [j["primary"]])], j.get("mode", "single"),
+                  run.get("label_key") or f"blinding:{exp.seed}:{run['name']}")
+    return scope, [f"{run_dir / BINDING}: missing: this folder was written before results folders were bound to "
+                   "their registration, so nothing registered its scope (arms, questions, judges) to check it "
+                   "complete against, and it has no anchor. Run the experiment into a new folder (no call the cache "
+                   "holds is paid for again)"]
+
+
+def bound_registration(exp: Experiment, scope: Scope, bound: dict | None) -> tuple[dict, frozenset, list[str]]:
+    """binding.json's registration entries as the experiment folder gives them now (judge.folder.registration);
+    the entries that cannot be computed here (a glue module that does not import on this machine), and why."""
+    rubric = load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir))
+    kinds = [("single", rubric)] + ([("pairwise", load_rubric("pairwise", rubric_dir("pairwise", exp.dir)))]
+                                    if scope.mode != "single" else [])
+    rubrics = {(j.name, kind): j.rubric(r) for j in scope.panel for kind, r in kinds}
+    try:
+        return registration(exp, scope.arms, scope.panel, scope.mode, rubrics), frozenset(), []
+    except BadInput as e:  # a glue imported from the Python path that this machine cannot import
+        plain = [a for a in scope.arms if not exp.arm(a).glue]
+        now = registration(exp, plain, scope.panel, scope.mode, rubrics)
+        skipped = frozenset(k for k in (bound or {}) if k not in now and k.startswith(("glue ", "chat template")))
+        return now, skipped, [f"{BINDING}: {', '.join(sorted(skipped))}: not compared with the experiment folder: {e}"]
+
+
+def record_findings(run: dict, expected: dict, path: Path) -> list[str]:
+    """run.json against what the binding and the registration give for its registered part (judge.runinfo)."""
+    stored, want = _leaves(run), _leaves(expected)
+    return [f"{path}: field {k!r}: reads {stored.get(k, '<missing>')!r}, but binding.json and the experiment folder "
+            f"give {want[k]!r}" for k in want if k not in stored or not _same(stored[k], want[k])]
+
+
+def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None = None,
+           recorded: str | None = None) -> Verification:
+    """Every mismatch in a results folder. `caches`: the call caches to compare recorded calls with (None: the
+    environment's, BLINDEVAL_CACHE or ~/.cache/blindeval; []: none, reported as unchecked); never the location
+    the folder names. `recorded`: the anchor a reviewer recorded when the run finished."""
     run_dir = Path(run_dir)
     for name in ("run.json", "numbers.json", "report.md", *RAW_FILES):
         if not (run_dir / name).exists():
             raise BadInput(run_dir / name, "missing: not a finished results folder")
     run, numbers = (_json(run_dir / name) for name in ("run.json", "numbers.json"))
     exp_dir = Path(exp_dir or run["experiment_dir"])
+    digest = anchor(run_dir)
     problems: list[str] = []
+    if recorded is not None and recorded != digest:
+        problems.append(f"anchor: this folder's anchor is {digest}, not the {recorded} recorded: something a decision "
+                        "depends on (binding.json, run.json, the raw files or numbers.json) changed since")
     amend = amendment_check(exp_dir, run_dir, numbers.get("amendments", []))
     try:
         verify_seal(exp_dir)
@@ -677,35 +749,50 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
         problems += amend["problems"]
         if Path(e.file).name == "amendments.jsonl":  # otherwise the seal stopped before it read the amendments
             problems += _disagreement("the first broken line of the amendment chain", e.line, amend["broken_at"])
-        return list(dict.fromkeys(problems))
+        return Verification(list(dict.fromkeys(problems)), [], digest)
     problems += _disagreement("the first broken line of the amendment chain", None, amend["broken_at"])
     exp = load_experiment(exp_dir)
-    problems += binding_findings(run_dir, exp, amend["late"])
+    scope, unbound = folder_scope(run_dir, run, exp)
+    problems += unbound
+    now, skipped, unchecked = bound_registration(exp, scope, (read_binding(run_dir) or {}).get("registration"))
+    problems += binding_findings(run_dir, exp, now, skipped, amend["late"])
+    expected = registered(exp, scope, load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)))
+    problems += record_findings(run, expected, run_dir / "run.json")
+    run = merged(run, expected)  # from here on the scope, judges and settings are the bound ones, never run.json's
     for name, sha in raw_sha256(run_dir).items():
         if numbers.get("raw_sha256", {}).get(name) != sha:
             problems.append(f"raw file {name}: sha256 {sha[:12]}… differs from the one numbers.json was computed "
                             f"from ({str(numbers.get('raw_sha256', {}).get(name))[:12]}…)")
     all_q = load_questions(exp.set_paths())
-    wanted = set(run["question_ids"])
+    wanted = set(scope.question_ids)
     questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
     clusters = {q.id: q.cluster for q in all_q}
     answer_rows = by_hand(run_dir / "answers.jsonl", ("row",), VERIFY_ANSWER_FIELDS)
     verdicts = by_hand(run_dir / "judgments.jsonl", ("judge", "label"))
     rule = answer_rows.problems + verdicts.problems
     problems += rule
+    if not rule:  # a file that breaks the retry rule has no current records to re-derive: named above
+        replies = Replies([cache_file(p) for p in caches] if caches is not None
+                               else [cache_dir() / "calls.sqlite"])
+        try:
+            found, not_checked = rederive(run_dir, run, exp, all_q, scope, replies)
+            cache_problems, cache_unchecked = replies.findings()
+        finally:
+            replies.close()
+        problems += found + cache_problems
+        unchecked += not_checked + cache_unchecked
     try:
         main = compute_numbers(exp, all_q, run_dir, run)
     except BadRecord:  # a record missing a field cannot be read by either path: bad input, not a finding
         raise
     except BadInput as e:  # the main path refuses the raw files (e.g. the retry rule): nothing to compare with
         problems.append(f"the main path refuses the raw files: {e}")
-        return list(dict.fromkeys(problems + amend["problems"]))
+        return Verification(list(dict.fromkeys(problems + amend["problems"])), unchecked, digest)
     if rule:
         problems.append("retry rule: the two paths disagree: the independent plain-Python check finds the breaches "
                         "above, the main path (arms.jsonl.current) accepted the raw files")
     problems += duplicate_names(numbers)
     problems += diff_numbers(numbers, main, "recomputation from raw files")
-    problems += rederive(run_dir, run, exp, all_q)
     problems += amend["problems"]
     problems += _disagreement("which amendments are dated after the first judgment and not marked post hoc",
                               sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
@@ -723,11 +810,11 @@ def verify(run_dir: Path, exp_dir: Path | None = None) -> list[str]:
         ind["quant_check"]["means"][c["arm"]][c["quant"]] = c["mean"]
     problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")
     problems += cost_findings(run, run_dir, exp)
-    expected = render(numbers, run).splitlines()
+    expected_report = render(numbers, _json(run_dir / "run.json"), digest).splitlines()
     actual = (run_dir / "report.md").read_text().splitlines()
-    for i in range(max(len(expected), len(actual))):
-        e = expected[i] if i < len(expected) else "<missing>"
+    for i in range(max(len(expected_report), len(actual))):
+        e = expected_report[i] if i < len(expected_report) else "<missing>"
         a = actual[i] if i < len(actual) else "<missing>"
         if e != a:
             problems.append(f"report.md line {i + 1}: reads {a!r}, numbers.json renders {e!r}")
-    return list(dict.fromkeys(problems))
+    return Verification(list(dict.fromkeys(problems)), list(dict.fromkeys(unchecked)), digest)

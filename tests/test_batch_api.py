@@ -184,12 +184,12 @@ def test_a_judge_run_through_batches_end_to_end(api, llama, tmp_path):
         assert cells[3:] == [str(judge_in), str(judge_out), f"{judge_in} / {judge_out}", f"{usd:.6f}"]
         arm_line = next(x for x in report.splitlines() if x.startswith("| arm plain |"))
         assert arm_line.rstrip().endswith("| – |")  # no price registered for the arm's model: tokens only
-        v = cli("judge", "verify", str(out), timeout=300)
+        v = cli("judge", "verify", str(out), env=env(tmp_path), timeout=300)
         assert v.returncode == 0, v.stderr
         # a batches.jsonl that no longer says which calls a batch answered no longer gives run.json's cost
         log_text = (out / "batches.jsonl").read_text().replace('"succeeded":', '"succeeded_":')
         (out / "batches.jsonl").write_text(log_text)
-        v = cli("judge", "verify", str(out), timeout=300)
+        v = cli("judge", "verify", str(out), env=env(tmp_path), timeout=300)
         assert v.returncode == 1 and "run.json cost of judge j: batch_input_tokens" in v.stdout + v.stderr
 
 
@@ -243,7 +243,7 @@ def test_calls_over_the_registered_limit_go_in_several_batches_all_followed_afte
         assert len(ids) == len(set(ids)) and server.sync_calls == 0
         assert [a["status"] for a in records(out / "answers.jsonl")] == ["ok"] * 3
         assert len(records(out / "judgments.jsonl")) == 3
-        assert cli("judge", "verify", str(out), timeout=300).returncode == 0
+        assert cli("judge", "verify", str(out), env=env(tmp_path), timeout=300).returncode == 0
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])

@@ -24,6 +24,7 @@ from arms.backends.base import Request
 from arms.collect import plain_messages
 from arms.load import open_backend
 from arms.questions import load_questions
+from judge.run import last_invocation
 from registration.prereg import load_experiment
 from registration.seal import seal
 
@@ -250,7 +251,7 @@ def test_judge_run_with_batch_4_writes_in_order_resumes_and_records_the_batch(tm
     assert json.loads((one / "run.json").read_text())["runtime"]["batch"] == 1
     assert [eff["batch"] for eff in run["judge"]["effective_settings"].values()] == [4]
     assert run["judge"]["identity"]["batch"] == 4
-    assert run["last_invocation"]["judging"]["local/correctness"]["concurrency"] == 4
+    assert last_invocation(four)["judging"]["local/correctness"]["concurrency"] == 4
     # other call keys than batch 1 (batching may change outputs numerically), so nothing is answered across them
     keys = {k for a in rows(one / "answers.jsonl") for k in a["calls"]}
     assert keys.isdisjoint(k for a in rows(four / "answers.jsonl") for k in a["calls"])
@@ -258,7 +259,7 @@ def test_judge_run_with_batch_4_writes_in_order_resumes_and_records_the_batch(tm
     r = cli("judge", "run", "--exp", str(tmp_path / "exp-4"), "--arms", "base", "--limit", "3", "--out", str(four),
             "--quiet", timeout=300)
     assert r.returncode == 0, r.stderr
-    last = json.loads((four / "run.json").read_text())["last_invocation"]
+    last = last_invocation(four)
     assert last["answers"]["model_calls"] == 0 and last["answers"]["rows_already_done"] == 6
     assert all(s["model_calls"] == 0 for s in last["judging"].values())
     assert cli("judge", "verify", str(four)).returncode == 0

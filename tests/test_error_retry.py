@@ -17,6 +17,7 @@ from test_faults import _report_cells
 
 from arms import jsonl
 from arms.errors import BadInput
+from judge.run import last_invocation
 from judge.verify import by_hand
 from registration.seal import seal
 
@@ -167,13 +168,13 @@ def test_run_two_asks_exactly_the_error_rows_again_and_appends_retries(retried):
         assert all(r["status"] in ("ok", "scored") for _, r in after[len(before):])
     glue = next(r for _, r in _records(out / "answers.jsonl")[6:] if r["arm"] == "glue")
     assert glue["question_id"] == "q01" and glue["cached_calls"] == 1 and len(glue["calls"]) == 2
-    run = json.loads((out / "run.json").read_text())["last_invocation"]
+    run = last_invocation(out)
     assert (run["answers"]["rows_retried"], run["answers"]["model_calls"], run["answers"]["cached_calls"]) == (2, 2, 1)
     assert run["judging"]["openai/correctness"]["retried"] == 1
 
 
 @pytest.mark.integration
-def test_report_counts_the_final_state_and_verify_passes(retried):
+def test_report_counts_the_final_state_and_verify_passes(experiment, retried):
     out = retried["out"]
     numbers = json.loads((out / "numbers.json").read_text())
     cells = {c["arm"]: c for c in numbers["cells"]}
@@ -185,7 +186,7 @@ def test_report_counts_the_final_state_and_verify_passes(retried):
     report = _report_cells((out / "report.md").read_text())
     assert all(report[arm]["answer errors"] == "0" and report[arm]["judge errors"] == "0"
                and report[arm]["answers retried"] == "1" for arm in ("plain", "glue"))
-    v = cli("judge", "verify", str(out), timeout=120)
+    v = cli("judge", "verify", str(out), env=experiment[3], timeout=120)  # the run's cache and glue
     assert v.returncode == 0, v.stderr
 
 
@@ -198,7 +199,7 @@ def test_run_three_makes_no_call(experiment, retried):
     assert r.returncode == 0, r.stderr
     assert len(server.seen) == retried["seen2"]
     assert raw == {name: (out / name).read_bytes() for name in raw}
-    run = json.loads((out / "run.json").read_text())["last_invocation"]
+    run = last_invocation(out)
     assert run["answers"]["rows_retried"] == 0 and run["judging"]["openai/correctness"]["retried"] == 0
 
 
@@ -240,7 +241,7 @@ def test_verify_names_a_record_that_breaks_the_retry_rule(experiment, retried, t
     out = tmp_path / "tampered"
     shutil.copytree(retried["out"], out)
     line = _tamper(out, "answers.jsonl", edit)
-    v = cli("judge", "verify", str(out), timeout=120)
+    v = cli("judge", "verify", str(out), env=env, timeout=120)
     assert v.returncode == 1, v.stderr
     where = f"{out / 'answers.jsonl'}:{line}: field '{field}'"
     assert f"  - {where}" in v.stderr, v.stderr  # verify's own reading of the rule names it ...

@@ -24,7 +24,7 @@ import pytest
 from arms import jsonl
 from arms.questions import load_questions
 from judge.analysis import amendments as amendment_rows
-from judge.analysis import compute_numbers, write_numbers
+from judge.analysis import anchor, compute_numbers, write_numbers
 from judge.report import render
 from registration.prereg import load_experiment
 from registration.seal import amend, seal
@@ -426,7 +426,7 @@ def reanalyse(exp: Path, out: Path) -> None:
     e = load_experiment(exp)
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, info)
     write_numbers(numbers, out / "numbers.json")
-    (out / "report.md").write_text(render(numbers, info))
+    (out / "report.md").write_text(render(numbers, info, anchor(out)))
 
 
 @pytest.mark.integration

@@ -31,6 +31,7 @@ from arms.llama_loader import (
     weight_buffers,
 )
 from arms.models import embedded_model, sha256_file
+from judge.run import last_invocation
 from registration.seal import seal
 
 from conftest import cli
@@ -201,8 +202,9 @@ def test_a_native_crash_mid_run_exits_2_with_the_cause_and_loses_nothing(demo_co
     rows = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
     assert sorted(row["question_id"] for row in rows if row["quant"] == "Q8_0") == sorted(first_ids)  # once each
     run = json.loads((out / "run.json").read_text())
-    assert run["last_invocation"]["answers"]["cached_calls"] >= 1  # the call the crash interrupted was kept
-    decision = run["runtime"]["cpu_extra_buffers_decision"]
+    last = last_invocation(out)
+    assert last["answers"]["cached_calls"] >= 1  # the call the crash interrupted was kept
+    decision = last["machine"]["cpu_extra_buffers_decision"]
     assert decision == extra_buffers("auto").to_dict()
     eff = run["effective_settings"]["glue-base/Q8_0"]
     assert eff["cpu_extra_buffers"] is decision["use"] and eff["weight_buffers"]

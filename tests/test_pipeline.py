@@ -14,7 +14,7 @@ from arms.records import AnswerRow
 from judge.blinding import blind
 from judge.judging import build_request
 from judge.rubric import load_rubric
-from judge.run import DEMO
+from judge.run import DEMO, last_invocation
 from registration.prereg import load_experiment
 
 from conftest import cli
@@ -71,10 +71,10 @@ def test_quant_type_is_read_back_from_the_file(small_run):
 def test_rerun_makes_no_model_call(small_run):
     r = cli("judge", "run", "--arms", "--limit", "3", "--out", str(small_run), "--quiet")
     assert r.returncode == 0, r.stderr
-    run = json.loads((small_run / "run.json").read_text())
-    assert run["last_invocation"]["answers"]["model_calls"] == 0
-    assert run["last_invocation"]["answers"]["rows_already_done"] == 24
-    judging = run["last_invocation"]["judging"]
+    last = last_invocation(small_run)
+    assert last["answers"]["model_calls"] == 0
+    assert last["answers"]["rows_already_done"] == 24
+    judging = last["judging"]
     assert judging and all(stats["model_calls"] == 0 for stats in judging.values())
     assert len(rows(small_run / "answers.jsonl")) == 24
     assert len(rows(small_run / "judgments.jsonl")) == 24

@@ -370,7 +370,7 @@ def test_margin_zero_decides_superiority_and_non_inferiority(margin_zero_run):
         assert c["result"]["bound"] > 0 and c["result"]["n_for_margin"] is None
     row = next(line for line in (margin_zero_run / "report.md").read_text().splitlines() if line.startswith("| S0 "))
     assert "| 0.00 |" in row and "| – |" in row
-    v = cli("judge", "verify", str(margin_zero_run), timeout=120)
+    v = cli("judge", "verify", str(margin_zero_run), "--cache", str(margin_zero_run.parent / "cache"), timeout=120)
     assert v.returncode == 0, v.stdout + v.stderr
 
 

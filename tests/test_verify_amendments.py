@@ -14,7 +14,7 @@ import judge.verify
 import registration.seal
 from arms import jsonl
 from arms.questions import load_questions
-from judge.analysis import compute_numbers, write_numbers
+from judge.analysis import anchor, compute_numbers, write_numbers
 from judge.report import render
 from registration.prereg import load_experiment
 from registration.seal import amend, seal
@@ -57,7 +57,7 @@ def reanalyse(exp, out):
     e = load_experiment(exp)
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, run)
     write_numbers(numbers, out / "numbers.json")
-    (out / "report.md").write_text(render(numbers, run))
+    (out / "report.md").write_text(render(numbers, run, anchor(out)))
 
 
 def edit_amendment(exp, line, **changes):
@@ -126,7 +126,7 @@ def test_verify_fails_when_the_main_path_misses_a_late_amendment(run_copy, monke
     amend(exp, "tighten the margin after seeing scores")
     reanalyse(exp, out)
     monkeypatch.setattr(judge.verify, "late_amendments", lambda numbers: [])
-    problems = judge.verify.verify(out, exp)
+    problems = judge.verify.verify(out, exp).problems
     assert ("amendments: the two paths disagree on which amendments are dated after the first judgment and not "
             "marked post hoc: the main path (registration.seal, judge.analysis) gives [], the independent plain-Python "
             "check gives [3]") in problems
@@ -138,6 +138,6 @@ def test_verify_fails_when_the_main_path_misses_a_broken_chain(run_copy, monkeyp
     # a main path that reads the amendments without checking their links
     monkeypatch.setattr(registration.seal, "verify_amendments",
                         lambda exp_dir: [r for _, r in jsonl.read(exp_dir / "amendments.jsonl")])
-    problems = judge.verify.verify(out, exp)
+    problems = judge.verify.verify(out, exp).problems
     assert ("amendments: the two paths disagree on the first broken line of the amendment chain: the main path "
             "(registration.seal, judge.analysis) gives None, the independent plain-Python check gives 2") in problems

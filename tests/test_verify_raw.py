@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
+import judge.verify
 from arms import jsonl
 from arms.questions import load_questions
-from judge.analysis import compute_numbers, write_numbers
+from judge.analysis import ANCHOR_FILES, anchor, compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
 from judge.judging import build_request, prompt_sha256
 from judge.report import render
@@ -31,8 +31,8 @@ def run(small_run, tmp_path):
     return out
 
 
-def verify(out, env=None):
-    return cli("judge", "verify", str(out), env=env)
+def verify(out, *args, env=None):
+    return cli("judge", "verify", str(out), *args, env=env)
 
 
 def records(path):
@@ -49,7 +49,7 @@ def reanalyse(out):
     e = load_experiment(run["experiment_dir"])
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, run)
     write_numbers(numbers, out / "numbers.json")
-    (out / "report.md").write_text(render(numbers, run))
+    (out / "report.md").write_text(render(numbers, run, anchor(out)))
     return numbers
 
 
@@ -186,8 +186,9 @@ def test_a_row_with_other_settings_fails(run):
     assert f"{path}:2: field 'model_sha256'" in r.stderr
 
 
-def test_a_consistent_rewrite_of_a_raw_reply_is_caught_by_the_cache_and_else_only_by_the_digest(run, tmp_path):
-    before = json.loads((run / "numbers.json").read_text())["raw_digest"]
+def test_a_consistent_rewrite_of_a_raw_reply_is_caught_by_the_cache_and_else_only_by_the_anchor(run, tmp_path,
+                                                                                                  monkeypatch):
+    before = anchor(run)
     path = run / "judgments.jsonl"
     recs = records(path)
     line, j = next((i, j) for i, j in enumerate(recs, 1) if j["status"] == "scored" and len(j["attempts"]) == 1)
@@ -195,22 +196,24 @@ def test_a_consistent_rewrite_of_a_raw_reply_is_caught_by_the_cache_and_else_onl
     j["attempts"][0]["raw"] = json.dumps(j["fields"])
     j["attempts"][0]["repaired"] = False
     rewrite(path, recs)
-    after = reanalyse(run)["raw_digest"]
-    r = verify(run)
-    assert r.returncode == 1
-    assert f"{path}:{line}: field 'attempts[0].raw': differs from the judge's reply held in the call cache" \
-        in r.stderr, r.stderr
-    # without the call cache the run wrote to (another machine) the forgery is out of verify's reach (README) ...
-    cache = Path(json.loads((run / "run.json").read_text())["call_cache"])
-    away = tmp_path / "calls.sqlite.away"
-    cache.rename(away)
-    try:
-        r = verify(run)
-    finally:
-        away.rename(cache)
+    reanalyse(run)
+    found = judge.verify.verify(run).problems
+    assert any(p.startswith(f"{path}:{line}: field 'attempts[0].raw': differs from the judge's reply held in the "
+                            "call cache") for p in found), found
+    # a verifier whose environment has no cache is told so, loudly: never a silent pass
+    monkeypatch.setenv("BLINDEVAL_CACHE", str(tmp_path / "elsewhere"))
+    found = judge.verify.verify(run).problems
+    assert any(p.startswith(f"call cache: {tmp_path / 'elsewhere' / 'calls.sqlite'} does not exist") for p in found)
+    # without the run's cache (another machine, said with --no-cache) the forgery is out of verify's reach (README),
+    # and verify says what it did not check ...
+    r = verify(run, "--no-cache")
     assert r.returncode == 0, r.stderr
-    # ... and the digest a reviewer recorded elsewhere is what shows it
-    assert after != before
+    assert "unchecked: call cache: none consulted (--no-cache)" in r.stdout
+    # ... and the anchor recorded elsewhere is what shows it
+    after = anchor(run)
+    assert after != before and f"anchor: {after}" in r.stdout
+    r = verify(run, "--no-cache", "--anchor", before)
+    assert r.returncode == 1 and f"anchor: this folder's anchor is {after}, not the {before} recorded" in r.stderr
 
 
 def test_duplicate_comparison_ids_cannot_hide_an_edited_first_entry(run):
@@ -220,7 +223,7 @@ def test_duplicate_comparison_ids_cannot_hide_an_edited_first_entry(run):
     numbers["comparisons"].insert(0, first)
     (run / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
     info = json.loads((run / "run.json").read_text())
-    (run / "report.md").write_text(render(numbers, info))  # re-rendered with our own renderer
+    (run / "report.md").write_text(render(numbers, info, anchor(run)))  # re-rendered with our own renderer
     r = verify(run)
     assert r.returncode == 1
     cid = first["id"]
@@ -228,12 +231,13 @@ def test_duplicate_comparison_ids_cannot_hide_an_edited_first_entry(run):
     assert f"numbers.json comparisons[{cid}].verdict = {first['verdict']!r}" in r.stderr
 
 
-def test_the_raw_digest_is_sha256sum_of_the_raw_files_and_in_the_report(run):
-    listing = subprocess.run(["sha256sum", "run.json", "answers.jsonl", "blinding.jsonl", "judgments.jsonl"],
-                             cwd=run, capture_output=True, check=True).stdout
+def test_the_anchor_is_what_sha256sum_gives_and_is_in_the_report_and_printed_by_verify(run):
+    listing = subprocess.run(["sha256sum", *ANCHOR_FILES], cwd=run, capture_output=True, check=True).stdout
     digest = subprocess.run(["sha256sum"], input=listing, capture_output=True, check=True).stdout.split()[0].decode()
-    assert json.loads((run / "numbers.json").read_text())["raw_digest"] == digest
-    assert f"Raw-file digest: `{digest}`" in (run / "report.md").read_text()
+    assert anchor(run) == digest
+    assert f"Anchor: `{digest}`" in (run / "report.md").read_text()
+    r = verify(run)
+    assert r.returncode == 0 and f"anchor: {digest}" in r.stdout, r.stderr
     (run / "run.json").write_text((run / "run.json").read_text().replace('"seed"', '"seed" ', 1))
     r = verify(run)
-    assert r.returncode == 1 and "numbers.json raw_digest" in r.stderr, r.stderr
+    assert r.returncode == 1 and "report.md line" in r.stderr and "Anchor: `" in r.stderr, r.stderr
