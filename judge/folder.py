@@ -78,11 +78,6 @@ def amendment_findings(exp_dir: Path, doc: dict[str, Any]) -> list[dict[str, Any
             for i, r in enumerate(rows[n:], start=n + 1) if not r.get("post_hoc")]
 
 
-def read_binding(run_dir: Path) -> dict[str, Any] | None:
-    """The folder's binding.json, checked for its required entries; None in a folder written before binding."""
-    return _read(Path(run_dir))
-
-
 def binding_findings(run_dir: Path, exp: Experiment, now: dict[str, str], unchecked: frozenset[str] = frozenset(),
                      late: set[int] = frozenset()) -> list[str]:
     """verify's check of a bound folder: every bound entry (`registration`, as `now` computes it from the experiment

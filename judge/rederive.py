@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from arms import jsonl
-from arms.backends.base import Reply
-from arms.backends.llama_cpp import EXTRA_SAMPLING
+from arms.backends.base import UNKNOWN, Reply
+from arms.backends.registry import backend_info
 from arms.cache import CallCache, call_key
 from arms.collect import Task, plain_messages, task_request
 from arms.errors import BadInput
@@ -165,35 +165,15 @@ def missing_verdicts(run_dir: Path, scope: Scope, prompts: dict[str, tuple[Any, 
     return out
 
 
-_UNKNOWN = object()  # a field the read-back settings do not hold: not compared
 _ABSENT = object()
 
 
 def expected_identity(spec: ModelSpec, adapters: tuple[AdapterSpec, ...], runtime: Runtime,
                       eff: dict[str, Any]) -> dict[str, Any] | None:
     """The backend identity (the part of every call key that is not the request) that the registration and the
-    settings read back from the model (`eff`) give, field by field as the backends of arms/backends write it; None
-    for a backend added elsewhere, whose identity verify cannot know."""
-    if spec.backend == "llama-cpp":
-        loras = eff.get("loras")
-        cpu = eff.get("cpu_extra_buffers", _UNKNOWN)
-        return {"backend": spec.backend, "model_sha256": eff.get("model_sha256", _UNKNOWN),
-                "lora_sha256": _UNKNOWN if loras is None else [lo.get("sha256") for lo in loras] or None,
-                "lora_scale": [a.scale for a in adapters] or None,
-                "chat_template_sha256": eff.get("chat_template_sha256", _UNKNOWN), "n_ctx": runtime.n_ctx,
-                "sampler": EXTRA_SAMPLING,
-                # these only away from their defaults, so call keys made before them still match
-                **({"batch": runtime.batch} if runtime.batch > 1 else {}),
-                **({"cpu_extra_buffers": cpu} if cpu is not True else {}),
-                **({"gpu_layers": runtime.gpu_layers} if runtime.gpu_layers else {}),
-                **({"flash_attn": True} if runtime.flash_attn else {})}
-    if spec.backend == "openai":
-        return {"backend": spec.backend, "model": spec.source, "base_urls": sorted(spec.urls()),
-                **({"structured": spec.structured} if spec.structured != "json_schema" else {})}
-    if spec.backend == "anthropic":
-        return {"backend": spec.backend, "model": spec.source, "base_url": spec.base_url,
-                "sampling_params": spec.sampling_params}
-    return None
+    settings read back from the model (`eff`) give, as the backend declares it; None for a backend whose identity
+    verify cannot know."""
+    return backend_info(spec.backend).expected_identity(spec, adapters, runtime, eff)
 
 
 def _json(value: Any) -> str:
@@ -212,7 +192,7 @@ def identity_findings(ident: dict[str, Any], spec: ModelSpec, quant: str | None,
     source = f"the registration of model {spec.name!r}, [runtime] and the settings read back from it"
     for key in sorted(set(ident) | set(want)):
         got, expected = ident.get(key, _ABSENT), want.get(key, _ABSENT)
-        if expected is not _UNKNOWN and _json(got) != _json(expected):
+        if expected is not UNKNOWN and _json(got) != _json(expected):
             out.append((f"identity.{key}", f"reads {_json(got)}, but {source} give {_json(expected)}"))
     pins = [("model_sha256", ident.get("model_sha256"), spec.sha256.get(quant or "source"),
              f"the sha256 registered for {spec.name!r} at {quant or 'source'}"),

@@ -46,6 +46,7 @@ import numpy as np
 from arms import jsonl
 from arms.cache import cache_dir
 from arms.errors import BadInput, BadRecord
+from arms.folder import BINDING, read_binding, registration
 from arms.questions import load_questions
 from registration.prereg import Experiment, load_experiment, rubric_dir
 from registration.seal import verify_seal
@@ -53,7 +54,7 @@ from registration.seal import verify_seal
 from . import stats
 from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_sha256
 from .cost import costs
-from .folder import BINDING, binding_findings, read_binding, registration
+from .folder import binding_findings
 from .rederive import Replies, rederive
 from .report import render
 from .rubric import load_rubric

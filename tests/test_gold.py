@@ -351,9 +351,10 @@ def test_verify_names_a_gold_source_changed_after_the_folder_was_bound(tmp_path)
     doc = {"registration": registration(e, ["base"], panel, "single", {}), "scope": {"arms": ["base"], "limit": None},
            "label_key": label_key(e), "amendments": None}
     (run / "binding.json").write_text(json.dumps(doc))
-    assert binding_findings(run, e) == []
+    assert binding_findings(run, e, registration(e, ["base"], panel, "single", {})) == []
     (exp / "g.jsonl").write_text(gold_line(score=0))
     seal(exp)
-    found = binding_findings(run, load_experiment(exp))
+    e = load_experiment(exp)
+    found = binding_findings(run, e, registration(e, ["base"], panel, "single", {}))
     assert any("gold labels g.jsonl sha256" in f for f in found), found
     assert not any("gold program" in f for f in found)

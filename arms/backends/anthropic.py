@@ -243,7 +243,13 @@ def check_generation(model, g: Generation) -> list[tuple[str, str]]:
 
 # The API takes no temperature, top_p or seed; a compatible server registered with sampling_params takes
 # temperature and top_p, and `sent` says so per model.
-INFO = BackendInfo(name=AnthropicBackend.name, open=open_anthropic,
+def expected_identity(spec, adapters: tuple, runtime, eff: dict[str, Any]) -> dict[str, Any]:
+    """identity() as the registration gives it: what verify re-derives a call key from without a server."""
+    return {"backend": AnthropicBackend.name, "model": spec.source, "base_url": spec.base_url,
+            "sampling_params": spec.sampling_params}
+
+
+INFO = BackendInfo(name=AnthropicBackend.name, open=open_anthropic, expected_identity=expected_identity,
                    sends=frozenset((*(k for k in SENDS if k not in ("temperature", "top_p", "seed")),
                                     "thinking_budget", "effort")),
                    model_keys=("sampling_params", "batch", "batch_poll_s", "batch_max_requests", "batch_max_bytes"),

@@ -174,6 +174,9 @@ def nothing_read_back() -> dict[str, Any]:
     return {key: NOT_VERIFIABLE for key in READ_BACK}
 
 
+UNKNOWN = object()  # in an expected identity: a field the read-back settings do not hold, so it is not compared
+
+
 @dataclass(frozen=True)
 class BackendInfo:
     """What the harness may know about one backend, declared once in the backend's own module and listed in
@@ -194,6 +197,9 @@ class BackendInfo:
     check_generation: Callable[["ModelSpec", Generation], list[tuple[str, str]]] = lambda model, g: []
     # differences between the registration and what only this backend reads back (file types, threads...)
     differences: Callable[..., list[str]] = lambda generation, eff, quant, model, adapters, runtime: []
+    # the identity (the part of every call key that is not the request) the registration and the settings read back
+    # give, as identity() writes it, so verify can re-derive call keys without the live backend; None: not known
+    expected_identity: Callable[..., dict[str, Any] | None] = lambda spec, adapters, runtime, eff: None
 
     def workers(self, concurrency: int, batch: int = 1) -> int:
         """Calls in flight at once: the registered batch for a batched backend, else 1 or the model's concurrency."""

@@ -33,7 +33,7 @@ from .. import crash
 from ..errors import BadInput, CheckFailed
 from ..llama_loader import ExtraBuffers, check_runs, extra_buffers, load_llama
 from ..models import GGUFInfo, gguf_info, sha256_file
-from .base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
+from .base import NOT_USED, NOT_VERIFIABLE, UNKNOWN, BackendInfo, Generation, Reply, Request, nothing_read_back
 from .llama_batch import BatchDecoder, Callers, Job
 
 EXTRA_SAMPLING = {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}  # all off: only registered settings sample
@@ -486,5 +486,21 @@ def check_generation(model, g: Generation) -> list[tuple[str, str]]:
     return []
 
 
+def expected_identity(spec, adapters: tuple, runtime, eff: dict[str, Any]) -> dict[str, Any]:
+    """identity() as the registration and the settings read back from the model (`eff`) give it: what verify
+    re-derives a call key from without loading the model."""
+    loras = eff.get("loras")
+    cpu = eff.get("cpu_extra_buffers", UNKNOWN)
+    return {"backend": LlamaCppBackend.name, "model_sha256": eff.get("model_sha256", UNKNOWN),
+            "lora_sha256": UNKNOWN if loras is None else [lo.get("sha256") for lo in loras] or None,
+            "lora_scale": [a.scale for a in adapters] or None,
+            "chat_template_sha256": eff.get("chat_template_sha256", UNKNOWN), "n_ctx": runtime.n_ctx,
+            "sampler": EXTRA_SAMPLING,
+            **({"batch": runtime.batch} if runtime.batch > 1 else {}),
+            **({"cpu_extra_buffers": cpu} if cpu is not True else {}),
+            **({"gpu_layers": runtime.gpu_layers} if runtime.gpu_layers else {}),
+            **({"flash_attn": True} if runtime.flash_attn else {})}
+
+
 INFO = BackendInfo(name=LlamaCppBackend.name, open=open_llama, serial=True, batched=True, local=True,
-                   check_generation=check_generation, differences=differences)
+                   check_generation=check_generation, differences=differences, expected_identity=expected_identity)

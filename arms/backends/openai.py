@@ -337,7 +337,14 @@ def check_generation(model, g: Generation) -> list[tuple[str, str]]:
     return []
 
 
-INFO = BackendInfo(name=OpenAIBackend.name, open=open_openai, sends=frozenset((*SENDS, "effort")),
+def expected_identity(spec, adapters: tuple, runtime, eff: dict[str, Any]) -> dict[str, Any]:
+    """identity() as the registration gives it: what verify re-derives a call key from without a server."""
+    return {"backend": OpenAIBackend.name, "model": spec.source, "base_urls": sorted(spec.urls()),
+            **({"structured": spec.structured} if spec.structured != "json_schema" else {})}
+
+
+INFO = BackendInfo(name=OpenAIBackend.name, open=open_openai, expected_identity=expected_identity,
+                   sends=frozenset((*SENDS, "effort")),
                    model_keys=("thinking_control", "structured", "batch", "batch_poll_s", "batch_max_requests",
                                "batch_max_bytes"),
                    check_generation=check_generation)
