@@ -51,8 +51,17 @@ class Counter:
         except Exception as e:  # the template is the user's code: any failure of it is bad input
             raise BadInput(self.template, f"the chat template fails on a prompt of this run ({len(messages)} "
                            f"messages, roles {[r for r, _ in messages]}): {type(e).__name__}: {e}",
-                           line=getattr(e, "lineno", None), field="chat_template") from None
+                           line=template_line(e), field="chat_template") from None
         return len(self.vocab.tokenize(result.prompt.encode("utf-8"), not result.added_special, True))
+
+
+def template_line(e: BaseException) -> int | None:
+    """The template line an error of a rendering jinja2 template arose at (jinja2 writes the template's lines into
+    the traceback as frames of "<template>")."""
+    import traceback
+
+    lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if f.filename == "<template>"]
+    return getattr(e, "lineno", None) or (lines[-1] if lines else None)
 
 
 def counter(model: ModelSpec, exp_dir: Path) -> Counter | None:

@@ -173,11 +173,13 @@ def _score_values(schema: dict, score_field: str, scale: tuple[int, ...], path: 
     spec = schema["properties"].get(score_field)
     if spec is None:
         raise BadInput(path, f"score field {score_field!r} is not in the verdict schema", field="score_field")
-    if spec["type"] == "boolean" and scale == (0, 1):
-        return
-    enum = spec.get("enum")
-    if spec["type"] != "integer" or enum is None or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v in scale for v in enum):
-        raise BadInput(path, f"score field {score_field!r} must be an integer property whose enum lists points "
-                       f"of the scale {list(scale)} (or a boolean with scale [0, 1]), so that every score the parser "
-                       "accepts is on the scale", field="score_field")
+    with toml_lines.table("schema", "properties", score_field):
+        if spec["type"] == "boolean" and scale == (0, 1):
+            return
+        if spec["type"] != "integer":
+            raise BadInput(path, f"score field {score_field!r} must be an integer property (or a boolean with scale "
+                           f"[0, 1]), got type {spec['type']!r} with scale {list(scale)}", field="type")
+        enum = spec.get("enum")
+        if enum is None or not all(isinstance(v, int) and not isinstance(v, bool) and v in scale for v in enum):
+            raise BadInput(path, f"score field {score_field!r} needs an enum of points of the scale {list(scale)}, so "
+                           f"that every score the parser accepts is on the scale; got {enum!r}", field="enum")

@@ -183,7 +183,8 @@ BOUNDS = {
                                      "memory; 10,000 already rests a 2.5% tail on 250 resamples"),
     "calibration_sims": Bound(1, 10_000, "each simulated data set is bootstrapped again (resamples x sims draws per "
                                          "decision, and verify repeats it)"),
-    "calibration_work": Bound(1, 10**8, "calibration_sims x resamples: about a minute per decision on one core"),
+    "calibration_work": Bound(1, 2 * 10**7, "calibration_sims x resamples, ten times the default 200 x 10,000: "
+                                            "about a minute per decision on a shared 2-core machine"),
     "min_clusters": Bound(1, 1_000_000, "more clusters than any question set holds"),
     "margin": Bound(0, 1_000_000, "a distance on the score scale; preflight also holds it within the rubric's "
                                   "scale"),

@@ -75,3 +75,24 @@ def test_a_lone_surrogate_in_a_question_is_refused_at_its_line_and_field(tmp_pat
     lines[2] = json.dumps({**record, "question": record["question"] + " \ud800"})  # json.dumps writes the escape
     exp = experiment(tmp_path, sets={"exam.jsonl": "\n".join(lines)})
     assert_names(refused(exp, tmp_path), exp / "sets" / "exam.jsonl", 3, "question")
+
+
+@pytest.mark.parametrize("template, line, says", [
+    ("{% for m in messages %}{{ m.content }}{% endfor %}\n{{ raise_exception('no system role, please') }}\n", 2,
+     "no system role, please"),
+    ("{% for m in messages %}\n{{ m.content | no_such_filter }}\n{% endfor %}\n", 2, "no_such_filter"),
+    ("{{ messages[0].content.nope() }}\n", None, "nope"),
+])
+def test_a_chat_template_that_fails_on_a_prompt_is_bad_input_naming_it(tmp_path, template, line, says):
+    """Every prompt of a run is counted through the chat template before the first call (arms.context): a template
+    that raises, or uses a filter jinja2 does not have, stops there, naming the template file."""
+    from arms.context import counter
+    from arms.errors import BadInput
+    from registration.spec import ModelSpec
+
+    (tmp_path / "chat.jinja").write_text(template)
+    model = ModelSpec(name="m", backend="llama-cpp", source="embedded:smollm2", chat_template="chat.jinja")
+    with pytest.raises(BadInput) as e:
+        counter(model, tmp_path)([("system", "Be brief."), ("user", "Hello?")])
+    assert (e.value.file, e.value.field) == (str(tmp_path / "chat.jinja"), "chat_template") and says in str(e.value)
+    assert line is None or e.value.line == line
