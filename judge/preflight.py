@@ -34,7 +34,7 @@ def preflight(exp: Experiment, arms: list[str], registered: list[Question], ques
               panel: list[JudgeSpec], rubrics: dict[tuple[str, str], Rubric]) -> None:
     """Refuse (BadInput) what would fail after paying: `registered` is every question, `questions` this run's."""
     check_subsets(exp, registered)
-    check_rubrics(exp, panel, rubrics, questions)
+    check_rubrics(exp, rubrics, questions)
     specs = [exp.arm(a) for a in arms]
     check_files(exp, specs, panel)
     paths = {p.name: p for p in exp.set_paths()}
@@ -64,8 +64,7 @@ def _empty(kind: str, q: Question) -> BlindItem | PairItem:
     return PairItem("L", q.id, q.question, q.reference, "", "")
 
 
-def check_rubrics(exp: Experiment, panel: list[JudgeSpec], rubrics: dict[tuple[str, str], Rubric],
-                  questions: list[Question]) -> None:
+def check_rubrics(exp: Experiment, rubrics: dict[tuple[str, str], Rubric], questions: list[Question]) -> None:
     """Each judge's rubric uses only the variables its judge provides, renders with every question, and can
     decide what is registered: each margin within the scale, each attempt's seed (seed + attempt) a seed."""
     file = exp.dir / "prereg.toml"

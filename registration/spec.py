@@ -147,11 +147,13 @@ def setting(table: dict, key: str, kind: str, file: Path | str, where: str, defa
 
 @dataclass(frozen=True)
 class Bound:
-    """The registered values a setting may take, inclusive, and why the upper end is where it is."""
+    """The registered values a setting may take, and why the upper end is where it is: low to high inclusive, or
+    above low (`above`: a duration of 0 s is no duration)."""
 
     low: float
     high: float
     why: str
+    above: bool = False
 
 
 # Every registered count and quantity has an upper bound, checked when prereg.toml is loaded, before the first
@@ -172,8 +174,8 @@ BOUNDS = {
                               "adapter swamps the model"),
     "concurrency": Bound(1, 256, "each request in flight holds a thread and a connection"),
     "attempts": Bound(1, 20, "retries back off up to 30 s each: 20 attempts give up on a call within ~8 minutes"),
-    "timeout_s": Bound(0, 86_400, "a wait for data of more than a day is a hang"),
-    "batch_poll_s": Bound(0, 86_400, "providers end a batch within 24 hours"),
+    "timeout_s": Bound(0, 86_400, "a wait for data of more than a day is a hang", above=True),
+    "batch_poll_s": Bound(0, 86_400, "providers end a batch within 24 hours", above=True),
     "batch_max_requests": Bound(1, 1_000_000, "ten times the largest provider limit (Anthropic: 100,000)"),
     "batch_max_bytes": Bound(1, 2**31, "a batch's requests are built in memory (providers take at most 256 MB)"),
     "price": Bound(0, 1_000_000, "USD per million tokens; today's dearest models cost hundreds"),
@@ -194,20 +196,15 @@ BOUNDS = {
 
 def bounded(table: dict, key: str, kind: str, file: Path | str, where: str, default: Any = REQUIRED,
             bound: str | None = None) -> Any:
-    """`setting` within BOUNDS[bound or key] (a number kind: low excluded when it is 0 and the value must be
-    positive, as for timeouts), else BadInput naming the key, the bound and why."""
+    """`setting` within BOUNDS[bound or key], else BadInput naming the key, the bound and why."""
     value = setting(table, key, kind, file, where, default)
     if key not in table:
         return value
     b = BOUNDS[bound or key]
-    positive = kind == "number" and b.low == 0 and (bound or key) in POSITIVE
-    if not (b.low < value if positive else b.low <= value) or value > b.high:
-        low = f"> {b.low:g}" if positive else f">= {b.low:g}"
+    if not (b.low < value if b.above else b.low <= value) or value > b.high:
+        low = f"> {b.low:g}" if b.above else f">= {b.low:g}"
         raise BadInput(file, f"in {where} must be {low} and <= {b.high:,}, got {value!r} ({b.why})", field=key)
     return value
-
-
-POSITIVE = {"timeout_s", "batch_poll_s"}  # number settings that must be above 0, not merely >= 0
 
 
 def plain_name(value: str, file: Path | str, where: str, key: str) -> str:
