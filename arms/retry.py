@@ -86,10 +86,13 @@ def decoded(call: Callable[..., T]) -> Callable[..., T]:
 
 
 def token_count(value: Any, name: str, body: Callable[[], str]) -> int:
-    """A reply's token count: absent is 0; else a JSON integer in [0, 2^53), or the reply is malformed (a negative,
-    fractional or textual count must never reach the cost table)."""
+    """A reply's token count: absent is 0; else a JSON number of integer value in [0, 2^53) (12.0 is 12, as the
+    OpenAI SDK already reads it), or the reply is malformed: a negative, fractional, textual or boolean count must
+    never reach the cost table."""
     if value is None:
         return 0
+    if type(value) is float and value.is_integer():
+        value = int(value)
     if type(value) is not int or not 0 <= value < TOKENS_MAX:
         raise MalformedReply(f"{name} is not a token count: {shown(repr(value))[:100]}", body=body())
     return value
