@@ -170,9 +170,8 @@ def mutated(draw) -> tuple[dict, list[tuple]]:
             del parent[path[-1]]
         else:
             target = _get(doc, path)
-            if not isinstance(target, dict):
-                target = parent if isinstance(parent, dict) else doc
-                path = path[:-1]
+            if not isinstance(target, dict):  # beside the key drawn, or at the top when that is an array's element
+                target, path = (parent, path[:-1]) if isinstance(parent, dict) else (doc, ())
             key = draw(st.text(min_size=1, max_size=8))
             target[key] = draw(values)
             path = (*path, key)

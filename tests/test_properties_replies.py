@@ -40,7 +40,6 @@ pytestmark = pytest.mark.integration
 
 SETTINGS = settings(max_examples=12, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-OK = "ok"
 MALFORMED, EMPTY, REFUSAL = "malformed_reply", "empty", "refusal"
 real_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30).filter(str.strip)
 blank_text = st.sampled_from(["", " ", "\n\t ", "\u3000"])
