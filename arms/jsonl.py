@@ -153,9 +153,8 @@ def read_sealed(path: Path, *, required: tuple[str, ...] = ()) -> Iterator[tuple
                            field=_field(raw.decode("utf-8", "surrogateescape"), text.has_surrogate)) from None
         for char, what in (("\r", "a carriage return that ends no line (a bare CR): lines must end with LF or CRLF"),
                            ("\x00", "a NUL character, which is not text")):
-            if char in line:  # as an escape inside a string, the field holding it can be named
-                escaped = line.replace(char, json.dumps(char)[1:-1])
-                raise BadInput(path, f"holds {what}", line=no, field=_field(escaped, lambda s, c=char: c in s))
+            if char in line:
+                raise BadInput(path, f"holds {what}", line=no, field=_field(line, lambda c, x=char: c == x))
         if not line.strip():
             continue
         rec = _record(line, path, no, required)
@@ -168,14 +167,18 @@ def read_sealed(path: Path, *, required: tuple[str, ...] = ()) -> Iterator[tuple
         yield no, rec
 
 
-def _field(line: str, test) -> str | None:
-    """The field of the JSON object on `line` whose value (or key) holds a string passing `test`; None when the
-    line is not such an object."""
+def _field(line: str, bad: Callable[[str], bool]) -> str | None:
+    """The field of the JSON object on `line` whose value (or key) holds the characters `bad` picks as written in
+    the file (not as escapes); None when the line is no such object. Each is replaced by a character the line
+    lacks, which a JSON string may hold, and the field holding that is found."""
+    marker = next((chr(c) for c in range(0xE000, 0xF900) if chr(c) not in line), None)  # a private-use character
+    if marker is None:
+        return None
     try:
-        rec = loads(line)
+        rec = loads("".join(marker if bad(c) else c for c in line))
     except (ValueError, RecursionError):
         return None
-    return text.path_of(rec, test) or None
+    return text.path_of(rec, lambda s: marker in s) or None
 
 
 def _record(line: str, path: Path, no: int, required: tuple[str, ...]) -> dict[str, Any]:
