@@ -36,6 +36,7 @@ from .questions import Question
 from .records import ANSWER_KEY, AnswerRow, row_id
 from .retry import describe, is_call_failure
 from .settings import check_reply, row_effective, verify_settings
+from .text import has_surrogate
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,12 @@ def _answer(t: Task, caller: Caller, exp_dir: Path, effective: dict[str, Any]) -
     try:
         if t.arm.glue:
             result = load_glue(t.arm.glue, exp_dir)(t.question, caller, exp_dir)
+            answer = getattr(result, "answer", None)
+            if not isinstance(answer, str) or has_surrogate(answer):  # it could not be written, hashed or judged
+                what = "text holding a lone surrogate" if isinstance(answer, str) else type(answer).__name__
+                raise BadInput(exp_dir / "prereg.toml", f"glue {t.arm.glue!r} of arm {t.arm.name!r} answered question "
+                               f"{t.question.id!r} with {what}: a GlueResult's answer must be a string of Unicode "
+                               "text", field="glue")
         else:
             reply = caller(plain_messages(t.arm, t.question))
             result = GlueResult(reply.text)

@@ -36,27 +36,46 @@ def tokenizer(model_path: str) -> Any:
 @dataclass(frozen=True)
 class Counter:
     """Counts a chat prompt's tokens as the llama.cpp backend will send it (llama-cpp-python's chat handler
-    renders the template, then tokenizes with a BOS unless the template wrote one)."""
+    renders the template, then tokenizes with a BOS unless the template wrote one). Every prompt of a run is
+    counted here before the first call, so a chat template that fails on one (a `raise_exception`, a filter
+    applied to the wrong type) is refused here, naming the template, not mid-run."""
 
     vocab: Any
     formatter: Any
+    template: str = "the chat template"  # where the template came from, for messages
 
     def __call__(self, messages: list[tuple[str, str]], thinking: bool = False) -> int:
-        result = self.formatter(messages=[{"role": r, "content": c} for r, c in messages], enable_thinking=thinking)
+        try:
+            result = self.formatter(messages=[{"role": r, "content": c} for r, c in messages],
+                                    enable_thinking=thinking)
+        except Exception as e:  # the template is the user's code: any failure of it is bad input
+            raise BadInput(self.template, f"the chat template fails on a prompt of this run ({len(messages)} "
+                           f"messages, roles {[r for r, _ in messages]}): {type(e).__name__}: {e}",
+                           line=template_line(e), field="chat_template") from None
         return len(self.vocab.tokenize(result.prompt.encode("utf-8"), not result.added_special, True))
+
+
+def template_line(e: BaseException) -> int | None:
+    """The template line an error of a rendering jinja2 template arose at (jinja2 writes the template's lines into
+    the traceback as frames of "<template>")."""
+    import traceback
+
+    lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if f.filename == "<template>"]
+    return getattr(e, "lineno", None) or (lines[-1] if lines else None)
 
 
 def counter(model: ModelSpec, exp_dir: Path) -> Counter | None:
     """A token counter for a llama-cpp model (the source file's vocabulary: every quant shares it); None for HTTP."""
     if not backend_info(model.backend).local:
         return None
+    from jinja2 import TemplateError
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     source = model_source(model, exp_dir)
     vocab = tokenizer(str(source))
-    template = chat_template(model, exp_dir)[0]
+    template, where = chat_template(model, exp_dir)
     if template is None:  # the GGUF's own, as the backend reads it back
-        template = vocab.metadata().get("tokenizer.chat_template")
+        template, where = vocab.metadata().get("tokenizer.chat_template"), f"{source} (its own chat template)"
     if template is None:
         raise BadInput(source, "the GGUF has no chat template: register one with chat_template = FILE",
                        field="chat_template")
@@ -65,7 +84,12 @@ def counter(model: ModelSpec, exp_dir: Path) -> Counter | None:
     def text(t: int) -> str:
         return vocab.detokenize([t], special=True).decode("utf-8", "replace")
 
-    return Counter(vocab, Jinja2ChatFormatter(template, eos_token=text(eos), bos_token=text(bos), stop_token_ids=[eos]))
+    try:
+        formatter = Jinja2ChatFormatter(template, eos_token=text(eos), bos_token=text(bos), stop_token_ids=[eos])
+    except TemplateError as e:  # compiled as the backend compiles it: a syntax error or unknown filter stops here
+        raise BadInput(where, f"the chat template does not parse: {e}", line=getattr(e, "lineno", None),
+                       field="chat_template") from None
+    return Counter(vocab, formatter, where)
 
 
 class _FirstCall(BaseException):

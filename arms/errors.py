@@ -18,7 +18,7 @@ class BadInput(Exception):
     def __init__(self, file: str | Path, message: str, *, line: int | None = None, field: str | None = None):
         self.file, self.line, self.field, self.message = str(file), line, field, message
         where = self.file + (f":{line}" if line is not None else "")
-        what = f" field '{field}':" if field else ""
+        what = (f" field '{field}':" if field.isprintable() else f" field {field!r}:") if field else ""
         super().__init__(f"{where}:{what} {message}")
 
 

@@ -19,6 +19,13 @@ bug, leave a file that breaks the rule: a key with two finished records, or a re
 retry the one before it. `deduplicated` computes the one repair (`judge repair` writes it): each key
 keeps its first finished record, so no answer or verdict already given changes, with the errors that
 record retries; every other record is moved out, with its line and the reason.
+
+Two readers, two rules for the last line. `read` is for the raw files this harness appends to: a last line
+without its newline is a record torn by a kill, skipped (the TORN-TAIL rule). `read_sealed` is for input a
+user wrote and sealed (question sets): the file is finished, so a last line without a newline is a record
+like any other, and every line counts (the COMPLETE rule); it also decodes by `arms.text` (strict UTF-8, one
+leading byte-order mark dropped), takes LF or CRLF line ends, skips blank lines, and refuses a carriage
+return that ends no line, a NUL and a lone surrogate, each at its line.
 """
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from . import text
 from .errors import BadInput, BadRecord
 
 
@@ -128,7 +136,8 @@ def json_lines(data: bytes) -> list[Any]:
 
 
 def read(path: Path, *, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, record). A partial last line (no newline) is skipped; any other bad line is BadInput."""
+    """A raw file's records as (line number, record), by the TORN-TAIL rule: a last line without its newline was
+    cut by a kill and is skipped; any other bad line is BadInput."""
     path = Path(path)
     if not path.exists():
         return
@@ -140,19 +149,74 @@ def read(path: Path, *, required: tuple[str, ...] = ()) -> Iterator[tuple[int, d
         if not raw.strip():
             continue
         try:
-            rec = loads(raw.decode("utf-8"))
-        except DuplicateKey as e:
-            raise BadInput(path, f"{e.key!r} appears twice in one JSON object: readers disagree on which value "
-                           "counts (most keep the last silently), so the record is refused", line=no,
-                           field=e.key) from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
             raise BadInput(path, f"not valid JSON ({e})", line=no) from None
-        if not isinstance(rec, dict):
-            raise BadInput(path, "a record must be a JSON object", line=no)
-        for key in required:
-            if key not in rec:
-                raise BadRecord(path, "missing", line=no, field=key)
+        yield no, _record(line, path, no, required)
+
+
+def read_sealed(path: Path, *, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict[str, Any]]]:
+    """A sealed input file's records as (line number, record), by the COMPLETE rule: every line counts, the last
+    one with or without its newline. Bad bytes or characters are BadInput naming the line (and the field whose
+    value holds them, when the line is otherwise a JSON object)."""
+    path = Path(path)
+    data = path.read_bytes()
+    for no, raw in enumerate(data.split(b"\n"), start=1):
+        if no == 1:
+            raw = raw.removeprefix(text.BOM.encode())
+        raw = raw.removesuffix(b"\r")
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise BadInput(path, f"is not UTF-8: byte 0x{raw[e.start]:02x} at column {e.start + 1} ({e.reason}); "
+                           "save the file as UTF-8", line=no,
+                           field=_field(raw.decode("utf-8", "surrogateescape"), text.has_surrogate)) from None
+        for char, what in (("\r", "a carriage return that ends no line (a bare CR): lines must end with LF or CRLF"),
+                           ("\x00", "a NUL character, which is not text")):
+            if char in line:
+                raise BadInput(path, f"holds {what}", line=no, field=_field(line, lambda c, x=char: c == x))
+        if not line.strip():
+            continue
+        rec = _record(line, path, no, required)
+        for test, what in ((text.has_surrogate, "a lone surrogate (an escape such as \\ud800 that is no Unicode "
+                                                "character): it could not be written, hashed or sent"),
+                           (lambda s: "\x00" in s, "a NUL character (\\u0000), which is not text")):
+            where = text.path_of(rec, test)
+            if where is not None:
+                raise BadInput(path, f"holds {what}", line=no, field=where or None)
         yield no, rec
+
+
+def _field(line: str, bad: Callable[[str], bool]) -> str | None:
+    """The field of the JSON object on `line` whose value (or key) holds the characters `bad` picks as written in
+    the file (not as escapes); None when the line is no such object. Each is replaced by a character the line
+    lacks, which a JSON string may hold, and the field holding that is found."""
+    marker = next((chr(c) for c in range(0xE000, 0xF900) if chr(c) not in line), None)  # a private-use character
+    if marker is None:
+        return None
+    try:
+        rec = loads("".join(marker if bad(c) else c for c in line))
+    except (ValueError, RecursionError):
+        return None
+    return text.path_of(rec, lambda s: marker in s) or None
+
+
+def _record(line: str, path: Path, no: int, required: tuple[str, ...]) -> dict[str, Any]:
+    """One line as a JSON object with the `required` keys; else BadInput naming the line (and the key)."""
+    try:
+        rec = loads(line)
+    except DuplicateKey as e:
+        raise BadInput(path, f"{e.key!r} appears twice in one JSON object: readers disagree on which value "
+                       "counts (most keep the last silently), so the record is refused", line=no,
+                       field=e.key) from None
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise BadInput(path, f"not valid JSON ({e})", line=no) from None
+    if not isinstance(rec, dict):
+        raise BadInput(path, "a record must be a JSON object", line=no)
+    for key in required:
+        if key not in rec:
+            raise BadRecord(path, "missing", line=no, field=key)
+    return rec
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import text
 from .backends.base import Backend
 from .errors import BadInput
 from .models import embedded_model
@@ -53,7 +54,7 @@ def chat_template(spec: ModelSpec, exp_dir: Path) -> tuple[str | None, str | Non
     path = experiment_file(spec.chat_template, exp_dir)
     if not path.is_file():
         raise BadInput(path, f"chat template of model {spec.name!r} not found", field="chat_template")
-    return path.read_text(encoding="utf-8"), str(path)
+    return text.read(path), str(path)
 
 
 def open_backend(spec: ModelSpec, quant: str | None, adapters: tuple[AdapterSpec, ...] | None,

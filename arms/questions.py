@@ -1,4 +1,9 @@
-"""Sealed question sets: one JSON object per line with id, question, reference, tags, cluster."""
+"""Sealed question sets: one JSON object per line with id, question, reference, tags, cluster.
+
+A set is read by arms.jsonl's COMPLETE rule (`read_sealed`): every non-blank line is a question, the last
+one with or without a final newline, in strict UTF-8 with LF or CRLF line ends. It is not an append-only raw
+file, so nothing is ever skipped as torn.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,7 +32,7 @@ def load_questions(paths: list[Path]) -> list[Question]:
         if not path.is_file():
             raise BadInput(path, "question set not found")
         before = len(out)
-        for no, rec in jsonl.read(path, required=("id", "question")):
+        for no, rec in jsonl.read_sealed(path, required=("id", "question")):
             qid = rec["id"]
             if not isinstance(qid, str) or not qid:
                 raise BadInput(path, "must be a non-empty string", line=no, field="id")

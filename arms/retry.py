@@ -12,10 +12,13 @@ asking again would repeat a possibly billed call.
 """
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Callable, TypeVar
 
 from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from .text import has_surrogate, shown
 
 T = TypeVar("T")
 
@@ -27,16 +30,96 @@ LOST_CONNECTIONS = {"APIConnectionError", "NetworkError", "RemoteProtocolError",
 HTTP_MODULES = {"openai", "anthropic", "httpx", "httpcore", "httpx2", "httpcore2"}
 
 
-class MalformedReply(Exception):
-    """A complete 2xx reply without what the API promises (no `choices`, no `content`): a failed call.
+REPLY_KINDS = ("malformed_reply", "empty", "refusal")
 
-    Backends raise it instead of indexing into a reply that is not there (which would be a
-    TypeError, indistinguishable from a bug); `body` keeps what the server sent, for the error row.
+
+class MalformedReply(Exception):
+    """A complete 2xx reply that is not an answer: a failed call, recorded as an `error` row, never as text.
+
+    `kind` says why: "malformed_reply" (no `choices`, no `content`, a field of the wrong type, a token count
+    that is no count, text that is not Unicode), "empty" (no text: `content: null`, no text block, tool calls
+    only, or only whitespace) or "refusal" (the model declined: OpenAI's `refusal`, a `content_filter` finish,
+    Anthropic's `stop_reason: "refusal"`). Backends raise it instead of indexing into a reply that is not there
+    (which would be a TypeError, indistinguishable from a bug); `body` keeps what the server sent.
     """
 
-    def __init__(self, message: str, body: str | None = None):
+    def __init__(self, message: str, body: str | None = None, kind: str = "malformed_reply"):
         super().__init__(message)
+        if kind not in REPLY_KINDS:
+            raise ValueError(f"kind must be one of {REPLY_KINDS}, got {kind!r}")
         self.body = body
+        self.kind = kind
+
+
+TOKENS_MAX = 2**53  # JSON's exact integers (I-JSON): no reply counts as many tokens
+
+
+def field(obj: Any, name: str) -> Any:
+    """`obj.name` of a reply object the SDK built without validating (so it may hold a dict, a list or a number
+    where the API promises an object), or None."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    if isinstance(obj, (str, bytes, int, float, list, tuple)) or obj is None:
+        return None
+    return getattr(obj, name, None)
+
+
+def reply_name(value: Any) -> str | None:
+    """A reply's id or model name as recorded: a string (any lone surrogate escaped), else None."""
+    return shown(value) if isinstance(value, str) else None
+
+
+def decoded(call: Callable[..., T]) -> Callable[..., T]:
+    """An SDK call whose reply body cannot be decoded raises MalformedReply (an `error` row saying why), not what
+    the SDK's JSON parsing lets through: a UnicodeDecodeError (a body that is not UTF-8) or a RecursionError (JSON
+    nested deeper than the parser's recursion limit)."""
+    @functools.wraps(call)
+    def wrapped(*args: Any, **kwargs: Any) -> T:
+        try:
+            return call(*args, **kwargs)
+        except UnicodeDecodeError as e:
+            raise MalformedReply(f"the reply body is not UTF-8: {e}") from None
+        except RecursionError:
+            raise MalformedReply("the reply body nests JSON too deep to parse") from None
+
+    return wrapped
+
+
+def token_count(value: Any, name: str, body: Callable[[], str]) -> int:
+    """A reply's token count: absent is 0; else a JSON number of integer value in [0, 2^53) (12.0 is 12, as the
+    OpenAI SDK already reads it), or the reply is malformed: a negative, fractional, textual or boolean count must
+    never reach the cost table."""
+    if value is None:
+        return 0
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    if type(value) is not int or not 0 <= value < TOKENS_MAX:
+        raise MalformedReply(f"{name} is not a token count: {shown(repr(value))[:100]}", body=body())
+    return value
+
+
+def optional_text(value: Any, name: str, body: Callable[[], str]) -> str:
+    """A text field of a reply that may be absent: "" when absent, else a string of Unicode text."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise MalformedReply(f"{name} is not a string: {type(value).__name__}", body=body())
+    if has_surrogate(value):
+        raise MalformedReply(f"{name} is not Unicode text: it holds a lone surrogate (e.g. the escape \\ud800)",
+                             body=body())
+    return value
+
+
+def answer_text(value: Any, name: str, body: Callable[[], str], refusal: str | None = None) -> str:
+    """The text a reply answers with, or MalformedReply saying why there is none: "refusal" when the server says
+    the model declined, "empty" when there is no text or only whitespace, "malformed_reply" when it is no text."""
+    if refusal:
+        raise MalformedReply(f"the model refused: {shown(refusal)[:300]}", body=body(), kind="refusal")
+    text = optional_text(value, name, body)
+    if not text.strip():
+        what = "absent (null)" if value is None else "empty" if not text else "only whitespace"
+        raise MalformedReply(f"no answer: {name} is {what}", body=body(), kind="empty")
+    return text
 
 
 class BatchFailed(Exception):
@@ -144,14 +227,17 @@ def _timeout_s(exc: BaseException) -> float | None:
 
 
 def kind(exc: BaseException) -> str:
-    """timeout | connection | http_status | malformed_reply | batch | other: what went wrong, in one word."""
+    """timeout | connection | http_status | malformed_reply | empty | refusal | batch | other: what went wrong, in
+    one word."""
     if isinstance(exc, BatchFailed):
         return "batch"
     if is_timeout(exc) or any(is_timeout(c) for c in _causes(exc)):
         return "timeout"
     if getattr(exc, "status_code", None) is not None and not (200 <= int(exc.status_code) < 300):
         return "http_status"
-    if isinstance(exc, (MalformedReply, json.JSONDecodeError)) or "ValidationError" in _names(exc):
+    if isinstance(exc, MalformedReply):
+        return exc.kind
+    if isinstance(exc, json.JSONDecodeError) or "ValidationError" in _names(exc):
         return "malformed_reply"
     if _names(exc) & LOST_CONNECTIONS or any(_names(c) & LOST_CONNECTIONS for c in _causes(exc)):
         return "connection"
@@ -173,9 +259,10 @@ def describe(exc: BaseException) -> dict[str, Any]:
     if k == "timeout":
         t = _timeout_s(exc)
         message = ("timed out" + (f" after the client timeout of {t:g} s" if t is not None else "") + ": " + message)
-    out: dict[str, Any] = {"type": type(exc).__name__, "kind": k, "status": getattr(exc, "status_code", None),
-                           "message": message[:500]}
+    status = getattr(exc, "status_code", None)
+    out: dict[str, Any] = {"type": type(exc).__name__, "kind": k,
+                           "status": status if type(status) is int else None, "message": shown(message)[:500]}
     body = getattr(exc, "body", None) if isinstance(exc, MalformedReply) else getattr(exc, "doc", None)
-    if isinstance(body, str):
-        out["body"] = body[:2000]
+    if isinstance(body, str):  # a server's text may hold lone surrogates: written escaped, so the row reads back
+        out["body"] = shown(body)[:2000]
     return out

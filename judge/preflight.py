@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from arms import text as input_text
 from arms.backends.registry import backend_info
 from arms.context import check_arms, check_budget, counter
 from arms.errors import BadInput
@@ -18,7 +19,7 @@ from arms.llama_loader import check_gpu_layers
 from arms.load import experiment_file
 from arms.questions import Question
 from registration.prereg import Experiment, JudgeSpec
-from registration.spec import ArmSpec
+from registration.spec import SEED_MAX, ArmSpec
 from registration.toml_lines import KeyLines
 
 from .blinding import BlindItem
@@ -33,6 +34,7 @@ def preflight(exp: Experiment, arms: list[str], registered: list[Question], ques
               panel: list[JudgeSpec], rubrics: dict[tuple[str, str], Rubric]) -> None:
     """Refuse (BadInput) what would fail after paying: `registered` is every question, `questions` this run's."""
     check_subsets(exp, registered)
+    check_rubrics(exp, rubrics, questions)
     specs = [exp.arm(a) for a in arms]
     check_files(exp, specs, panel)
     paths = {p.name: p for p in exp.set_paths()}
@@ -49,12 +51,43 @@ def preflight(exp: Experiment, arms: list[str], registered: list[Question], ques
             if name != j.name or (kind == "pairwise" and not hyps):
                 continue
             for q in questions:
-                empty = (BlindItem("L", q.id, q.question, q.reference, "") if kind == "single"
-                         else PairItem("L", q.id, q.question, q.reference, "", ""))
-                tokens = _tokens(count, rubric, empty)
+                tokens = _tokens(count, rubric, _empty(kind, q))
                 check_budget(tokens, rubric.generation.max_tokens, exp.runtime, q, paths.get(q.set, Path(q.set)),
                              f"judge {j.name!r} (model {j.model!r}, rubric {rubric.name!r})",
                              answer=longest[kind])
+
+
+def _empty(kind: str, q: Question) -> BlindItem | PairItem:
+    """The judge item of question `q` with its answers left empty."""
+    if kind == "single":
+        return BlindItem("L", q.id, q.question, q.reference, "")
+    return PairItem("L", q.id, q.question, q.reference, "", "")
+
+
+def check_rubrics(exp: Experiment, rubrics: dict[tuple[str, str], Rubric], questions: list[Question]) -> None:
+    """Each judge's rubric uses only the variables its judge provides, renders with every question, and can
+    decide what is registered: each margin within the scale, each attempt's seed (seed + attempt) a seed."""
+    file = exp.dir / "prereg.toml"
+    for (name, kind), rubric in rubrics.items():
+        fields = _empty(kind, questions[0]).prompt_fields() if questions else {}
+        rubric.check_variables(set(fields), "one answer" if kind == "single" else "a pair of answers")
+        for q in questions:
+            rubric.render(**_empty(kind, q).prompt_fields())
+        seed = rubric.generation.seed
+        if seed is not None and seed + exp.judge_attempts - 1 > SEED_MAX:
+            raise BadInput(file, f"judge {name!r}: attempt n of a verdict is sent the rubric's seed {seed} + n, which "
+                           f"exceeds {SEED_MAX:,} at [judge] attempts = {exp.judge_attempts}",
+                           line=KeyLines(input_text.read(file)).find(("judge",), "attempts"),
+                           field="attempts")
+        if kind != "single":
+            continue
+        span = rubric.scale[-1] - rubric.scale[0]
+        for i, h in enumerate(exp.hypotheses):
+            if h.margin > span:
+                raise BadInput(file, f"hypothesis {h.id!r} margin {h.margin!r} exceeds the whole score scale "
+                               f"{list(rubric.scale)} of rubric {rubric.name!r} (span {span}): no difference could "
+                               "ever reach it", line=KeyLines(input_text.read(file)).find(
+                                   ("hypotheses", i), "margin"), field="margin")
 
 
 def check_subsets(exp: Experiment, questions: list[Question]) -> None:
@@ -66,7 +99,7 @@ def check_subsets(exp: Experiment, questions: list[Question]) -> None:
             raise BadInput(file, f"hypothesis {h.id!r} subset {list(h.subset)} selects no question in "
                            f"{', '.join(exp.sets)} (a question must carry every tag); tags present: "
                            f"{', '.join(sorted(tags)) or 'none'}",
-                           line=KeyLines(file.read_text()).find(("hypotheses", i), "subset"), field="subset")
+                           line=KeyLines(input_text.read(file)).find(("hypotheses", i), "subset"), field="subset")
 
 
 def check_files(exp: Experiment, arms: list[ArmSpec], panel: list[JudgeSpec]) -> None:
@@ -76,7 +109,7 @@ def check_files(exp: Experiment, arms: list[ArmSpec], panel: list[JudgeSpec]) ->
     models = {a.model for a in arms} | {j.model for j in panel}
     local = sorted(m for m in models if backend_info(exp.models[m].backend).local)
     if local:  # a CPU-only build would run "offloaded" layers on the CPU, unannounced
-        check_gpu_layers(exp.runtime.gpu_layers, file, KeyLines(file.read_text()).find(("runtime",), "gpu_layers"))
+        check_gpu_layers(exp.runtime.gpu_layers, file, KeyLines(input_text.read(file)).find(("runtime",), "gpu_layers"))
     wanted = [(("models", m), key, getattr(exp.models[m], key)) for m in local
               for key in ("source", "imatrix", "chat_template")]
     wanted += [(("adapters", n), "source", exp.adapters[n].source)
@@ -85,8 +118,8 @@ def check_files(exp: Experiment, arms: list[ArmSpec], panel: list[JudgeSpec]) ->
         if (value and not value.startswith(("embedded:", "generated:"))
                 and not experiment_file(value, exp.dir).is_file()):
             raise BadInput(file, f"[{'.'.join(where)}] {key} {value!r} is not a file "
-                           f"({experiment_file(value, exp.dir)})", line=KeyLines(file.read_text()).find(where, key),
-                           field=key)
+                           f"({experiment_file(value, exp.dir)})",
+                           line=KeyLines(input_text.read(file)).find(where, key), field=key)
 
 
 def check_answers(exp: Experiment, panel: list[JudgeSpec], rubrics: dict[tuple[str, str], Rubric],

@@ -17,16 +17,19 @@ from . import toml_lines
 from .scrub import DEFAULT_SCRUB, scrub_patterns
 from .seal import inside
 from .spec import (
+    BOUNDS,
     AdapterSpec,
     ArmSpec,
     ModelSpec,
     Runtime,
+    bounded,
     check_keys,
     parse_adapters,
     parse_arms,
     parse_generation,
     parse_models,
     parse_runtime,
+    plain_name,
     setting,
 )
 from .toml_lines import table
@@ -74,7 +77,10 @@ HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
 GOLD_KEYS = ("labels", "program")
 GOLD_PROGRAM = re.compile(r"^(?P<file>[^:]+\.py):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")  # "file.py:function"
-MIN_RESAMPLES = 100  # a floor against degenerate intervals: at 100, a 2.5% tail already rests on 2-3 resamples
+# What each top-level key must be: a table, a table of tables ([models.NAME]) or an array of tables ([[arms]]).
+SHAPES = {"experiment": "table", "runtime": "table", "models": "tables", "adapters": "tables", "arms": "array",
+          "judge": "table", "judges": "tables", "analysis": "table", "hypotheses": "array", "audit": "table",
+          "gold": "table"}
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
 
@@ -195,12 +201,44 @@ def load_experiment(exp_dir: Path) -> Experiment:
     file = exp_dir / "prereg.toml"
     if not file.exists():
         raise BadInput(file, "no prereg.toml in the experiment folder")
-    text = file.read_text()
-    doc = toml_lines.loads(text, file)
+    text, doc = toml_lines.read(file)
     try:
+        check_shapes(doc, file)
         return _experiment(exp_dir, file, doc)
     except BadInput as e:
         raise toml_lines.located(e, text) if e.file == str(file) else e from None
+
+
+def check_shapes(doc: dict, file: Path) -> None:
+    """Each top-level key of the shape SHAPES gives it, and no string holding a NUL (a path or environment variable
+    name with one cannot even be looked up), before anything reads further."""
+    what = {"table": "a table [{0}]", "tables": "tables [{0}.NAME]", "array": "an array of tables [[{0}]]"}
+    for key, shape in SHAPES.items():
+        if key not in doc:
+            continue
+        value = doc[key]
+        if shape == "array":
+            ok = isinstance(value, list) and all(isinstance(v, dict) for v in value)
+        else:
+            ok = isinstance(value, dict) and (shape == "table" or all(isinstance(v, dict) for v in value.values()))
+        if not ok:
+            inner = (shape == "tables" and isinstance(value, dict)
+                     and next(k for k, v in value.items() if not isinstance(v, dict)))
+            with table(*((key,) if inner else ())):
+                raise BadInput(file, f"must be {what[shape].format(key)}", field=inner or key)
+    _no_nul(doc, file, ())
+
+
+def _no_nul(value: Any, file: Path, path: tuple) -> None:
+    keys = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in keys:
+        if (isinstance(k, str) and "\0" in k) or (isinstance(v, str) and "\0" in v):
+            at = (*path, k)
+            i = max(j for j, p in enumerate(at) if isinstance(p, str))  # the key holding it (a list is a key's value)
+            with table(*at[:i]):
+                raise BadInput(file, "holds a NUL character (\\u0000), which no name, path or text may hold",
+                               field=at[i])
+        _no_nul(v, file, (*path, k))
 
 
 def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
@@ -210,8 +248,8 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
         if not isinstance(exp, dict):
             raise BadInput(file, "missing [experiment] table", field="experiment")
         check_keys(exp, EXPERIMENT_KEYS, file, "[experiment]")
-        name = setting(exp, "name", "string", file, "[experiment]")
-        seed = setting(exp, "seed", "integer", file, "[experiment]")
+        name = plain_name(setting(exp, "name", "string", file, "[experiment]"), file, "[experiment]", "name")
+        seed = bounded(exp, "seed", "integer", file, "[experiment]")
         setting(exp, "description", "string", file, "[experiment]", "")
         sets = setting(exp, "sets", "strings", file, "[experiment]")
         if not sets:
@@ -228,13 +266,11 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
     with table("judge"):
         jt = doc.get("judge") or {}
         check_keys(jt, JUDGE_KEYS, file, "[judge]")
-        rubric = setting(jt, "rubric", "string", file, "[judge]")
+        rubric = plain_name(setting(jt, "rubric", "string", file, "[judge]"), file, "[judge]", "rubric")
         if not (rubric_dir(rubric, exp_dir) / f"{rubric}.toml").is_file():
             known = sorted({p.stem for d in (exp_dir / "rubrics", RUBRICS_DIR) for p in d.glob("*.toml")})
             raise BadInput(file, f"[judge] names unknown rubric {rubric!r}; known: {', '.join(known)}", field="rubric")
-        attempts = setting(jt, "attempts", "integer", file, "[judge]", 2)
-        if attempts < 1:
-            raise BadInput(file, f"[judge] attempts must be >= 1, got {attempts}", field="attempts")
+        attempts = bounded(jt, "attempts", "integer", file, "[judge]", 2, bound="judge_attempts")
         mode = setting(jt, "mode", "string", file, "[judge]", "single")
         if mode not in MODES:
             raise BadInput(file, f"[judge] mode must be one of {MODES}", field="mode")
@@ -245,7 +281,7 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
         for i, pattern in enumerate(extra_scrub):
             try:
                 re.compile(pattern)
-            except re.error as e:
+            except (re.error, OverflowError, RecursionError) as e:  # a repeat count or nesting too large too
                 raise BadInput(file, f"[judge] scrub pattern #{i + 1} is not a regular expression: {e}",
                                field="scrub") from None
         drop = setting(jt, "scrub_drop", "strings", file, "[judge]", [])
@@ -316,10 +352,7 @@ def _hypothesis(where: str, t: Any, file: Path, arms: dict[str, ArmSpec], before
     kind = setting(t, "kind", "string", file, where)
     if kind not in KINDS:
         raise BadInput(file, f"{where} kind must be one of {KINDS}", field="kind")
-    margin = setting(t, "margin", "number", file, where)
-    if margin < 0:
-        raise BadInput(file, f"{where} margin must be >= 0 (a distance on the score scale), got {margin!r}",
-                       field="margin")
+    margin = bounded(t, "margin", "number", file, where)
     if kind == "equivalence" and margin == 0:
         raise BadInput(file, f"{where} an equivalence margin of 0 can never be shown: register the largest "
                        "difference that still counts as equivalent", field="margin")
@@ -334,9 +367,7 @@ def _hypothesis(where: str, t: Any, file: Path, arms: dict[str, ArmSpec], before
 def _analysis(at: Any, file: Path, seed: int) -> Analysis:
     where = "[analysis]"
     check_keys(at, ANALYSIS_KEYS, file, where)
-    resamples = setting(at, "resamples", "integer", file, where, 10000)
-    if resamples < MIN_RESAMPLES:
-        raise BadInput(file, f"{where} resamples must be at least {MIN_RESAMPLES}, got {resamples}", field="resamples")
+    resamples = bounded(at, "resamples", "integer", file, where, 10000)
     method = setting(at, "method", "string", file, where, "percentile")
     if method not in ("percentile", "bca"):
         raise BadInput(file, f"{where} method must be 'percentile' or 'bca'", field="method")
@@ -347,16 +378,17 @@ def _analysis(at: Any, file: Path, seed: int) -> Analysis:
     rule = setting(at, "rule", "string", file, where, "bootstrap_and_t")
     if rule not in ("bootstrap", "bootstrap_and_t"):
         raise BadInput(file, f"{where} rule must be 'bootstrap' or 'bootstrap_and_t'", field="rule")
-    counts = {key: setting(at, key, "integer", file, where, default)
+    counts = {key: bounded(at, key, "integer", file, where, default)
               for key, default in (("min_clusters", 10), ("calibration_sims", 200))}
-    for key, value in counts.items():
-        if value < 1:
-            raise BadInput(file, f"{where} {key} must be an integer >= 1, not {value!r}", field=key)
+    work = BOUNDS["calibration_work"]
+    if counts["calibration_sims"] * resamples > work.high:
+        raise BadInput(file, f"{where} calibration_sims x resamples = {counts['calibration_sims'] * resamples:,} "
+                       f"exceeds {work.high:,} ({work.why}): register fewer of either", field="calibration_sims")
     ceiling = setting(at, "calibration_ceiling", "number", file, where, None)
     if ceiling is not None and not 0 < ceiling < 1:
         raise BadInput(file, f"{where} calibration_ceiling must be a number in (0, 1), not {ceiling!r}",
                        field="calibration_ceiling")
-    return Analysis(resamples=resamples, method=method, seed=setting(at, "seed", "integer", file, where, seed),
+    return Analysis(resamples=resamples, method=method, seed=bounded(at, "seed", "integer", file, where, seed),
                     max_unscored=float(max_unscored), rule=rule, min_clusters=counts["min_clusters"],
                     calibration_sims=counts["calibration_sims"],
                     calibration_ceiling=None if ceiling is None else float(ceiling))
@@ -373,9 +405,7 @@ def _audit(a: Any, file: Path, arms: dict[str, ArmSpec]) -> AuditGate:
     override = setting(a, "override", "string", file, where, None)
     if override is not None and not override.strip():
         raise BadInput(file, f"{where} override must state its reason", field="override")
-    k = setting(a, "k", "integer", file, where, 40)
-    if k < 1:
-        raise BadInput(file, f"{where} k must be >= 1, got {k}", field="k")
+    k = bounded(a, "k", "integer", file, where, 40)
     max_gamed = setting(a, "max_gamed", "integer", file, where, 4)
     if not 0 <= max_gamed <= k:
         raise BadInput(file, f"{where} max_gamed must be in [0, k={k}], got {max_gamed}", field="max_gamed")

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from arms.backends.base import STRUCTURED, Generation
 from arms.errors import BadInput
@@ -144,6 +145,93 @@ def setting(table: dict, key: str, kind: str, file: Path | str, where: str, defa
     return value
 
 
+@dataclass(frozen=True)
+class Bound:
+    """The registered values a setting may take, and why the upper end is where it is: low to high inclusive, or
+    above low (`above`: a duration of 0 s is no duration)."""
+
+    low: float
+    high: float
+    why: str
+    above: bool = False
+
+
+# Every registered count and quantity has an upper bound, checked when prereg.toml is loaded, before the first
+# model call: generous (far above any sane design), but each keeps a run and its analysis within time and memory
+# on a laptop, so no registration can fail or hang after its calls were paid for. README "Bounds" lists them.
+SEED_MAX = 2**32 - 2
+BOUNDS = {
+    "seed": Bound(0, SEED_MAX, "llama.cpp and llama-server read a seed as a 32-bit unsigned integer and take "
+                               "2^32 - 1 for 'random'; numpy's generator takes no negative seed"),
+    "threads": Bound(1, 512, "llama.cpp runs at most 512 threads (GGML_MAX_N_THREADS)"),
+    "n_ctx": Bound(16, 2**20, "llama.cpp allocates the KV cache of the whole context up front; 2^20 tokens is the "
+                              "longest context current open models take"),
+    "batch": Bound(1, 256, "llama.cpp decodes at most 256 sequences in one context (LLAMA_MAX_SEQ)"),
+    "gpu_layers": Bound(0, 10_000, "no model has that many layers (999 is the customary 'all')"),
+    "max_tokens": Bound(1, 2**20, "no reply is longer than the largest n_ctx"),
+    "samples": Bound(1, 1000, "each sample of each question is a paid call and a row"),
+    "scale": Bound(-100, 100, "llama.cpp multiplies the adapter's weights by it as a 32-bit float; beyond ±100 the "
+                              "adapter swamps the model"),
+    "concurrency": Bound(1, 256, "each request in flight holds a thread and a connection"),
+    "attempts": Bound(1, 20, "retries back off up to 30 s each: 20 attempts give up on a call within ~8 minutes"),
+    "timeout_s": Bound(0, 86_400, "a wait for data of more than a day is a hang", above=True),
+    "batch_poll_s": Bound(0, 86_400, "providers end a batch within 24 hours", above=True),
+    "batch_max_requests": Bound(1, 1_000_000, "ten times the largest provider limit (Anthropic: 100,000)"),
+    "batch_max_bytes": Bound(1, 2**31, "a batch's requests are built in memory (providers take at most 256 MB)"),
+    "price": Bound(0, 1_000_000, "USD per million tokens; today's dearest models cost hundreds"),
+    "judge_attempts": Bound(1, 10, "each verdict attempt is a paid call; one repair rule makes more than a few "
+                                   "attempts pointless"),
+    "resamples": Bound(100, 100_000, "the bootstrap holds resamples x distinct differences (or clusters) counts in "
+                                     "memory; 10,000 already rests a 2.5% tail on 250 resamples"),
+    "calibration_sims": Bound(1, 10_000, "each simulated data set is bootstrapped again (resamples x sims draws per "
+                                         "decision, and verify repeats it)"),
+    "calibration_work": Bound(1, 2 * 10**7, "calibration_sims x resamples, ten times the default 200 x 10,000: "
+                                            "about a minute per decision on a shared 2-core machine"),
+    "min_clusters": Bound(1, 1_000_000, "more clusters than any question set holds"),
+    "margin": Bound(0, 1_000_000, "a distance on the score scale; preflight also holds it within the rubric's "
+                                  "scale"),
+    "k": Bound(1, 10_000, "each of the top k answers is a paid read"),
+}
+
+
+def bounded(table: dict, key: str, kind: str, file: Path | str, where: str, default: Any = REQUIRED,
+            bound: str | None = None) -> Any:
+    """`setting` within BOUNDS[bound or key], else BadInput naming the key, the bound and why."""
+    value = setting(table, key, kind, file, where, default)
+    if key not in table:
+        return value
+    b = BOUNDS[bound or key]
+    if not (b.low < value if b.above else b.low <= value) or value > b.high:
+        low = f"> {b.low:g}" if b.above else f">= {b.low:g}"
+        raise BadInput(file, f"in {where} must be {low} and <= {b.high:,}, got {value!r} ({b.why})", field=key)
+    return value
+
+
+def plain_name(value: str, file: Path | str, where: str, key: str) -> str:
+    """A name that becomes part of a path (results/<experiment>-<arms>, rubrics/<rubric>.toml): one printable path
+    component, so no registered name can write or read outside its folder."""
+    if not value.strip() or value in (".", "..") or "/" in value or "\\" in value or not value.isprintable():
+        raise BadInput(file, f"in {where} must be a name of printable characters without / or \\ (it becomes part "
+                       f"of a file path), got {value!r}", field=key)
+    return value
+
+
+def http_url(url: str, file: Path | str, where: str, key: str = "base_url") -> str:
+    """An http(s) URL with a host, as the SDKs take it; else BadInput now rather than every call failing later."""
+    example = 'e.g. "http://127.0.0.1:8080/v1"'
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a port out of range or not a number raises here
+        host = parts.hostname or ""
+        host.encode("idna")
+    except (ValueError, UnicodeError) as e:
+        raise BadInput(file, f"in {where} is not a URL ({e}): {url!r}; {example}", field=key) from None
+    if parts.scheme not in ("http", "https") or not host or not url.isprintable() or " " in url:
+        raise BadInput(file, f"in {where} must be an http:// or https:// URL with a host, got {url!r}; {example}",
+                       field=key)
+    return url
+
+
 def _strings(value: Any, file: Path, where: str, key: str) -> tuple[str, ...]:
     """A string or a list of strings, as a tuple."""
     if value is None:
@@ -168,9 +256,8 @@ def parse_generation(table: dict, file: Path, where: str) -> Generation:
         kw["stop"] = _strings(kw["stop"], file, where, "stop")
     if "thinking" in kw and not isinstance(kw["thinking"], bool):
         raise BadInput(file, f"in {where} must be true or false", field="thinking")
-    budget = kw.get("thinking_budget")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-        raise BadInput(file, f"in {where} must be a positive number of tokens", field="thinking_budget")
+    if kw.get("thinking_budget") is not None:
+        bounded(kw, "thinking_budget", "integer", file, where, bound="max_tokens")
     if kw.get("effort") is not None and kw["effort"] not in EFFORTS:
         raise BadInput(file, f"in {where} must be one of {EFFORTS}", field="effort")
     for key in ("temperature", "top_p", "seed"):
@@ -179,13 +266,13 @@ def parse_generation(table: dict, file: Path, where: str) -> Generation:
         elif key in kw and not KINDS["integer" if key == "seed" else "number"][0](kw[key]):
             what = "an integer" if key == "seed" else "a number"
             raise BadInput(file, f"in {where} must be {what} or {PROVIDER_DEFAULT!r}, got {kw[key]!r}", field=key)
+    if kw.get("seed") is not None:
+        bounded(kw, "seed", "integer", file, where)
     if kw.get("temperature") is not None and kw["temperature"] < 0:
         raise BadInput(file, f"in {where} must be >= 0, got {kw['temperature']!r}", field="temperature")
     if kw.get("top_p") is not None and not 0 < kw["top_p"] <= 1:
         raise BadInput(file, f"in {where} must be in (0, 1], got {kw['top_p']!r}", field="top_p")
-    if setting(kw, "max_tokens", "integer", file, where, 1) < 1:
-        raise BadInput(file, f"in {where} must be a positive number of tokens, got {kw['max_tokens']!r}",
-                       field="max_tokens")
+    bounded(kw, "max_tokens", "integer", file, where, 1)
     setting(kw, "system", "string", file, where, None)
     try:
         return Generation(**kw)
@@ -196,23 +283,17 @@ def parse_generation(table: dict, file: Path, where: str) -> Generation:
 def parse_runtime(doc: dict, file: Path) -> Runtime:
     rt = doc.get("runtime") or {}
     where = "[runtime]"
-    runtime = Runtime(threads=setting(rt, "threads", "integer", file, where, 1),
-                      n_ctx=setting(rt, "n_ctx", "integer", file, where, 2048),
-                      seed=setting(rt, "seed", "integer", file, where, 0),
-                      batch=setting(rt, "batch", "integer", file, where, 1),
+    if not isinstance(rt, dict):
+        raise BadInput(file, f"{where} must be a table", field="runtime")
+    runtime = Runtime(threads=bounded(rt, "threads", "integer", file, where, 1),
+                      n_ctx=bounded(rt, "n_ctx", "integer", file, where, 2048),
+                      seed=bounded(rt, "seed", "integer", file, where, 0),
+                      batch=bounded(rt, "batch", "integer", file, where, 1),
                       flash_attn=setting(rt, "flash_attn", "boolean", file, where, False))
-    if runtime.threads < 1:
-        raise BadInput(file, f"in {where} must be >= 1, got {runtime.threads}", field="threads")
-    if runtime.n_ctx < 16:
-        raise BadInput(file, f"in {where} must be >= 16 tokens, got {runtime.n_ctx}", field="n_ctx")
-    if runtime.batch < 1:
-        raise BadInput(file, f"in {where} must be >= 1 sequences, got {runtime.batch}", field="batch")
     extra = rt.get("cpu_extra_buffers", "auto")
     if not registrable(extra):
         raise BadInput(file, f"in {where} must be \"auto\", true or false, got {extra!r}", field="cpu_extra_buffers")
-    gpu_layers = setting(rt, "gpu_layers", "integer", file, where, 0)
-    if gpu_layers < 0:
-        raise BadInput(file, f"in {where} must be >= 0 layers, got {gpu_layers}", field="gpu_layers")
+    gpu_layers = bounded(rt, "gpu_layers", "integer", file, where, 0)
     return replace(runtime, cpu_extra_buffers=extra, gpu_layers=gpu_layers)
 
 
@@ -237,7 +318,7 @@ def _model(name: str, t: Any, file: Path) -> ModelSpec:
             users = [name for name, info in REGISTRY.items() if key in info.model_keys]
             raise BadInput(file, f"{where} {key} is for the {' and '.join(users)} backend (backend {backend!r} "
                            "does not read it)", field=key)
-    urls = _strings(t.get("base_url"), file, where, "base_url")
+    urls = tuple(http_url(u, file, where) for u in _strings(t.get("base_url"), file, where, "base_url"))
     sha = t.get("sha256", {})
     if isinstance(sha, str):
         sha = {"source": sha}
@@ -247,19 +328,13 @@ def _model(name: str, t: Any, file: Path) -> ModelSpec:
     if template_sha is not None and not _is_digest(template_sha):
         raise BadInput(file, f"{where} must be a sha256 hex digest (64 hex digits)", field="chat_template_sha256")
     for key, default in (("concurrency", 4), ("attempts", 4)):
-        if setting(t, key, "integer", file, where, default) < 1:
-            raise BadInput(file, f"{where} {key} must be a positive integer", field=key)
-    timeout = setting(t, "timeout_s", "number", file, where, 120.0)
-    if timeout <= 0:
-        raise BadInput(file, f"{where} timeout_s must be a positive number of seconds", field="timeout_s")
-    if setting(t, "batch_poll_s", "number", file, where, 60.0) <= 0:
-        raise BadInput(file, f"{where} batch_poll_s must be a positive number of seconds", field="batch_poll_s")
+        bounded(t, key, "integer", file, where, default)
+    timeout = bounded(t, "timeout_s", "number", file, where, 120.0)
+    bounded(t, "batch_poll_s", "number", file, where, 60.0)
     for key in ("batch_max_requests", "batch_max_bytes"):
-        if setting(t, key, "integer", file, where, 1) < 1:
-            raise BadInput(file, f"{where} {key} must be a positive integer", field=key)
+        bounded(t, key, "integer", file, where, 1)
     for key in ("price_input", "price_output"):
-        if setting(t, key, "number", file, where, 0) < 0:
-            raise BadInput(file, f"{where} {key} must be a number of USD per million tokens, >= 0", field=key)
+        bounded(t, key, "number", file, where, 0, bound="price")
     if ("price_input" in t) != ("price_output" in t):
         missing = "price_output" if "price_input" in t else "price_input"
         raise BadInput(file, f"{where} registers one price without the other: a cost needs both", field=missing)
@@ -316,7 +391,7 @@ def parse_adapters(doc: dict, file: Path) -> dict[str, AdapterSpec]:
             if sha is not None and not _is_digest(sha):
                 raise BadInput(file, f"{where} must be a sha256 hex digest (64 hex digits)", field="sha256")
             out[name] = AdapterSpec(name=name, source=setting(t, "source", "string", file, where),
-                                    scale=float(setting(t, "scale", "number", file, where, 1.0)), sha256=sha)
+                                    scale=float(bounded(t, "scale", "number", file, where, 1.0)), sha256=sha)
     return out
 
 
@@ -333,7 +408,7 @@ def parse_arms(doc: dict, file: Path, models: dict[str, ModelSpec], adapters: di
 def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters: dict[str, AdapterSpec],
          before: list[ArmSpec]) -> ArmSpec:
     check_keys(t, ARM_KEYS, file, where)
-    name = setting(t, "name", "string", file, where)
+    name = plain_name(setting(t, "name", "string", file, where), file, where, "name")
     if any(a.name == name for a in before):
         raise BadInput(file, f"arm {name!r} registered twice: arm names must be unique", field="name")
     model = setting(t, "model", "string", file, where)
@@ -368,13 +443,14 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
     if glue is not None and ":" not in glue:
         raise BadInput(file, f"arm {name!r} glue must be 'file.py:function' (a file in the experiment folder) or "
                        "'package.module:function'", field="glue")
-    samples = setting(t, "samples", "integer", file, where, 1)
-    if samples < 1:
-        raise BadInput(file, f"arm {name!r} samples must be an integer >= 1", field="samples")
+    samples = bounded(t, "samples", "integer", file, where, 1)
     generation = t.get("generation", {})
     if not isinstance(generation, dict):
         raise BadInput(file, f"arm {name!r} generation must be a table of settings", field="generation")
     generation = parse_generation(generation, file, where)
+    if generation.seed is not None and generation.seed + samples - 1 > SEED_MAX:
+        raise BadInput(file, f"arm {name!r}: sample k is sent seed + k, and seed {generation.seed} + {samples - 1} "
+                       f"exceeds {SEED_MAX:,} ({BOUNDS['seed'].why})", field="seed")
     check_generation(models[model], generation, file, f"arm {name!r}")
     return ArmSpec(name=name, model=model, quants=quants, adapters=names, glue=glue, samples=samples,
                    generation=generation)

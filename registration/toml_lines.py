@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 import tomllib
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
+from arms import text as input_text
 from arms.errors import BadInput
 
-_KEY = r"""(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""
+_KEY = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
 _DOTTED = rf"{_KEY}(?:\s*\.\s*{_KEY})*"
 _ASSIGN = re.compile(rf"^\s*({_DOTTED})\s*=\s*(.*)$")
 _HEADER = re.compile(rf"^\s*(\[\[?)\s*({_DOTTED})\s*\]\]?")
@@ -22,8 +24,24 @@ _INLINE_KEY = re.compile(rf"[{{,]\s*({_KEY})\s*=")
 _AT_LINE = re.compile(r"\(at line (\d+), column \d+\)")
 
 
+def lines(text: str) -> list[str]:
+    """A TOML text's lines as TOML counts them: ended by LF or CRLF only (str.splitlines would also split at
+    U+2028, form feeds and other characters a TOML string may hold, and shift every line number after them)."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
 def _parts(dotted: str) -> tuple[str, ...]:
-    return tuple(p.strip().strip("\"'") for p in re.findall(rf"{_KEY}", dotted))
+    return tuple(_name(p) for p in re.findall(rf"{_KEY}", dotted))
+
+
+def _name(key: str) -> str:
+    """A key as TOML reads it: a bare key as written, a quoted one without its quotes and with its escapes."""
+    if key.startswith('"'):
+        try:
+            return tomllib.loads(f"k = {key}")["k"]
+        except tomllib.TOMLDecodeError:
+            return key.strip('"')
+    return key.strip("'")
 
 
 class KeyLines:
@@ -36,7 +54,7 @@ class KeyLines:
         current: tuple = ()
         closing = None  # a multi-line string's delimiter while inside one
         depth = 0  # open brackets of a multi-line array
-        for no, line in enumerate(text.splitlines(), start=1):
+        for no, line in enumerate(lines(text), start=1):
             if closing:
                 if line.count(closing) % 2:
                     closing = None
@@ -67,7 +85,7 @@ class KeyLines:
                     closing = delim
             if value.startswith("{"):
                 for key in _INLINE_KEY.findall(value):
-                    self.lines.setdefault((*path, _parts(key)[0]), no)
+                    self.lines.setdefault((*path, _name(key)), no)
             elif value.startswith("[") and not closing:
                 depth = max(0, value.count("[") - value.count("]"))
 
@@ -110,6 +128,32 @@ def located(e: BadInput, text: str) -> BadInput:
     return BadInput(e.file, e.message, line=line, field=e.field) if line is not None else e
 
 
+def read(file: Path) -> tuple[str, dict]:
+    """A TOML file's text (`decode`) and its document (`loads`)."""
+    text = decode(Path(file).read_bytes(), file)
+    return text, loads(text, file)
+
+
+def decode(raw: bytes, file) -> str:
+    """A TOML file's bytes as text by arms.text's rule (strict UTF-8), a bad byte refused at its line and the key
+    there."""
+    try:
+        return input_text.decode(raw, file)
+    except BadInput as e:
+        raise BadInput(file, e.message, line=e.line, field=_key_at(raw.decode("utf-8", "replace"), e.line)) from None
+
+
+def _key_at(text: str, line: int | None) -> str | None:
+    """The key assigned, or the table declared, on `line` of a TOML text."""
+    if line is None or line > len(lines(text)):
+        return None
+    src = lines(text)[line - 1]
+    key = _HEADER.match(src) if not _ASSIGN.match(src) else _ASSIGN.match(src)
+    if not key:
+        return None
+    return ".".join(_parts(key.group(2) if key.re is _HEADER else key.group(1)))
+
+
 def loads(text: str, file) -> dict:
     """tomllib.loads, its errors as BadInput naming the line and the key there (a duplicated table or key
     is such an error: TOML refuses to declare one twice)."""
@@ -118,13 +162,7 @@ def loads(text: str, file) -> dict:
     except tomllib.TOMLDecodeError as e:
         m = _AT_LINE.search(str(e))
         line = int(m.group(1)) if m else None
-        field = None
-        if line is not None and line <= len(text.splitlines()):
-            src = text.splitlines()[line - 1]
-            key = _HEADER.match(src) if not _ASSIGN.match(src) else _ASSIGN.match(src)
-            if key:
-                field = ".".join(_parts(key.group(2) if key.re is _HEADER else key.group(1)))
         message = _AT_LINE.sub("", str(e)).strip()
         if message.startswith("Cannot declare") or message.startswith("Cannot overwrite"):
             message += ": each table and key may be declared once (names must be unique)"
-        raise BadInput(file, f"not valid TOML: {message}", line=line, field=field) from None
+        raise BadInput(file, f"not valid TOML: {message}", line=line, field=_key_at(text, line)) from None

@@ -17,7 +17,8 @@ PACKAGES = ("arms", "judge", "audit", "registration")
 
 # Lowest first. A module's layer is that of the longest prefix listed.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base: errors, records, files", ("arms.errors", "arms.atomic", "arms.jsonl", "arms.records", "arms.crash")),
+    ("base: errors, records, files", ("arms.errors", "arms.atomic", "arms.jsonl", "arms.records", "arms.crash",
+                                      "arms.text")),
     ("models: backends and model files", ("arms.backends", "arms.llama_loader", "arms.models", "arms.retry",
                                           "arms.cache", "arms.quiet", "arms.quantize", "arms.lora", "arms.load")),
     ("registration: specs, hypotheses, the seal", ("registration",)),

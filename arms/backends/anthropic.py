@@ -27,7 +27,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CheckFailed
-from ..retry import BatchFailed, MalformedReply, reply_body, with_retries
+from ..retry import (
+    BatchFailed,
+    MalformedReply,
+    answer_text,
+    decoded,
+    field,
+    optional_text,
+    reply_body,
+    reply_name,
+    token_count,
+    with_retries,
+)
+from ..text import lone_surrogate
 from . import slots
 from .base import NOT_VERIFIABLE, SENDS, BackendInfo, Generation, ListedBatch, Reply, Request, nothing_read_back
 
@@ -52,7 +64,7 @@ class AnthropicBackend:
         key = os.environ.get(config.api_key_env) or "not-needed-for-local-servers"
         self.client = anthropic.Anthropic(base_url=config.base_url, api_key=key, default_headers={"x-api-key": key},
                                           max_retries=0, timeout=config.timeout_s)
-        self._create = with_retries(self.client.messages.create, attempts=config.attempts)
+        self._create = with_retries(decoded(self.client.messages.create), attempts=config.attempts)
 
     def identity(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.config.model, "base_url": self.config.base_url,
@@ -138,29 +150,47 @@ class AnthropicBackend:
         return self._reply(out, time.perf_counter() - t0, {})
 
     def _reply(self, out: Any, latency: float, where: dict[str, Any]) -> Reply:
+        """The reply as a Reply, or MalformedReply (an `error` row) when it holds no answer: not a message with a
+        content list, no text block (`content: []`, thinking only) or only whitespace, `stop_reason: "refusal"`,
+        text or tool input that is not Unicode, or a field of the wrong type (a token count that is no count)."""
+        body = lambda: reply_body(out)  # noqa: E731
         # the SDK does not validate: a body that is not a message with a content list gets here
-        if getattr(out, "type", None) != "message" or not isinstance(getattr(out, "content", None), list):
-            raise MalformedReply("the reply is not a message with a content list", body=reply_body(out))
-        text = ""
-        for block in out.content:
-            if block.type == "tool_use":
-                text = json.dumps(block.input)
-                break
+        content = field(out, "content")
+        if field(out, "type") != "message" or not isinstance(content, list):
+            raise MalformedReply("the reply is not a message with a content list", body=body())
+        kinds = [field(b, "type") for b in content]
+        stop = field(out, "stop_reason")
+        if stop is not None and not isinstance(stop, str):
+            raise MalformedReply(f"stop_reason is not a string: {type(stop).__name__}", body=body())
+        texts = [optional_text(field(b, "text"), f"content[{i}].text", body) for i, b in enumerate(content)
+                 if kinds[i] == "text"]
+        refusal = ("the model declined (stop_reason refusal)" + (f": {''.join(texts)}" if any(texts) else "")
+                   if stop == "refusal" else None)
+        tool = next((b for b, k in zip(content, kinds, strict=True) if k == "tool_use"), None)
+        if tool is not None and not refusal:
+            tool_input = field(tool, "input")
+            if not isinstance(tool_input, dict) or lone_surrogate(tool_input) is not None:
+                raise MalformedReply("the tool_use block's input is not an object of Unicode text", body=body())
+            text = json.dumps(tool_input)
+        elif not texts and not refusal:
+            what = "content is []" if not content else f"no text block (only {', '.join(map(str, kinds))})"
+            raise MalformedReply(f"no answer: {what}", body=body(), kind="empty")
         else:
-            text = "".join(b.text for b in out.content if b.type == "text")
-        usage = out.usage
-        thinking_tokens = int(getattr(getattr(usage, "output_tokens_details", None), "thinking_tokens", 0) or 0)
-        thought = any(b.type in ("thinking", "redacted_thinking") for b in out.content)
+            text = answer_text("".join(texts), "the text blocks", body, refusal=refusal)
+        usage = field(out, "usage")
+        thinking_tokens = token_count(field(field(usage, "output_tokens_details"), "thinking_tokens"),
+                                      "usage.output_tokens_details.thinking_tokens", body)
+        thought = any(k in ("thinking", "redacted_thinking") for k in kinds)
         return Reply(
             text=text,
             finish_reason={"max_tokens": "length", "end_turn": "stop", "stop_sequence": "stop"}.get(
-                out.stop_reason or "", out.stop_reason or "unknown"),
-            prompt_tokens=int(getattr(usage, "input_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "output_tokens", 0) or 0),
-            cached_tokens=int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+                stop or "", stop or "unknown"),
+            prompt_tokens=token_count(field(usage, "input_tokens"), "usage.input_tokens", body),
+            completion_tokens=token_count(field(usage, "output_tokens"), "usage.output_tokens", body),
+            cached_tokens=token_count(field(usage, "cache_read_input_tokens"), "usage.cache_read_input_tokens", body),
             latency_s=round(latency, 4),
-            raw={"id": out.id, "model": out.model, "stop_reason": out.stop_reason, **where,
-                 "tool_use": any(b.type == "tool_use" for b in out.content), "thinking_tokens": thinking_tokens},
+            raw={"id": reply_name(field(out, "id")), "model": reply_name(field(out, "model")), "stop_reason": stop,
+                 **where, "tool_use": tool is not None, "thinking_tokens": thinking_tokens},
             thinking=thought or thinking_tokens > 0,
         )
 

@@ -21,7 +21,19 @@ from typing import Any, Iterator
 
 from ..errors import CheckFailed, Refused
 from ..jsonl import json_lines
-from ..retry import BatchFailed, MalformedReply, reply_body, retryable, with_retries
+from ..retry import (
+    BatchFailed,
+    MalformedReply,
+    answer_text,
+    decoded,
+    field,
+    optional_text,
+    reply_body,
+    reply_name,
+    retryable,
+    token_count,
+    with_retries,
+)
 from . import slots
 from .base import (
     READ_BACK,
@@ -122,7 +134,7 @@ class OpenAIBackend:
     def _attempt(self, **kwargs: Any) -> tuple[Any, int]:
         with self.pool.lease() as i:
             try:
-                return self.clients[i].chat.completions.create(**kwargs), i
+                return decoded(self.clients[i].chat.completions.create)(**kwargs), i
             except Exception as e:
                 said = refusal(e) if "response_format" in kwargs else None
                 if said is None:
@@ -218,24 +230,42 @@ class OpenAIBackend:
         return self._reply(out, time.perf_counter() - t0, {"server": server})
 
     def _reply(self, out: Any, latency: float, where: dict[str, Any]) -> Reply:
-        choices = getattr(out, "choices", None)  # the SDK does not validate: a body without choices gets here
-        if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
-            raise MalformedReply("the reply has no choices[0].message", body=reply_body(out))
-        choice = choices[0]
-        usage = out.usage
-        details = getattr(usage, "prompt_tokens_details", None) if usage else None
-        completion_details = getattr(usage, "completion_tokens_details", None) if usage else None
-        reasoning_tokens = int(getattr(completion_details, "reasoning_tokens", 0) or 0)
-        reasoning_text = getattr(choice.message, "reasoning_content", None) or ""
+        """The reply as a Reply, or MalformedReply (an `error` row) when it holds no answer: no choices[0].message,
+        no text (`content: null`, tool calls only, whitespace), a refusal (`refusal`, a `content_filter` finish),
+        text that is not Unicode, or a field of the wrong type (a token count that is negative or no integer)."""
+        body = lambda: reply_body(out)  # noqa: E731
+        choices = field(out, "choices")  # the SDK does not validate: any JSON may sit where the API promises one
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        message = field(choice, "message")
+        if message is None:
+            raise MalformedReply("the reply has no choices[0].message", body=body())
+        finish = field(choice, "finish_reason")
+        if finish is not None and not isinstance(finish, str):
+            raise MalformedReply(f"choices[0].finish_reason is not a string: {type(finish).__name__}", body=body())
+        refusal = optional_text(field(message, "refusal"), "choices[0].message.refusal", body)
+        if finish == "content_filter":
+            refusal = refusal or "the server's content filter stopped the reply (finish_reason content_filter)"
+        content = field(message, "content")
+        if content is None and field(message, "tool_calls"):
+            raise MalformedReply("no answer: the reply holds tool calls and no text", body=body(), kind="empty")
+        text = answer_text(content, "choices[0].message.content", body, refusal=refusal)
+        usage = field(out, "usage")
+        details = field(usage, "prompt_tokens_details")
+        completion_details = field(usage, "completion_tokens_details")
+        reasoning_tokens = token_count(field(completion_details, "reasoning_tokens"),
+                                       "usage.completion_tokens_details.reasoning_tokens", body)
+        reasoning_text = optional_text(field(message, "reasoning_content"), "choices[0].message.reasoning_content",
+                                       body)
         return Reply(
-            text=choice.message.content or "",
-            finish_reason=choice.finish_reason or "unknown",
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            cached_tokens=int(getattr(details, "cached_tokens", 0) or 0) if details else 0,
+            text=text,
+            finish_reason=finish or "unknown",
+            prompt_tokens=token_count(field(usage, "prompt_tokens"), "usage.prompt_tokens", body),
+            completion_tokens=token_count(field(usage, "completion_tokens"), "usage.completion_tokens", body),
+            cached_tokens=token_count(field(details, "cached_tokens"), "usage.prompt_tokens_details.cached_tokens",
+                                      body),
             latency_s=round(latency, 4),
-            raw={"id": out.id, "model": out.model, "finish_reason": choice.finish_reason, **where,
-                 "reasoning_tokens": reasoning_tokens, "reasoning_chars": len(reasoning_text)},
+            raw={"id": reply_name(field(out, "id")), "model": reply_name(field(out, "model")), "finish_reason": finish,
+                 **where, "reasoning_tokens": reasoning_tokens, "reasoning_chars": len(reasoning_text)},
             thinking=bool(reasoning_text) or reasoning_tokens > 0,
         )
 

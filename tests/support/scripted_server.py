@@ -3,13 +3,14 @@
 It answers `POST /v1/chat/completions` (OpenAI), `POST /v1/messages` (Anthropic, with a `tool_use`
 block when a tool call was forced) and `GET /v1/models` on 127.0.0.1, replaying one scripted
 `Step` per call: a reply text (raw newlines inside JSON strings, code fences, prose — whatever
-the test needs the "model" to say), a structured verdict, a raw HTTP body (malformed JSON, empty),
-an HTTP error with or without Retry-After, a connection reset, a truncated response (headers
-promising more body than is sent, or a chunked body without its last chunk, then a close), each
-after an optional delay. The script is a list consumed in order or a function of the request.
-Every call is logged with its arrival time, and a call whose client hung up before the reply
-(a client timeout) with the time it did, so tests can measure what a client did (how long it
-waited, when it gave up, how many requests were in flight), which a patched client could not show.
+the test needs the "model" to say), a structured verdict, a raw HTTP body (malformed JSON, empty,
+any JSON shape, bytes that are not UTF-8), an HTTP error with or without Retry-After, a connection
+reset, a truncated response (headers promising more body than is sent, or a chunked body without its
+last chunk, then a close), each after an optional delay. The script is a list consumed in order or
+a function of the request. Every call is logged with its arrival time, and a call whose client hung
+up before the reply (a client timeout) with the time it did, so tests can measure what a client did
+(how long it waited, when it gave up, how many requests were in flight), which a patched client
+could not show.
 
     with ScriptedServer([fail(429, retry_after=1), verdict({"score": 2})]) as server:
         OpenAI(base_url=server.openai_url, api_key="x") ...
@@ -47,7 +48,7 @@ class Step:
     text: str = ""  # the model's reply (OpenAI message content; Anthropic text block)
     tool_input: dict[str, Any] | None = None  # Anthropic: answer a forced tool call with this tool_use input
     status: int = 200
-    body: str | None = None  # sent verbatim instead of a well-formed reply
+    body: str | bytes | None = None  # sent verbatim instead of a well-formed reply (text as UTF-8, bytes as they are)
     retry_after: float | None = None
     reset: bool = False  # drop the connection without answering
     delay_s: float = 0.0
@@ -73,8 +74,9 @@ def verdict(fields: dict[str, Any], delay_s: float = 0.0, thinking: str | None =
     return Step(text=json.dumps(fields), tool_input=dict(fields), delay_s=delay_s, thinking=thinking)
 
 
-def raw_body(body: str, status: int = 200, delay_s: float = 0.0) -> Step:
-    """A body the SDK must cope with: malformed JSON, or "" for an empty one."""
+def raw_body(body: str | bytes, status: int = 200, delay_s: float = 0.0) -> Step:
+    """A body the SDK must cope with: malformed JSON, "" for an empty one, any JSON the API never promised
+    (`json.dumps` of it: a lone surrogate goes out as its escape `\\ud800`), or bytes that are not UTF-8."""
     return Step(body=body, status=status, delay_s=delay_s)
 
 
@@ -171,6 +173,10 @@ def _anthropic_reply(seen: Seen, step: Step) -> dict[str, Any]:
         "usage": {"input_tokens": len(seen.prompt.split()), "output_tokens": len(step.text.split()) + thought,
                   "output_tokens_details": {"thinking_tokens": thought}},
     }
+
+
+def _bytes(body: str | bytes) -> bytes:
+    return body if isinstance(body, bytes) else body.encode()
 
 
 def _model_info(model: str, thinking_types: tuple[str, ...]) -> dict[str, Any]:
@@ -281,9 +287,9 @@ class _Handler(BaseHTTPRequestHandler):
         if step.truncate:
             full = step.body if step.body is not None else json.dumps(
                 (_openai_reply if api == "openai" else _anthropic_reply)(seen, step))
-            return self._send_truncated(step.truncate, full.encode())
+            return self._send_truncated(step.truncate, _bytes(full))
         if step.body is not None:
-            return self._send(step.status, step.body.encode())
+            return self._send(step.status, _bytes(step.body))
         if step.status != 200:
             headers = {"Retry-After": f"{step.retry_after:g}"} if step.retry_after is not None else None
             return self._json(step.status, _error_body(api, step.status, f"scripted HTTP {step.status}"), headers)
