@@ -64,8 +64,6 @@ class JudgeSpec:
 
 
 KINDS = ("non_inferiority", "superiority", "equivalence")
-TABLES = ("experiment", "runtime", "models", "adapters", "arms", "judge", "judges", "analysis", "hypotheses", "audit",
-          "gold")
 # The keys each table accepts (tests/test_readme.py checks README documents every one of them).
 EXPERIMENT_KEYS = ("name", "description", "seed", "sets")
 RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers", "gpu_layers", "batch", "flash_attn")
@@ -81,6 +79,7 @@ GOLD_PROGRAM = re.compile(r"^(?P<file>[^:]+\.py):(?P<function>[A-Za-z_][A-Za-z0-
 SHAPES = {"experiment": "table", "runtime": "table", "models": "tables", "adapters": "tables", "arms": "array",
           "judge": "table", "judges": "tables", "analysis": "table", "hypotheses": "array", "audit": "table",
           "gold": "table"}
+TABLES = tuple(SHAPES)
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
 
