@@ -33,6 +33,7 @@ def preflight(exp: Experiment, arms: list[str], registered: list[Question], ques
               panel: list[JudgeSpec], rubrics: dict[tuple[str, str], Rubric]) -> None:
     """Refuse (BadInput) what would fail after paying: `registered` is every question, `questions` this run's."""
     check_subsets(exp, registered)
+    check_margins(exp, [r for (_, kind), r in rubrics.items() if kind == "single"])
     specs = [exp.arm(a) for a in arms]
     check_files(exp, specs, panel)
     paths = {p.name: p for p in exp.set_paths()}
@@ -67,6 +68,18 @@ def check_subsets(exp: Experiment, questions: list[Question]) -> None:
                            f"{', '.join(exp.sets)} (a question must carry every tag); tags present: "
                            f"{', '.join(sorted(tags)) or 'none'}",
                            line=KeyLines(file.read_text()).find(("hypotheses", i), "subset"), field="subset")
+
+
+def check_margins(exp: Experiment, rubrics: list[Rubric]) -> None:
+    """A margin must lie inside the rubric's range R = hi - lo: the decision rule tests boundaries in (-R, R)."""
+    file = exp.dir / "prereg.toml"
+    for r in rubrics:
+        width = max(r.scale) - min(r.scale)
+        for i, h in enumerate(exp.hypotheses):
+            if h.margin >= width:
+                raise BadInput(file, f"hypothesis {h.id!r} margin {h.margin:g} is not below the range of rubric "
+                               f"{r.name!r} ({min(r.scale)}..{max(r.scale)}: {width} point(s))",
+                               line=KeyLines(file.read_text()).find(("hypotheses", i), "margin"), field="margin")
 
 
 def check_files(exp: Experiment, arms: list[ArmSpec], panel: list[JudgeSpec]) -> None:

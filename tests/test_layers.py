@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                "judge.preflight", "judge.folder")),
     ("analysis and report", ("judge.stats", "judge.rule", "judge.agreement", "judge.ppi", "judge.judge_error",
                              "judge.analysis", "judge.cost", "judge.report", "judge.plots")),
-    ("verify", ("judge.verify", "judge.rederive", "judge.export")),
+    ("verify", ("judge.verify", "judge.score_check", "judge.rederive", "judge.export")),
     ("audit", ("audit",)),
     ("commands", ("judge.run", "judge.__main__", "arms.__main__", "audit.__main__")),
 )
