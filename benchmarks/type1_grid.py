@@ -648,10 +648,55 @@ def validate(seed: int, sims: int, with_calibration: bool = True) -> dict:
     return {"sims": sims, "validate": rows}
 
 
+def validate_score(seed: int, sims: int) -> dict:
+    """The wired rule against this file's copy: data sets from grid cells (boundary), each decided by
+    ``judge.stats.paired(rule="score")`` (the test at -M that numbers.json records) and by score_skew (independent
+    questions) or score_cr_eff (clusters; questions without one as units of their own). Also the wired decision's
+    false-claim rate, which counts only registered clusters against ``min_clusters`` (3x+7: never claims)."""
+    from fractions import Fraction
+
+    from judge import stats
+    from judge.rule import Scale, cluster_units
+    rows = []
+    for structure in ("none", "10x", "3x+7"):
+        for scale, R in SCALES.items():
+            for K in (1, 3):
+                for shape, tie, n in (("step", 0.86, 40), ("flat", 0.7, 20), ("bigwin", 0.5, 100), ("flat", 0.95, 100)):
+                    if R * K == 1 and shape != "step":
+                        continue
+                    M = 0.05 * R
+                    rng = np.random.default_rng([seed, n, R, K, ("step", "flat", "bigwin").index(shape)])
+                    labels, registered = cluster_labels(n, structure)
+                    u = draw(rng, sims, n, difference_pmf(R, K, tie, -M, shape, M), labels, registered, 0.4)
+                    if labels is None:
+                        mine = score_skew(u, R, K, -M)
+                    else:
+                        mine = score_cr(u, *unit_sums(u, labels), R, K, -M)["score_cr_eff"]
+                    of = None if labels is None else [f"c{c}" if c < registered else None for c in labels]
+                    units = None if of is None else cluster_units(of)[0]
+                    theirs, decided = np.zeros(sims, dtype=bool), np.zeros(sims, dtype=bool)
+                    for k in range(sims):
+                        d = [Fraction(int(x), K) for x in u[k]]
+                        p = stats.paired([0] * n, d, resamples=100, alpha=ALPHA, margin=M, clusters=units,
+                                         rule="score", scale=Scale(0, R, K))
+                        theirs[k] = stats.score_test_at(p, "lower", -float(Fraction(repr(M))))["claims"]
+                        decided[k] = (stats.decide(p, "non_inferiority", M).verdict in stats.CLAIMS["non_inferiority"]
+                                      and (of is None or len({c for c in of if c}) >= MIN_CLUSTERS))
+                    rows.append({"structure": structure, "scale": scale, "K": K, "shape": shape, "tie": tie, "n": n,
+                                 "same decision": round(float(np.mean(theirs == mine)), 4),
+                                 "this file": round(float(mine.mean()), 4),
+                                 "judge.stats score": round(float(theirs.mean()), 4),
+                                 "wired decision": round(float(decided.mean()), 4)})
+                    print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return {"sims": sims, "validate_score": rows}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--validate", action="store_true", help="the current rule through judge/stats.py")
+    ap.add_argument("--validate-score", action="store_true",
+                    help="the wired score rule through judge/stats.py against this file's copy")
     ap.add_argument("--calibration", action="store_true",
                     help="the recommended rule's calibration lines against the truth")
     ap.add_argument("--sims", type=int, default=None, help="data sets per boundary cell (default 2000)")
@@ -676,6 +721,11 @@ def main() -> None:
         return
     if args.validate:
         out = validate(args.seed, args.sims or (40 if args.quick else 1000), with_calibration=not args.quick)
+        out["seconds"] = round(time.perf_counter() - t0, 1)
+        print(json.dumps(out, indent=1))
+        return
+    if args.validate_score:
+        out = validate_score(args.seed, args.sims or (20 if args.quick else 300))
         out["seconds"] = round(time.perf_counter() - t0, 1)
         print(json.dumps(out, indent=1))
         return
