@@ -360,8 +360,10 @@ def length_check(comparisons: list[dict], bias: dict[str, Any] | None) -> None:
             continue
         raw, adjusted = e["raw_difference"], e["length_adjusted_difference"]
         shift = adjusted - raw
-        moved = r | {"bound": r["bound"] + shift, "upper": r["upper"] + shift}
-        before = stats.decide(stats.Paired(**r), c["kind"], c["margin"]).verdict
+        # the decision interval decides here, under every rule (the score rule's verdict is its test, which the
+        # interval inverts): moved by the shift, and as it stands
+        moved = r | {"bound": r["bound"] + shift, "upper": r["upper"] + shift, "tests": None}
+        before = stats.decide(stats.Paired(**(r | {"tests": None})), c["kind"], c["margin"]).verdict
         after = stats.decide(stats.Paired(**moved), c["kind"], c["margin"]).verdict
         if after != before:
             rho = bias["length_spearman"]

@@ -837,8 +837,8 @@ def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
     lb, lo, hi = p.bound, p.bound, p.upper
     if not all(math.isfinite(x) for x in (lb, lo, hi)):
         return Decision(kind, margin, "inconclusive", "interval is not finite")
-    which = "" if p.rule == "bootstrap" else (f" (the lower of the {p.resampling} bootstrap {p.ci_low:+.4f} and the "
-                                              f"small-sample t {p.guard_low:+.4f})")
+    which = "" if p.rule != "bootstrap_and_t" else (f" (the lower of the {p.resampling} bootstrap {p.ci_low:+.4f} "
+                                                    f"and the small-sample t {p.guard_low:+.4f})")
     if kind == "non_inferiority":
         if claims("superiority", margin, lb, hi):
             verdict = "superior"

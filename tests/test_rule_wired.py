@@ -227,3 +227,19 @@ def test_calibration_is_computed_with_the_registered_rule():
     kw = dict(alpha=ALPHA, method="percentile", resamples=500, sims=400, seed=3, ceiling=0.05, scale=Scale(0, 2))
     assert S.calibrate(a, b, "non_inferiority", 0.1, rule="score", **kw).claims == 0
     assert 0.18 < S.calibrate(a, b, "non_inferiority", 0.1, rule="bootstrap", **kw).rate < 0.32
+
+
+def test_a_length_caution_under_the_score_rule():
+    """The length caution moves the decision interval by the length adjustment and decides again; under the score
+    rule too (its interval is its test inverted): +1 on 30 of 40 questions is superior, and moved by the planted
+    -0.75 that length explains it is not shown."""
+    from test_decisions import length_planted
+
+    from judge.analysis import length_check
+
+    p = S.paired([0] * 40, [1] * 30 + [0] * 10, resamples=200, alpha=ALPHA, margin=0.1, rule="score",
+                 scale=Scale(0, 2))
+    c = {"id": "H1", "kind": "non_inferiority", "margin": 0.1, "result": p.to_dict(), "length_notes": []}
+    assert S.decide(p, "non_inferiority", 0.1).verdict == "superior" and p.bound - 0.75 < -0.1
+    length_check([c], length_planted(True))
+    assert len(c["length_notes"]) == 1 and '"not shown" instead of "superior"' in c["length_notes"][0]
