@@ -4,8 +4,10 @@ Four checks, each naming what no longer matches:
 1. the seal of the experiment and the sha256 of every raw file numbers.json was computed from;
 2. every number in numbers.json, recomputed twice: by the main analysis and by a separate,
    plain-Python path (own loops for means and counts; exact per-question means; stats.check_paired
-   for the bootstrap, or cluster bootstrap, on the same resamples in exact Fractions; its own decision
-   rule, minimum number of clusters and calibration ceiling). The calibration itself (thousands of
+   for the bootstrap, or cluster bootstrap, on the same resamples in exact Fractions; judge.score_check,
+   its own implementation of the score rule; its own verdicts, count of registered clusters and
+   calibration ceiling). Decisions are recomputed with the rule the registration names (the default when
+   it names none), never with one recorded in the folder. The calibration itself (thousands of
    simulated decisions) is recomputed from that path's own inputs by stats.calibrate, seeded, and the
    power figures (mde, n_for_margin) by the main path only;
 3. report.md, re-rendered from the verified numbers and compared line by line;
