@@ -243,3 +243,30 @@ def test_a_length_caution_under_the_score_rule():
     assert S.decide(p, "non_inferiority", 0.1).verdict == "superior" and p.bound - 0.75 < -0.1
     length_check([c], length_planted(True))
     assert len(c["length_notes"]) == 1 and '"not shown" instead of "superior"' in c["length_notes"][0]
+
+
+@pytest.mark.parametrize("margin, refused", [("2.0", True), ("2.5", True), ("1.9", False)])
+def test_a_margin_outside_the_rubrics_range_is_refused_before_any_call(tmp_path, margin, refused):
+    """The rule tests boundaries inside (-R, R): a margin of the whole 0-2 range or more is bad input, named with
+    file, line and field by the checks that run before the first model call."""
+    import re
+
+    from test_readme import _example
+
+    from arms.errors import BadInput
+    from judge.preflight import check_margins
+    from judge.rubric import load_rubric
+    from registration.prereg import load_experiment
+
+    text = re.sub(r"(?m)^margin = 0\.10 ", f"margin = {margin} ", _example(), count=1)
+    assert f"margin = {margin} " in text
+    (tmp_path / "prereg.toml").write_text(text)
+    e = load_experiment(tmp_path)
+    if not refused:
+        check_margins(e, [load_rubric("correctness")])
+        return
+    with pytest.raises(BadInput) as err:
+        check_margins(e, [load_rubric("correctness")])
+    assert err.value.field == "margin" and err.value.line == text.splitlines().index(
+        next(x for x in text.splitlines() if x.startswith(f"margin = {margin} "))) + 1
+    assert "not below the range of rubric 'correctness' (0..2: 2 point(s))" in str(err.value)
