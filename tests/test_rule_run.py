@@ -159,6 +159,17 @@ def test_a_folder_decided_by_the_previous_default_fails_verify_until_judge_run_r
     from registration.prereg import load_experiment
 
     exp_dir, out, _ = two_point
+    # first, an edited score statistic is named by both paths (the second recomputes it with judge.score_check)
+    edited = json.loads((out / "numbers.json").read_text())
+    edited["comparisons"][0]["result"]["tests"][0]["statistic"] += 0.01
+    (out / "numbers.json").write_text(json.dumps(edited, indent=1))
+    bad = cli("judge", "verify", str(out), timeout=600)
+    assert bad.returncode == 1
+    field = "comparisons[H1].result.tests[lower -0.1].statistic"
+    lines = [line for line in bad.stderr.splitlines() if f"numbers.json {field} = " in line]
+    assert any("but the recomputation from raw files gives" in line for line in lines), bad.stderr
+    assert any("but the independent plain-Python recomputation gives" in line for line in lines), bad.stderr
+
     exp = load_experiment(exp_dir)
     old = replace(exp, analysis=replace(exp.analysis, rule="bootstrap_and_t"))
     run = json.loads((out / "run.json").read_text())
