@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 from judge import ppi, stats
+from judge.rule import Scale
 
 ALPHA, MARGIN, SEED = 0.025, 0.10, 20261130
 N, LABELLED, BIAS = 200, 40, 0.3
@@ -105,8 +106,8 @@ def scenario(name: str, confusion: np.ndarray, biased: bool, sims: int, register
         for k in ses:
             ses[k].append(est[k].se)
         if s < registered:
-            p = stats.paired(np.zeros(N), f[s], resamples=resamples, seed=SEED, alpha=ALPHA, margin=MARGIN,
-                             rule="bootstrap_and_t")
+            p = stats.paired([0] * N, f[s].astype(int).tolist(), resamples=resamples, seed=SEED, alpha=ALPHA,
+                             margin=MARGIN, rule="bootstrap_and_t", scale=Scale(0, 2))
             claim["judge_only_registered"].append(stats.claims("non_inferiority", MARGIN, p.bound, p.upper))
     out = {"judge": name, "biased": biased, "labelled": labelled_n,
            "judge_mean_difference": round(implied_difference(confusion, biased), 4), "sims": sims,

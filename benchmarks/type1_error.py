@@ -24,6 +24,10 @@ import sys
 import time
 
 from judge import stats
+from judge.rule import Scale
+
+RULES = ("bootstrap", "bootstrap_and_t")  # the bootstrap rules this benchmark measured (the score rule: type1_grid.py)
+SCALE = Scale(0, 2)  # differences -1 / 0 / +1 of the 0-2 rubric
 
 P = {-1: 0.2, 0: 0.7, 1: 0.1}  # mean -0.1: the boundary
 POWER_P = {-1: 0.15, 0: 0.7, 1: 0.15}  # mean 0: no difference, the claim is true (its rate is the power)
@@ -53,14 +57,15 @@ def main() -> None:
     table = []
     for n in ns:
         t0 = time.perf_counter()
-        rate: dict[str, float | None] = {r: 0.0 for r in stats.RULES}
-        for r in stats.RULES:
+        rate: dict[str, float | None] = {r: 0.0 for r in RULES}
+        for r in RULES:
             rate[f"{r} + calibration"] = 0.0 if n <= args.calibrate_up_to else None
         mass = 0.0
         for d, prob in compositions(n):
             mass += prob
             a = [0] * n
-            p = stats.paired(a, d, resamples=resamples, seed=SEED, alpha=ALPHA, margin=MARGIN, rule="bootstrap_and_t")
+            p = stats.paired(a, d, resamples=resamples, seed=SEED, alpha=ALPHA, margin=MARGIN, rule="bootstrap_and_t",
+                             scale=SCALE)
             bounds = {"bootstrap": p.ci_low, "bootstrap_and_t": p.bound}  # the same resamples decide both rules
             for rule, bound in bounds.items():
                 if not stats.claims("non_inferiority", MARGIN, bound, p.upper):
@@ -69,13 +74,15 @@ def main() -> None:
                 if rate[f"{rule} + calibration"] is None:
                     continue
                 cal = stats.calibrate(a, d, "non_inferiority", MARGIN, alpha=ALPHA, method="percentile",
-                                      resamples=resamples, rule=rule, sims=sims, seed=SEED, ceiling=CEILING)
+                                      resamples=resamples, rule=rule, sims=sims, seed=SEED, ceiling=CEILING,
+                                      scale=SCALE)
                 if cal.rate <= cal.ceiling:
                     rate[f"{rule} + calibration"] += prob
-        power = {r: 0.0 for r in stats.RULES}
+        power = {r: 0.0 for r in RULES}
         for d, prob in compositions(n, p=POWER_P):
             p = stats.paired([0] * n, d, resamples=resamples, seed=SEED, alpha=ALPHA, margin=MARGIN,
-                             rule="bootstrap_and_t")
+                             rule="bootstrap_and_t",
+                             scale=SCALE)
             for rule, bound in (("bootstrap", p.ci_low), ("bootstrap_and_t", p.bound)):
                 power[rule] += prob * stats.claims("non_inferiority", MARGIN, bound, p.upper)
         table.append({"n": n, **{k: None if v is None else round(v, 4) for k, v in rate.items()},

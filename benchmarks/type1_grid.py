@@ -611,12 +611,14 @@ VALIDATION = [  # name, R, K, margin, n, structure, icc, distribution of d (the 
 
 
 def validate(seed: int, sims: int, with_calibration: bool = True) -> dict:
-    """The current rule through judge/stats.py on this file's data sets, against this file's copy of it and the
-    rates reported against it; the recommended rule (score_skew; clustered: score_cr_eff, a question without a
+    """The harness's bootstrap_and_t through judge/stats.py on this file's data sets (its pseudo-observations are
+    half the rubric's range now: this file's pseudo_half; the rates reported against it were measured with one
+    point, this file's "current"); the recommended rule (score_skew; clustered: score_cr_eff, a question without a
     cluster counted as a unit as the harness counts today) on the same data sets; and the harness's calibration
     line (judge.stats.calibrate, 200 data sets, 2,000 resamples) averaged over the current rule's claims (at
     most 40 per scenario)."""
     from judge import stats
+    from judge.rule import Scale
     rows = []
     for name, R, K, M, n, structure, icc, probs, reported in VALIDATION:
         rng = np.random.default_rng([seed, n, R, int(M * 100)])
@@ -628,19 +630,21 @@ def validate(seed: int, sims: int, with_calibration: bool = True) -> dict:
         mine = evaluate(u, R, K, M, labels, counts, None, quick=True)
         names = None if labels is None else [f"c{c}" if c < registered else f"q{i}" for i, c in enumerate(labels)]
         theirs = np.zeros(sims, dtype=bool)
-        for s in range(sims):
+        for s in range(sims):  # the harness's bootstrap_and_t: pseudo-observations of half the range (R / 2)
             r = stats.paired([0] * n, [int(x) for x in u[s]], resamples=10_000, seed=seed + s, alpha=ALPHA,
-                             margin=M, clusters=names, rule="bootstrap_and_t")
+                             margin=M, clusters=names, rule="bootstrap_and_t", scale=Scale(0, R, K))
             theirs[s] = stats.claims("non_inferiority", M, r.bound, r.upper) and (
                 labels is None or r.units >= MIN_CLUSTERS)
         rate = float(theirs.mean())
         cal = [stats.calibrate([0] * n, [int(x) for x in u[s]], "non_inferiority", M, alpha=ALPHA, method="percentile",
                                resamples=2000, rule="bootstrap_and_t", sims=200, seed=seed, ceiling=2 * ALPHA,
-                               clusters=names).rate for s in np.nonzero(theirs)[0][:40]] if with_calibration else []
-        rows.append({"scenario": name, "n": n, "reported": reported, "judge.stats current": round(rate, 4),
+                               clusters=names, scale=Scale(0, R, K)).rate
+               for s in np.nonzero(theirs)[0][:40]] if with_calibration else []
+        copy = mine["pseudo_half"]  # this file's copy of it (with clusters its guard is not the harness's CR1 one)
+        rows.append({"scenario": name, "n": n, "reported": reported, "judge.stats bootstrap_and_t": round(rate, 4),
                      "mc_se": round(math.sqrt(max(rate * (1 - rate), 1e-9) / sims), 4),
-                     "this file current": round(float(mine["current"].mean()), 4),
-                     "same decision": round(float(np.mean(theirs == mine["current"])), 4),
+                     "this file pseudo_half": round(float(copy.mean()), 4),
+                     "same decision": round(float(np.mean(theirs == copy)), 4) if labels is None else None,
                      "recommended rule": round(float(mine["score_skew" if labels is None else
                                                           "score_cr_eff"].mean()), 4),
                      "calibration over claims": round(float(np.mean(cal)), 4) if cal else None})
@@ -648,10 +652,55 @@ def validate(seed: int, sims: int, with_calibration: bool = True) -> dict:
     return {"sims": sims, "validate": rows}
 
 
+def validate_score(seed: int, sims: int) -> dict:
+    """The wired rule against this file's copy: data sets from grid cells (boundary), each decided by
+    ``judge.stats.paired(rule="score")`` (the test at -M that numbers.json records) and by score_skew (independent
+    questions) or score_cr_eff (clusters; questions without one as units of their own). Also the wired decision's
+    false-claim rate, which counts only registered clusters against ``min_clusters`` (3x+7: never claims)."""
+    from fractions import Fraction
+
+    from judge import stats
+    from judge.rule import Scale, cluster_units
+    rows = []
+    for structure in ("none", "10x", "3x+7"):
+        for scale, R in SCALES.items():
+            for K in (1, 3):
+                for shape, tie, n in (("step", 0.86, 40), ("flat", 0.7, 20), ("bigwin", 0.5, 100), ("flat", 0.95, 100)):
+                    if R * K == 1 and shape != "step":
+                        continue
+                    M = 0.05 * R
+                    rng = np.random.default_rng([seed, n, R, K, ("step", "flat", "bigwin").index(shape)])
+                    labels, registered = cluster_labels(n, structure)
+                    u = draw(rng, sims, n, difference_pmf(R, K, tie, -M, shape, M), labels, registered, 0.4)
+                    if labels is None:
+                        mine = score_skew(u, R, K, -M)
+                    else:
+                        mine = score_cr(u, *unit_sums(u, labels), R, K, -M)["score_cr_eff"]
+                    of = None if labels is None else [f"c{c}" if c < registered else None for c in labels]
+                    units = None if of is None else cluster_units(of)[0]
+                    theirs, decided = np.zeros(sims, dtype=bool), np.zeros(sims, dtype=bool)
+                    for k in range(sims):
+                        d = [Fraction(int(x), K) for x in u[k]]
+                        p = stats.paired([0] * n, d, resamples=100, alpha=ALPHA, margin=M, clusters=units,
+                                         rule="score", scale=Scale(0, R, K))
+                        theirs[k] = stats.score_test_at(p, "lower", -float(Fraction(repr(M))))["claims"]
+                        decided[k] = (stats.decide(p, "non_inferiority", M).verdict in stats.CLAIMS["non_inferiority"]
+                                      and (of is None or len({c for c in of if c}) >= MIN_CLUSTERS))
+                    rows.append({"structure": structure, "scale": scale, "K": K, "shape": shape, "tie": tie, "n": n,
+                                 "same decision": round(float(np.mean(theirs == mine)), 4),
+                                 "this file": round(float(mine.mean()), 4),
+                                 "judge.stats score": round(float(theirs.mean()), 4),
+                                 "wired decision": round(float(decided.mean()), 4)})
+                    print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return {"sims": sims, "validate_score": rows}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--validate", action="store_true", help="the current rule through judge/stats.py")
+    ap.add_argument("--validate", action="store_true", help="bootstrap_and_t through judge/stats.py")
+    ap.add_argument("--validate-score", action="store_true",
+                    help="the wired score rule through judge/stats.py against this file's copy")
     ap.add_argument("--calibration", action="store_true",
                     help="the recommended rule's calibration lines against the truth")
     ap.add_argument("--sims", type=int, default=None, help="data sets per boundary cell (default 2000)")
@@ -676,6 +725,11 @@ def main() -> None:
         return
     if args.validate:
         out = validate(args.seed, args.sims or (40 if args.quick else 1000), with_calibration=not args.quick)
+        out["seconds"] = round(time.perf_counter() - t0, 1)
+        print(json.dumps(out, indent=1))
+        return
+    if args.validate_score:
+        out = validate_score(args.seed, args.sims or (20 if args.quick else 300))
         out["seconds"] = round(time.perf_counter() - t0, 1)
         print(json.dumps(out, indent=1))
         return

@@ -27,6 +27,7 @@ from registration.prereg import Experiment, Hypothesis
 from . import stats
 from .agreement import agreement, length_bias
 from .pairwise import summarise
+from .rule import Scale, cluster_units
 
 RAW_FILES = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")
 
@@ -193,79 +194,75 @@ def _unscored_rate(cell: dict[str, Any]) -> float:
 
 
 def _paired_block(exp: Experiment, a_scores: dict, b_scores: dict, qs: list[Question], alpha: float,
-                  margin: float) -> tuple[list[str], dict | None]:
+                  margin: float, scale: Scale) -> tuple[list[str], dict | None]:
     ids = [q.id for q in qs if q.id in a_scores and q.id in b_scores]
     if len(ids) < 2:
         return ids, None
     an = exp.analysis
+    labels = cluster_labels(ids, qs)
     p = stats.paired([a_scores[q] for q in ids], [b_scores[q] for q in ids], resamples=an.resamples, seed=an.seed,
-                     method=an.method, alpha=alpha, margin=margin, clusters=cluster_labels(ids, qs), rule=an.rule)
+                     method=an.method, alpha=alpha, margin=margin, clusters=labels, rule=an.rule, scale=scale)
     return ids, p.to_dict()
 
 
-def cluster_labels(ids: list[str], qs: list[Question]) -> list[str] | None:
-    """Each question's cluster when the set declares clusters (a question without one is its own); None when no
-    question of `ids` carries a cluster: then questions are resampled one by one."""
+def cluster_of(ids: list[str], qs: list[Question]) -> list[str | None] | None:
+    """Each question's registered cluster (None for a question without one); None when no question of `ids`
+    carries a cluster: then questions are resampled one by one."""
     by_id = {q.id: q for q in qs}
     if not any(by_id[q].cluster for q in ids):
         return None
-    return [by_id[q].cluster or q for q in ids]
+    return [by_id[q].cluster or None for q in ids]
 
 
-def ceiling(exp: Experiment, h: Hypothesis) -> float:
-    """The registered ceiling on a decision's simulated false-claim rate: [analysis] calibration_ceiling, else
-    2 alpha."""
-    c = exp.analysis.calibration_ceiling
-    return float(c) if c is not None else 2 * h.alpha
+def cluster_labels(ids: list[str], qs: list[Question]) -> list | None:
+    """The resampling unit of each question (judge.rule.cluster_units): its registered cluster, or, for a question
+    without one in a clustered set, the question itself; None when the set declares no cluster."""
+    of = cluster_of(ids, qs)
+    return None if of is None else cluster_units(of)[0]
 
 
-def compare(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scores, cells) -> dict[str, Any]:
+def rubric_scale(exp: Experiment, h: Hypothesis, points: tuple[int, ...]) -> Scale:
+    """The scale a hypothesis is decided on: the rubric's lowest and highest score, and K, the most samples either
+    arm averages per question (a question's mean may be over fewer, when some were unscored)."""
+    return Scale(min(points), max(points), max(exp.arm(h.a).samples, exp.arm(h.b).samples))
+
+
+def compare(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scores, cells,
+            scale: Scale) -> dict[str, Any]:
     an = exp.analysis
     a_scores, b_scores = scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {})
     wanted = [q for q in questions.values() if all(t in q.tags for t in h.subset)]
     cell = {(c["arm"], c["quant"]): c for c in cells}
     rates = {h.a: _unscored_rate(cell[(h.a, h.quant)]), h.b: _unscored_rate(cell[(h.b, h.quant)])}
-    ids, result = _paired_block(exp, a_scores, b_scores, wanted, h.alpha, h.margin)
+    ids = [q.id for q in wanted if q.id in a_scores and q.id in b_scores]
     out: dict[str, Any] = {"id": h.id, "text": h.text, "a": h.a, "b": h.b, "quant": h.quant, "kind": h.kind,
                            "margin": h.margin, "alpha": h.alpha, "subset": list(h.subset),
                            "questions_in_subset": len(wanted), "paired_questions": ids, "unscored_rate": rates,
-                           "result": result, "clusters": None, "clustered_se": None, "calibration": None,
+                           "result": None, "clusters": None, "clustered_se": None, "calibration": None,
                            "quant_notes": [], "length_notes": []}
-    if result is None:
+    if len(ids) < 2:
         out.update(verdict="inconclusive", reason=f"only {len(ids)} question(s) scored in both arms")
         return out
-    labels = cluster_labels(ids, wanted)
     a, b = [a_scores[q] for q in ids], [b_scores[q] for q in ids]
-    if labels:
-        out["clusters"] = len(set(labels))
-        if out["clusters"] > 1:  # one cluster: the clustered SE is undefined (its deviations cancel to 0)
-            out["clustered_se"] = stats.clustered_se([float(y - x) for x, y in zip(a, b, strict=False)], labels)
-    cal = stats.calibrate(a, b, h.kind, h.margin, alpha=h.alpha, method=an.method, resamples=an.resamples,
-                          rule=an.rule, sims=an.calibration_sims, seed=an.seed, ceiling=ceiling(exp, h),
-                          clusters=labels)
-    out["calibration"] = cal.to_dict()
-    d = stats.decide(stats.Paired(**result), h.kind, h.margin)
+    d = stats.decision(a, b, kind=h.kind, margin=h.margin, alpha=h.alpha, scale=scale,
+                       cluster_of=cluster_of(ids, wanted), settings=an)
+    out.update(result=d.result.to_dict(), clusters=d.clusters, calibration=d.calibration.to_dict())
+    if d.clusters is not None and d.result.units > 1:  # one unit: the clustered SE is undefined (deviations cancel)
+        out["clustered_se"] = stats.clustered_se([float(y - x) for x, y in zip(a, b, strict=False)],
+                                                 [str(u) for u in cluster_labels(ids, wanted)])
     worst = max(rates.values())
     if worst > an.max_unscored:
         who = ", ".join(f"{k} {v:.0%}" for k, v in rates.items())
         out.update(verdict="inconclusive",
                    reason=f"unscored or failed answers ({who}) exceed the registered {an.max_unscored:.0%}; "
-                          f"the statistic alone would say: {d.verdict}")
-    elif labels and out["clusters"] < an.min_clusters:
-        out.update(verdict="inconclusive",
-                   reason=f"only {out['clusters']} cluster(s) of questions, fewer than the registered minimum of "
-                          f"{an.min_clusters} for a cluster bootstrap; the statistic alone would say: {d.verdict}")
-    elif d.verdict in stats.CLAIMS[h.kind] and cal.rate > cal.ceiling:
-        out.update(verdict="inconclusive",
-                   reason=f"{d.reason}; but the rule's false-claim rate simulated at the boundary is {cal.rate:.3f} "
-                          f"({cal.claims} of {cal.sims} simulated data sets), above the registered ceiling "
-                          f"{cal.ceiling:.3f}: inconclusive")
+                          f"the statistic alone would say: {d.statistic.verdict}")
     else:
         out.update(verdict=d.verdict, reason=d.reason)
     return out
 
 
-def subset_analyses(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scores) -> list[dict[str, Any]]:
+def subset_analyses(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scores,
+                    scale: Scale) -> list[dict[str, Any]]:
     """Secondary analyses by question tag, Bonferroni-adjusted over the tags of one hypothesis.
 
     Exploratory: they never change the registered verdict, and the report says so.
@@ -277,7 +274,7 @@ def subset_analyses(h: Hypothesis, exp: Experiment, questions: dict[str, Questio
         qs = [q for q in base if tag in q.tags]
         alpha = h.alpha / len(tags)
         ids, result = _paired_block(exp, scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {}), qs, alpha,
-                                    h.margin)
+                                    h.margin, scale)
         verdict = "inconclusive" if result is None else stats.decide(stats.Paired(**result), h.kind, h.margin).verdict
         out.append({"id": f"{h.id} [{tag}]", "hypothesis": h.id, "tag": tag, "tests": len(tags),
                     "alpha_adjusted": alpha, "questions": len(qs), "paired_questions": ids, "result": result,
@@ -338,7 +335,8 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     scores = per_question(keys, judgments, judge)
     cells = _cells(exp, arms, answers, keys, judgments, judge, scores, set(qmap), raw.retried_rows)
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
-    comparisons = [compare(h, exp, qmap, scores, cells) for h in hyps]
+    points = exp_scale(exp)
+    comparisons = [compare(h, exp, qmap, scores, cells, rubric_scale(exp, h, points)) for h in hyps]
     judges = judges_section(exp, panel, answers, keys, pkeys, judgments, hyps)
     length_check(comparisons, judges["length_bias"].get(judge))
     return {
@@ -349,7 +347,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "raw_sha256": raw_sha256(run_dir),
         "cells": cells,
         "comparisons": comparisons,
-        "subsets": [s for h in hyps for s in subset_analyses(h, exp, qmap, scores)],
+        "subsets": [s for h in hyps for s in subset_analyses(h, exp, qmap, scores, rubric_scale(exp, h, points))],
         "quant_check": quant_check(exp, arms, scores, comparisons),
         "judge_totals": _judge_totals(judgments),
         "amendments": amendments(exp, raw.first_judgment),
@@ -370,8 +368,10 @@ def length_check(comparisons: list[dict], bias: dict[str, Any] | None) -> None:
             continue
         raw, adjusted = e["raw_difference"], e["length_adjusted_difference"]
         shift = adjusted - raw
-        moved = r | {"bound": r["bound"] + shift, "upper": r["upper"] + shift}
-        before = stats.decide(stats.Paired(**r), c["kind"], c["margin"]).verdict
+        # the decision interval decides here, under every rule (the score rule's verdict is its test, which the
+        # interval inverts): moved by the shift, and as it stands
+        moved = r | {"bound": r["bound"] + shift, "upper": r["upper"] + shift, "tests": None}
+        before = stats.decide(stats.Paired(**(r | {"tests": None})), c["kind"], c["margin"]).verdict
         after = stats.decide(stats.Paired(**moved), c["kind"], c["margin"]).verdict
         if after != before:
             rho = bias["length_spearman"]

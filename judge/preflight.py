@@ -35,6 +35,7 @@ def preflight(exp: Experiment, arms: list[str], registered: list[Question], ques
     """Refuse (BadInput) what would fail after paying: `registered` is every question, `questions` this run's."""
     check_subsets(exp, registered)
     check_rubrics(exp, rubrics, questions)
+    check_margins(exp, [r for (_, kind), r in rubrics.items() if kind == "single"])
     specs = [exp.arm(a) for a in arms]
     check_files(exp, specs, panel)
     paths = {p.name: p for p in exp.set_paths()}
@@ -66,7 +67,7 @@ def _empty(kind: str, q: Question) -> BlindItem | PairItem:
 
 def check_rubrics(exp: Experiment, rubrics: dict[tuple[str, str], Rubric], questions: list[Question]) -> None:
     """Each judge's rubric uses only the variables its judge provides, renders with every question, and can
-    decide what is registered: each margin within the scale, each attempt's seed (seed + attempt) a seed."""
+    decide what is registered: each attempt's seed (seed + attempt) a seed (margins: check_margins)."""
     file = exp.dir / "prereg.toml"
     for (name, kind), rubric in rubrics.items():
         fields = _empty(kind, questions[0]).prompt_fields() if questions else {}
@@ -79,15 +80,6 @@ def check_rubrics(exp: Experiment, rubrics: dict[tuple[str, str], Rubric], quest
                            f"exceeds {SEED_MAX:,} at [judge] attempts = {exp.judge_attempts}",
                            line=KeyLines(input_text.read(file)).find(("judge",), "attempts"),
                            field="attempts")
-        if kind != "single":
-            continue
-        span = rubric.scale[-1] - rubric.scale[0]
-        for i, h in enumerate(exp.hypotheses):
-            if h.margin > span:
-                raise BadInput(file, f"hypothesis {h.id!r} margin {h.margin!r} exceeds the whole score scale "
-                               f"{list(rubric.scale)} of rubric {rubric.name!r} (span {span}): no difference could "
-                               "ever reach it", line=KeyLines(input_text.read(file)).find(
-                                   ("hypotheses", i), "margin"), field="margin")
 
 
 def check_subsets(exp: Experiment, questions: list[Question]) -> None:
@@ -100,6 +92,18 @@ def check_subsets(exp: Experiment, questions: list[Question]) -> None:
                            f"{', '.join(exp.sets)} (a question must carry every tag); tags present: "
                            f"{', '.join(sorted(tags)) or 'none'}",
                            line=KeyLines(input_text.read(file)).find(("hypotheses", i), "subset"), field="subset")
+
+
+def check_margins(exp: Experiment, rubrics: list[Rubric]) -> None:
+    """A margin must lie inside the rubric's range R = hi - lo: the decision rule tests boundaries in (-R, R)."""
+    file = exp.dir / "prereg.toml"
+    for r in rubrics:
+        width = max(r.scale) - min(r.scale)
+        for i, h in enumerate(exp.hypotheses):
+            if h.margin >= width:
+                raise BadInput(file, f"hypothesis {h.id!r} margin {h.margin:g} is not below the range of rubric "
+                               f"{r.name!r} ({min(r.scale)}..{max(r.scale)}: {width} point(s))",
+                               line=KeyLines(input_text.read(file)).find(("hypotheses", i), "margin"), field="margin")
 
 
 def check_files(exp: Experiment, arms: list[ArmSpec], panel: list[JudgeSpec]) -> None:

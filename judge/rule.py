@@ -42,7 +42,8 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Sequence
 
-__all__ = ["Scale", "Score", "exact_differences", "cluster_units", "score", "claims", "lower_bound", "upper_bound"]
+__all__ = ["Scale", "Score", "exact_differences", "cluster_units", "score", "claims", "lower_bound", "upper_bound",
+           "is_exact"]
 
 _ITERATIONS = 200  # bisection steps: far past float resolution, and a fixed count keeps the result deterministic
 
@@ -99,21 +100,25 @@ def _t_quantile(q: float, df: float) -> float:
     return float(stats.t.ppf(q, df))
 
 
-def _is_exact(x: Any) -> bool:
+def is_exact(x: Any) -> bool:
     """int, Fraction or numpy integer; never a float (of any kind) or a bool."""
     return isinstance(x, numbers.Rational) and not isinstance(x, bool)
 
 
-def exact_differences(d: Sequence, scale: Scale) -> list[Fraction]:
+def exact_differences(d: Sequence, scale: Scale, shifted: bool = False) -> list[Fraction]:
     """The differences as Fractions, refused unless each is exact, within [-R, R] and a difference of two means of
-    at most K integer scores (its denominator divides lcm(1..K))."""
+    at most K integer scores (its denominator divides lcm(1..K)). ``shifted``: differences moved off the scale's
+    grid on purpose (the calibration's data sets, shifted to the boundary): only exactness is checked."""
     grid = math.lcm(*range(1, scale.samples + 1))
     out = []
     for i, x in enumerate(d):
-        if not _is_exact(x):
+        if not is_exact(x):
             raise TypeError(f"difference {i} is {x!r} ({type(x).__name__}): the rule takes exact values (int or "
                             f"Fraction), never floats")
         x = Fraction(int(x)) if isinstance(x, numbers.Integral) else Fraction(x)
+        if shifted:
+            out.append(x)
+            continue
         if abs(x) > scale.range:
             raise ValueError(f"difference {i} = {x} is outside [-{scale.range}, {scale.range}] for scale "
                              f"{scale.lo}..{scale.hi}")
@@ -183,8 +188,8 @@ class _Sample:
     units: int  # G, or n
 
 
-def _sample(d: Sequence, scale: Scale, clusters: Sequence | None) -> _Sample:
-    values = exact_differences(d, scale)
+def _sample(d: Sequence, scale: Scale, clusters: Sequence | None, shifted: bool = False) -> _Sample:
+    values = exact_differences(d, scale, shifted)
     n = len(values)
     total = sum(values, Fraction(0))
     if clusters is None:
@@ -234,7 +239,7 @@ def _score(x: _Sample, mu0: Fraction, R: int) -> Score:
 def score(d: Sequence, mu0, scale: Scale, clusters: Sequence | None = None) -> Score:
     """The score statistic T of the lower-side test H0: mean <= mu0 (see the module doc). ``clusters``: one label
     per question (questions without a registered cluster carry their own label), or None."""
-    if not _is_exact(mu0):
+    if not is_exact(mu0):
         raise TypeError(f"the boundary must be exact, got {mu0!r}")
     return _score(_sample(d, scale, clusters), Fraction(mu0), scale.range)
 
@@ -246,7 +251,7 @@ def _check_alpha(alpha: float) -> None:
 
 def _margin(margin) -> Fraction:
     """The registered margin as the decimal it was written as (0.1 -> 1/10), or exact."""
-    if _is_exact(margin):
+    if is_exact(margin):
         m = Fraction(margin)
     elif isinstance(margin, float):
         m = Fraction(repr(margin))
@@ -258,23 +263,27 @@ def _margin(margin) -> Fraction:
 
 
 def _mirror(d: Sequence) -> list:
-    return [-x if _is_exact(x) else x for x in d]
+    return [-x if is_exact(x) else x for x in d]
 
 
-def claims(kind: str, d: Sequence, margin, alpha: float, scale: Scale, clusters: Sequence | None = None) -> bool:
+def claims(kind: str, d: Sequence, margin, alpha: float, scale: Scale, clusters: Sequence | None = None,
+           shifted: bool = False) -> bool:
     """Whether the registered claim is made: "non_inferiority" (mean > -M), "superiority" (mean > 0) or
-    "equivalence" (-M < mean < M, both one-sided tests at alpha)."""
+    "equivalence" (-M < mean < M, both one-sided tests at alpha). ``shifted``: see ``exact_differences``."""
     _check_alpha(alpha)
     m = _margin(margin)
+    if kind not in ("non_inferiority", "superiority", "equivalence"):
+        raise ValueError(f"kind must be non_inferiority, superiority or equivalence, got {kind!r}")
+    if kind == "equivalence" and m == 0:
+        raise ValueError("equivalence needs a margin > 0")
+    x = _sample(d, scale, clusters, shifted)
+    R = scale.range
     if kind == "non_inferiority":
-        return score(d, -m, scale, clusters).rejects(alpha)
+        return _score(x, -m, R).rejects(alpha)
     if kind == "superiority":
-        return score(d, 0, scale, clusters).rejects(alpha)
-    if kind == "equivalence":
-        if m == 0:
-            raise ValueError("equivalence needs a margin > 0")
-        return score(d, -m, scale, clusters).rejects(alpha) and score(_mirror(d), -m, scale, clusters).rejects(alpha)
-    raise ValueError(f"kind must be non_inferiority, superiority or equivalence, got {kind!r}")
+        return _score(x, Fraction(0), R).rejects(alpha)
+    upper = _sample(_mirror(d), scale, clusters, shifted)
+    return _score(x, -m, R).rejects(alpha) and _score(upper, -m, R).rejects(alpha)
 
 
 def lower_bound(d: Sequence, alpha: float, scale: Scale, clusters: Sequence | None = None) -> float:

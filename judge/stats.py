@@ -43,6 +43,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import rule as score_rule
+from .rule import Scale
+
 # scipy (~0.6 s to import) is imported inside the functions that use it: a run refused at its start, or
 # killed during collection, never needs it.
 
@@ -83,15 +86,22 @@ __all__ = [
     "kappa_bootstrap",
     "krippendorff_alpha",
     "check_paired",
+    "exact_scores",
+    "score_tests",
+    "Decided",
+    "decision",
 ]
 
 _METHODS = ("percentile", "bca")
-RULES = ("bootstrap", "bootstrap_and_t")
-"""The registered decision interval. "bootstrap": the bootstrap interval alone. "bootstrap_and_t" (default): the
-wider of the bootstrap interval and ``guarded_t_interval``, so a claim needs both. The bootstrap bound can never
-fall below the smallest observed difference, so with few questions it claims far more often than alpha (a
-sample without one observed loss looks certain); the guard keeps small samples honest and costs little power
-once n is in the dozens (BENCHMARKS.md, type-I error of the rule)."""
+RULES = ("score", "bootstrap", "bootstrap_and_t")
+"""The registered decision rule. "score" (the registration's default): the scale-anchored score test of
+``judge.rule``, whose boundary distribution may put weight on a loss of the rubric's full range, so a sample of
+ties is not proof; it holds the false-claim rate at the boundary at 1.2 alpha over the type-I grid of BENCHMARKS.md
+(ties, scales 0-1, 0-2 and 0-10, K, clusters). "bootstrap": the bootstrap interval alone. "bootstrap_and_t": the
+wider of the bootstrap interval and ``guarded_t_interval`` (pseudo-observations of half the rubric's range; with
+clusters a CR1 t bound over the units), so a claim needs both. The bootstrap bound can never fall below the
+smallest observed difference, and both bootstrap rules exceed 1.2 alpha where most differences are ties
+(BENCHMARKS.md): they stay registrable for folders and experiments that registered them."""
 _TIE_TOL = 1e-12  # relative tolerance for "bootstrap mean equals observed mean" in BCa
 _CHUNK = 1024  # resample rows per batch in bootstrap_means (bounds memory)
 
@@ -457,14 +467,34 @@ def t_interval(d: np.ndarray, confidence: float) -> tuple[float, float]:
     return mean - crit * se, mean + crit * se
 
 
-def guarded_t_interval(d: np.ndarray, confidence: float, step: float = 1.0) -> tuple[float, float]:
-    """Paired-t interval of ``d`` with one pseudo-loss and one pseudo-win of ``step`` (one score point) added.
+def guarded_t_interval(d: np.ndarray, confidence: float, step: float,
+                       unit_list: Sequence[tuple[Fraction, int]] | None = None) -> tuple[float, float]:
+    """Paired-t interval of ``d`` with one pseudo-loss and one pseudo-win of ``step`` added: half the rubric's
+    range (``guard_step``), so the guard means the same on every scale (one point on 0-2).
 
     The pseudo-observations (in the spirit of Agresti-Caffo's added counts) leave the mean nearly unchanged
-    but give a sample with no observed disagreement a non-zero spread, so twelve ties are not proof.
+    but give a sample with no observed disagreement a non-zero spread, so twelve ties are not proof. With
+    clusters (``unit_list`` from ``units``: each unit's sum and size) it is the cluster-robust (CR1) t interval
+    over the G units plus a pseudo-unit of -step and one of +step (each of the mean unit size), with G + 1
+    degrees of freedom; with units of one question each this is exactly the paired-t interval above.
     """
-    d = np.asarray(d, dtype=float)
-    return t_interval(np.concatenate([d, [-float(step), float(step)]]), confidence)
+    if unit_list is None:
+        d = np.asarray(d, dtype=float)
+        return t_interval(np.concatenate([d, [-float(step), float(step)]]), confidence)
+    from scipy import stats
+    size = math.fsum(m for _, m in unit_list) / len(unit_list)
+    sums = [float(s_) for s_, _ in unit_list] + [-float(step) * size, float(step) * size]
+    sizes = [float(m) for _, m in unit_list] + [size, size]
+    g = len(sums)
+    mean = math.fsum(sums) / math.fsum(sizes)
+    cr1 = math.fsum((x - m * mean) ** 2 for x, m in zip(sums, sizes, strict=True))
+    half = float(stats.t.ppf((1 + confidence) / 2, g - 1)) * math.sqrt(g / (g - 1) * cr1) / math.fsum(sizes)
+    return mean - half, mean + half
+
+
+def guard_step(scale: Scale) -> float:
+    """The guard's pseudo-loss and pseudo-win: half the rubric's range R = hi - lo (one point on 0-2, five on 0-10)."""
+    return scale.range / 2
 
 
 def t_test_p(d: np.ndarray) -> float:
@@ -600,6 +630,8 @@ class Paired:
     guard_low: float | None = None  # small-sample t interval (rule "bootstrap_and_t"; see guarded_t_interval)
     guard_high: float | None = None
     upper: float | None = None  # upper end of the interval the rule decides on (equivalence)
+    scale: list[int] | None = None  # [lo, hi, K]: the rubric's scale and the samples per question
+    tests: list[dict[str, Any]] | None = None  # rule "score": the one-sided tests at the boundaries (score_tests)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -612,38 +644,77 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> float | None:
     return r if math.isfinite(r) else None
 
 
+def exact_scores(xs, name: str) -> list:
+    """The scores of one arm, refused unless each is exact: an int (a score) or a Fraction (a question's mean over
+    its samples). A float is refused, never rounded: 1/3 as a float is not 1/3, and a bound exactly at the margin
+    would be decided by the rounding."""
+    out = list(xs)
+    for i, x in enumerate(out):
+        if not score_rule.is_exact(x):
+            raise TypeError(f"{name}[{i}] is {x!r} ({type(x).__name__}): paired() takes exact scores (int, or "
+                            "Fraction for a mean over K samples), never floats, so an exact tie at the margin is "
+                            "decided exactly")
+    return out
+
+
+def score_tests(d: Sequence, margin, alpha: float, scale: Scale, labels: Sequence | None) -> list[dict[str, Any]]:
+    """Rule "score": the one-sided score tests (judge.rule) a decision needs, at the registered decimal margin M.
+
+    "lower" at mu0 rejects "mean <= mu0" (-M: non-inferior, 0: superior, +M: not equivalent); "upper" at mu0 rejects
+    "mean >= mu0" (+M: the upper side of equivalence, -M: not equivalent). Each records its statistic, degrees of
+    freedom, critical value and whether it rejects (the claim). Empty when the units cannot carry a test (fewer
+    than two clusters).
+    """
+    m = decimal(margin) if margin else Fraction(0)
+    if m >= scale.range:
+        raise ValueError(f"the margin {margin} must be below the rubric's range {scale.range}")
+    if labels is not None and len(set(labels)) < 2:
+        return []
+    mirrored = [-x for x in d]
+    out = []
+    for side, mu0 in (("lower", -m), ("lower", Fraction(0)), ("lower", m), ("upper", m), ("upper", -m)):
+        if any(t["side"] == side and t["boundary"] == float(mu0) for t in out):
+            continue  # a margin of 0: one test per side
+        s = score_rule.score(d if side == "lower" else mirrored, mu0 if side == "lower" else -mu0, scale, labels)
+        c = s.critical(alpha)
+        out.append({"id": f"{side} {float(mu0):+g}", "side": side, "boundary": float(mu0), "statistic": s.statistic,
+                    "df": s.df, "critical": c, "claims": bool(s.statistic > c)})
+    return out
+
+
 def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percentile",
            alpha: float = 0.05, margin: float | None = None, clusters: Sequence | None = None,
-           rule: str = "bootstrap", step: float = 1.0) -> Paired:
+           rule: str = "bootstrap", scale: Scale | None = None) -> Paired:
     """Compare system b against system a on the same questions (d = b - a, positive = b better).
 
     ``alpha`` is one-sided: ``bound`` is the one-sided (1 - alpha) lower bound and
-    ``ci_low``/``ci_high`` the two-sided (1 - 2*alpha) interval (alpha=0.025 -> 95%). Scores may be
-    Fractions (a question's mean over K samples): the bootstrap interval is computed exactly from them.
-    ``clusters`` (one label per question) makes it a cluster bootstrap: whole clusters are resampled.
-    ``rule`` (see RULES) says which interval ``bound``/``upper`` come from; ``step`` is one score point.
+    ``ci_low``/``ci_high`` the two-sided (1 - 2*alpha) interval (alpha=0.025 -> 95%). Scores are exact: ints, or
+    Fractions for a question's mean over K samples (``exact_scores``; floats are refused). ``clusters`` (one label
+    per question; a question without a registered cluster carries a label of its own) makes it a cluster
+    bootstrap: whole clusters are resampled. ``rule`` (see RULES) says what ``bound``/``upper`` are; "score" and
+    "bootstrap_and_t" need ``scale``, the rubric's scale and K (the differences are checked against it).
     """
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    if rule != "bootstrap" and scale is None:
+        raise ValueError(f"rule {rule!r} needs the rubric's scale (scale=judge.rule.Scale(lo, hi, samples))")
     if np.ndim(a) != 1 or np.ndim(b) != 1 or len(a) != len(b):
         raise ValueError("a and b must be 1-D arrays of the same length (one score per question)")
-    va, ia = _coded(a)
-    vb, ib = _coded(b)
+    va, ia = _coded(exact_scores(a, "a"))
+    vb, ib = _coded(exact_scores(b, "b"))
     a = np.array([float(x) for x in va])[ia]
     b = np.array([float(x) for x in vb])[ib]
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError("a and b must be 1-D arrays of the same length (one score per question)")
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        raise ValueError("scores must be finite (drop or impute missing questions first)")
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     if not 0 < alpha < 0.5:
         raise ValueError("alpha (one-sided) must be in (0, 0.5)")
     pairs, which = np.unique(ia * len(vb) + ib, return_inverse=True)
     dv = [vb[p % len(vb)] - va[p // len(vb)] for p in pairs.tolist()]  # each distinct (a, b) pair's difference
-    ed = [dv[k] for k in which.tolist()] if clusters is not None else None
+    ed = [dv[k] for k in which.tolist()]
     d = np.array([float(x) for x in dv])[which]
     _check_n(d)
+    if scale is not None:
+        score_rule.exact_differences(ed, scale)  # each a difference the rubric's scale and K can produce
     n = d.size
     constant = len(set(dv)) == 1
 
@@ -654,6 +725,7 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
         kinds, freq = tally([(x, 1) for x in merged])
         freq = [merged[x] for x, _ in kinds]
         n_units = n
+        unit_list = None
     else:
         unit_list = units(ed, clusters)
         kinds, freq = tally(unit_list)
@@ -665,10 +737,19 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
     t_low, t_high = t_interval(d, confidence)
     sd = 0.0 if constant else float(np.std(d, ddof=1))
     g_low = g_high = None
+    tests = None
     bound, upper = ci_low, ci_high
     if rule == "bootstrap_and_t":
-        g_low, g_high = guarded_t_interval(d, confidence, step)
+        g_low, g_high = guarded_t_interval(d, confidence, guard_step(scale), unit_list)
         bound, upper = min(ci_low, g_low), max(ci_high, g_high)
+    elif rule == "score":
+        labels = None if clusters is None else list(clusters)
+        tests = score_tests(ed, margin, alpha, scale, labels)
+        if n_units < 2:  # one cluster: no test, nothing excluded
+            bound, upper = float(-scale.range), float(scale.range)
+        else:
+            bound = score_rule.lower_bound(ed, alpha, scale, labels)
+            upper = score_rule.upper_bound(ed, alpha, scale, labels)
     return Paired(
         n=n,
         mean_a=float(sum(x * int(c) for x, c in zip(va, np.bincount(ia), strict=False)) / n),
@@ -699,6 +780,8 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
         guard_low=g_low,
         guard_high=g_high,
         upper=upper,
+        scale=None if scale is None else [scale.lo, scale.hi, scale.samples],
+        tests=tests,
     )
 
 
@@ -738,21 +821,24 @@ def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
       not used: superiority is against zero).
     * equivalence (TOST): (1 - 2*alpha) interval inside (-margin, +margin) -> "equivalent";
       interval entirely outside it -> "not equivalent"; straddling a margin -> "inconclusive".
-    The bound is exact rounded once, and the margin is the registered decimal, so an exact tie compares
-    equal and does not clear the margin. Non-finite bounds give "inconclusive".
+    Rule "score" decides by its one-sided tests at the registered boundaries (``Paired.tests``), the bound being
+    their inversion, shown; the other rules by the bound, exact rounded once against the registered decimal
+    margin, so an exact tie compares equal and does not clear the margin. Non-finite bounds give "inconclusive".
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
     margin = float(margin)
     if margin < 0 or (kind == "equivalence" and margin == 0):
         raise ValueError("margin must be >= 0 (and > 0 for equivalence)")
+    if p.tests is not None:
+        return _decide_by_tests(p, kind, margin)
     one_sided = _pct((1 + p.confidence) / 2)
     two_sided = _pct(p.confidence)
     lb, lo, hi = p.bound, p.bound, p.upper
     if not all(math.isfinite(x) for x in (lb, lo, hi)):
         return Decision(kind, margin, "inconclusive", "interval is not finite")
-    which = "" if p.rule == "bootstrap" else (f" (the lower of the {p.resampling} bootstrap {p.ci_low:+.4f} and the "
-                                              f"small-sample t {p.guard_low:+.4f})")
+    which = "" if p.rule != "bootstrap_and_t" else (f" (the lower of the {p.resampling} bootstrap {p.ci_low:+.4f} "
+                                                    f"and the small-sample t {p.guard_low:+.4f})")
     if kind == "non_inferiority":
         if claims("superiority", margin, lb, hi):
             verdict = "superior"
@@ -786,6 +872,52 @@ def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
     return Decision(kind, margin, verdict, reason)
 
 
+def score_test_at(p: Paired, side: str, boundary: float) -> dict[str, Any]:
+    """Rule "score": the recorded one-sided test on ``side`` ("lower"/"upper") at ``boundary``."""
+    for t in p.tests or ():
+        if t["side"] == side and t["boundary"] == boundary:
+            return t
+    raise ValueError(f"no {side} score test at {boundary:+g}: the comparison was computed with another margin")
+
+
+def _decide_by_tests(p: Paired, kind: str, margin: float) -> Decision:
+    if not p.tests:
+        return Decision(kind, margin, "inconclusive", f"{p.units} unit(s) of questions: the score test needs at least "
+                                                      "two")
+    lo, hi, k = p.scale
+    where = f"score test on the {lo}–{hi} scale" + (f", K = {k}" if k > 1 else "")
+    one_sided = _pct((1 + p.confidence) / 2)
+
+    def line(t: dict) -> str:
+        return f"T = {t['statistic']:+.3f} {'>' if t['claims'] else '<='} {t['critical']:.3f}"
+
+    if kind in ("non_inferiority", "superiority"):
+        sup, ni = score_test_at(p, "lower", 0.0), score_test_at(p, "lower", -margin)
+        bound = f"one-sided {one_sided} lower bound {p.bound:+.4f} ({where}"
+        if sup["claims"]:
+            verdict = "superior"
+            reason = (f"{bound}; at 0: {line(sup)}): superior" if kind == "superiority" else
+                      f"{bound}; at 0: {line(sup)}): non-inferior and superior")
+        elif kind == "non_inferiority" and ni["claims"]:
+            verdict, reason = "non-inferior", f"{bound}; at -{margin:.4g}: {line(ni)}): non-inferior"
+        elif kind == "non_inferiority":
+            verdict = "not shown"
+            reason = f"{bound}; at -{margin:.4g}: {line(ni)}): non-inferiority not shown"
+        else:
+            verdict, reason = "not shown", f"{bound}; at 0: {line(sup)}): superiority not shown"
+        return Decision(kind, margin, verdict, reason)
+    low, high = score_test_at(p, "lower", -margin), score_test_at(p, "upper", margin)
+    span = (f"{_pct(p.confidence)} interval [{p.bound:+.4f}, {p.upper:+.4f}] ({where}; above -{margin:.4g}: "
+            f"{line(low)}, below +{margin:.4g}: {line(high)})")
+    if low["claims"] and high["claims"]:
+        verdict, reason = "equivalent", f"{span}: equivalent (two one-sided tests)"
+    elif score_test_at(p, "lower", margin)["claims"] or score_test_at(p, "upper", -margin)["claims"]:
+        verdict, reason = "not equivalent", f"{span}: entirely outside (-{margin:.4g}, +{margin:.4g}): not equivalent"
+    else:
+        verdict, reason = "inconclusive", f"{span}: equivalence not shown"
+    return Decision(kind, margin, verdict, reason)
+
+
 CLAIMS = {"non_inferiority": ("non-inferior", "superior"), "superiority": ("superior",),
           "equivalence": ("equivalent",)}  # the verdicts that are the claim a calibration measures
 
@@ -807,22 +939,28 @@ class Calibration:
 
 def calibrate(a, b, kind: str, margin: float, *, alpha: float, method: str, resamples: int, rule: str,
               sims: int, seed: int, ceiling: float, clusters: Sequence | None = None,
-              step: float = 1.0) -> Calibration:
+              scale: Scale | None = None) -> Calibration:
     """The false-claim rate of the registered rule, simulated at the boundary, for data like these.
 
     The observed differences are shifted so that their mean is exactly the boundary (the registered decimal
     margin), and ``sims`` data sets are drawn from them (questions, or whole clusters, with replacement);
-    each is decided by the same rule, ``resamples`` bootstrap resamples, exact arithmetic and strict
-    comparison as the real decision. Equivalence is simulated at the margin on the side of the estimate.
-    Seeded: the same inputs give the same rate, so verify can recompute it.
+    each is decided by the same rule (and, for the bootstrap rules, ``resamples`` bootstrap resamples), exact
+    arithmetic and strict comparison as the real decision. Equivalence is simulated at the margin on the side of
+    the estimate. Seeded: the same inputs give the same rate, so verify can recompute it. Computed with the score
+    rule it tracks the rule's true rate over the type-I grid (BENCHMARKS.md); with the bootstrap rules it cannot
+    see a loss the sample did not show.
     """
     from scipy import stats
-    ed = differences(a, b)
+    if rule != "bootstrap" and scale is None:
+        raise ValueError(f"rule {rule!r} needs the rubric's scale")
+    ed = differences(exact_scores(a, "a"), exact_scores(b, "b"))
     n = len(ed)
     mean = sum(ed) / n
     m = decimal(margin)
     target = {"non_inferiority": -m, "superiority": Fraction(0)}.get(kind, -m if mean <= 0 else m)
     shift = target - mean
+    if rule == "score":
+        return _calibrate_score([x + shift for x in ed], kind, m, target, alpha, scale, clusters, sims, seed, ceiling)
     labels = list(range(n)) if clusters is None else list(clusters)
     groups: dict[Any, list] = {}
     for x, c in zip(ed, labels, strict=False):
@@ -855,7 +993,12 @@ def calibrate(a, b, kind: str, margin: float, *, alpha: float, method: str, resa
             inner = rng.multinomial(n_units, data[used] / n_units, size=resamples)
         lo, hi = exact_interval([kinds[i] for i in used], data[used].tolist(), inner, a_frac, method)
         low, high = float(lo), float(hi)
-        if rule == "bootstrap_and_t":
+        if rule == "bootstrap_and_t" and clusters is not None:  # the CR1 guard over the drawn units
+            g_low, g_high = guarded_t_interval(None, conf, guard_step(scale),
+                                               [kinds[i] for i in used for _ in range(int(data[i]))])
+            low, high = min(low, g_low), max(high, g_high)
+        elif rule == "bootstrap_and_t":
+            step = guard_step(scale)
             nq = float(data @ sizes) + 2
             md = float(data @ sums) / nq
             var = (float(data @ squares) + 2 * step * step - nq * md * md) / (nq - 1)
@@ -864,6 +1007,92 @@ def calibrate(a, b, kind: str, margin: float, *, alpha: float, method: str, resa
         hits += claims(kind, float(margin), low, high)
     return Calibration(boundary=float(target), sims=int(sims), claims=int(hits), rate=hits / sims,
                        ceiling=float(ceiling), seed=int(seed))
+
+
+def _score_claims(kind: str, d: list, m: Fraction, alpha: float, scale: Scale, labels: list | None) -> bool:
+    """Whether rule "score" makes the registered claim on differences shifted off the grid (the calibration):
+    the same tests as ``decide`` (non-inferiority: the test at -M, or at 0 for "superior")."""
+    kw = dict(scale=scale, clusters=labels, shifted=True)
+    if kind == "non_inferiority":
+        return (score_rule.claims("non_inferiority", d, m, alpha, **kw)
+                or score_rule.claims("superiority", d, m, alpha, **kw))
+    return score_rule.claims(kind, d, m, alpha, **kw)
+
+
+def _calibrate_score(shifted: list[Fraction], kind: str, m: Fraction, target: Fraction, alpha: float, scale: Scale,
+                     clusters: Sequence | None, sims: int, seed: int, ceiling: float) -> Calibration:
+    """Rule "score": each simulated data set draws whole units (questions, or clusters with their questions'
+    differences) with replacement from the shifted differences, and is decided by the score tests."""
+    groups: dict[Any, list[Fraction]] = {}
+    for i, x in enumerate(shifted):
+        groups.setdefault(i if clusters is None else clusters[i], []).append(x)
+    tallied: dict[tuple, int] = {}
+    for values in groups.values():
+        key = tuple(sorted(values))
+        tallied[key] = tallied.get(key, 0) + 1
+    kinds = sorted(tallied)
+    freq = np.array([tallied[k] for k in kinds])
+    n_units = int(freq.sum())
+    hits = 0
+    if n_units >= 2:  # one cluster: no test, no claim
+        for data in np.random.default_rng(seed).multinomial(n_units, freq / n_units, size=sims):
+            d, labels, unit = [], [], 0
+            for i in np.nonzero(data)[0]:
+                for _ in range(int(data[i])):
+                    labels += [unit] * len(kinds[i])
+                    d += kinds[i]
+                    unit += 1
+            hits += _score_claims(kind, d, m, alpha, scale, None if clusters is None else labels)
+    return Calibration(boundary=float(target), sims=int(sims), claims=int(hits), rate=hits / sims,
+                       ceiling=float(ceiling), seed=int(seed))
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One registered hypothesis decided: what the rule says on these data, its calibration, and the verdict after
+    the registered guards (too few registered clusters, a calibration above the ceiling)."""
+
+    result: Paired
+    calibration: Calibration
+    clusters: int | None  # registered clusters among the paired questions; None: none of them has a cluster
+    statistic: Decision  # what the rule alone says
+    verdict: str
+    reason: str
+
+
+def decision(a, b, *, kind: str, margin: float, alpha: float, scale: Scale, cluster_of: Sequence | None,
+             settings) -> Decided:
+    """Decide one registered hypothesis on its paired scores (a: reference arm, b: arm under test, exact).
+
+    ``scale``: the rubric's scale and K; ``cluster_of``: each question's registered cluster (None or "" for a
+    question without one; None for the whole list when the set declares none); ``settings``: the registered
+    [analysis] (resamples, method, seed, rule, min_clusters, calibration_sims, calibration_ceiling). A question
+    without a cluster in a clustered set is a unit of its own for resampling and variance, but only registered
+    clusters count towards ``min_clusters`` (``judge.rule.cluster_units``).
+    """
+    labels, registered = None, None
+    if cluster_of is not None and any(c not in (None, "") for c in cluster_of):
+        labels, registered = score_rule.cluster_units(cluster_of)
+    p = paired(a, b, resamples=settings.resamples, seed=settings.seed, method=settings.method, alpha=alpha,
+               margin=margin, clusters=labels, rule=settings.rule, scale=scale)
+    ceiling = settings.calibration_ceiling if settings.calibration_ceiling is not None else 2 * alpha
+    cal = calibrate(a, b, kind, margin, alpha=alpha, method=settings.method, resamples=settings.resamples,
+                    rule=settings.rule, sims=settings.calibration_sims, seed=settings.seed, ceiling=ceiling,
+                    clusters=labels, scale=scale)
+    d = decide(p, kind, margin)
+    verdict, reason = d.verdict, d.reason
+    if labels is not None and registered < settings.min_clusters:
+        loose = p.units - registered
+        why = (f" ({loose} question(s) without a cluster are units of their own, not clusters)" if loose else "")
+        verdict = "inconclusive"
+        reason = (f"only {registered} cluster(s) of questions{why}, fewer than the registered minimum of "
+                  f"{settings.min_clusters} for a clustered decision; the statistic alone would say: {d.verdict}")
+    elif d.verdict in CLAIMS[kind] and cal.rate > cal.ceiling:
+        verdict = "inconclusive"
+        reason = (f"{d.reason}; but the rule's false-claim rate simulated at the boundary is {cal.rate:.3f} "
+                  f"({cal.claims} of {cal.sims} simulated data sets), above the registered ceiling "
+                  f"{cal.ceiling:.3f}: inconclusive")
+    return Decided(result=p, calibration=cal, clusters=registered, statistic=d, verdict=verdict, reason=reason)
 
 
 # ----------------------------------------------------------------------------------------
@@ -1064,13 +1293,27 @@ def _chk_t_interval(d: list[float], alpha: float) -> tuple[float, float]:
     return mean - crit * se, mean + crit * se
 
 
+def _chk_cr1_interval(groups: list[list], alpha: float, step: float) -> tuple[float, float]:
+    """The clustered guard by hand: CR1 t interval of the mean over the units plus a pseudo-unit of -step and one
+    of +step, each of the mean unit size; G + 1 degrees of freedom (G units)."""
+    size = sum(g[1] for g in groups) / len(groups)
+    pairs = [(float(g[0]), float(g[1])) for g in groups] + [(-step * size, size), (step * size, size)]
+    total = math.fsum(m for _, m in pairs)
+    mean = math.fsum(s for s, _ in pairs) / total
+    cr1 = math.fsum((s - m * mean) ** 2 for s, m in pairs)
+    half = _chk_t_crit(1 - alpha, len(pairs) - 1) * math.sqrt(len(pairs) / (len(pairs) - 1) * cr1) / total
+    return mean - half, mean + half
+
+
 def check_paired(a, b, resamples: tuple, method: str, alpha: float, margin: float | None = None,
                  clusters: Sequence | None = None, rule: str = "bootstrap", step: float = 1.0) -> dict:
     """Independent recomputation of paired() on the same resamples (plain Python, exact Fractions).
 
     `resamples` is (kinds, counts) from resample_counts(...). The check groups the differences into
     questions or clusters itself and refuses resamples that do not describe them. Returns the fields of
-    Paired.to_dict() except the power figures (mde, n_for_margin), which only the main path computes.
+    Paired.to_dict() except the power figures (mde, n_for_margin), which only the main path computes, and, for
+    rule "score", the score test's bound, upper end and tests (judge.score_check recomputes those); ``step`` is
+    the guard's pseudo-observation (half the rubric's range) for rule "bootstrap_and_t".
     """
     ea = [_chk_exact(x) for x in a]
     eb = [_chk_exact(x) for x in b]
@@ -1132,7 +1375,8 @@ def check_paired(a, b, resamples: tuple, method: str, alpha: float, margin: floa
     ci_low, ci_high = float(lo), float(hi)
     bound, upper, g_low, g_high = ci_low, ci_high, None, None
     if rule == "bootstrap_and_t":
-        g_low, g_high = _chk_t_interval(d + [-float(step), float(step)], alpha)
+        g_low, g_high = (_chk_t_interval(d + [-float(step), float(step)], alpha) if clusters is None else
+                         _chk_cr1_interval(list(groups.values()), alpha, float(step)))
         bound, upper = min(ci_low, g_low), max(ci_high, g_high)
 
     mean_d = float(sum(ed) / n)

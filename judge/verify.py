@@ -7,8 +7,10 @@ Four checks, each naming what no longer matches:
    every raw file numbers.json was computed from;
 2. every number in numbers.json, recomputed twice: by the main analysis and by a separate,
    plain-Python path (own loops for means and counts; exact per-question means; stats.check_paired
-   for the bootstrap, or cluster bootstrap, on the same resamples in exact Fractions; its own decision
-   rule, minimum number of clusters and calibration ceiling). The calibration itself (thousands of
+   for the bootstrap, or cluster bootstrap, on the same resamples in exact Fractions; judge.score_check,
+   its own implementation of the score rule; its own verdicts, count of registered clusters and
+   calibration ceiling). Decisions are recomputed with the rule the registration names (the default when
+   it names none), never with one recorded in the folder. The calibration itself (thousands of
    simulated decisions) is recomputed from that path's own inputs by stats.calibrate, seeded, and the
    power figures (mde, n_for_margin) by the main path only;
 3. report.md, re-rendered from the verified numbers and compared line by line;
@@ -51,13 +53,14 @@ from arms.questions import load_questions
 from registration.prereg import Experiment, load_experiment, rubric_dir
 from registration.seal import verify_seal
 
-from . import stats
+from . import score_check, stats
 from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_sha256
 from .cost import costs
 from .folder import binding_findings
 from .rederive import Replies, rederive
 from .report import render
 from .rubric import load_rubric
+from .rule import Scale
 from .runinfo import Scope, bound_scope, merged, registered
 
 TOL = 1e-9
@@ -274,24 +277,44 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                                             if answers[cell]["ok"] else None),
                              "mean": (math.fsum(m.values()) / len(m)) if m else None})
     an, rule = run["analysis"], exp.analysis.rule
+    points = load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)).scale
+    lo, hi = min(points), max(points)
 
-    def labels(ids: list[str]) -> list[str] | None:
-        return [clusters[q] or q for q in ids] if any(clusters[q] for q in ids) else None
+    def labels(ids: list[str]) -> list[tuple] | None:
+        """Each question's unit: its registered cluster, or itself when it has none; None when none has one."""
+        if not any(clusters[q] for q in ids):
+            return None
+        return [("cluster", clusters[q]) if clusters[q] else ("question", q) for q in ids]
 
-    def check(a_m: dict, b_m: dict, ids: list[str], alpha: float, margin: float) -> dict | None:
+    def registered(ids: list[str]) -> int | None:
+        return len({clusters[q] for q in ids if clusters[q]}) if labels(ids) else None
+
+    def check(a_m: dict, b_m: dict, ids: list[str], alpha: float, margin: float, h) -> dict | None:
         if len(ids) < 2:
             return None
         a, b = [a_m[q] for q in ids], [b_m[q] for q in ids]
         units = [(y - x, 1) for x, y in zip(a, b, strict=False)]
         if labels(ids):
-            grouped: dict[str, list] = {}
+            grouped: dict[tuple, list] = {}
             for (x, _), c in zip(units, labels(ids), strict=False):
                 grouped.setdefault(c, [Fraction(0), 0])
                 grouped[c][0] += x
                 grouped[c][1] += 1
             units = [(v[0], v[1]) for v in grouped.values()]
         res = stats.resample_counts(units, an["resamples"], an["seed"])
-        return stats.check_paired(a, b, res, an["method"], alpha, margin=margin, clusters=labels(ids), rule=rule)
+        out = stats.check_paired(a, b, res, an["method"], alpha, margin=margin, clusters=labels(ids),
+                                 rule="bootstrap" if rule == "score" else rule, step=(hi - lo) / 2)
+        out["rule"], out["scale"], out["tests"] = rule, [lo, hi, max(exp.arm(h.a).samples, exp.arm(h.b).samples)], None
+        if rule == "score":
+            d = [y - x for x, y in zip(a, b, strict=False)]
+            m = Fraction(repr(float(margin))) if margin else Fraction(0)
+            out["tests"] = score_check.boundary_tests(d, m, hi - lo, alpha, labels(ids))
+            if out["tests"]:
+                out["bound"] = score_check.lower_bound(d, hi - lo, alpha, labels(ids))
+                out["upper"] = -score_check.lower_bound([-x for x in d], hi - lo, alpha, labels(ids))
+            else:
+                out["bound"], out["upper"] = float(lo - hi), float(hi - lo)
+        return out
 
     for s in numbers["subsets"]:
         h = next(h for h in exp.hypotheses if h.id == s["hypothesis"])
@@ -299,7 +322,7 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         tags = sorted({t for q, ts in questions.items() if all(x in ts for x in h.subset) for t in ts} - set(h.subset))
         ids = [q for q, ts in questions.items() if all(x in ts for x in h.subset) and s["tag"] in ts
                and q in a_m and q in b_m]
-        chk = check(a_m, b_m, ids, h.alpha / len(tags), h.margin)
+        chk = check(a_m, b_m, ids, h.alpha / len(tags), h.margin, h)
         out.setdefault("subsets", []).append({"id": s["id"], "tests": len(tags), "paired_questions": ids,
                                               "result": chk and {k: v for k, v in chk.items()
                                                                  if k in (s["result"] or chk)}})
@@ -309,24 +332,28 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a_m and q in b_m]
         entry: dict[str, Any] = {"id": h.id, "paired_questions": ids}
         if len(ids) >= 2:
-            chk = check(a_m, b_m, ids, h.alpha, h.margin)
+            chk = check(a_m, b_m, ids, h.alpha, h.margin, h)
             entry["result"] = {k: v for k, v in chk.items() if k in (c.get("result") or {})}
             lab = labels(ids)
-            entry["clusters"] = len(set(lab)) if lab else None
-            entry["clustered_se"] = _clustered_se([float(b_m[q] - a_m[q]) for q in ids], lab) if lab else None
+            entry["clusters"] = registered(ids)
+            entry["clustered_se"] = (_clustered_se([float(b_m[q] - a_m[q]) for q in ids], lab)
+                                     if lab and len(set(lab)) > 1 else None)
             bound, upper = chk["bound"], chk["upper"]
             cap = exp.analysis.calibration_ceiling
             cal = stats.calibrate([a_m[q] for q in ids], [b_m[q] for q in ids], h.kind, h.margin, alpha=h.alpha,
                                   method=an["method"], resamples=an["resamples"], rule=rule,
                                   sims=exp.analysis.calibration_sims, seed=an["seed"],
-                                  ceiling=float(cap) if cap is not None else 2 * h.alpha, clusters=lab)
+                                  ceiling=float(cap) if cap is not None else 2 * h.alpha, clusters=lab,
+                                  scale=Scale(*chk["scale"]))
             entry["calibration"] = cal.to_dict()
             rates = []
             for arm in (h.a, h.b):
                 cc = next(x for x in out["cells"] if x["arm"] == arm and x["quant"] == h.quant)
                 miss = cc["answer_errors"] + cc["unscored"] + cc["judge_errors"]
                 rates.append(miss / cc["answers"] if cc["answers"] else 1.0)
-            if h.kind == "equivalence":
+            if rule == "score":
+                verdict = score_check.verdict(h.kind, h.margin, chk["tests"])
+            elif h.kind == "equivalence":
                 verdict = ("equivalent" if bound > -h.margin and upper < h.margin else
                            "not equivalent" if bound >= h.margin or upper <= -h.margin else "inconclusive")
             elif bound > 0:
@@ -336,7 +363,7 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
             else:
                 verdict = "not shown"
             claim = verdict in ("non-inferior", "superior", "equivalent")
-            too_few = lab is not None and len(set(lab)) < exp.analysis.min_clusters
+            too_few = lab is not None and entry["clusters"] < exp.analysis.min_clusters
             miscalibrated = claim and cal.rate > cal.ceiling
             entry["verdict"] = ("inconclusive" if max(rates) > an["max_unscored"] or too_few or miscalibrated
                                 else verdict)
@@ -646,6 +673,24 @@ def _subset_of(stored: dict, independent_numbers: dict) -> dict:
     return restrict(stored, independent_numbers)
 
 
+def earlier_rule_findings(numbers: dict, exp) -> list[str]:
+    """A folder whose decisions were made by another rule than the one its registration names now (the default
+    rule changed: a registration naming none was decided by `bootstrap_and_t` before), or by decision code that
+    did not yet know the rubric's scale. verify recomputes with the registered rule only, so a folder can never
+    be passed on a rule of the writer's choosing; this line says why its decisions differ and what re-decides
+    them."""
+    results = [c.get("result") for c in numbers.get("comparisons", []) if isinstance(c.get("result"), dict)]
+    rules = sorted({str(r.get("rule")) for r in results if r.get("rule") != exp.analysis.rule})
+    if rules:
+        return [f"numbers.json: decided by rule {', '.join(rules)}, but the registration's rule is "
+                f"{exp.analysis.rule!r} (the default when [analysis] names none; before it, the default was "
+                "'bootstrap_and_t'): `judge run` into the folder re-decides it without any model call"]
+    if any("scale" not in r for r in results):
+        return ["numbers.json: decided by an earlier version of the decision rules (its results record no rubric "
+                "scale): `judge run` into the folder re-decides it without any model call"]
+    return []
+
+
 def cost_findings(run: dict, run_dir: Path, exp) -> list[str]:
     """run.json's cost table against the one the raw files and batches.jsonl give (none before costs were kept)."""
     if "cost" not in run:
@@ -793,6 +838,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         problems.append("retry rule: the two paths disagree: the independent plain-Python check finds the breaches "
                         "above, the main path (arms.jsonl.current) accepted the raw files")
     problems += duplicate_names(numbers)
+    problems += earlier_rule_findings(numbers, exp)
     problems += diff_numbers(numbers, main, "recomputation from raw files")
     problems += amend["problems"]
     problems += _disagreement("which amendments are dated after the first judgment and not marked post hoc",

@@ -80,6 +80,7 @@ SHAPES = {"experiment": "table", "runtime": "table", "models": "tables", "adapte
           "judge": "table", "judges": "tables", "analysis": "table", "hypotheses": "array", "audit": "table",
           "gold": "table"}
 TABLES = tuple(SHAPES)
+RULES = ("score", "bootstrap", "bootstrap_and_t")  # judge.stats.RULES: the decision rules a registration may name
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
 
@@ -103,7 +104,7 @@ class Analysis:
     method: str = "percentile"
     seed: int = 0
     max_unscored: float = 0.10  # above this share of unscored answers in either arm: inconclusive
-    rule: str = "bootstrap_and_t"  # the decision interval (judge.stats.RULES)
+    rule: str = "score"  # the decision rule (judge.stats.RULES); "score" is the default
     min_clusters: int = 10  # a set that declares clusters: fewer clusters than this in a comparison is inconclusive
     calibration_sims: int = 200  # data sets simulated at the boundary to measure each decision's false-claim rate
     calibration_ceiling: float | None = None  # above this simulated rate a claim is inconclusive; None: 2 * alpha
@@ -374,9 +375,10 @@ def _analysis(at: Any, file: Path, seed: int) -> Analysis:
     if not 0 <= max_unscored <= 1:
         raise BadInput(file, f"{where} max_unscored is a share of answers, in [0, 1]; got {max_unscored!r}",
                        field="max_unscored")
-    rule = setting(at, "rule", "string", file, where, "bootstrap_and_t")
-    if rule not in ("bootstrap", "bootstrap_and_t"):
-        raise BadInput(file, f"{where} rule must be 'bootstrap' or 'bootstrap_and_t'", field="rule")
+    rule = setting(at, "rule", "string", file, where, "score")
+    if rule not in RULES:
+        raise BadInput(file, f"{where} rule must be one of {', '.join(repr(r) for r in RULES)}, not {rule!r}",
+                       field="rule")
     counts = {key: bounded(at, key, "integer", file, where, default)
               for key, default in (("min_clusters", 10), ("calibration_sims", 200))}
     work = BOUNDS["calibration_work"]

@@ -15,6 +15,7 @@ from arms.questions import Question
 from judge import stats as S
 from judge.agreement import length_bias
 from judge.analysis import compare, length_check, quant_check
+from judge.rule import Scale
 from registration.prereg import Analysis, Hypothesis
 
 pytestmark = pytest.mark.unit
@@ -64,9 +65,11 @@ def test_a_bound_exactly_at_the_margin_is_not_shown_and_both_paths_agree(case):
     chk = S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b)), resamples, seed), "percentile",
                          0.025, margin=0.1, rule="bootstrap")
     assert chk["bound"] == p.bound and chk["ci_high"] == p.ci_high  # bit for bit, not merely within 1e-9
-    # the default rule is at least as strict
-    assert S.decide(S.paired(a, b, resamples=resamples, seed=seed, alpha=0.025, margin=0.1, rule="bootstrap_and_t"),
-                    "non_inferiority", 0.1).verdict == "not shown"
+    # the other registered rules are at least as strict
+    k = 3 if case == "issue n=10 K=3" else 6
+    for rule in ("score", "bootstrap_and_t"):
+        p = S.paired(a, b, resamples=resamples, seed=seed, alpha=0.025, margin=0.1, rule=rule, scale=Scale(0, 2, k))
+        assert S.decide(p, "non_inferiority", 0.1).verdict == "not shown"
 
 
 @pytest.mark.parametrize("k", [3, 5, 6])
@@ -121,15 +124,16 @@ def test_cluster_bootstrap_of_equal_clusters_is_the_bootstrap_of_cluster_means()
 
 
 @pytest.mark.parametrize("method", ["percentile", "bca"])
-@pytest.mark.parametrize("rule", list(S.RULES))
+@pytest.mark.parametrize("rule", ["bootstrap", "bootstrap_and_t"])  # rule "score": judge.score_check, tested below
 def test_check_path_agrees_on_unequal_clusters(method, rule):
     rng = np.random.default_rng(4)
     a = k_means(rng.integers(0, 3, (45, 3)).tolist())
     b = k_means(rng.integers(0, 3, (45, 3)).tolist())
     labels = [f"c{int(x)}" for x in rng.integers(0, 14, 45)]  # clusters of unequal size
-    p = S.paired(a, b, resamples=3000, seed=2, alpha=0.025, method=method, clusters=labels, rule=rule, margin=0.1)
+    p = S.paired(a, b, resamples=3000, seed=2, alpha=0.025, method=method, clusters=labels, rule=rule, margin=0.1,
+                 scale=Scale(0, 2, 3))
     chk = S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b), labels), 3000, 2), method, 0.025,
-                         clusters=labels, rule=rule)
+                         clusters=labels, rule=rule, step=1.0)
     for key, v in chk.items():
         if isinstance(v, float):
             assert p.to_dict()[key] == pytest.approx(v, abs=1e-9), key
@@ -156,20 +160,21 @@ def scores(a, b):
 
 
 H = Hypothesis(id="H1", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1, alpha=0.025)
+S02 = Scale(0, 2)
 
 
 def test_a_declared_cluster_set_is_decided_by_clusters_and_below_the_minimum_is_inconclusive():
     a, b, labels, _ = clustered_arms()
-    out = compare(H, analysis(), questions(labels), scores(a, b), cells("base", "trained"))
+    out = compare(H, analysis(), questions(labels), scores(a, b), cells("base", "trained"), S02)
     assert out["result"]["resampling"] == "clusters" and out["clusters"] == 12
     assert out["verdict"] == "not shown"
-    few = compare(H, analysis(min_clusters=13), questions(labels), scores(a, b), cells("base", "trained"))
+    few = compare(H, analysis(min_clusters=13), questions(labels), scores(a, b), cells("base", "trained"), S02)
     assert few["verdict"] == "inconclusive"
     assert "only 12 cluster(s)" in few["reason"] and "minimum of 13" in few["reason"]
-    one = compare(H, analysis(), questions(["d1"] * 60), scores(a, b), cells("base", "trained"))
+    one = compare(H, analysis(), questions(["d1"] * 60), scores(a, b), cells("base", "trained"), S02)
     assert one["clusters"] == 1 and one["clustered_se"] is None  # undefined, not 0.0
     assert one["verdict"] == "inconclusive" and "only 1 cluster(s)" in one["reason"]
-    none = compare(H, analysis(), questions([None] * 60), scores(a, b), cells("base", "trained"))
+    none = compare(H, analysis(), questions([None] * 60), scores(a, b), cells("base", "trained"), S02)
     assert none["result"]["resampling"] == "questions" and none["clusters"] is None
 
 
@@ -188,20 +193,22 @@ def test_two_questions_one_win_one_tie_never_say_non_inferior():
                       rule="bootstrap", sims=400, seed=5, ceiling=0.05)
     assert cal.boundary == -0.1 and cal.sims == 400
     assert 0.18 < cal.rate < 0.32  # 0.25 +- 3.5 binomial SEs
-    out = compare(H, analysis(rule="bootstrap"), questions(labels), scores(a, b), cells("base", "trained"))
+    out = compare(H, analysis(rule="bootstrap"), questions(labels), scores(a, b), cells("base", "trained"), S02)
     assert out["verdict"] == "inconclusive" and "false-claim rate simulated at the boundary" in out["reason"]
     c = out["calibration"]  # the registered 100 simulations with the analysis seed: 0.25 +- 3.5 binomial SEs
     assert (c["sims"], c["seed"], c["boundary"]) == (100, 5, -0.1) and c["rate"] == c["claims"] / 100
     assert 0.10 < c["rate"] < 0.40 and c["rate"] > c["ceiling"] == 0.05
     # the default rule does not claim at all
-    assert compare(H, analysis(), questions(labels), scores(a, b), cells("base", "trained"))["verdict"] == "not shown"
+    default = compare(H, analysis(), questions(labels), scores(a, b), cells("base", "trained"), S02)
+    assert default["verdict"] == "not shown"
 
 
 def test_calibration_is_seeded_and_shifts_to_the_boundary():
     rng = np.random.default_rng(9)
     a = k_means(rng.integers(0, 3, (40, 2)).tolist())
     b = k_means(rng.integers(0, 3, (40, 2)).tolist())
-    kw = dict(alpha=0.025, method="percentile", resamples=1000, rule="bootstrap_and_t", sims=150, ceiling=0.05)
+    kw = dict(alpha=0.025, method="percentile", resamples=1000, rule="bootstrap_and_t", sims=150, ceiling=0.05,
+              scale=Scale(0, 2, 2))
     one = S.calibrate(a, b, "non_inferiority", 0.1, seed=1, **kw)
     assert one == S.calibrate(a, b, "non_inferiority", 0.1, seed=1, **kw)
     assert one.rate <= 0.05  # n = 40: near alpha, and never much above it
@@ -225,7 +232,7 @@ def length_planted(long_wins: bool):
 
 
 def comparison(bound: float, upper: float):
-    a, b = [0.0] * 20, [0.0] * 20
+    a, b = [0] * 20, [0] * 20
     r = S.paired(a, b, resamples=100).to_dict() | {"bound": bound, "upper": upper, "ci_low": bound, "ci_high": upper}
     return {"id": "H1", "kind": "non_inferiority", "margin": 0.1, "result": r, "length_notes": []}
 
@@ -329,4 +336,4 @@ def test_bad_analysis_settings_are_refused_naming_the_field(tmp_path, line, fiel
 
 def test_registered_analysis_defaults():
     a = Analysis()
-    assert (a.rule, a.min_clusters, a.calibration_sims, a.calibration_ceiling) == ("bootstrap_and_t", 10, 200, None)
+    assert (a.rule, a.min_clusters, a.calibration_sims, a.calibration_ceiling) == ("score", 10, 200, None)

@@ -106,8 +106,11 @@ def test_one_cluster_is_inconclusive_with_an_undefined_clustered_se_and_a_length
     a = [[2] if i % 2 else [1] for i in range(n)]
     b = [[2] for _ in range(n)]
     long = {"alpha": {i for i in range(n) if i % 2}, "beta": set(range(n))}
+    # registered rule "bootstrap": one cluster tells a cluster-aware rule nothing (the score rule has no test, the
+    # bootstrap_and_t guard's CR1 bound spans the scale), so only the bootstrap's point interval has a decision for
+    # the length adjustment to move
     analysis = ('[analysis]\nresamples = 2000\nmethod = "percentile"\nseed = 7\nmax_unscored = 0.10\n'
-                'calibration_sims = 40')
+                'rule = "bootstrap"\ncalibration_sims = 40')
     out, _, v = run_planted(tmp_path, {"alpha": a, "beta": b}, ["c1"] * n, analysis, long=long)
     assert v.returncode == 0, v.stdout + v.stderr
     numbers = json.loads((out / "numbers.json").read_text())

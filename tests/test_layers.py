@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                              "judge.analysis", "judge.cost", "judge.report", "judge.plots", "judge.review",
                              "judge.labels", "judge.view", "judge.gold", "judge.labelling",
                              "judge.runinfo")),
-    ("verify", ("judge.verify", "judge.rederive", "judge.export")),
+    ("verify", ("judge.verify", "judge.score_check", "judge.rederive", "judge.export")),
     ("audit", ("audit",)),
     ("commands", ("judge.run", "judge.__main__", "arms.__main__", "audit.__main__")),
 )

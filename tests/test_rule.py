@@ -73,11 +73,14 @@ def test_an_estimate_exactly_at_the_margin_does_not_clear_it():
 
 
 def test_the_two_reproductions_are_not_shown():
-    """12 questions, 11 ties and one +5 on a 0-10 rubric at margin 0.5: bootstrap_and_t said non-inferior (its
-    pseudo-loss is one point, a tenth of the scale); the same data on 0-2 (one +1, margin 0.1) it did not."""
+    """12 questions, 11 ties and one +5 on a 0-10 rubric at margin 0.5: bootstrap_and_t said non-inferior when its
+    pseudo-loss was one point whatever the scale (a tenth of 0-10); the same data on 0-2 (one +1, margin 0.1) it
+    did not. Every registered rule that knows the scale says "not shown" on both."""
     ten, two = [0] * 11 + [5], [0] * 11 + [1]
-    old = stats.paired([0] * 12, ten, resamples=10_000, seed=1, alpha=ALPHA, margin=0.5, rule="bootstrap_and_t")
-    assert stats.decide(old, "non_inferiority", 0.5).verdict == "non-inferior"  # the defect, still in stats.py
+    for name in ("score", "bootstrap_and_t"):
+        for d, scale, m in ((ten, rule.Scale(0, 10), 0.5), (two, rule.Scale(0, 2), 0.1)):
+            p = stats.paired([0] * 12, d, resamples=10_000, seed=1, alpha=ALPHA, margin=m, rule=name, scale=scale)
+            assert stats.decide(p, "non_inferiority", m).verdict == "not shown", (name, scale)
     assert not rule.claims("non_inferiority", ten, 0.5, ALPHA, rule.Scale(0, 10))
     assert not rule.claims("non_inferiority", two, 0.1, ALPHA, rule.Scale(0, 2))
     assert rule.lower_bound(ten, ALPHA, rule.Scale(0, 10)) == pytest.approx(5 * rule.lower_bound(two, ALPHA,

@@ -22,7 +22,7 @@ def reference_arms():
     """a = base, b = trained; d = b - a is +1 on 4, -1 on 7, 0 on 29 questions."""
     a = [0] * 4 + [2] * 7 + [0] * 10 + [1] * 10 + [2] * 9
     b = [1] * 4 + [1] * 7 + [0] * 10 + [1] * 10 + [2] * 9
-    return np.array(a, dtype=float), np.array(b, dtype=float)
+    return np.array(a), np.array(b)  # integer scores: paired() takes exact values only
 
 
 @pytest.fixture(scope="module")
@@ -185,11 +185,10 @@ def test_bca_differs_from_percentile_on_skewed_data():
 
 
 @pytest.mark.parametrize("method", ["percentile", "bca"])
-@pytest.mark.parametrize("value", [1.0, 1 / 3])
+@pytest.mark.parametrize("value", [Fraction(1), Fraction(1, 3)])
 def test_identical_arms_no_nan(method, value):
-    a = np.full(25, value)
-    a[::3] = 2.0
-    b = a.copy()
+    a = [Fraction(2) if i % 3 == 0 else value for i in range(25)]
+    b = list(a)
     p = S.paired(a, b, method=method, resamples=2000, margin=0.1)
     for k, v in p.to_dict().items():
         if isinstance(v, float):
@@ -215,8 +214,7 @@ def test_constant_shift_point_intervals():
     assert S.t_test_p(np.zeros(5)) == 1.0
     lo, hi = S.percentile_interval(boot, 0.95)
     assert lo == hi and lo == pytest.approx(1 / 3)
-    a = np.zeros(20)
-    p = S.paired(a, a + 1 / 3, method="bca", resamples=500)
+    p = S.paired([0] * 20, [Fraction(1, 3)] * 20, method="bca", resamples=500)
     assert p.bound == 1 / 3 and p.corr is None  # a is constant: Pearson undefined
     assert S.decide(p, "superiority", 0.0).verdict == "superior"
 
@@ -252,8 +250,8 @@ def test_decide_rules():
 
 
 def test_direction_b_minus_a():
-    a = np.array([0, 0, 1, 1, 0, 1, 0, 0, 1, 0], dtype=float)
-    b = np.array([1, 1, 1, 1, 1, 1, 0, 1, 1, 1], dtype=float)
+    a = np.array([0, 0, 1, 1, 0, 1, 0, 0, 1, 0])
+    b = np.array([1, 1, 1, 1, 1, 1, 0, 1, 1, 1])
     p = S.paired(a, b, resamples=2000)
     assert p.diff == pytest.approx(0.5) and p.up == 5 and p.down == 0
     assert S.paired(b, a, resamples=2000).diff == pytest.approx(-0.5)
@@ -305,17 +303,18 @@ def test_check_paired_agrees(method, alpha, case):
     if case == "reference":
         a, b = reference_arms()
     elif case == "scores":
-        a = rng.integers(0, 3, 83).astype(float)
-        b = np.clip(a + rng.integers(-1, 2, 83), 0, 2).astype(float)
-    elif case == "means":  # per-question means of 3 judgments
-        a = rng.integers(0, 3, (64, 3)).mean(axis=1)
-        b = rng.integers(0, 3, (64, 3)).mean(axis=1)
-    elif case == "small":
-        a = rng.normal(size=5)
-        b = rng.normal(size=5)
+        a = rng.integers(0, 3, 83)
+        b = np.clip(a + rng.integers(-1, 2, 83), 0, 2)
+    elif case == "means":  # per-question means of 3 judgments, exact
+        a = [Fraction(int(x), 3) for x in rng.integers(0, 3, (64, 3)).sum(axis=1)]
+        b = [Fraction(int(x), 3) for x in rng.integers(0, 3, (64, 3)).sum(axis=1)]
+    elif case == "small":  # continuous values, passed at their exact binary value (paired() refuses floats)
+        a = [Fraction(x) for x in rng.normal(size=5)]
+        b = [Fraction(x) for x in rng.normal(size=5)]
     else:  # no ties in the bootstrap distribution: interpolation details show up
-        a = rng.normal(size=50)
-        b = a + rng.exponential(0.3, size=50) - 0.2
+        x = rng.normal(size=50)
+        a = [Fraction(v) for v in x]
+        b = [Fraction(v) for v in x + rng.exponential(0.3, size=50) - 0.2]
     resamples, seed = 3000, 11
     p = S.paired(a, b, resamples=resamples, seed=seed, method=method, alpha=alpha, margin=0.1)
     chk = S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b)), resamples, seed), method,
@@ -325,7 +324,7 @@ def test_check_paired_agrees(method, alpha, case):
 
 
 def test_check_paired_identical_arms():
-    a = np.array([0, 1, 2, 1, 1, 2, 0, 0], dtype=float)
+    a = np.array([0, 1, 2, 1, 1, 2, 0, 0])
     res = S.resample_counts(S.units(S.differences(a, a)), 500, 0)
     for method in ("percentile", "bca"):
         _compare(S.paired(a, a, resamples=500, method=method, margin=0.1).to_dict(),
@@ -335,7 +334,7 @@ def test_check_paired_identical_arms():
 def test_check_paired_detects_disagreement():
     """The comparison must be able to fail: different resamples give different intervals."""
     rng = np.random.default_rng(5)
-    a, b = rng.normal(size=40), rng.normal(size=40)
+    a, b = [Fraction(x) for x in rng.normal(size=40)], [Fraction(x) for x in rng.normal(size=40)]
     p = S.paired(a, b, resamples=2000, seed=0)
     _compare(p.to_dict(),
              S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b)), 2000, 0), "percentile", 0.05))

@@ -1,0 +1,272 @@
+"""The score rule wired into the decisions: every registered rule in the rubric's units through the analysis and
+through verify's second path, registered clusters only, exact inputs, and verify's own score test against the main
+path on generated data. Expected values: planted facts, hand computation (Fractions, scipy's t), or the other path."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+from test_decisions import REPRO_A, REPRO_B, cells, k_means, questions, scores
+
+from judge import score_check
+from judge import stats as S
+from judge.analysis import compare
+from judge.rule import Scale
+from registration.prereg import RULES, Analysis, Hypothesis
+
+pytestmark = pytest.mark.unit
+
+ALPHA = 0.025
+
+
+def exp(rule: str, **kw) -> SimpleNamespace:
+    return SimpleNamespace(analysis=Analysis(resamples=300, seed=5, calibration_sims=20, rule=rule, **kw))
+
+
+def test_the_registration_accepts_the_rules_stats_implements():
+    assert RULES == S.RULES and Analysis().rule == "score"
+
+
+@st.composite
+def unit_scores(draw):
+    """Two arms' scores on a 0-1 scale as means of K integer samples (multiples of 1/K), mostly tied; clusters
+    for some data sets, with a few questions left without one."""
+    k = draw(st.sampled_from([1, 3]))
+    n = draw(st.integers(12, 40))
+    a = draw(st.lists(st.integers(0, k), min_size=n, max_size=n))
+    moves = draw(st.lists(st.sampled_from([0, 0, 0, 0, 1, -1, k, -k]), min_size=n, max_size=n))
+    b = [min(k, max(0, x + m)) for x, m in zip(a, moves, strict=True)]
+    clustered = draw(st.booleans())
+    labels = ([None if i % 7 == 6 else f"c{i % 5}" for i in range(n)] if clustered else [None] * n)
+    kind = draw(st.sampled_from(["non_inferiority", "superiority", "equivalence"]))
+    margin = draw(st.sampled_from([Fraction(1, 20), Fraction(1, 10)]))
+    return k, [Fraction(x, k) for x in a], [Fraction(x, k) for x in b], labels, kind, margin
+
+
+def second_path_verdict(rule: str, kind: str, margin: float, a, b, labels, R: int) -> str:
+    """What verify's independent path decides (before its guards): its own score test, or check_paired's bound."""
+    d = [y - x for x, y in zip(a, b, strict=True)]
+    units = None if all(c is None for c in labels) else [("c", c) if c else ("q", i) for i, c in enumerate(labels)]
+    if rule == "score":
+        m = Fraction(repr(margin))
+        return score_check.verdict(kind, margin, score_check.boundary_tests(d, m, R, ALPHA, units))
+    grouped: dict = {}
+    for i, x in enumerate(d):
+        g = grouped.setdefault(i if units is None else units[i], [Fraction(0), 0])
+        g[0] += x
+        g[1] += 1
+    res = S.resample_counts([tuple(g) for g in grouped.values()], 300, 5)
+    chk = S.check_paired(a, b, res, "percentile", ALPHA, margin=margin, clusters=units, rule=rule, step=R / 2)
+    lo, hi = chk["bound"], chk["upper"]
+    if kind == "equivalence":
+        return ("equivalent" if lo > -margin and hi < margin else
+                "not equivalent" if lo >= margin or hi <= -margin else "inconclusive")
+    return "superior" if lo > 0 else "non-inferior" if kind == "non_inferiority" and lo > -margin else "not shown"
+
+
+@settings(max_examples=12, deadline=None)
+@given(unit_scores())
+def test_the_same_data_at_0_1_0_2_0_10_get_the_same_verdict_under_every_registered_rule(case):
+    """Scores and margin multiplied by the range R (0-1, 0-2, 0-10): the analysis' verdict, what the statistic alone
+    says, and verify's second path all stay the same, under every registered rule."""
+    k, a, b, labels, kind, margin = case
+    for rule in RULES:
+        seen = set()
+        for lo, hi in ((0, 1), (0, 2), (0, 10)):
+            R = hi - lo
+            m = float(margin * R)
+            h = Hypothesis(id="H1", a="base", b="trained", quant="Q8_0", kind=kind, margin=m, alpha=ALPHA)
+            sa, sb = [lo + R * x for x in a], [lo + R * x for x in b]
+            out = compare(h, exp(rule, min_clusters=2), questions(labels), scores(sa, sb), cells("base", "trained"),
+                          Scale(lo, hi, k))
+            statistic = S.decide(S.Paired(**out["result"]), kind, m).verdict
+            second = second_path_verdict(rule, kind, m, sa, sb, labels, R)
+            seen.add((out["verdict"], statistic, second))
+        assert len(seen) == 1, (rule, seen)
+        (verdict, statistic, second), = seen
+        assert statistic == second, rule
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.sampled_from([(0, 1), (0, 2), (0, 10), (1, 5)]), st.integers(1, 3), st.integers(4, 50), st.data())
+def test_verify_own_score_test_agrees_with_the_main_path(scale, k, n, data):
+    """judge.score_check (plain Python, its own t distribution) against stats.score_tests / judge.rule, on generated
+    differences: every statistic, degrees of freedom and critical value within 1e-9, every claim the same, and the
+    bounds within 1e-9 of the range."""
+    lo, hi = scale
+    R = hi - lo
+    steps = data.draw(st.lists(st.sampled_from([0, 0, 0, 1, -1, R * k, -R * k, k]), min_size=n, max_size=n))
+    d = [Fraction(max(-R * k, min(R * k, s)), k) for s in steps]
+    clustered = data.draw(st.booleans())
+    units = [("c", i % 6) if i % 5 else ("q", i) for i in range(n)] if clustered else None
+    margin = data.draw(st.sampled_from([Fraction(0), Fraction(1, 20) * R, Fraction(1, 10) * R]))
+    main = S.score_tests(d, float(margin), ALPHA, Scale(lo, hi, k), units)
+    own = score_check.boundary_tests(d, margin, R, ALPHA, units)
+    assert [t["id"] for t in main] == [t["id"] for t in own]
+    for x, y in zip(main, own, strict=True):
+        assert x["claims"] == y["claims"], (x, y)
+        for key in ("statistic", "df", "critical", "boundary"):
+            assert x[key] == pytest.approx(y[key], rel=1e-9, abs=1e-9), key
+    p = S.paired([0] * n, d, resamples=100, alpha=ALPHA, margin=float(margin), rule="score", scale=Scale(lo, hi, k),
+                 clusters=units)
+    if main:
+        assert p.bound == pytest.approx(score_check.lower_bound(d, R, ALPHA, units), abs=1e-9 * R)
+        assert p.upper == pytest.approx(-score_check.lower_bound([-x for x in d], R, ALPHA, units), abs=1e-9 * R)
+
+
+@pytest.mark.parametrize("df", [1, 2.5, 7, 11.3, 39, 76, 400])
+def test_verify_own_t_quantile_is_scipys(df):
+    assert score_check.t_quantile(1 - ALPHA, df) == pytest.approx(sps.t.ppf(1 - ALPHA, df), rel=1e-12)
+
+
+# ---------------------------------------------------------------- exact inputs
+
+
+def test_floats_are_refused_so_a_float_tie_cannot_flip():
+    """K = 3 means whose exact 97.5 % bootstrap bound is exactly -1/10, the margin: as Fractions it is "not shown";
+    as floats (1/3 is not 1/3) paired() refuses them instead of deciding on rounding."""
+    a, b = k_means(REPRO_A), k_means(REPRO_B)
+    p = S.paired(a, b, resamples=10000, seed=20261130, alpha=ALPHA, margin=0.1, rule="bootstrap")
+    assert p.bound == -0.1 and S.decide(p, "non_inferiority", 0.1).verdict == "not shown"
+    fa, fb = [float(x) for x in a], [float(x) for x in b]
+    for rule in RULES:
+        with pytest.raises(TypeError, match="exact scores"):
+            S.paired(fa, fb, resamples=10000, seed=20261130, alpha=ALPHA, margin=0.1, rule=rule, scale=Scale(0, 2, 3))
+    with pytest.raises(TypeError, match="exact scores"):
+        S.calibrate(fa, fb, "non_inferiority", 0.1, alpha=ALPHA, method="percentile", resamples=100, rule="score",
+                    sims=10, seed=1, ceiling=0.05, scale=Scale(0, 2, 3))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 2), min_size=2, max_size=20), st.data())
+def test_any_float_score_is_refused_naming_it(a, data):
+    i = data.draw(st.integers(0, len(a) - 1))
+    bad = data.draw(st.sampled_from([float(a[i]), np.float64(a[i]), a[i] + 0.5]))
+    b = list(a)
+    b[i] = bad
+    with pytest.raises(TypeError, match=rf"b\[{i}\] is"):
+        S.paired(a, b, resamples=100)
+
+
+# ---------------------------------------------------------------- clusters
+
+
+def test_min_clusters_counts_registered_clusters_only():
+    """Two clusters of 30 and 8 questions without one, every difference +1: counted as 10 clusters this was decided
+    "superior"; 2 registered clusters are fewer than 10, so it is inconclusive, under every rule, and says why."""
+    labels = ["a"] * 30 + ["b"] * 30 + [None] * 8
+    a, b = [0] * 68, [1] * 68
+    h = Hypothesis(id="H1", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1, alpha=ALPHA)
+    for rule in RULES:
+        out = compare(h, exp(rule), questions(labels), scores(a, b), cells("base", "trained"), Scale(0, 2))
+        assert out["verdict"] == "inconclusive", rule
+        assert out["clusters"] == 2 and out["result"]["units"] == 10
+        assert ("only 2 cluster(s) of questions (8 question(s) without a cluster are units of their own, not "
+                "clusters), fewer than the registered minimum of 10") in out["reason"]
+        assert out["reason"].endswith("the statistic alone would say: superior")
+        assert compare(h, exp(rule, min_clusters=2), questions(labels), scores(a, b), cells("base", "trained"),
+                       Scale(0, 2))["verdict"] == "superior"
+
+
+def test_a_question_named_like_a_cluster_is_still_its_own_unit():
+    """A question without a cluster whose id equals a cluster's name is not merged into that cluster."""
+    qs = questions(["q01", None] + ["q01"] * 10)  # question q01 has no cluster; cluster "q01" holds ten others
+    out = compare(Hypothesis(id="H1", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1,
+                             alpha=ALPHA), exp("score", min_clusters=1), qs, scores([0] * 12, [1] * 12),
+                  cells("base", "trained"), Scale(0, 2))
+    assert out["clusters"] == 1 and out["result"]["units"] == 2
+
+
+def hand_cr1_guard(unit_sums: list[Fraction], unit_sizes: list[int], step: Fraction, confidence: float):
+    """The clustered guard by its definition: units plus a pseudo-unit of -step and one of +step, each of the mean
+    unit size; CR1 variance sum_g (S_g - m_g mean)^2 G/(G-1) / (sum m)^2; t with G - 1 df (G counting both)."""
+    size = Fraction(sum(unit_sizes), len(unit_sizes))
+    sums = unit_sums + [-step * size, step * size]
+    sizes = [Fraction(m) for m in unit_sizes] + [size, size]
+    g = len(sums)
+    mean = sum(sums) / sum(sizes)
+    cr1 = sum((s - m * mean) ** 2 for s, m in zip(sums, sizes, strict=True))
+    half = sps.t.ppf((1 + confidence) / 2, g - 1) * math.sqrt(float(cr1 * g / (g - 1))) / float(sum(sizes))
+    return float(mean) - half, float(mean) + half
+
+
+def test_the_clustered_guard_is_a_cr1_t_bound_in_the_rubrics_units():
+    rng = np.random.default_rng(3)
+    labels = [f"c{int(x)}" for x in rng.integers(0, 12, 60)]
+    a = rng.integers(0, 11, 60).tolist()
+    b = np.clip(np.array(a) + rng.integers(-3, 4, 60), 0, 10).tolist()
+    d = [Fraction(y - x) for x, y in zip(a, b, strict=True)]
+    grouped: dict[str, list] = {}
+    for x, c in zip(d, labels, strict=True):
+        grouped.setdefault(c, []).append(x)
+    want = hand_cr1_guard([sum(v) for v in grouped.values()], [len(v) for v in grouped.values()], Fraction(5), 0.95)
+    p = S.paired(a, b, resamples=500, alpha=ALPHA, clusters=labels, rule="bootstrap_and_t", scale=Scale(0, 10))
+    assert (p.guard_low, p.guard_high) == pytest.approx(want, rel=1e-12)
+    res = S.resample_counts(S.units(d, labels), 500, 0)
+    chk = S.check_paired(a, b, res, "percentile", ALPHA, clusters=labels, rule="bootstrap_and_t", step=5.0)
+    assert (chk["guard_low"], chk["guard_high"]) == pytest.approx(want, rel=1e-12)
+    # with one question per unit the CR1 guard is the paired-t interval with a pseudo-loss and a pseudo-win
+    iid = S.paired(a, b, resamples=500, alpha=ALPHA, clusters=list(range(60)), rule="bootstrap_and_t",
+                   scale=Scale(0, 10))
+    ref = sps.t.interval(0.95, 61, loc=np.mean([float(x) for x in d] + [-5, 5]),
+                         scale=sps.sem([float(x) for x in d] + [-5, 5]))
+    assert (iid.guard_low, iid.guard_high) == pytest.approx(ref, rel=1e-12)
+
+
+def test_calibration_is_computed_with_the_registered_rule():
+    """Two questions, one +1 and one tie, simulated at the boundary (differences +0.4 and -0.6 on 0-2): the bootstrap
+    alone claims whenever both draws are the +0.4, a quarter of the time; the score rule never does (two questions
+    at +0.4 give T = 0.51 against t(1) = 12.7, by hand), and its line says so."""
+    a, b = [0, 0], [1, 0]
+    kw = dict(alpha=ALPHA, method="percentile", resamples=500, sims=400, seed=3, ceiling=0.05, scale=Scale(0, 2))
+    assert S.calibrate(a, b, "non_inferiority", 0.1, rule="score", **kw).claims == 0
+    assert 0.18 < S.calibrate(a, b, "non_inferiority", 0.1, rule="bootstrap", **kw).rate < 0.32
+
+
+def test_a_length_caution_under_the_score_rule():
+    """The length caution moves the decision interval by the length adjustment and decides again; under the score
+    rule too (its interval is its test inverted): +1 on 30 of 40 questions is superior, and moved by the planted
+    -0.75 that length explains it is not shown."""
+    from test_decisions import length_planted
+
+    from judge.analysis import length_check
+
+    p = S.paired([0] * 40, [1] * 30 + [0] * 10, resamples=200, alpha=ALPHA, margin=0.1, rule="score",
+                 scale=Scale(0, 2))
+    c = {"id": "H1", "kind": "non_inferiority", "margin": 0.1, "result": p.to_dict(), "length_notes": []}
+    assert S.decide(p, "non_inferiority", 0.1).verdict == "superior" and p.bound - 0.75 < -0.1
+    length_check([c], length_planted(True))
+    assert len(c["length_notes"]) == 1 and '"not shown" instead of "superior"' in c["length_notes"][0]
+
+
+@pytest.mark.parametrize("margin, refused", [("2.0", True), ("2.5", True), ("1.9", False)])
+def test_a_margin_outside_the_rubrics_range_is_refused_before_any_call(tmp_path, margin, refused):
+    """The rule tests boundaries inside (-R, R): a margin of the whole 0-2 range or more is bad input, named with
+    file, line and field by the checks that run before the first model call."""
+    import re
+
+    from test_readme import _example
+
+    from arms.errors import BadInput
+    from judge.preflight import check_margins
+    from judge.rubric import load_rubric
+    from registration.prereg import load_experiment
+
+    text = re.sub(r"(?m)^margin = 0\.10 ", f"margin = {margin} ", _example(), count=1)
+    assert f"margin = {margin} " in text
+    (tmp_path / "prereg.toml").write_text(text)
+    e = load_experiment(tmp_path)
+    if not refused:
+        check_margins(e, [load_rubric("correctness")])
+        return
+    with pytest.raises(BadInput) as err:
+        check_margins(e, [load_rubric("correctness")])
+    assert err.value.field == "margin" and err.value.line == text.splitlines().index(
+        next(x for x in text.splitlines() if x.startswith(f"margin = {margin} "))) + 1
+    assert "not below the range of rubric 'correctness' (0..2: 2 point(s))" in str(err.value)
