@@ -195,6 +195,8 @@ def exact_rate(values: list[int], probs: list[float], n: int, margin, scale: rul
     rate = 0.0
     for combo in combinations_with_replacement(range(len(values)), n):
         counts = [combo.count(k) for k in range(len(values))]
+        if any(c and not p for c, p in zip(counts, probs, strict=True)):
+            continue  # a composition that uses a value of probability 0 (no wins at tie = 1 - M) never occurs
         logp = math.lgamma(n + 1) + sum(c * math.log(p) - math.lgamma(c + 1)
                                         for c, p in zip(counts, probs, strict=True) if c)
         rate += math.exp(logp) * rule.score([values[k] for k in combo], -margin, scale).rejects(ALPHA)
