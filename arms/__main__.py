@@ -13,17 +13,16 @@ import json
 import sys
 from pathlib import Path
 
-from .atomic import write_text
-from .errors import BadInput, run_cli
+from core.atomic import write_text
+from core.errors import BadInput, run_cli
 
 DEMO = Path(__file__).resolve().parent.parent / "sealed" / "demo"
 
 
 def _quantize(args) -> None:
+    from models.backends.registry import backend_info
+    from models.sources import quant_file
     from registration.prereg import load_experiment
-
-    from .backends.registry import backend_info
-    from .load import quant_file
 
     exp = load_experiment(args.exp)
     done = set()
@@ -38,16 +37,16 @@ def _quantize(args) -> None:
 
 
 def _collect(args) -> None:
+    from models.backends.registry import backend_info
+    from models.cache import CallCache
+    from models.llama_loader import check_gpu_layers
     from registration.prereg import load_experiment
+    from registration.questions import load_questions
     from registration.seal import verify_seal
 
-    from .backends.registry import backend_info
-    from .cache import CallCache
     from .collect import collect
     from .context import check_arms
     from .folder import bind, commit, locked, registration
-    from .llama_loader import check_gpu_layers
-    from .questions import load_questions
 
     verify_seal(args.exp)
     exp = load_experiment(args.exp)
@@ -91,6 +90,6 @@ def main(argv: list[str] | None = None) -> int:
     return run_cli(lambda: _quantize(args) if args.cmd == "quantize" else _collect(args))
 
 if __name__ == "__main__":
-    from .crash import supervise
+    from core.crash import supervise
 
     sys.exit(supervise("arms", main))

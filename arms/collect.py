@@ -4,11 +4,11 @@ answers.jsonl is append-only; a finished (`ok`) row is never redone, and every m
 through the content-addressed cache, so an interrupted run resumes without repeating a finished
 call. A call that fails after its retries becomes an `error` row with the cause, never an empty
 answer; the next run asks exactly those rows again and appends each new row with `retry_of` = the
-error row's line (arms.jsonl's retry rule), the calls that succeeded inside a failed glue answer
+error row's line (core.jsonl's retry rule), the calls that succeeded inside a failed glue answer
 coming from the cache. HTTP backends answer several questions at once (bounded by the model's registered
 concurrency) but rows are still written in task order: a kill leaves a prefix, and the calls
 finished beyond it are in the cache. A model registered with `batch = true` is asked through its
-provider's batch API first (arms.batch), and the same loop then writes the rows from the batch's results.
+provider's batch API first (models.provider_batch), and the same loop then writes the rows from the batch's results.
 """
 from __future__ import annotations
 
@@ -22,21 +22,23 @@ from typing import Any, Callable, Iterator
 
 from tqdm import tqdm
 
-from registration.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime
+from core import jsonl
+from core.errors import BadInput, CheckFailed
+from core.records import ANSWER_KEY, AnswerRow, row_id
+from core.text import has_surrogate
+from models import provider_batch
+from models.backends.base import Backend, Reply, Request
+from models.backends.registry import backend_info
+from models.cache import CallCache, call_key
+from models.load import open_backend
+from models.provider_batch import ProviderBatching
+from models.retry import describe, is_call_failure
+from models.spec import AdapterSpec, ModelSpec, Runtime
+from registration.questions import Question
+from registration.spec import ArmSpec
 
-from . import batch, jsonl
-from .backends.base import Backend, Reply, Request
-from .backends.registry import backend_info
-from .batch import Batching
-from .cache import CallCache, call_key
-from .errors import BadInput, CheckFailed
 from .glue import GlueResult, load_glue
-from .load import open_backend
-from .questions import Question
-from .records import ANSWER_KEY, AnswerRow, row_id
-from .retry import describe, is_call_failure
 from .settings import check_reply, row_effective, verify_settings
-from .text import has_surrogate
 
 
 @dataclass(frozen=True)
@@ -143,11 +145,11 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
                     effective[arm.name] = verify_settings(backend, f"arm {arm.name!r}", arm.generation, quant, model,
                                                           specs, runtime)
                     stats["effective"][f"{arm.name}/{quant}"] = effective[arm.name]
-                batching = Batching.of(model, out.parent)
+                batching = ProviderBatching.of(model, out.parent)
                 if batching:  # plain arms only (glue on a batch model is refused at registration)
                     requests = [task_request(t, plain_messages(t.arm, t.question)) for t in group]
-                    backend = batch.answer(backend, {call_key(backend.identity(), r): r for r in requests}, cache,
-                                           batching, progress)
+                    backend = provider_batch.answer(backend, {call_key(backend.identity(), r): r for r in requests},
+                                                    cache, batching, progress)
                 workers = backend_info(model.backend).workers(model.concurrency, runtime.batch)
                 for t, row, caller in _run(order(group), backend, cache, exp_dir, effective, workers):
                     writer.write(row.to_dict(), retry_of=retry.get(t.row))

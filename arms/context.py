@@ -15,20 +15,21 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from registration.spec import ArmSpec, ModelSpec, Runtime
+from core.errors import BadInput
+from models.backends.registry import backend_info
+from models.sources import chat_template, model_source
+from models.spec import ModelSpec, Runtime
+from registration.questions import Question
+from registration.spec import ArmSpec
 
-from .backends.registry import backend_info
 from .collect import plain_messages
-from .errors import BadInput
 from .glue import load_glue
-from .load import chat_template, model_source
-from .questions import Question
 
 
 @lru_cache(maxsize=8)
 def tokenizer(model_path: str) -> Any:
     """The model's vocabulary alone (no weights, no context, no forward pass), through the one llama.cpp loader."""
-    from .llama_loader import load_vocab
+    from models.llama_loader import load_vocab
 
     return load_vocab(model_path)
 

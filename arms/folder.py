@@ -34,16 +34,16 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from core import jsonl
+from core.atomic import replacing, write_text
+from core.crash import PARENT_ENV
+from core.errors import BadInput
+from core.records import ANSWER_KEY, JUDGMENT_KEY
+from models.sources import chat_template
 from registration.prereg import Experiment
 from registration.seal import inside, manifest_sha256
 
-from . import jsonl
-from .atomic import replacing, write_text
-from .crash import PARENT_ENV
-from .errors import BadInput
 from .glue import glue_source
-from .load import chat_template
-from .records import ANSWER_KEY, JUDGMENT_KEY
 
 BINDING = "binding.json"
 LOCK = "run.lock"

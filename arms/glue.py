@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from core.errors import BadInput
+from models.backends.base import Reply
+from registration.questions import Question
 from registration.seal import sealed_bytes
-
-from .backends.base import Reply
-from .errors import BadInput
-from .questions import Question
 
 CallModel = Callable[[list[tuple[str, str]]], Reply]
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from registration.spec import AdapterSpec, ModelSpec, Runtime
-
-from .backends.base import NOT_USED, NOT_VERIFIABLE, READ_BACK, Backend, Generation, Reply
-from .backends.registry import REGISTRY
-from .errors import CheckFailed
+from core.errors import CheckFailed
+from models.backends.base import NOT_USED, NOT_VERIFIABLE, READ_BACK, Backend, Generation, Reply
+from models.backends.registry import REGISTRY
+from models.spec import AdapterSpec, ModelSpec, Runtime
 
 SENT_FIELDS = ("temperature", "top_p", "max_tokens", "seed", "stop", "thinking", "system", "thinking_budget", "effort")
 ROW_FIELDS = ("backend", "model", "model_sha256", "file_type", "tensor_types", "chat_template_sha256",

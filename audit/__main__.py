@@ -5,8 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from arms.backends.base import STRUCTURED
-from arms.errors import BadInput, run_cli
+from core.errors import BadInput, run_cli
+from models.backends.base import STRUCTURED
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -130,6 +130,6 @@ def _rewards(args, columns) -> int:
 
 
 if __name__ == "__main__":
-    from arms.crash import supervise
+    from core.crash import supervise
 
     sys.exit(supervise("audit", main))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from arms.records import Judgment
+from core.records import Judgment
 from judge.stats import cohen_kappa
 
 from .readers import is_gamed

@@ -9,8 +9,8 @@ import hashlib
 from dataclasses import asdict
 from pathlib import Path
 
-from arms import jsonl
-from arms.errors import CheckFailed
+from core import jsonl
+from core.errors import CheckFailed
 from judge.blinding import INJECTION, NORMALISATION
 
 from .detectors import Thresholds

@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from arms.errors import BadInput
 from arms.glue import import_source
+from core.errors import BadInput
 from registration.seal import sealed_folder_of
 
 FENCE_RE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from arms import jsonl
-from arms.errors import BadInput
+from core import jsonl
+from core.errors import BadInput
 
 FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 

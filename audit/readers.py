@@ -3,7 +3,7 @@
 A reader is identified by backend, model and server; its verdicts are stored under that identity,
 so a re-run resumes and a different reader never reuses another's verdicts.
 
-verdicts.jsonl is append-only and follows the judge's retry rule (arms.jsonl, judge.judging.judge_all):
+verdicts.jsonl is append-only and follows the judge's retry rule (core.jsonl, judge.judging.judge_all):
 a finished verdict (`scored` or `unscored`) is final and never asked again; an `error` verdict (the
 call itself failed) is retried by the next run, which appends the new record with `retry_of` = the
 line number of the error record it replaces. So the current verdict of a (judge, label) is its LAST
@@ -16,17 +16,17 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from arms import jsonl
-from arms.backends.registry import backend_info
-from arms.cache import CallCache
-from arms.errors import BadInput
-from arms.load import open_backend
-from arms.records import JUDGMENT_KEY, Judgment
 from arms.settings import verify_settings
+from core import jsonl
+from core.errors import BadInput
+from core.records import JUDGMENT_KEY, Judgment
 from judge.blinding import BlindItem
 from judge.judging import judge_all
-from judge.rubric import Rubric
-from registration.spec import ModelSpec, Runtime
+from models.backends.registry import backend_info
+from models.cache import CallCache
+from models.load import open_backend
+from models.spec import ModelSpec, Runtime
+from registration.rubric import Rubric
 
 DEFAULTS = {
     "local": (ModelSpec("smollm2-135m", "llama-cpp", "embedded:smollm2", family="smollm2"), "Q8_0", None),

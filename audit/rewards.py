@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from arms.atomic import write_text
+from core.atomic import write_text
 
 from .charts import write_charts
 from .hooks import load_function

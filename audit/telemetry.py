@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from arms.errors import BadInput
+from core.errors import BadInput
 
 from .log import Completion, Log
 

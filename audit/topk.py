@@ -17,10 +17,10 @@ import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from arms.atomic import write_text
-from arms.errors import BadInput
+from core.atomic import write_text
+from core.errors import BadInput
 from judge.blinding import INJECTION, NORMALISATION, BlindItem, scrub
-from judge.rubric import load_rubric
+from registration.rubric import load_rubric
 
 from .agreement import agreement
 from .detectors import CATEGORIES, DETECTORS, Thresholds, detect

@@ -31,20 +31,20 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from arms import jsonl
-from arms.cache import CallCache
 from arms.collect import collect, plain_messages, prompt_order
-from arms.load import quant_file
-from arms.questions import load_questions
-from judge.run import DEMO
+from core import jsonl
+from models.cache import CallCache
+from models.sources import quant_file
+from pipeline.run import DEMO
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 
 GOAL = 0.95
 QUANT = "Q8_0"
 
 
 def bare(model: str, arm, questions, threads: int) -> tuple[int, float]:
-    from arms.llama_loader import extra_buffers, load_llama
+    from models.llama_loader import extra_buffers, load_llama
 
     g = arm.generation
     t0 = time.perf_counter()

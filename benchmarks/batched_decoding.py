@@ -37,17 +37,18 @@ from pathlib import Path
 
 import llama_cpp
 
-from arms import jsonl
-from arms.cache import CallCache
 from arms.collect import Task, collect, plain_messages, prompt_order
-from arms.llama_loader import extra_buffers, load_llama
-from arms.load import adapter_file, model_source, open_backend, quant_file
-from arms.questions import load_questions
+from core import jsonl
 from judge.blinding import BlindItem
 from judge.judging import build_request, judge_all
-from judge.rubric import load_rubric
-from judge.run import DEMO
+from models.cache import CallCache
+from models.llama_loader import extra_buffers, load_llama
+from models.load import open_backend
+from models.sources import adapter_file, model_source, quant_file
+from pipeline.run import DEMO
 from registration.prereg import load_experiment
+from registration.questions import load_questions
+from registration.rubric import load_rubric
 
 GOAL_BATCHED, GOAL_SEQUENTIAL = 1.8, 0.95
 

@@ -21,12 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
-from arms.backends.openai import OpenAIBackend, OpenAIConfig
-from arms.cache import CallCache
 from judge.blinding import BlindItem
 from judge.judging import judge_all
-from judge.rubric import load_rubric
+from models.backends.anthropic import AnthropicBackend, AnthropicConfig
+from models.backends.openai import OpenAIBackend, OpenAIConfig
+from models.cache import CallCache
+from registration.rubric import load_rubric
 
 GOAL = 0.8
 SERVER = Path(__file__).resolve().parent.parent / "tests" / "support" / "scripted_server.py"  # a test peer

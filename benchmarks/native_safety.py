@@ -2,12 +2,12 @@
 
 1. Extra buffers: the demo's `base` arm prompts (system prompt, greedy, max_tokens 64) on the first N
    demo questions, at the demo's Q8_0 and at Q4_0 (which x86 builds repack; Q8_0 they may not), one
-   llama.cpp thread, through `arms.llama_loader.load_llama` with
+   llama.cpp thread, through `models.llama_loader.load_llama` with
    `use_extra_buffers` on and off, alternating which goes first; tokens/s of each and the ratio
    off / on, per repeat and median. Both must generate text; the tokens may differ (repacked
    weights round differently), so tokens/s is the figure, not wall time.
    On a CPU whose build and CPU report AMX, "on" is not measured (it crashes): the script says so.
-2. Probe: wall time of one uncached `arms.llama_loader.probe` (a child process that loads the model
+2. Probe: wall time of one uncached `models.llama_loader.probe` (a child process that loads the model
    and decodes a ~90-token prompt), against a cached one.
 3. Supervisor: wall time of `python -m judge --help` (parent + child, as users run it) against the
    same command run as the child alone (BLINDEVAL_CRASH_CONTEXT set: no supervisor), median of repeats.
@@ -29,12 +29,12 @@ import time
 from pathlib import Path
 
 from arms.collect import plain_messages
-from arms.llama_loader import extra_buffers, load_llama, probe, system_info
-from arms.load import quant_file
-from arms.models import sha256_file
-from arms.questions import load_questions
-from judge.run import DEMO
+from models.files import sha256_file
+from models.llama_loader import extra_buffers, load_llama, probe, system_info
+from models.sources import quant_file
+from pipeline.run import DEMO
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,21 +19,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from arms import jsonl
-from arms.backends.llama_cpp import EXTRA_SAMPLING
-from arms.cache import call_key
-from arms.questions import load_questions
-from arms.records import AnswerRow, Judgment, row_id
+from core import jsonl
+from core.records import AnswerRow, Judgment, row_id
 from judge.analysis import anchor, compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
 from judge.folder import bind, commit, start_judging
 from judge.judging import build_request, prompt_sha256
 from judge.plots import write_plots
 from judge.report import render
-from judge.rubric import load_rubric
 from judge.runinfo import Scope, merged, registered
 from judge.verify import verify
-from registration.prereg import load_experiment, rubric_dir
+from models.backends.llama_cpp import EXTRA_SAMPLING
+from models.cache import call_key
+from registration.prereg import load_experiment
+from registration.questions import load_questions
+from registration.rubric import load_rubric, rubric_dir
 from registration.seal import seal
 
 ROOT = Path(__file__).resolve().parent.parent

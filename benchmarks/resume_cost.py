@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from judge.run import last_invocation
+from pipeline.run import last_invocation
 
 ROOT = Path(__file__).resolve().parent.parent
 DERIVED = ("quants", "adapters", "probes")  # derived from the model files, never a model call
@@ -30,7 +30,7 @@ DERIVED = ("quants", "adapters", "probes")  # derived from the model files, neve
 
 def _link_derived(cache: Path) -> None:
     """Hard-link the current cache's derived model files into the empty cache `cache` (copy across devices)."""
-    from arms.cache import cache_dir
+    from models.cache import cache_dir
 
     def link(src, dst):
         try:

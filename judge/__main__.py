@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from arms.errors import BadInput, run_cli
+from core.errors import BadInput, run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,8 +76,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _command(args: argparse.Namespace) -> int:
     if args.cmd == "run":
+        from pipeline.run import DEMO, run
+
         from .analysis import anchor
-        from .run import DEMO, run
 
         if args.limit is not None and args.limit < 1:
             raise BadInput("--limit", "must be a positive number of questions")
@@ -173,6 +174,6 @@ def _undecided(out: Path) -> int:
 
 
 if __name__ == "__main__":
-    from arms.crash import supervise
+    from core.crash import supervise
 
     sys.exit(supervise("judge", main))

@@ -3,7 +3,7 @@
 Scores are averaged over a question's samples first, then over questions. Unscored and errored
 answers are counted, never scored; a comparison whose arms are too often unscored is
 inconclusive (principle 1, docs/principles.md). Every count is of the final state: each key's current record
-under the retry rule (arms.jsonl), so an error retried into an answer is not an error.
+under the retry rule (core.jsonl), so an error retried into an answer is not an error.
 judge.verify recomputes all of this by a separate path.
 """
 from __future__ import annotations
@@ -17,12 +17,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from arms import jsonl
-from arms.atomic import write_text
-from arms.errors import BadInput
-from arms.questions import Question
-from arms.records import ANSWER_KEY, JUDGMENT_KEY, AnswerRow, Judgment, KeyRow, PairKey, blinding_key
+from core import jsonl
+from core.atomic import write_text
+from core.errors import BadInput
+from core.records import ANSWER_KEY, JUDGMENT_KEY, AnswerRow, Judgment, KeyRow, PairKey, blinding_key
 from registration.prereg import Experiment, Hypothesis
+from registration.questions import Question
 
 from . import stats
 from .agreement import agreement, length_bias
@@ -113,7 +113,7 @@ def per_question(keys: list[KeyRow], judgments: list[Judgment],
 
 
 def error_kind(error: Any) -> str:
-    """The `kind` of an error dict from arms.retry.describe(); rows written before it had one are `other`."""
+    """The `kind` of an error dict from models.retry.describe(); rows written before it had one are `other`."""
     return (error.get("kind") if isinstance(error, dict) else None) or "other"
 
 
@@ -176,9 +176,7 @@ def _cells(exp: Experiment, arms: list[str], answers, keys, judgments, judge, sc
 
 
 def exp_scale(exp: Experiment) -> tuple[int, ...]:
-    from registration.prereg import rubric_dir
-
-    from .rubric import load_rubric
+    from registration.rubric import load_rubric, rubric_dir
 
     return load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)).scale
 

@@ -18,8 +18,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import ClassVar
 
-from arms.questions import Question
-from arms.records import AnswerRow, KeyRow
+from core.records import AnswerRow, KeyRow
+from registration.questions import Question
 from registration.scrub import DEFAULT_SCRUB
 
 # Look-alike delimiters. An answer must not be able to forge the prompt's `<<<`/`>>>` markers, nor hide from the
@@ -99,7 +99,7 @@ INJECTION = (
 class BlindItem:
     """All the judge may know about one answer."""
 
-    kind: ClassVar[str] = "single"  # the judgment's kind (arms.records.Judgment)
+    kind: ClassVar[str] = "single"  # the judgment's kind (core.records.Judgment)
     label: str
     question_id: str
     question: str

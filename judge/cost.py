@@ -3,7 +3,7 @@
 Counted from the current rows (answers.jsonl, judgments.jsonl; an error row a retry replaced is not
 counted), with the tokens each row records for all its calls, those answered from the call cache
 included: the cost of the results, not of one invocation. A row all of whose calls a provider batch
-answered (batches.jsonl, arms.batch) is priced at half the registered prices, as OpenAI's Batch API
+answered (batches.jsonl, models.provider_batch) is priced at half the registered prices, as OpenAI's Batch API
 and Anthropic's Message Batches bill batched requests at 50% of the synchronous price.
 """
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from arms.batch import LOG, batched_keys
-from arms.jsonl import current
-from arms.records import ANSWER_KEY, JUDGMENT_KEY, AnswerRow, Judgment
+from core.jsonl import current
+from core.records import ANSWER_KEY, JUDGMENT_KEY, AnswerRow, Judgment
+from models.provider_batch import LOG, batched_keys
 
 BATCH_RATE = 0.5  # both providers' published batch discount: half the synchronous price, input and output
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from arms.atomic import replacing
-from arms.errors import BadInput
-from arms.questions import load_questions
+from core.atomic import replacing
+from core.errors import BadInput
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 
 from .analysis import RAW_FILES, load_raw
 

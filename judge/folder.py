@@ -11,11 +11,12 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from arms import folder, jsonl
-from arms.errors import BadInput
+from arms import folder
 from arms.folder import BINDING, commit
 from arms.folder import read_binding as _read
 from arms.folder import short as _short
+from core import jsonl
+from core.errors import BadInput
 from registration.prereg import Experiment
 from registration.seal import manifest_sha256, verify_amendments
 

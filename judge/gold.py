@@ -4,13 +4,14 @@ Sources, all on the rubric's scale, all of the answer *as the judge saw it* (jud
 text scrubbed), so a gold score grades exactly what the judge graded:
 
 * ``labels``: sealed labels files registered as ``[gold] labels`` (inside the experiment folder, sealed with it,
-  so written before the run). A file holds either ``gold`` records (arms.records.GoldLabel: a question id and the
+  so written before the run). A file holds either ``gold`` records (core.records.GoldLabel: a question id and the
   sha256 of the answer's text as the judge saw it; any run of the experiment whose answer has that text gets the
-  score) or ``label`` records (arms.records.HumanLabel, hash-chained: a labels file of a run of this experiment,
+  score) or ``label`` records (core.records.HumanLabel, hash-chained: a labels file of a run of this experiment,
   downloaded from the blind review page or copied from a results folder's ``labels/``; blinded labels are keyed by
   the experiment's seed and name, so they name the same answer row in every run of it).
 * ``program``: the gold program registered as ``[gold] program = "file.py:function"``, run from its sealed source
-  (arms.glue), called as ``function(question, reference, answer)`` with the sealed question (arms.questions.Question:
+  (arms.glue), called as ``function(question, reference, answer)`` with the sealed question
+  (registration.questions.Question:
   ``.id``, ``.question``, ``.tags``, ``.cluster``), its reference answer (or None) and the answer's text as the
   judge saw it; it returns a score on the rubric's scale, or None where code cannot decide. A program that raises, or
   returns anything else, gives that answer a gold ``error`` naming the program, the question and the answer's label
@@ -42,13 +43,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from arms import jsonl
-from arms.errors import BadInput
 from arms.folder import label_key as experiment_label_key
 from arms.glue import import_source
-from arms.questions import Question, load_questions
-from arms.records import GoldLabel, HumanLabel, KeyRow, row_id
+from core import jsonl
+from core.errors import BadInput
+from core.records import GoldLabel, HumanLabel, KeyRow, row_id
 from registration.prereg import GOLD_PROGRAM, Experiment
+from registration.questions import Question, load_questions
 from registration.seal import inside, sealed_bytes
 from registration.toml_lines import KeyLines
 
@@ -66,7 +67,7 @@ class GoldScore:
     """One gold score of one answer of the run. An answer may have several: one per source and labeller."""
 
     label: str  # the answer's blinded label
-    row: str  # its answer row (arms.records.row_id)
+    row: str  # its answer row (core.records.row_id)
     arm: str
     quant: str
     question_id: str

@@ -4,7 +4,7 @@ The judge sees only BlindItems. Structured output is requested on every backend 
 schema grammar, OpenAI json_schema, Anthropic forced tool use); a verdict that still does not
 parse after the registered number of attempts is `unscored`, kept with its raw text. A verdict
 whose call failed (`error`) is judged again by the next run and appended with `retry_of` (the
-retry rule in arms.jsonl); `scored` and `unscored` verdicts are final.
+retry rule in core.jsonl); `scored` and `unscored` verdicts are final.
 """
 from __future__ import annotations
 
@@ -18,17 +18,18 @@ from typing import Iterator
 
 from tqdm import tqdm
 
-from arms import batch, jsonl
-from arms.backends.base import Backend, Request
-from arms.backends.registry import backend_info
-from arms.cache import CallCache, call_key
 from arms.collect import mapped
-from arms.records import JUDGMENT_KEY, Judgment
-from arms.retry import describe, is_call_failure
 from arms.settings import check_reply
+from core import jsonl
+from core.records import JUDGMENT_KEY, Judgment
+from models import provider_batch
+from models.backends.base import Backend, Request
+from models.backends.registry import backend_info
+from models.cache import CallCache, call_key
+from models.retry import describe, is_call_failure
+from registration.rubric import Rubric
 
 from .blinding import BlindItem
-from .rubric import Rubric
 
 
 def build_request(rubric: Rubric, item: BlindItem, attempt: int) -> Request:
@@ -91,13 +92,13 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
                     rubric=rubric.name, kind=item.kind)
 
 
-def batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, max_attempts: int,
-                 how: batch.Batching, progress: bool) -> batch.Answered:
+def provider_batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, max_attempts: int,
+                          how: provider_batch.ProviderBatching, progress: bool) -> provider_batch.Answered:
     """Every judge call `judge_item` will make, through the provider's batch API: round n asks attempt n of the
     items whose attempt n-1 (from the cache or the previous round) did not parse."""
     from .verdict import parse_verdict
 
-    answered = batch.Answered(backend)
+    answered = provider_batch.Answered(backend)
     ident = backend.identity()
     live = list(items)
     for attempt in range(max_attempts):
@@ -107,7 +108,8 @@ def batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindItem], cache
             keys[item.label] = call_key(ident, request)
             requests[keys[item.label]] = request
         replies = {k: cache.get(k) for k in requests}
-        answered.add(batch.fill(backend, {k: r for k, r in requests.items() if replies[k] is None}, how, progress))
+        answered.add(provider_batch.fill(backend, {k: r for k, r in requests.items() if replies[k] is None}, how,
+                                         progress))
         unparsed = []
         for item in live:  # a failed call has no reply: its verdict is an error row, not asked again
             reply = replies[keys[item.label]] or answered.reply(keys[item.label])
@@ -119,7 +121,7 @@ def batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindItem], cache
 
 def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, out: Path,
               max_attempts: int = 2, progress: bool = True, concurrency: int = 1, batch_size: int = 1,
-              batching: batch.Batching | None = None) -> dict:
+              batching: provider_batch.ProviderBatching | None = None) -> dict:
     """Judge every item not yet in `out` or whose verdict is an `error`, up to `concurrency` calls in flight
     (HTTP judges; llama.cpp: `batch_size`, the registered `[runtime] batch`, decoded together). A retried
     verdict is appended with `retry_of` = the error record's line.
@@ -128,9 +130,9 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     line and a kill leaves a prefix (calls finished beyond it are in the cache). Items with the same
     judge prompt (two arms gave the same answer) are judged by one worker one after the other, so
     the second is a cache hit instead of a second paid call racing the first. The first item is judged
-    alone before any other is sent, so a server that refuses every call (arms.errors.Refused) stops
+    alone before any other is sent, so a server that refuses every call (core.errors.Refused) stops
     the run after one call, not after one per worker. With `batching` (a model registered with
-    `batch = true`), the calls go through the provider's batch API first (`batch_rounds`), and the same
+    `batch = true`), the calls go through the provider's batch API first (`provider_batch_rounds`), and the same
     loop then writes the verdicts from the batches' results.
     """
     done = jsonl.current(out, JUDGMENT_KEY)
@@ -138,7 +140,7 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     todo = [i for i in items if (name, i.label) not in done or i.label in retry]
     workers = backend_info(backend.name).workers(concurrency, batch_size)
     if batching and todo:
-        backend = batch_rounds(backend, rubric, todo, cache, max_attempts, batching, progress)
+        backend = provider_batch_rounds(backend, rubric, todo, cache, max_attempts, batching, progress)
     groups: dict[str, list[BlindItem]] = {}
     for item in todo:
         groups.setdefault(json.dumps(item.prompt_fields(), sort_keys=True), []).append(item)  # what the prompt renders

@@ -4,7 +4,7 @@ Each answer is shown as the judge read it: its blinded label and the judge's pro
 rubric's scale and guidance, the question, the reference, the answer as normalised and scrubbed), after the rubric's
 system text; never its arm, model, quant or judge. The person types a score on the rubric's scale (anything else is
 asked again) and an optional note; each label is appended at once to `labels/<labeller>.jsonl` as a `label` record
-(arms.records.HumanLabel) with the time it was given, hash-chained by arms.jsonl.link like the amendments, so the
+(core.records.HumanLabel) with the time it was given, hash-chained by core.jsonl.link like the amendments, so the
 file is what the blind review page downloads and judge.labels checks. Ctrl-C stops at any prompt; the same command
 resumes, asking only what this labeller has not labelled (a label cut off mid-write is dropped, as the raw files'
 writers drop one, and asked again). One session per labeller at a time (the file is locked while it runs).
@@ -40,17 +40,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TextIO
 
-from arms import jsonl
-from arms.errors import BadInput
-from arms.records import HumanLabel, LabelSample
-from registration.prereg import rubric_dir
+from core import jsonl
+from core.errors import BadInput
+from core.records import HumanLabel, LabelSample
+from registration.rubric import load_rubric, rubric_dir
 
 from .analysis import utc
 from .blinding import BlindItem
 from .labels import LABELS_DIR, SAMPLES, labeller_file, numbered_labels, read_samples, run_key
 from .ppi import label_sample
 from .review import Folder, load
-from .rubric import load_rubric
 
 CSV_COLUMNS = ("label", "score", "note", "labeller", "time")  # label and score required
 

@@ -1,14 +1,14 @@
 """Labels files: the scores a person gave blinded answers in review.html's blind mode (`judge view --blind`).
 
-One `HumanLabel` record per line (arms.records), hash-chained like amendments.jsonl by the one chaining rule,
-arms.jsonl.link: the first record's `prev` is the run's labels key, each next record's the link of the record
+One `HumanLabel` record per line (core.records), hash-chained like amendments.jsonl by the one chaining rule,
+core.jsonl.link: the first record's `prev` is the run's labels key, each next record's the link of the record
 before it, so a label edited, inserted, dropped or moved to another run after download is seen. `read_labels`
 is the one reader: every label must be a blinded label of this run, every score on its rubric's scale, the chain
 intact; anything else is bad input naming the file, the line and the field (exit 2).
 
 A results folder keeps the labels people give it in `labels/` (judge.labelling writes them, judge.gold reads them):
 one chained file per labeller, `labels/<labeller>.jsonl`, and `labels/_samples.jsonl`, the seeded random samples of
-questions drawn for labelling (arms.records.LabelSample).
+questions drawn for labelling (core.records.LabelSample).
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import hashlib
 import re
 from pathlib import Path
 
-from arms import jsonl
-from arms.errors import BadInput
-from arms.records import HumanLabel, LabelSample
+from core import jsonl
+from core.errors import BadInput
+from core.records import HumanLabel, LabelSample
 
 from .analysis import utc
 

@@ -12,9 +12,9 @@ import random
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from arms.questions import Question
-from arms.records import AnswerRow, Judgment, PairKey
+from core.records import AnswerRow, Judgment, PairKey
 from registration.prereg import Hypothesis
+from registration.questions import Question
 
 from .blinding import scrub
 
@@ -23,7 +23,7 @@ from .blinding import scrub
 class PairItem:
     """All the judge may know about one ordered pair."""
 
-    kind: ClassVar[str] = "pairwise"  # the judgment's kind (arms.records.Judgment)
+    kind: ClassVar[str] = "pairwise"  # the judgment's kind (core.records.Judgment)
     label: str
     question_id: str
     question: str

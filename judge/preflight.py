@@ -11,21 +11,21 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from arms import text as input_text
-from arms.backends.registry import backend_info
 from arms.context import check_arms, check_budget, counter
-from arms.errors import BadInput
-from arms.llama_loader import check_gpu_layers
-from arms.load import experiment_file
-from arms.questions import Question
+from core import text as input_text
+from core.errors import BadInput
+from models.backends.registry import backend_info
+from models.llama_loader import check_gpu_layers
+from models.sources import experiment_file
 from registration.prereg import Experiment, JudgeSpec
+from registration.questions import Question
+from registration.rubric import Rubric
 from registration.spec import SEED_MAX, ArmSpec
 from registration.toml_lines import KeyLines
 
 from .blinding import BlindItem
 from .judging import build_request
 from .pairwise import PairItem
-from .rubric import Rubric
 
 ANSWER_FIELDS = ("answer", "answer_1", "answer_2")  # what a judge item shows of the answers (BlindItem, PairItem)
 

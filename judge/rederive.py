@@ -32,23 +32,24 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from arms import jsonl
-from arms.backends.base import UNKNOWN, Reply
-from arms.backends.registry import backend_info
-from arms.cache import CallCache, call_key
 from arms.collect import Task, plain_messages, task_request
-from arms.errors import BadInput
 from arms.glue import load_glue
-from arms.questions import Question
-from arms.records import ANSWER_KEY, AnswerRow, judgment_kind, row_id
 from arms.settings import differences
-from registration.prereg import Experiment, rubric_dir
-from registration.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime
+from core import jsonl
+from core.errors import BadInput
+from core.records import ANSWER_KEY, AnswerRow, judgment_kind, row_id
+from models.backends.base import UNKNOWN, Reply
+from models.backends.registry import backend_info
+from models.cache import CallCache, call_key
+from models.spec import AdapterSpec, ModelSpec, Runtime
+from registration.prereg import Experiment
+from registration.questions import Question
+from registration.rubric import Rubric, load_rubric, rubric_dir
+from registration.spec import ArmSpec
 
 from .blinding import blind, label_secret
 from .judging import build_request, prompt_sha256
 from .pairwise import pair_items
-from .rubric import Rubric, load_rubric
 from .runinfo import Scope
 from .verdict import parse_verdict
 

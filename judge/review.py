@@ -14,15 +14,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from arms.errors import BadInput
-from arms.questions import Question, load_questions
-from arms.records import AnswerRow, Judgment, PairKey
-from registration.prereg import Experiment, load_experiment, rubric_dir
+from core.errors import BadInput
+from core.records import AnswerRow, Judgment, PairKey
+from registration.prereg import Experiment, load_experiment
+from registration.questions import Question, load_questions
+from registration.rubric import load_rubric, rubric_dir
 
 from .analysis import RAW_FILES, Raw, load_raw
 from .blinding import BlindItem, blind, label_secret
 from .labels import run_key
-from .rubric import load_rubric
 
 
 @dataclass(frozen=True)

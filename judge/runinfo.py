@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arms.errors import BadInput
-from arms.questions import load_questions
+from core.errors import BadInput
 from registration.prereg import Experiment, JudgeSpec
+from registration.questions import load_questions
+from registration.rubric import Rubric
 from registration.seal import manifest_sha256
-
-from .rubric import Rubric
 
 TINY_PARAMS = {"smollm2"}  # model families we ship that are far too small to judge reliably
 

@@ -22,9 +22,9 @@ A list in numbers.json whose entries repeat a name (two comparisons with one id)
 each entry is compared on its own, so a second entry cannot hide an edit to the first.
 The retry rule of answers.jsonl and judgments.jsonl (a key's last record is its current one; every
 earlier record of the key is an `error` superseded by the next, whose `retry_of` is its line) is
-read by hand here, not through arms.jsonl.current, and checked: a duplicate that is not a retry of
+read by hand here, not through core.jsonl.current, and checked: a duplicate that is not a retry of
 an error is a finding naming file, line and field, and the main path must refuse the same file.
-A raw record that breaks its contract (arms.records: a field missing or of the wrong type) is not a
+A raw record that breaks its contract (core.records: a field missing or of the wrong type) is not a
 finding but bad input, exit 2, as on the main path: neither path can read it.
 The amendment chain is checked twice too: by registration.seal and judge.analysis, and by hand from the raw
 amendments.jsonl and judgments.jsonl (hash chain, numbering, and the rule that an amendment dated at or
@@ -45,12 +45,13 @@ from typing import Any
 
 import numpy as np
 
-from arms import jsonl
-from arms.cache import cache_dir
-from arms.errors import BadInput, BadRecord
 from arms.folder import BINDING, read_binding, registration
-from arms.questions import load_questions
-from registration.prereg import Experiment, load_experiment, rubric_dir
+from core import jsonl
+from core.errors import BadInput, BadRecord
+from models.cache import cache_dir
+from registration.prereg import Experiment, load_experiment
+from registration.questions import load_questions
+from registration.rubric import load_rubric, rubric_dir
 from registration.seal import verify_seal
 
 from . import score_check, stats
@@ -59,7 +60,6 @@ from .cost import costs
 from .folder import binding_findings
 from .rederive import Replies, rederive
 from .report import render
-from .rubric import load_rubric
 from .rule import Scale
 from .runinfo import Scope, bound_scope, merged, registered
 
@@ -836,7 +836,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         return Verification(list(dict.fromkeys(problems + amend["problems"])), unchecked, digest)
     if rule:
         problems.append("retry rule: the two paths disagree: the independent plain-Python check finds the breaches "
-                        "above, the main path (arms.jsonl.current) accepted the raw files")
+                        "above, the main path (core.jsonl.current) accepted the raw files")
     problems += duplicate_names(numbers)
     problems += earlier_rule_findings(numbers, exp)
     problems += diff_numbers(numbers, main, "recomputation from raw files")

@@ -9,7 +9,7 @@ Review mode shows the decisions table (numbers.json) and, for each hypothesis, i
 with filters and sorting. Blind mode (`--blind`) is generated from the blinded projection alone
 (judge.review.blind_view): labels, questions, references and the answers as the judge read them, in the
 blinded order; the file holds no arm, model, quant or judge. A person scores each answer there and downloads a
-labels file (arms.records.HumanLabel), which judge.labels checks.
+labels file (core.records.HumanLabel), which judge.labels checks.
 """
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template
 
-from arms.atomic import write_text
-from arms.errors import BadInput
-from arms.records import HumanLabel, Judgment
+from core.atomic import write_text
+from core.errors import BadInput
+from core.records import HumanLabel, Judgment
 
 from .review import Answer, BlindView, Review, blind_view, review
 

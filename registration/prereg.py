@@ -11,17 +11,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arms.errors import BadInput
+from core.errors import BadInput
+from models.spec import AdapterSpec, ModelSpec, Runtime
 
 from . import toml_lines
+from .rubric import RUBRICS_DIR, rubric_dir
 from .scrub import DEFAULT_SCRUB, scrub_patterns
 from .seal import inside
 from .spec import (
     BOUNDS,
-    AdapterSpec,
     ArmSpec,
-    ModelSpec,
-    Runtime,
     bounded,
     check_keys,
     parse_adapters,
@@ -34,17 +33,8 @@ from .spec import (
 )
 from .toml_lines import table
 
-if TYPE_CHECKING:  # the type only: rubrics are loaded by judge.rubric, a layer above
-    from judge.rubric import Rubric
-
-RUBRICS_DIR = Path(__file__).resolve().parent.parent / "rubrics"
-
-
-def rubric_dir(name: str, exp_dir: Path) -> Path:
-    """Where rubric `name` of an experiment lives: the experiment's own `rubrics/` folder, sealed with it, when it
-    holds `name.toml`; else the rubrics shipped in the repository."""
-    own = Path(exp_dir) / "rubrics"
-    return own if (own / f"{name}.toml").is_file() else RUBRICS_DIR
+if TYPE_CHECKING:  # the type only: rubrics are loaded by registration.rubric, a layer above
+    from .rubric import Rubric
 
 
 @dataclass(frozen=True)

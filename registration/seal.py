@@ -25,9 +25,9 @@ import os
 import stat
 from pathlib import Path
 
-from arms import jsonl
-from arms.atomic import write_text
-from arms.errors import BadInput
+from core import jsonl
+from core.atomic import write_text
+from core.errors import BadInput
 
 MANIFEST = "MANIFEST"
 AMENDMENTS = "amendments.jsonl"

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from arms.backends.base import STRUCTURED, Generation
-from arms.errors import BadInput
-from arms.llama_loader import registrable
+from core.errors import BadInput
+from models.backends.base import STRUCTURED, Generation
+from models.llama_loader import registrable
+from models.spec import AdapterSpec, ModelSpec, Runtime
 
 from . import toml_lines
 
@@ -27,67 +28,6 @@ THINKING_CONTROLS = ("none", "chat_template_kwargs", "reasoning_effort")
 # vLLM, llama-server); json_object with the schema inside it (`python -m llama_cpp.server`, which refuses
 # json_schema); or not at all, leaving the strict parser of judge.verdict to decide.
 EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
-
-
-@dataclass(frozen=True)
-class Runtime:
-    """Machine settings recorded in run.json: llama.cpp threads are always explicit."""
-
-    threads: int = 1
-    n_ctx: int = 2048
-    seed: int = 0  # llama.cpp context seed (each request also sends its own registered seed)
-    cpu_extra_buffers: str | bool = "auto"  # llama.cpp weight repacking/AMX buffers; see arms.llama_loader
-    gpu_layers: int = 0  # llama.cpp layers offloaded to a GPU (n_gpu_layers)
-    batch: int = 1  # llama.cpp sequences decoded together (1: one at a time); see arms.backends.llama_batch
-    flash_attn: bool = False  # llama.cpp's fused attention kernel: faster on CPU too, rounds otherwise
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A model: for llama-cpp a GGUF `source` ("embedded:NAME" or a path); for HTTP a model name.
-
-    `base_url` is the first server; `base_urls` all of them (one model served by a fleet is
-    load-balanced across every URL). `sha256` maps a quant name ("source" for the file as
-    given) to the file's registered sha256. `chat_template` is a registered template file that
-    replaces the GGUF's own; `chat_template_sha256` pins whichever template is used.
-    """
-
-    name: str
-    backend: str
-    source: str
-    base_url: str | None = None
-    family: str | None = None  # e.g. "smollm2": used to warn about judge self-preference
-    base_urls: tuple[str, ...] = ()
-    sha256: dict[str, str] = field(default_factory=dict)
-    chat_template: str | None = None
-    chat_template_sha256: str | None = None
-    imatrix: str | None = None  # importance matrix file for every derived quant
-    concurrency: int = 4  # HTTP backends: requests in flight at once (in-process llama.cpp: always 1)
-    thinking_control: str = "none"  # openai: how thinking is switched, one of THINKING_CONTROLS
-    sampling_params: bool = False  # Anthropic-compatible server accepts temperature/top_p (the API does not)
-    attempts: int = 4  # HTTP backends: tries per call before the answer becomes an `error` row
-    timeout_s: float = 120.0  # HTTP backends: bounds each wait for data (not a whole call); a timeout is retried
-    api_key_env: str | None = None  # HTTP backends: the variable holding the key (default: the SDK's usual one)
-    structured: str = "json_schema"  # openai: how structured output is asked for, one of STRUCTURED
-    batch: bool = False  # openai/anthropic: answer through the provider's batch API (arms.batch), at half price
-    batch_poll_s: float = 60.0  # batch: seconds between two looks at a submitted batch
-    batch_max_requests: int | None = None  # batch: requests per batch (None: the provider's limit)
-    batch_max_bytes: int | None = None  # batch: bytes of requests per batch (None: the provider's limit)
-    price_input: float | None = None  # USD per million input tokens, for the report's cost (None: not shown)
-    price_output: float | None = None  # USD per million output tokens
-
-    def urls(self) -> tuple[str, ...]:
-        return self.base_urls or ((self.base_url,) if self.base_url else ())
-
-
-@dataclass(frozen=True)
-class AdapterSpec:
-    """A LoRA adapter: "generated:demo" (built by arms.lora) or a path to a GGUF adapter."""
-
-    name: str
-    source: str
-    scale: float = 1.0
-    sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -306,7 +246,7 @@ def parse_models(doc: dict, file: Path) -> dict[str, ModelSpec]:
 
 
 def _model(name: str, t: Any, file: Path) -> ModelSpec:
-    from arms.backends.registry import REGISTRY
+    from models.backends.registry import REGISTRY
 
     where = f"[models.{name}]"
     check_keys(t, MODEL_KEYS, file, where)
@@ -368,7 +308,7 @@ def _one_of(t: dict, key: str, values: tuple[str, ...], file: Path, where: str) 
 
 def check_generation(model: ModelSpec, g: Generation, file: Path | str, where: str) -> None:
     """Refuse generation settings this model's backend has no way to send, before any call is made."""
-    from arms.backends.registry import backend_info
+    from models.backends.registry import backend_info
 
     info = backend_info(model.backend)
     for key in ("thinking_budget", "effort"):
@@ -418,7 +358,7 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
     for adapter in names:
         if adapter not in adapters:
             raise BadInput(file, f"arm {name!r} names unknown adapter {adapter!r}", field="adapter")
-    from arms.backends.registry import backend_info
+    from models.backends.registry import backend_info
 
     local = backend_info(models[model].backend).local
     if names and not local:

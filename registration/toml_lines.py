@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from arms import text as input_text
-from arms.errors import BadInput
+from core import text as input_text
+from core.errors import BadInput
 
 _KEY = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
 _DOTTED = rf"{_KEY}(?:\s*\.\s*{_KEY})*"
@@ -135,7 +135,7 @@ def read(file: Path) -> tuple[str, dict]:
 
 
 def decode(raw: bytes, file) -> str:
-    """A TOML file's bytes as text by arms.text's rule (strict UTF-8), a bad byte refused at its line and the key
+    """A TOML file's bytes as text by core.text's rule (strict UTF-8), a bad byte refused at its line and the key
     there."""
     try:
         return input_text.decode(raw, file)

@@ -73,8 +73,8 @@ DERIVED = ("quants", "adapters", "probes", "sha256.json", "gguf_info.json")
 @pytest.fixture(scope="session")
 def demo_models(private_cache) -> Path:
     """The session cache holding the demo's quant files and adapter, derived once (~25 s when none exist)."""
-    from arms.lora import demo_adapter
-    from arms.models import embedded_model
+    from models.files import embedded_model
+    from models.lora import demo_adapter
 
     r = cli("arms", "quantize")
     assert r.returncode == 0, r.stderr
@@ -135,14 +135,14 @@ def wait_until_up(proc: subprocess.Popen, url: str, log: str, seconds: float) ->
 def llama_cpp_server(tmp_path_factory):
     """A real OpenAI-compatible server (`python -m llama_cpp.server`, one thread) on 127.0.0.1; its root URL.
 
-    Started through `arms.llama_loader serve`, which applies this machine's CPU extra-buffer decision to the
+    Started through `models.llama_loader serve`, which applies this machine's CPU extra-buffer decision to the
     server's model load (on AMX CPUs llama.cpp's AMX buffers crash; the server has no option for it)."""
-    from arms.models import embedded_model
+    from models.files import embedded_model
 
     port = free_port()
     log = open(_llama_cpp_server_log(tmp_path_factory), "wb")  # a pipe would fill up and block the server
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arms.llama_loader", "serve", "--model", str(embedded_model("smollm2")),
+        [sys.executable, "-m", "models.llama_loader", "serve", "--model", str(embedded_model("smollm2")),
          "--host", "127.0.0.1",
          "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "2048",
          "--model_alias", "smollm2"], stdout=log, stderr=subprocess.STDOUT)
@@ -202,7 +202,7 @@ max_unscored = 0.10
 
 def rewards_log(path: Path, prompt: str, completions: dict[str, str]) -> Path:
     """A one-step training log, one prompt per completion, rewards falling in the given order (top first)."""
-    from arms import jsonl
+    from core import jsonl
 
     with jsonl.Appender(path) as w:
         for i, (cid, text) in enumerate(completions.items()):
@@ -213,7 +213,7 @@ def rewards_log(path: Path, prompt: str, completions: dict[str, str]) -> Path:
 
 @functools.cache
 def _amx_cpu() -> bool:
-    from arms.llama_loader import AMX_CPU_FLAGS, cpu_flags
+    from models.llama_loader import AMX_CPU_FLAGS, cpu_flags
 
     return any(flag in cpu_flags() for flag in AMX_CPU_FLAGS)
 
@@ -237,7 +237,7 @@ class LlamaServer:
                 "-tb", "1", "-np", "1", "-c", "2048", "-a", alias, "--no-webui", "--seed", "0"]
         if lora:
             args += ["--lora", str(lora)]
-        if _amx_cpu():  # llama.cpp's AMX weight buffers crash on these CPUs (see arms/llama_loader.py)
+        if _amx_cpu():  # llama.cpp's AMX weight buffers crash on these CPUs (see models/llama_loader.py)
             args += ["--no-repack"]
         self.log = open(log, "wb")  # a pipe would fill up and block the server
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
@@ -261,8 +261,8 @@ class LlamaServer:
 def llama_server(tmp_path_factory):
     """One llama-server for the session on the demo's Q8_0 file (alias "smollm2-q8"): the real peer for the
     normal OpenAI (`/v1`) and Anthropic Messages (`/v1/messages`) paths."""
-    from arms.models import embedded_model
-    from arms.quantize import quantize
+    from models.files import embedded_model
+    from models.quantize import quantize
 
     q8 = Path(quantize(embedded_model("smollm2"), "Q8_0").info.path)
     server = LlamaServer(q8, "smollm2-q8", tmp_path_factory.mktemp("llama-server") / "server.log")

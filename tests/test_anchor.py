@@ -14,13 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arms import jsonl
-from arms.questions import load_questions
+from core import jsonl
 from judge.analysis import ANCHOR_FILES, anchor, compute_numbers, write_numbers
 from judge.report import render
-from judge.run import INVOCATIONS, last_invocation
 from judge.verify import Verification, verify
+from pipeline.run import INVOCATIONS, last_invocation
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 from registration.seal import seal
 
 from conftest import ROOT, cli

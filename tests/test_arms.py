@@ -13,16 +13,17 @@ import gguf
 import numpy as np
 import pytest
 
-from arms.backends import Generation, Request
-from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, Lora
-from arms.errors import BadInput, CheckFailed
-from arms.llama_loader import extra_buffers, load_llama
-from arms.lora import demo_adapter
-from arms.models import embedded_model
-from arms.quantize import load_imatrix, quantize
 from arms.settings import verify_settings
+from core.errors import BadInput, CheckFailed
+from models.backends import Generation, Request
+from models.backends.llama_cpp import LlamaConfig, LlamaCppBackend, Lora
+from models.files import embedded_model
+from models.llama_loader import extra_buffers, load_llama
+from models.lora import demo_adapter
+from models.quantize import load_imatrix, quantize
+from models.spec import AdapterSpec, ModelSpec, Runtime
 from registration.seal import seal
-from registration.spec import AdapterSpec, ArmSpec, ModelSpec, Runtime, parse_arms, parse_generation, parse_models
+from registration.spec import ArmSpec, parse_arms, parse_generation, parse_models
 
 from conftest import ROOT, cli
 

@@ -13,19 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from arms import jsonl
-from arms.backends import Generation, Request
-from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
-from arms.cache import CallCache
 from arms.collect import collect, prompt_order
-from arms.errors import CheckFailed
-from arms.lora import demo_adapter
-from arms.models import embedded_model
-from arms.quantize import quantize
-from arms.questions import Question, load_questions
-from judge.run import DEMO
+from core import jsonl
+from core.errors import CheckFailed
+from models.backends import Generation, Request
+from models.backends.anthropic import AnthropicBackend, AnthropicConfig
+from models.cache import CallCache
+from models.files import embedded_model
+from models.lora import demo_adapter
+from models.quantize import quantize
+from models.spec import ModelSpec, Runtime
+from pipeline.run import DEMO
 from registration.prereg import load_experiment
-from registration.spec import ArmSpec, ModelSpec, Runtime
+from registration.questions import Question, load_questions
+from registration.spec import ArmSpec
 
 from conftest import LlamaServer
 from support.scripted_server import ScriptedServer, fail, reply

@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from arms import jsonl
-from arms.errors import CheckFailed
 from audit.gate import check_gate
 from audit.log import read_log, top_k
+from core import jsonl
+from core.errors import CheckFailed
 from judge.blinding import BlindItem
 from judge.judging import build_request
-from judge.rubric import load_rubric
 from judge.stats import cohen_kappa
+from registration.rubric import load_rubric
 
 from conftest import ROOT, cli
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from arms import jsonl
 from audit.detectors import detect, split_prompt
 from audit.log import Completion, read_log, top_k
+from core import jsonl
 
 from conftest import ROOT
 

@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from arms import jsonl
-from arms.errors import CheckFailed
-from arms.questions import Question
-from arms.records import AnswerRow, KeyRow
 from audit.detectors import CATEGORIES, DETECTORS, detect
 from audit.gate import check_gate
 from audit.log import Completion, read_log
+from core import jsonl
+from core.errors import CheckFailed
+from core.records import AnswerRow, KeyRow
 from judge.blinding import INJECTION, blind, injection_count
+from registration.questions import Question
 
 from conftest import ROOT, cli, rewards_log
 from support.scripted_server import ScriptedServer, verdict

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from arms.errors import BadInput
 from audit.log import load_columns, read_log
+from core.errors import BadInput
 
 from conftest import ROOT, cli
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from arms import jsonl
+from core import jsonl
 
 from conftest import cli, rewards_log
 from support.scripted_server import ScriptedServer, fail, reply, verdict

@@ -2,7 +2,7 @@
 
 The `echo` backend below is the whole of a new backend: its class, its BackendInfo, and one registry entry
 (made for the test's duration). Collection, settings verification and spec parsing take it without any
-other change, and no product module outside arms/backends compares a backend's name.
+other change, and no product module outside models/backends compares a backend's name.
 """
 from __future__ import annotations
 
@@ -17,27 +17,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
-from arms.backends.base import (
-    NOT_USED,
-    NOT_VERIFIABLE,
-    BackendInfo,
-    Generation,
-    Reply,
-    Request,
-    nothing_read_back,
-)
-from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, sampler_differences
-from arms.backends.openai import OpenAIBackend, OpenAIConfig
-from arms.backends.registry import REGISTRY
-from arms.cache import CallCache
 from arms.collect import collect
-from arms.errors import BadInput, CheckFailed
-from arms.models import embedded_model
-from arms.questions import Question
 from arms.settings import verify_settings
+from core.errors import BadInput, CheckFailed
 from judge.report import owe_the_reader
-from registration.spec import ModelSpec, Runtime, parse_arms, parse_models
+from models.backends.anthropic import AnthropicBackend, AnthropicConfig
+from models.backends.base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
+from models.backends.llama_cpp import LlamaConfig, LlamaCppBackend, sampler_differences
+from models.backends.openai import OpenAIBackend, OpenAIConfig
+from models.backends.registry import REGISTRY
+from models.cache import CallCache
+from models.files import embedded_model
+from models.spec import ModelSpec, Runtime
+from registration.questions import Question
+from registration.spec import parse_arms, parse_models
 
 from conftest import ROOT
 
@@ -177,7 +170,7 @@ def test_a_batched_serial_backend_gets_the_registered_batch_in_flight(echo, monk
     assert REGISTRY["echo"].workers(concurrency=3, batch=4) == 4 and ECHO.workers(concurrency=3, batch=4) == 3
 
 
-PRODUCT = ("arms", "judge", "audit", "registration")
+PRODUCT = ("core", "models", "registration", "arms", "judge", "audit", "pipeline")
 # a backend's name compared, or a set of names tested: the facts belong in the backend's BackendInfo
 NAMES = r"""["'](llama-cpp|openai|anthropic)["']"""
 NAME_TEST = re.compile(rf"""(==|!=)\s*{NAMES}|{NAMES}\s*(==|!=)|\bin\s*[({{\[]\s*{NAMES}|\b[A-Z_]*BACKENDS\b""")

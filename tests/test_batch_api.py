@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arms import jsonl
+from core import jsonl
 from registration.seal import seal
 
 from conftest import ROOT, cli
@@ -501,9 +501,9 @@ def planted_server():
 def test_results_holding_any_line_separator_are_read_back_exactly(api, texts, planted_server):
     """Replies written raw into the provider's results (UTF-8 as it is: U+2028, U+2029, U+0085 unescaped) come
     back as the texts they were, through the SDK and each backend's own reading of the results."""
-    from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
-    from arms.backends.base import Generation, Reply, Request
-    from arms.backends.openai import OpenAIBackend, OpenAIConfig
+    from models.backends.anthropic import AnthropicBackend, AnthropicConfig
+    from models.backends.base import Generation, Reply, Request
+    from models.backends.openai import OpenAIBackend, OpenAIConfig
 
     backend = (OpenAIBackend(OpenAIConfig("m", base_urls=(f"{planted_server.url}/v1",))) if api == "openai"
                else AnthropicBackend(AnthropicConfig("m", base_url=planted_server.url)))

@@ -1,4 +1,4 @@
-"""`[runtime] batch = N`: several llama.cpp sequences decoded together in one context (arms.backends.llama_batch).
+"""`[runtime] batch = N`: several llama.cpp sequences decoded together in one context (models.backends.llama_parallel).
 
 The expected outputs come from the sequential path (`Llama.create_chat_completion` through llama-cpp-python's
 chat handler, one request at a time), never from the batched code. What is guaranteed: the same prompt tokens,
@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from arms import jsonl
-from arms.backends.base import Request
 from arms.collect import plain_messages
-from arms.load import open_backend
-from arms.questions import load_questions
-from judge.run import last_invocation
+from core import jsonl
+from models.backends.base import Request
+from models.load import open_backend
+from pipeline.run import last_invocation
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 from registration.seal import seal
 
 from conftest import ROOT, cli
@@ -86,13 +86,13 @@ def test_one_at_a_time_the_batched_context_gives_the_sequential_text(demo, monke
     the same shapes as one at a time; a wrong copy, prompt, sampler or stop breaks it."""
     import llama_cpp
 
-    from arms.backends.llama_batch import BatchDecoder
+    from models.backends.llama_parallel import ParallelDecoder
 
     copies = []
     real_cp = llama_cpp.llama_memory_seq_cp
     monkeypatch.setattr(llama_cpp, "llama_memory_seq_cp", lambda mem, src, dst, p0, p1: (
         copies.append((src, dst)), real_cp(mem, src, dst, p0, p1))[1])
-    monkeypatch.setattr(BatchDecoder, "_choose_slot", staticmethod(lambda free, kept: min(free, key=kept)))
+    monkeypatch.setattr(ParallelDecoder, "_choose_slot", staticmethod(lambda free, kept: min(free, key=kept)))
     requests = plain(demo, 6)
     seq = backend(demo, 1)
     try:
@@ -271,7 +271,7 @@ def test_first_calls_from_several_threads_load_the_model_once(demo, monkeypatch)
     and its batched context crashed the process (SIGSEGV) before the load was locked."""
     import threading
 
-    from arms.backends.llama_cpp import LlamaCppBackend
+    from models.backends.llama_cpp import LlamaCppBackend
 
     loads = []
     real = LlamaCppBackend._load
@@ -301,8 +301,8 @@ def test_a_batched_collection_gives_the_same_answers_every_time(demo, tmp_path):
     the backend its threads and every step waits for all of them. Two collections of 16 answers at Q4_K_M (the
     quant where a step's company tips near-ties most often: 8 of 16 answers differed between two runs before)
     with empty caches give the same 16 texts."""
-    from arms.cache import CallCache
     from arms.collect import collect
+    from models.cache import CallCache
 
     exp, questions = demo
     arm = replace(exp.arm("base"), quants=("Q4_K_M",), generation=replace(exp.arm("base").generation, max_tokens=48))

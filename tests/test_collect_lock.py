@@ -14,8 +14,8 @@ import time
 import pytest
 from test_folder import ENV, SERVED, Script, experiment, lines
 
-from arms import jsonl
-from arms.records import ANSWER_KEY
+from core import jsonl
+from core.records import ANSWER_KEY
 
 from conftest import ROOT, cli
 from support.scripted_server import ScriptedServer

@@ -15,23 +15,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arms import jsonl
-from arms.backends.base import STRUCTURED
-from arms.cache import CallCache, call_key
-from arms.load import open_backend
-from arms.questions import load_questions
-from arms.records import AnswerRow
+from core import jsonl
+from core.records import AnswerRow
 from judge.analysis import anchor, compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
 from judge.cost import costs
 from judge.judging import build_request, prompt_sha256
 from judge.rederive import expected_identity, identity_findings
 from judge.report import render
-from judge.rubric import load_rubric
 from judge.runinfo import bound_scope, registered
 from judge.verify import record_findings, verify
+from models.backends.base import STRUCTURED
+from models.cache import CallCache, call_key
+from models.load import open_backend
+from models.spec import ModelSpec, Runtime
 from registration.prereg import load_experiment
-from registration.spec import ModelSpec, Runtime
+from registration.questions import load_questions
+from registration.rubric import load_rubric
 
 RAW = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")
 
@@ -269,7 +269,7 @@ def test_a_cache_that_holds_none_of_the_runs_calls_is_a_finding_and_several_may_
        structured=st.sampled_from(STRUCTURED), sampling=st.booleans())
 def test_the_identity_verify_expects_of_an_http_model_is_the_one_its_backend_puts_in_call_keys(
         tmp_path_factory, backend, source, urls, structured, sampling):
-    """One definition per backend (arms/backends), one re-derivation in verify: they must agree on every
+    """One definition per backend (models/backends), one re-derivation in verify: they must agree on every
     registration, or verify would name honest runs (or miss forged identities)."""
     urls = urls[:1] if backend == "anthropic" else urls
     spec = ModelSpec(name="m", backend=backend, source=source, base_url=urls[0] if urls else None,

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from judge.cost import cost_line
-from registration.spec import ModelSpec
+from models.spec import ModelSpec
 
 pytestmark = pytest.mark.unit
 
@@ -50,16 +50,16 @@ class _Sized:
 @pytest.mark.unit
 def test_batches_are_cut_at_the_request_and_byte_limits_in_order():
     """Planted sizes (bytes per request line, newline included): limits 3 requests and 1000 bytes, unless registered."""
-    from arms.batch import Batching, Outcome, parts
+    from models.provider_batch import Outcome, ProviderBatching, parts
 
     sizes = {"a": 300, "b": 300, "c": 300, "d": 300, "e": 900, "f": 1200, "g": 100}
     backend = _Sized(sizes)
     outcome = Outcome()
     keys = list(sizes)
-    got = parts(backend, {k: None for k in keys}, keys, Batching(Path("x"), 1.0, 1), outcome)
+    got = parts(backend, {k: None for k in keys}, keys, ProviderBatching(Path("x"), 1.0, 1), outcome)
     # a+b+c = 900 (3 requests: full); d = 300, d+e = 1200 > 1000; e = 900; f alone is over 1000: fails unsent
     assert got == [["a", "b", "c"], ["d"], ["e", "g"]]
     assert list(outcome.failed) == ["f"] and "1200 bytes" in str(outcome.failed["f"])
-    registered = parts(backend, {k: None for k in keys}, ["a", "b", "c", "g"], Batching(Path("x"), 1.0, 1, 2, 700),
-                       Outcome())
+    registered = parts(backend, {k: None for k in keys}, ["a", "b", "c", "g"],
+                       ProviderBatching(Path("x"), 1.0, 1, 2, 700), Outcome())
     assert registered == [["a", "b"], ["c", "g"]]

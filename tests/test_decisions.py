@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from arms.questions import Question
 from judge import stats as S
 from judge.agreement import length_bias
 from judge.analysis import compare, length_check, quant_check
 from judge.rule import Scale
 from registration.prereg import Analysis, Hypothesis
+from registration.questions import Question
 
 pytestmark = pytest.mark.unit
 
@@ -323,7 +323,7 @@ def test_bad_analysis_settings_are_refused_naming_the_field(tmp_path, line, fiel
 
     from test_readme import _example
 
-    from arms.errors import BadInput
+    from core.errors import BadInput
     from registration.prereg import load_experiment
 
     text = re.sub(rf"(?m)^{field} = .*$", line, _example(), count=1)

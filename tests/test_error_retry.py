@@ -15,10 +15,10 @@ import shutil
 import pytest
 from test_faults import _report_cells
 
-from arms import jsonl
-from arms.errors import BadInput
-from judge.run import last_invocation
+from core import jsonl
+from core.errors import BadInput
 from judge.verify import by_hand
+from pipeline.run import last_invocation
 from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arms.errors import BadInput
+from core.errors import BadInput
 
 from conftest import ROOT, cli
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arms import jsonl
+from core import jsonl
 from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg

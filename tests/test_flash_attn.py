@@ -11,17 +11,18 @@ from dataclasses import replace
 
 import pytest
 
-from arms import jsonl
-from arms.backends.base import Generation, Request
-from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, differences
 from arms.collect import plain_messages
-from arms.errors import BadInput
-from arms.load import open_backend
-from arms.models import embedded_model
-from arms.questions import load_questions
+from core import jsonl
+from core.errors import BadInput
+from models.backends.base import Generation, Request
+from models.backends.llama_cpp import LlamaConfig, LlamaCppBackend, differences
+from models.files import embedded_model
+from models.load import open_backend
+from models.spec import ModelSpec, Runtime
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 from registration.seal import seal
-from registration.spec import ModelSpec, Runtime, parse_runtime
+from registration.spec import parse_runtime
 
 from conftest import ROOT, cli
 

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from arms import jsonl
-from arms.questions import load_questions
+from core import jsonl
 from judge.analysis import amendments as amendment_rows
 from judge.analysis import anchor, compute_numbers, write_numbers
 from judge.report import render
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 from registration.seal import amend, seal
 
 from conftest import ROOT, cli
@@ -389,7 +389,7 @@ def test_a_glue_file_in_the_experiment_folder_is_sealed_and_bound(server, tmp_pa
 def test_edited_pairwise_rubric_is_refused_in_the_same_folder(server, tmp_path):
     """The pairwise rubric is not the primary one; it shapes verdicts all the same."""
     code = tmp_path / "code"
-    for part in ("arms", "judge", "audit", "registration", "rubrics"):
+    for part in ("core", "models", "registration", "arms", "judge", "audit", "pipeline", "rubrics"):
         shutil.copytree(ROOT / part, code / part, ignore=shutil.ignore_patterns("__pycache__"))
     exp = experiment(tmp_path, server.openai_url)
     out = tmp_path / "out"

@@ -5,10 +5,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arms import jsonl
-from arms.errors import BadInput
-from judge.rubric import load_rubric
+from core import jsonl
+from core.errors import BadInput
 from judge.verdict import parse_verdict
+from registration.rubric import load_rubric
 
 pytestmark = pytest.mark.unit
 

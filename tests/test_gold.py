@@ -12,14 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arms.errors import BadInput
 from arms.folder import gold_entries, label_key, registration
-from arms.questions import load_questions
-from arms.records import KeyRow, row_id
+from core.errors import BadInput
+from core.records import KeyRow, row_id
 from judge.blinding import BlindItem, label_for, label_secret
 from judge.gold import check_gold, gold_set
 from judge.labels import run_key
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 from registration.seal import seal
 
 from conftest import ROOT

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arms.questions import load_questions
 from judge.gold import load_program
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 
 from conftest import ROOT
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from test_validate import PREREG, _line, assert_names, experiment, refused
 
-from arms.backends.llama_cpp import LlamaConfig, LlamaCppBackend, differences
-from arms.errors import BadInput
-from arms.llama_loader import gpu_layers_offloaded, gpu_offload, load_llama
-from arms.models import embedded_model
-from registration.spec import Runtime, parse_runtime
+from core.errors import BadInput
+from models.backends.llama_cpp import LlamaConfig, LlamaCppBackend, differences
+from models.files import embedded_model
+from models.llama_loader import gpu_layers_offloaded, gpu_offload, load_llama
+from models.spec import Runtime
+from registration.spec import parse_runtime
 
 CPU_ONLY = pytest.mark.skipif(gpu_offload(), reason="this llama-cpp-python build can offload to a GPU")
 
@@ -53,8 +54,8 @@ EFFECTIVE = {"file_type": "MOSTLY_Q8_0", "model_sha256": "x", "chat_template_sha
     (8, 8, 0, None, True),      # a build that said nothing about offloading
 ])
 def test_verification_compares_registered_with_loaded_and_offloaded(registered, loaded, offloaded, total, differs):
-    from arms.backends.base import Generation
-    from registration.spec import ModelSpec
+    from models.backends.base import Generation
+    from models.spec import ModelSpec
 
     eff = {**EFFECTIVE, "gpu_layers": loaded, "gpu_layers_offloaded": offloaded, "gpu_layers_total": total}
     model = ModelSpec(name="m", backend="llama-cpp", source="embedded:smollm2")

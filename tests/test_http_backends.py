@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from arms.backends import Generation, Request
-from arms.backends.openai import OpenAIBackend, OpenAIConfig
-from judge.rubric import load_rubric
 from judge.verdict import parse_verdict
+from models.backends import Generation, Request
+from models.backends.openai import OpenAIBackend, OpenAIConfig
+from registration.rubric import load_rubric
 
 from conftest import free_port
 

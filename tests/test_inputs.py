@@ -5,10 +5,10 @@ import shutil
 
 import pytest
 
-from arms.errors import BadInput
-from arms.models import gguf_info
-from arms.questions import load_questions
+from core.errors import BadInput
+from models.files import gguf_info
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 from registration.seal import amend, seal, verify_seal
 
 from conftest import cli
@@ -99,8 +99,7 @@ def test_private_files_are_bound_by_hash_and_others_may_not_vanish(demo_copy, tm
 
 @pytest.mark.unit
 def test_rubric_template_that_does_not_parse_or_render(tmp_path):
-    from judge.rubric import load_rubric
-    from registration.prereg import RUBRICS_DIR
+    from registration.rubric import RUBRICS_DIR, load_rubric
 
     d = tmp_path / "rubrics"
     shutil.copytree(RUBRICS_DIR, d)

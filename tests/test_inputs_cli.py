@@ -35,7 +35,7 @@ def test_an_unbounded_count_or_a_bad_url_is_refused_before_anything_is_paid(tmp_
 
 
 def test_a_rubric_field_of_the_wrong_type_is_refused_at_its_line(tmp_path):
-    from registration.prereg import RUBRICS_DIR
+    from registration.rubric import RUBRICS_DIR
 
     exp = experiment(tmp_path)
     (exp / "rubrics").mkdir()
@@ -48,7 +48,7 @@ def test_a_rubric_field_of_the_wrong_type_is_refused_at_its_line(tmp_path):
 
 
 def test_a_template_variable_the_judge_does_not_provide_is_refused_before_any_answer(tmp_path):
-    from registration.prereg import RUBRICS_DIR
+    from registration.rubric import RUBRICS_DIR
 
     exp = experiment(tmp_path)
     (exp / "rubrics").mkdir()
@@ -87,8 +87,8 @@ def test_a_chat_template_that_fails_on_a_prompt_is_bad_input_naming_it(tmp_path,
     """Every prompt of a run is counted through the chat template before the first call (arms.context): a template
     that raises, or uses a filter jinja2 does not have, stops there, naming the template file."""
     from arms.context import counter
-    from arms.errors import BadInput
-    from registration.spec import ModelSpec
+    from core.errors import BadInput
+    from models.spec import ModelSpec
 
     (tmp_path / "chat.jinja").write_text(template)
     model = ModelSpec(name="m", backend="llama-cpp", source="embedded:smollm2", chat_template="chat.jinja")

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arms import jsonl
-from arms.errors import BadInput
+from core import jsonl
+from core.errors import BadInput
 
 pytestmark = pytest.mark.unit
 

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from arms import jsonl
-from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
-from arms.backends.openai import OpenAIBackend, OpenAIConfig
-from arms.cache import CallCache
-from arms.questions import load_questions
+from core import jsonl
 from judge.blinding import BlindItem
 from judge.judging import judge_all
-from judge.rubric import load_rubric
+from models.backends.anthropic import AnthropicBackend, AnthropicConfig
+from models.backends.openai import OpenAIBackend, OpenAIConfig
+from models.cache import CallCache
+from registration.questions import load_questions
+from registration.rubric import load_rubric
 from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg

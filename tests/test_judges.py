@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from arms.records import Judgment, PairKey
+from core.records import Judgment, PairKey
 from judge.agreement import agreement, length_bias
 from judge.pairwise import summarise
 from registration.prereg import Hypothesis

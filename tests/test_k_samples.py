@@ -15,7 +15,7 @@ from fractions import Fraction
 import pytest
 from test_decisions import k6_n30
 
-from arms import jsonl
+from core import jsonl
 from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg

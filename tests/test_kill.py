@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from arms import jsonl
+from core import jsonl
 from judge.verify import by_hand
 
 from conftest import ROOT

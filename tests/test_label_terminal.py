@@ -20,7 +20,7 @@ import numpy as np
 import pexpect
 import pytest
 
-from arms.errors import BadInput
+from core.errors import BadInput
 from judge.gold import gold_scores
 from judge.labelling import import_labels
 from judge.labels import check_labels

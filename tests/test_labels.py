@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arms.errors import BadInput, BadRecord, run_cli
-from arms.records import HumanLabel
+from core.errors import BadInput, BadRecord, run_cli
+from core.records import HumanLabel
 from judge.labels import read_labels, run_key
 
 pytestmark = pytest.mark.unit

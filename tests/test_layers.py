@@ -13,28 +13,19 @@ import pytest
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("arms", "judge", "audit", "registration")
+PACKAGES = ("core", "models", "registration", "arms", "judge", "audit", "pipeline")
 
-# Lowest first. A module's layer is that of the longest prefix listed.
+# One layer per package, lowest first (docs/architecture.md).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base: errors, records, files", ("arms.errors", "arms.atomic", "arms.jsonl", "arms.records", "arms.crash",
-                                      "arms.text")),
-    ("models: backends and model files", ("arms.backends", "arms.llama_loader", "arms.models", "arms.retry",
-                                          "arms.cache", "arms.quiet", "arms.quantize", "arms.lora", "arms.load")),
-    ("registration: specs, hypotheses, the seal", ("registration",)),
-    ("answers", ("arms.questions", "arms.glue", "arms.settings", "arms.context", "arms.batch", "arms.collect",
-                 "arms.folder")),
-    ("blinding and verdicts", ("judge.blinding", "judge.rubric", "judge.verdict", "judge.judging", "judge.pairwise",
-                               "judge.preflight", "judge.folder")),
-    ("analysis and report", ("judge.stats", "judge.rule", "judge.agreement", "judge.ppi", "judge.judge_error",
-                             "judge.analysis", "judge.cost", "judge.report", "judge.plots", "judge.review",
-                             "judge.labels", "judge.view", "judge.gold", "judge.labelling",
-                             "judge.runinfo")),
-    ("verify", ("judge.verify", "judge.score_check", "judge.rederive", "judge.export")),
-    ("audit", ("audit",)),
-    ("commands", ("judge.run", "judge.__main__", "arms.__main__", "audit.__main__")),
+    ("core: errors, atomic writes, JSONL, records, the crash supervisor", ("core",)),
+    ("models: backends, model files, spec types, the call cache and loop, provider batches", ("models",)),
+    ("registration: specs, questions, rubrics, hypotheses, the seal", ("registration",)),
+    ("arms: answers", ("arms",)),
+    ("judge: blinding, verdicts, statistics, report, verification", ("judge",)),
+    ("audit: the gaming audit, its gate, reward telemetry", ("audit",)),
+    ("commands: the pipeline", ("pipeline",)),
 )
-PACKAGE_INITS = {f"{p}" for p in PACKAGES} | {"arms.backends"}  # a package's own __init__: its layer is its contents'
+PACKAGE_INITS = {f"{p}" for p in PACKAGES} | {"models.backends"}  # a package's own __init__: its layer is its contents'
 
 
 def layer_of(module: str, layers=LAYERS) -> int | None:
@@ -119,11 +110,11 @@ def test_the_contract_catches_an_upward_import_even_inside_a_function(tmp_path):
     (tmp_path / "arms" / "errors.py").write_text("def f():\n    from judge.verify import x\n")
     (tmp_path / "arms" / "atomic.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                                                  "    from judge.verify import x\n")
-    (tmp_path / "judge" / "verify.py").write_text("from arms.errors import f\nfrom ..arms import atomic\n")
+    (tmp_path / "judge" / "verify.py").write_text("from core.errors import f\nfrom ..arms import atomic\n")
     (tmp_path / "judge" / "mystery.py").write_text("")
     found = violations(tmp_path, packages=("arms", "judge"))
     assert found == [
-        "arms/errors.py:2: arms.errors (base: errors, records, files) imports judge.verify.x (verify), a layer above",
+        "core/errors.py:2: core.errors (base: errors, records, files) imports judge.verify.x (verify), a layer above",
         "judge/mystery.py: module judge.mystery has no layer in tests/test_layers.py",
     ]
 
@@ -131,5 +122,6 @@ def test_the_contract_catches_an_upward_import_even_inside_a_function(tmp_path):
 def test_relative_imports_resolve_to_the_module_they_name(tmp_path):
     (tmp_path / "judge").mkdir()
     f = tmp_path / "judge" / "run.py"
-    f.write_text("from . import stats\nfrom .verify import check\nfrom arms.backends import registry\n")
-    assert imports(f, "judge.run") == [(1, "judge.stats"), (2, "judge.verify.check"), (3, "arms.backends.registry")]
+    f.write_text("from . import stats\nfrom .verify import check\nfrom models.backends import registry\n")
+    assert imports(f, "pipeline.run") == [(1, "judge.stats"), (2, "judge.verify.check"),
+                                          (3, "models.backends.registry")]

@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from arms import crash, llama_loader
-from arms.crash import signal_name
-from arms.errors import BadInput
-from arms.llama_loader import (
+from core import crash
+from core.crash import signal_name
+from core.errors import BadInput
+from models import llama_loader
+from models.files import embedded_model, sha256_file
+from models.llama_loader import (
     ExtraBuffers,
     build_features,
     check_runs,
@@ -30,8 +32,7 @@ from arms.llama_loader import (
     load_llama,
     weight_buffers,
 )
-from arms.models import embedded_model, sha256_file
-from judge.run import last_invocation
+from pipeline.run import last_invocation
 from registration.seal import seal
 
 from conftest import cli
@@ -92,7 +93,7 @@ def test_weight_buffers_read_from_llama_cpp_load_log():
 
 @pytest.fixture(scope="module")
 def q8(tmp_path_factory) -> Path:
-    from arms.quantize import quantize
+    from models.quantize import quantize
 
     return Path(quantize(embedded_model("smollm2"), "Q8_0", threads=1).info.path)
 
@@ -108,7 +109,7 @@ def test_load_reads_back_where_the_weights_went(q8):
     finally:
         llm.close()
     if extra_buffers().use and "AVX2 = 1" in llama_loader.system_info():  # on: Q4_0 is repacked on AVX2 builds
-        from arms.quantize import quantize
+        from models.quantize import quantize
 
         q4_0 = quantize(embedded_model("smollm2"), "Q4_0", threads=1).info.path
         llm = load_llama(q4_0, threads=1, n_ctx=256, use_extra_buffers=True)
@@ -252,7 +253,7 @@ def test_a_crash_inside_a_llama_cpp_step_names_the_step_cause_and_remedy(tmp_pat
 
     (tmp_path / "dies.py").write_text(textwrap.dedent('''
         import os, signal, sys
-        from arms.crash import step, supervise
+        from core.crash import step, supervise
 
         def main():
             with step("generating with /models/x.gguf (llama.cpp, threads 1, CPU extra buffers on)",
@@ -298,12 +299,12 @@ def test_on_a_simulated_amx_machine_the_backend_loads_without_extra_buffers(batc
 
     from concurrent.futures import ThreadPoolExecutor
 
-    from arms import crash
-    from arms.backends.base import Generation, Request
-    from arms.backends.llama_cpp import INFO, LlamaConfig, LlamaCppBackend, differences
     from arms.collect import mapped
-    from arms.quantize import quantize
-    from registration.spec import ModelSpec, Runtime
+    from core import crash
+    from models.backends.base import Generation, Request
+    from models.backends.llama_cpp import INFO, LlamaConfig, LlamaCppBackend, differences
+    from models.quantize import quantize
+    from models.spec import ModelSpec, Runtime
 
     q4_0 = quantize(embedded_model("smollm2"), "Q4_0", threads=1).info.path
     real = extra_buffers("auto")
@@ -342,7 +343,7 @@ def test_on_a_simulated_amx_machine_the_backend_loads_without_extra_buffers(batc
         with backend._native_step("generating"):  # what a crash here would leave for the supervisor
             noted = json.loads(note.read_text())
         assert noted["build_amx"] is True and noted["cpu_amx"] is True and "CPU extra buffers off" in noted["step"]
-        assert noted["extra_buffers"] is False  # so a crash here is never blamed on AMX (arms.crash.diagnosis)
+        assert noted["extra_buffers"] is False  # so a crash here is never blamed on AMX (core.crash.diagnosis)
     finally:
         backend.close()
 

@@ -1,6 +1,6 @@
 """The demo's generated LoRA adapter, against the real embedded model (no stubs).
 
-The adapter is an UNTRAINED seeded random perturbation (see arms/lora.py). These tests prove it
+The adapter is an UNTRAINED seeded random perturbation (see models/lora.py). These tests prove it
 is a valid llama.cpp adapter, byte-deterministic, really applied (outputs change), that the
 change comes from the adapter alone (lora_scale 0 gives the base's outputs), that it loads on the
 derived quants, and that a broken adapter is refused before llama.cpp can run with it.
@@ -19,11 +19,11 @@ import llama_cpp
 import numpy as np
 import pytest
 
-from arms.errors import BadInput
-from arms.llama_loader import extra_buffers, load_llama, loaded_model
-from arms.lora import DEFAULT_STRENGTH, RECIPE_KEY, TARGETS, check_adapter, demo_adapter
-from arms.models import embedded_model
-from arms.quantize import quantize
+from core.errors import BadInput
+from models.files import embedded_model
+from models.llama_loader import extra_buffers, load_llama, loaded_model
+from models.lora import DEFAULT_STRENGTH, RECIPE_KEY, TARGETS, check_adapter, demo_adapter
+from models.quantize import quantize
 
 pytestmark = pytest.mark.integration
 
@@ -63,7 +63,7 @@ def _greedy(model: Path, lora: Path | None = None, scale: float = 1.0, prompts=P
     llm = load_llama(model, n_ctx=512, threads=1, seed=0, use_extra_buffers=extra_buffers().use, **kw)
     try:
         if lora:
-            assert llm._lora_adapter, "llama.cpp returned a NULL adapter"  # see arms.lora.check_adapter
+            assert llm._lora_adapter, "llama.cpp returned a NULL adapter"  # see models.lora.check_adapter
         return [llm.create_chat_completion(messages=[{"role": "user", "content": p}], temperature=0,
                                            max_tokens=max_tokens)["choices"][0]["message"]["content"]
                 for p in prompts]
@@ -185,7 +185,7 @@ def test_llama_cpp_python_does_not_raise_on_a_broken_adapter(base, tmp_path):
     bad = tmp_path / "garbage.gguf"
     bad.write_bytes(b"this is not a GGUF file\n" * 64)
     code = (
-        "from arms.llama_loader import extra_buffers, load_llama\n"
+        "from models.llama_loader import extra_buffers, load_llama\n"
         f"llm = load_llama({str(base)!r}, n_ctx=64, threads=1, use_extra_buffers=extra_buffers().use, "
         f"lora_path={str(bad)!r})\n"
         "print('constructed', bool(llm._lora_adapter))\n"

@@ -8,14 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from arms import jsonl
-from arms.questions import load_questions
-from arms.records import AnswerRow
+from core import jsonl
+from core.records import AnswerRow
 from judge.blinding import blind
 from judge.judging import build_request
-from judge.rubric import load_rubric
-from judge.run import DEMO, last_invocation
+from pipeline.run import DEMO, last_invocation
 from registration.prereg import load_experiment
+from registration.questions import load_questions
+from registration.rubric import load_rubric
 
 from conftest import cli
 

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from arms.errors import BadInput
+from core.errors import BadInput
 from registration.prereg import load_experiment
 
 from conftest import ROOT

@@ -20,19 +20,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arms import jsonl
-from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
-from arms.backends.base import Generation
-from arms.backends.openai import OpenAIBackend, OpenAIConfig
-from arms.cache import CallCache
 from arms.collect import collect
-from arms.errors import BadInput
-from arms.questions import Question
-from arms.records import ANSWER_KEY, AnswerRow
+from core import jsonl
+from core.errors import BadInput
+from core.records import ANSWER_KEY, AnswerRow
 from judge.blinding import BlindItem
 from judge.judging import judge_item
-from judge.rubric import load_rubric
-from registration.spec import ArmSpec, ModelSpec, Runtime
+from models.backends.anthropic import AnthropicBackend, AnthropicConfig
+from models.backends.base import Generation
+from models.backends.openai import OpenAIBackend, OpenAIConfig
+from models.cache import CallCache
+from models.spec import ModelSpec, Runtime
+from registration.questions import Question
+from registration.rubric import load_rubric
+from registration.spec import ArmSpec
 
 from support.scripted_server import ScriptedServer, Step, raw_body, reply
 

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
-from arms.errors import BadInput
 from arms.settings import differences
-from registration.spec import Runtime, parse_arms, parse_generation, parse_models
+from core.errors import BadInput
+from models.backends.anthropic import AnthropicBackend, AnthropicConfig
+from models.spec import Runtime
+from registration.spec import parse_arms, parse_generation, parse_models
 
 from support.scripted_server import ScriptedServer, reply
 
@@ -47,7 +48,7 @@ def test_provider_default_parses_to_nothing_sent_and_verifies_on_anthropic():
 @pytest.mark.integration
 def test_provider_default_sends_no_sampling_fields():
     arm, _ = _arm({"temperature": "provider-default", "seed": "provider-default", "top_p": "provider-default"})
-    from arms.backends.base import Request
+    from models.backends.base import Request
 
     with ScriptedServer([reply("fine")]) as s:
         b = AnthropicBackend(AnthropicConfig(model="claude-x", base_url=s.anthropic_url, sampling_params=True))
@@ -62,7 +63,7 @@ def test_provider_default_request_is_answered_by_a_real_messages_route(llama_ser
     arm, _ = _arm({"temperature": "provider-default", "seed": "provider-default", "top_p": "provider-default"})
     from dataclasses import replace
 
-    from arms.backends.base import Request
+    from models.backends.base import Request
 
     assert (arm.generation.temperature, arm.generation.top_p, arm.generation.seed) == (None, None, None)
     b = AnthropicBackend(AnthropicConfig(model="smollm2-q8", base_url=llama_server.url, sampling_params=True))
@@ -90,12 +91,12 @@ def test_provider_default_judge_retry_is_a_new_call_not_a_cache_hit(tmp_path):
     the first reply does not parse, the second does, and the verdict is scored."""
     from dataclasses import replace
 
-    from arms import jsonl
-    from arms.backends.openai import OpenAIBackend, OpenAIConfig
-    from arms.cache import CallCache
+    from core import jsonl
     from judge.blinding import BlindItem
     from judge.judging import judge_all
-    from judge.rubric import load_rubric
+    from models.backends.openai import OpenAIBackend, OpenAIConfig
+    from models.cache import CallCache
+    from registration.rubric import load_rubric
 
     from support.scripted_server import verdict
 
@@ -123,7 +124,7 @@ def test_audit_reader_retry_reaches_an_anthropic_reader(tmp_path):
     """The audit's Anthropic reader sends no seed (the API takes none): its retry must reach the server too."""
     from audit.readers import make_reader, read_all
     from judge.blinding import BlindItem
-    from judge.rubric import load_rubric
+    from registration.rubric import load_rubric
 
     from support.scripted_server import verdict
 

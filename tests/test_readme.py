@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from arms.errors import BadInput
+from core.errors import BadInput
 from registration.prereg import load_experiment
 
 from conftest import ROOT
@@ -67,7 +67,7 @@ def test_every_key_the_parser_reads_is_documented():
     """The reverse direction: each key a table accepts (the parser's own known-key tuples) appears in README's block."""
     import tomllib
 
-    from arms.backends.base import Generation
+    from models.backends.base import Generation
     from registration import prereg, spec
 
     doc = tomllib.loads(_example())

@@ -1,4 +1,4 @@
-"""The record contracts (arms.records), end to end through the CLIs against a real HTTP server.
+"""The record contracts (core.records), end to end through the CLIs against a real HTTP server.
 
 A rubric's name decides nothing: an experiment whose single-answer rubric is called `helpfulness` (its own,
 in the experiment's rubrics/ folder and sealed with it) is judged in both modes, its cells are scored and
@@ -13,12 +13,12 @@ import shutil
 
 import pytest
 
-from arms import jsonl
-from arms.errors import BadInput
-from arms.questions import load_questions
-from arms.records import AnswerRow, Judgment, KeyRow, PairKey, blinding_key
+from core import jsonl
+from core.errors import BadInput
+from core.records import AnswerRow, Judgment, KeyRow, PairKey, blinding_key
 from judge.analysis import compute_numbers
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arms import jsonl
-from arms.errors import BadInput
 from arms.folder import REPAIRABLE
-from arms.records import ANSWER_KEY
+from core import jsonl
+from core.errors import BadInput
+from core.records import ANSWER_KEY
 
 from conftest import cli
 

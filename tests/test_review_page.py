@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arms import jsonl
-from arms.errors import run_cli
+from core import jsonl
+from core.errors import run_cli
 from judge.blinding import scrub
 from judge.labels import check_labels
 from judge.view import view
@@ -326,7 +326,7 @@ values = st.one_of(plain, st.integers(-(2**53) + 1, 2**53 - 1), st.booleans(), s
 
 def test_the_pages_chain_rule_is_arms_jsonl_link(small_run, browser, tmp_path):
     """The page writes each record's `prev` with its own canonical JSON and SHA-256: for any record they must be
-    arms.jsonl.dumps and arms.jsonl.link, or a labels file would not chain where the checker reads it."""
+    core.jsonl.dumps and core.jsonl.link, or a labels file would not chain where the checker reads it."""
     with opened(browser, view(small_run, blind=True, out=tmp_path / "blind.html")) as (page, problems):
         @settings(max_examples=80, deadline=None)
         @given(st.dictionaries(st.text(st.characters(exclude_categories=("Cs",)), max_size=8), values, max_size=6))

@@ -12,10 +12,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_properties_registration import _deep, _get, _key, _paths, _value, dump, values
 
-from arms.errors import BadInput
-from judge.rubric import load_rubric
+from core.errors import BadInput
 from judge.verdict import parse_verdict
-from registration.prereg import RUBRICS_DIR
+from registration.rubric import RUBRICS_DIR, load_rubric
 
 pytestmark = pytest.mark.unit
 

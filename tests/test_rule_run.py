@@ -153,10 +153,10 @@ def test_a_folder_decided_by_the_previous_default_fails_verify_until_judge_run_r
     """A folder whose registration names no rule, decided by the previous default (`bootstrap_and_t`): verify
     recomputes with the registered rule only, names the cause and the remedy; `judge run` into the folder, with no
     model reachable, re-decides it without a call, and verify passes."""
-    from arms.questions import load_questions
     from judge.analysis import compute_numbers, write_numbers
     from judge.report import render
     from registration.prereg import load_experiment
+    from registration.questions import load_questions
 
     exp_dir, out, _ = two_point
     # first, an edited score statistic is named by both paths (the second recomputes it with judge.score_check)

@@ -253,10 +253,10 @@ def test_a_margin_outside_the_rubrics_range_is_refused_before_any_call(tmp_path,
 
     from test_readme import _example
 
-    from arms.errors import BadInput
+    from core.errors import BadInput
     from judge.preflight import check_margins
-    from judge.rubric import load_rubric
     from registration.prereg import load_experiment
+    from registration.rubric import load_rubric
 
     text = re.sub(r"(?m)^margin = 0\.10 ", f"margin = {margin} ", _example(), count=1)
     assert f"margin = {margin} " in text

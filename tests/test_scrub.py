@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arms import jsonl
-from arms.errors import BadInput
 from audit.detectors import grader_text
+from core import jsonl
+from core.errors import BadInput
 from judge.blinding import REDACTED, injection_count, scrub
 from registration.prereg import load_experiment
 from registration.scrub import DEFAULT_SCRUB

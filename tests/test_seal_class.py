@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arms.errors import BadInput
 from arms.glue import load_glue
+from core.errors import BadInput
 from registration.seal import inside, read_manifest, seal, verify_seal
 
 from conftest import ROOT

@@ -2,7 +2,7 @@
 final newline, byte-order mark, blank lines and trailing whitespace; every bad byte or character is refused
 naming the file, the line and (inside a value) the field.
 
-A set file is sealed input, read by arms.jsonl's COMPLETE rule; the raw files the harness appends to are read by
+A set file is sealed input, read by core.jsonl's COMPLETE rule; the raw files the harness appends to are read by
 the TORN-TAIL rule, where a last line without its newline was cut by a kill. The two rules are tested side by
 side on the same bytes.
 """
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arms import jsonl
-from arms.errors import BadInput
-from arms.questions import load_questions
+from core import jsonl
+from core.errors import BadInput
+from registration.questions import load_questions
 
 pytestmark = pytest.mark.unit
 

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from arms import jsonl
-from arms.backends.base import Request
-from arms.backends.openai import OpenAIBackend, OpenAIConfig
-from arms.cache import CallCache
-from arms.errors import BadInput, Refused
+from core import jsonl
+from core.errors import BadInput, Refused
 from judge.blinding import BlindItem
 from judge.judging import judge_all
-from judge.rubric import load_rubric
+from models.backends.base import Request
+from models.backends.openai import OpenAIBackend, OpenAIConfig
+from models.cache import CallCache
+from registration.rubric import load_rubric
 from registration.seal import seal
 from registration.spec import parse_models
 

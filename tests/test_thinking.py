@@ -16,16 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from arms.backends.anthropic import AnthropicBackend, AnthropicConfig
-from arms.backends.base import Generation, Request
-from arms.backends.openai import OpenAIBackend, OpenAIConfig
-from arms.cache import CallCache
 from arms.collect import collect
-from arms.errors import BadInput, CheckFailed
-from arms.questions import Question
 from arms.settings import verify_settings
+from core.errors import BadInput, CheckFailed
+from models.backends.anthropic import AnthropicBackend, AnthropicConfig
+from models.backends.base import Generation, Request
+from models.backends.openai import OpenAIBackend, OpenAIConfig
+from models.cache import CallCache
+from models.spec import ModelSpec, Runtime
+from registration.questions import Question
 from registration.seal import seal
-from registration.spec import ArmSpec, ModelSpec, Runtime, parse_arms, parse_models
+from registration.spec import ArmSpec, parse_arms, parse_models
 
 from conftest import cli
 from support.scripted_server import ScriptedServer, reply, verdict

@@ -8,7 +8,7 @@
   RemoteProtocolError; a later complete reply gives an ok row;
 - a complete body that is valid JSON but not a reply (no `choices`, no `content`): an `error`
   row keeping the body, not retried, never a crash and never a score (the backends check the
-  reply's shape and raise `arms.retry.MalformedReply`).
+  reply's shape and raise `models.retry.MalformedReply`).
 
 Each case runs for answer collection (`arms.collect.collect`) and judging (`judge.judging.judge_all`),
 on both SDKs. Nothing is patched: the registered ModelSpec goes through `open_backend`.
@@ -22,17 +22,18 @@ from typing import Callable
 
 import pytest
 
-from arms import jsonl
-from arms.backends.base import Generation
-from arms.cache import CallCache
 from arms.collect import collect
-from arms.load import open_backend
-from arms.questions import Question
-from arms.retry import MalformedReply, describe, is_call_failure, kind, retryable
+from core import jsonl
 from judge.blinding import BlindItem
 from judge.judging import judge_all
-from judge.rubric import load_rubric
-from registration.spec import ArmSpec, ModelSpec, Runtime
+from models.backends.base import Generation
+from models.cache import CallCache
+from models.load import open_backend
+from models.retry import MalformedReply, describe, is_call_failure, kind, retryable
+from models.spec import ModelSpec, Runtime
+from registration.questions import Question
+from registration.rubric import load_rubric
+from registration.spec import ArmSpec
 
 from support.scripted_server import ScriptedServer, Seen, Step, raw_body, reply, truncated, verdict
 
@@ -48,7 +49,7 @@ PATHS = ("collect", "judge")
 TIMEOUT = 0.3  # the registered timeout_s
 SLOW = 3.0  # how long the slow server would take to answer (it stops waiting when the client hangs up)
 ATTEMPTS = 2  # the registered attempts
-BACKOFF_MIN = 0.5  # arms.retry's first wait without Retry-After: 0.5 s + up to 1 s of jitter
+BACKOFF_MIN = 0.5  # models.retry's first wait without Retry-After: 0.5 s + up to 1 s of jitter
 SLACK = 0.4  # scheduling delay allowed on a busy 2-core machine
 RUBRIC = load_rubric("correctness")
 GOOD = {"rationale": "Agrees with the reference.", "score": 2, "harmful": False}

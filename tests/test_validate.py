@@ -237,8 +237,8 @@ def test_a_repeated_json_key_is_refused(tmp_path):
 # ---- a question that cannot fit a context -----------------------------------------------------------------
 
 def _vocab():
-    from arms.llama_loader import load_vocab
-    from arms.models import embedded_model
+    from models.files import embedded_model
+    from models.llama_loader import load_vocab
 
     return load_vocab(embedded_model("smollm2"))
 
@@ -441,7 +441,7 @@ def test_a_repeated_json_key_in_a_reward_log_is_refused(tmp_path):
 def test_the_line_is_found_in_sub_tables_and_after_multi_line_values(tmp_path):
     """Keys inside an [arms.generation] sub-table of the second arm, after a multi-line string and a multi-line
     array that contain look-alike `key = value` lines: the line reported is the offending key's own."""
-    from arms.errors import BadInput
+    from core.errors import BadInput
     from registration.prereg import load_experiment
 
     text = PREREG.replace('[models.claude]', '[models.claude]\napi_key_env = """\nmax_tokens = 1\n"""', 1)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from judge.rubric import load_rubric
 from judge.verdict import parse_verdict
+from registration.rubric import load_rubric
 
 pytestmark = pytest.mark.unit
 

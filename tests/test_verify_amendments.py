@@ -12,11 +12,11 @@ import pytest
 
 import judge.verify
 import registration.seal
-from arms import jsonl
-from arms.questions import load_questions
+from core import jsonl
 from judge.analysis import anchor, compute_numbers, write_numbers
 from judge.report import render
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 from registration.seal import amend, seal
 
 from conftest import cli

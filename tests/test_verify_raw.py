@@ -9,14 +9,14 @@ import subprocess
 import pytest
 
 import judge.verify
-from arms import jsonl
-from arms.questions import load_questions
+from core import jsonl
 from judge.analysis import ANCHOR_FILES, anchor, compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
 from judge.judging import build_request, prompt_sha256
 from judge.report import render
-from judge.rubric import load_rubric
 from registration.prereg import load_experiment
+from registration.questions import load_questions
+from registration.rubric import load_rubric
 
 from conftest import cli
 
@@ -112,7 +112,7 @@ def test_an_answer_edited_with_its_prompt_sha_patched_fails_on_its_calls_and_the
     # the forger re-renders the judge prompt for the new text with our code and patches prompt_sha256
     info = json.loads((run / "run.json").read_text())
     e = load_experiment(info["experiment_dir"])
-    from arms.records import AnswerRow
+    from core.records import AnswerRow
 
     items, _ = blind([AnswerRow.from_dict(a)], {q.id: q for q in load_questions(e.set_paths())},
                      label_secret(info["label_key"]), e.seed, e.scrub)

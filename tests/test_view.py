@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arms.errors import BadInput
+from core.errors import BadInput
 from judge.__main__ import main
 from judge.view import GENERATOR, render_page, writable
 

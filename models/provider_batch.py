@@ -40,20 +40,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from registration.spec import ModelSpec
+from core import jsonl
+from core.errors import BadRecord
 
-from . import jsonl
-from .backends.base import BatchBackend, Reply, Request
+from .backends.base import ProviderBatchBackend, Reply, Request
 from .cache import call_key
-from .errors import BadRecord
 from .retry import BatchFailed, describe, is_call_failure
+from .spec import ModelSpec
 
 LOG = "batches.jsonl"
 SKEW_S = 15 * 60  # between this machine's clock and the provider's, and for the provider to accept a submission
 
 
 @dataclass(frozen=True)
-class Batching:
+class ProviderBatching:
     """How one model's calls are batched: where its batches are recorded, how often to look, how many tries."""
 
     log: Path
@@ -63,7 +63,7 @@ class Batching:
     max_bytes: int | None = None
 
     @classmethod
-    def of(cls, model: ModelSpec, run_dir: Path) -> "Batching | None":
+    def of(cls, model: ModelSpec, run_dir: Path) -> "ProviderBatching | None":
         return cls(Path(run_dir) / LOG, model.batch_poll_s, model.attempts, model.batch_max_requests,
                    model.batch_max_bytes) if model.batch else None
 
@@ -127,7 +127,7 @@ def say(progress: bool) -> Callable[[str], None]:
     return (lambda m: tqdm.write(m, file=sys.stderr)) if progress else (lambda m: None)
 
 
-def fill(backend: BatchBackend, requests: dict[str, Request], how: Batching, progress: bool) -> Outcome:
+def fill(backend: ProviderBatchBackend, requests: dict[str, Request], how: ProviderBatching, progress: bool) -> Outcome:
     """Answer `requests` (call key -> request, none of them in the call cache) through batches."""
     tell = say(progress)
     outcome = Outcome()
@@ -187,7 +187,7 @@ def fill(backend: BatchBackend, requests: dict[str, Request], how: Batching, pro
     return outcome
 
 
-def reconcile(backend: BatchBackend, requests: dict[str, Request], how: Batching,
+def reconcile(backend: ProviderBatchBackend, requests: dict[str, Request], how: ProviderBatching,
               tell: Callable[[str], None]) -> dict[str, BatchFailed]:
     """Settle each open intent whose calls are still needed, from the provider's list of batches: the batch it
     accepted is recorded as submitted (then followed like any other), or the intent is closed as not found (its
@@ -216,7 +216,8 @@ def reconcile(backend: BatchBackend, requests: dict[str, Request], how: Batching
     return failed
 
 
-def _find(backend: BatchBackend, tag: str, intent: dict, how: Batching, tell: Callable[[str], None]) -> str | None:
+def _find(backend: ProviderBatchBackend, tag: str, intent: dict, how: ProviderBatching,
+          tell: Callable[[str], None]) -> str | None:
     """The provider's batch an intent became, or None. A batch the log records already belongs to another intent."""
     known = set(recorded(how.log)[0])
     at = dt.datetime.fromisoformat(intent["time"]).timestamp()
@@ -236,7 +237,7 @@ def _find(backend: BatchBackend, tag: str, intent: dict, how: Batching, tell: Ca
     return None
 
 
-def parts(backend: BatchBackend, requests: dict[str, Request], keys: list[str], how: Batching,
+def parts(backend: ProviderBatchBackend, requests: dict[str, Request], keys: list[str], how: ProviderBatching,
           outcome: Outcome) -> list[list[str]]:
     """`keys` cut, in order, into batches within the registered limits or else the provider's (requests, bytes as
     the batch carries them). A request too large for any batch fails here, unsent."""
@@ -258,7 +259,7 @@ def parts(backend: BatchBackend, requests: dict[str, Request], keys: list[str], 
     return out
 
 
-def _follow(backend: BatchBackend, batch_id: str, keys: list[str], how: Batching,
+def _follow(backend: ProviderBatchBackend, batch_id: str, keys: list[str], how: ProviderBatching,
             record_end: bool) -> dict[str, Reply | BatchFailed | None]:
     """Poll until the batch has ended, then its result per key. A batch that cannot be followed (the provider
     unreachable after the retries) fails its calls in this run; the next run follows it again."""
@@ -286,7 +287,7 @@ class Answered:
     """The backend as the ordinary loop sees it once batches have run: each call answered by a batch result,
     or failed with the batch's reason; nothing is sent synchronously."""
 
-    def __init__(self, backend: BatchBackend):
+    def __init__(self, backend: ProviderBatchBackend):
         self.backend = backend
         self.name = backend.name
         self.outcome = Outcome()
@@ -311,7 +312,8 @@ class Answered:
         return getattr(self.backend, name)
 
 
-def answer(backend: BatchBackend, requests: dict[str, Request], cache, how: Batching, progress: bool) -> Answered:
+def answer(backend: ProviderBatchBackend, requests: dict[str, Request], cache, how: ProviderBatching,
+           progress: bool) -> Answered:
     """The backend standing in for `backend` once every call in `requests` the cache lacks went through batches."""
     answered = Answered(backend)
     answered.add(fill(backend, {k: r for k, r in requests.items() if cache.get(k) is None}, how, progress))

@@ -14,7 +14,7 @@ Why in process and not a managed llama-server: llama-server ships only with a te
 compiles llama.cpp (README's first command would gain a compile), and `python -m llama_cpp.server`
 answers one request at a time. The batch API of the llama.cpp already loaded needs neither.
 
-What stays as in the sequential path (arms.backends.llama_cpp, which goes through
+What stays as in the sequential path (models.backends.llama_cpp, which goes through
 `Llama.create_chat_completion`): the prompt is the same rendered chat template tokenized with
 `add_bos=False, special=True`; each sequence has its own sampler chain built by llama-cpp-python's
 own `Llama._init_sampler` with the request's own seed and the same extra settings (so the same
@@ -88,7 +88,7 @@ class Callers:
         self.wake()
 
 
-class BatchDecoder:
+class ParallelDecoder:
     """One llama.cpp context with `n_seq` sequence slots and the thread that decodes them together.
 
     `submit` is called from any number of threads and blocks until its job is finished."""

@@ -1,6 +1,6 @@
 """Sealed question sets: one JSON object per line with id, question, reference, tags, cluster.
 
-A set is read by arms.jsonl's COMPLETE rule (`read_sealed`): every non-blank line is a question, the last
+A set is read by core.jsonl's COMPLETE rule (`read_sealed`): every non-blank line is a question, the last
 one with or without a final newline, in strict UTF-8 with LF or CRLF line ends. It is not an append-only raw
 file, so nothing is ever skipped as torn.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import jsonl
-from .errors import BadInput
+from core import jsonl
+from core.errors import BadInput
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ The decision (`decide_extra_buffers`): off when the build has AMX and the CPU re
 otherwise as registered in `[runtime] cpu_extra_buffers` ("auto" = on). It is recorded in
 run.json's effective settings and verified like `threads`. A crash that this does not foresee
 (the next bug) is caught by a child-process probe (`probe`) before the first real call, and by
-the CLIs' crash supervisor (`arms.crash`) after it.
+the CLIs' crash supervisor (`core.crash`) after it.
 """
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import crash
-from .crash import signal_name
-from .errors import BadInput
+from core import crash
+from core.crash import signal_name
+from core.errors import BadInput
 
 AMX_CPU_FLAGS = ("amx_tile", "amx_int8", "amx_bf16")
 REGISTRABLE = ("auto", True, False)
@@ -236,7 +236,7 @@ def load_llama(model_path: str | Path, *, threads: int, n_ctx: int, seed: int = 
 
 def serve(argv: list[str]) -> None:
     """Run `python -m llama_cpp.server ARGS` with this machine's extra-buffer decision applied to its model
-    loads (the server has no option for it): `python -m arms.llama_loader serve ARGS`."""
+    loads (the server has no option for it): `python -m models.llama_loader serve ARGS`."""
     import runpy
 
     decision = extra_buffers("auto")
@@ -307,7 +307,7 @@ def _probe_dir() -> Path:
     return d
 
 
-PROBE_COMMAND = (sys.executable, "-m", "arms.llama_loader")
+PROBE_COMMAND = (sys.executable, "-m", "models.llama_loader")
 
 
 def probe(model_path: str | Path, model_sha256: str, *, threads: int, n_ctx: int, use_extra_buffers: bool,
@@ -324,7 +324,7 @@ def probe(model_path: str | Path, model_sha256: str, *, threads: int, n_ctx: int
                          text=True, env=env, timeout=600)
     if run.returncode != 0:
         return ProbeResult(False, run.returncode, "\n".join(run.stderr.strip().splitlines()[-5:]))
-    from .atomic import write_text
+    from core.atomic import write_text
 
     write_text(mark, json.dumps({**spec, "model_sha256": model_sha256, "output": run.stdout.strip()}))
     return ProbeResult(True, 0, "")

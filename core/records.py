@@ -7,7 +7,7 @@ file, the line and the field (exit 2), never a TypeError. Older folders read unc
 without `version` is version 1, one without `type` is taken as its file's kind, and a judgment
 without `kind` is inferred from its label (pair labels start with P, see `judgment_kind`).
 
-An answer or judgment whose `status` is `error` is retried by the next run (arms.jsonl's retry rule):
+An answer or judgment whose `status` is `error` is retried by the next run (core.jsonl's retry rule):
 the key's last record is its current one.
 """
 from __future__ import annotations
@@ -122,10 +122,10 @@ class AnswerRow(Record):
     calls: list[str] = field(default_factory=list)  # cache keys of the model calls made
     cached_calls: int = 0  # how many of them came from the cache (0 new cost)
     trace: dict[str, Any] | None = None  # glue trace: retrieved ids, prompt, raw output
-    error: dict[str, Any] | str | None = None  # arms.retry.describe(); a plain message in older rows
+    error: dict[str, Any] | str | None = None  # models.retry.describe(); a plain message in older rows
     effective: dict[str, Any] | None = None  # read back from the backend: file, template, adapters, sampling as sent
     thinking: bool = False  # the model's (last) reply showed thinking: compare with settings["thinking"]
-    identity: dict[str, Any] | None = None  # the backend identity in every call key (arms.cache.call_key); None in
+    identity: dict[str, Any] | None = None  # the backend identity in every call key (models.cache.call_key); None in
     # rows written before rows recorded it
 
 
@@ -213,7 +213,7 @@ class HumanLabel(Record):
     """One line of a labels file: a person's score for one blinded answer, given in review.html's blind mode
     (`judge view --blind`), which downloads the file; judge.labels reads and checks it.
 
-    The file is hash-chained like amendments.jsonl (arms.jsonl.link): the first record's `prev` is its
+    The file is hash-chained like amendments.jsonl (core.jsonl.link): the first record's `prev` is its
     `run_key`, each next record's the link of the record before it."""
 
     TYPE: ClassVar[str] = "label"

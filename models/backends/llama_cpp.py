@@ -15,7 +15,7 @@ top_p value, so those values are "not verifiable" beyond what the chain shows (g
 or not).
 
 With `[runtime] batch` N > 1, calls from N threads decode together in one context of N sequences
-(arms.backends.llama_batch); the prompt, sampler chain and grammar are made here as for the sequential path.
+(models.backends.llama_parallel); the prompt, sampler chain and grammar are made here as for the sequential path.
 """
 from __future__ import annotations
 
@@ -29,12 +29,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import crash
-from ..errors import BadInput, CheckFailed
+from core import crash
+from core.errors import BadInput, CheckFailed
+
+from ..files import GGUFInfo, gguf_info, sha256_file
 from ..llama_loader import ExtraBuffers, check_runs, extra_buffers, load_llama
-from ..models import GGUFInfo, gguf_info, sha256_file
 from .base import NOT_USED, NOT_VERIFIABLE, UNKNOWN, BackendInfo, Generation, Reply, Request, nothing_read_back
-from .llama_batch import BatchDecoder, Callers, Job
+from .llama_parallel import Callers, Job, ParallelDecoder
 
 EXTRA_SAMPLING = {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}  # all off: only registered settings sample
 PROBE = (("system", "You are a probe."), ("user", "Say hello."))
@@ -57,7 +58,7 @@ class LlamaConfig:
     chat_template_file: str | None = None  # where the registered template came from (for the record)
     cpu_extra_buffers: str | bool = "auto"  # as registered; decided per machine by llama_loader.decide_extra_buffers
     gpu_layers: int = 0  # layers llama.cpp puts on a GPU (n_gpu_layers); refused on a build without GPU support
-    batch: int = 1  # sequences decoded together (arms.backends.llama_batch); 1 = Llama.create_chat_completion
+    batch: int = 1  # sequences decoded together (models.backends.llama_parallel); 1 = Llama.create_chat_completion
     flash_attn: bool = False  # llama.cpp's fused attention kernel (the batched context inherits it)
 
 
@@ -78,14 +79,14 @@ class LlamaCppBackend:
         self._adapters: list = []
         self._lora_effect: float | None = None
         self._extra: ExtraBuffers | None = None  # decided (and probed) when the model is loaded
-        self._decoder: BatchDecoder | None = None  # with batch > 1: the context every call decodes in
+        self._decoder: ParallelDecoder | None = None  # with batch > 1: the context every call decodes in
         self._sampler_lock = threading.Lock()  # Llama._init_sampler reads the seed from the shared Llama
         self._load_lock = threading.Lock()  # with batch > 1 the first calls arrive from several threads at once
         self._callers = Callers()  # with batch > 1: the threads calling, so a step's company is not thread timing
 
     def callers(self, n: int) -> Callable[[], None]:
         """`n` threads will each keep one call in flight until each calls the function returned (with batch > 1
-        every decode step waits for all of them: see arms.backends.llama_batch.Callers)."""
+        every decode step waits for all of them: see models.backends.llama_parallel.Callers)."""
         self._callers.join(n)
         return self._callers.leave
 
@@ -131,8 +132,8 @@ class LlamaCppBackend:
                     self._apply_loras(llm)
             if config.batch > 1:
                 with self._native_step(f"creating a llama.cpp context for {config.batch} sequences"):
-                    self._decoder = BatchDecoder(llm, config.batch, config.n_ctx, config.threads, self._adapters,
-                                                 [lo.scale for lo in config.loras], self._decoding, self._callers)
+                    self._decoder = ParallelDecoder(llm, config.batch, config.n_ctx, config.threads, self._adapters,
+                                                    [lo.scale for lo in config.loras], self._decoding, self._callers)
         except BaseException:
             self._free_adapters()
             llm.close()
@@ -311,7 +312,7 @@ class LlamaCppBackend:
 
     def _generate_batched(self, request: Request) -> dict[str, Any]:
         """What `_generate` returns, decoded in the batched context: the prompt, sampler chain, grammar and stop
-        strings made as llama-cpp-python's chat handler makes them (see arms.backends.llama_batch)."""
+        strings made as llama-cpp-python's chat handler makes them (see models.backends.llama_parallel)."""
         from llama_cpp.llama_chat_format import _grammar_for_response_format
 
         g = request.generation
@@ -466,7 +467,7 @@ def _extra_buffer_differences(eff: dict[str, Any], runtime) -> list[str]:
 
 def open_llama(spec, quant: str | None, adapters: tuple, exp_dir: Path, runtime) -> LlamaCppBackend:
     """Quantise (cached) and resolve the files of a registered model; the model itself loads on first use."""
-    from ..load import adapter_file, chat_template, model_source, quant_file
+    from ..sources import adapter_file, chat_template, model_source, quant_file
 
     qf = quant_file(spec, quant or "source", exp_dir, runtime)
     source = model_source(spec, exp_dir)

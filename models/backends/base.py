@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
-    from registration.spec import AdapterSpec, ModelSpec, Runtime
+    from ..spec import AdapterSpec, ModelSpec, Runtime
 
 
 @dataclass(frozen=True)
@@ -131,8 +131,9 @@ class ListedBatch:
     tag: str | None  # the tag it was submitted with, where the provider keeps one
 
 
-class BatchBackend(Backend, Protocol):
-    """A backend whose provider answers batches (its BackendInfo.model_keys lists `batch`); arms.batch drives it."""
+class ProviderBatchBackend(Backend, Protocol):
+    """A backend whose provider answers batches (its BackendInfo.model_keys lists `batch`); models.provider_batch drives
+    it."""
 
     batch_limits: tuple[int, int]  # the provider's most requests, and bytes of requests, in one batch
 
@@ -159,7 +160,7 @@ class BatchBackend(Backend, Protocol):
         ...
 
     def batch_results(self, batch_id: str, keys: list[str]) -> dict[str, Any]:
-        """Per key of an ended batch: its Reply, an arms.retry.BatchFailed, or None when the batch never ran it."""
+        """Per key of an ended batch: its Reply, an models.retry.BatchFailed, or None when the batch never ran it."""
         ...
 
 
@@ -180,11 +181,11 @@ UNKNOWN = object()  # in an expected identity: a field the read-back settings do
 @dataclass(frozen=True)
 class BackendInfo:
     """What the harness may know about one backend, declared once in the backend's own module and listed in
-    `arms.backends.registry`. Collection, judging, spec parsing and settings verification ask this instead of
+    `models.backends.registry`. Collection, judging, spec parsing and settings verification ask this instead of
     comparing backend names, so a new backend is one module plus one registry line. A further way of running is
     one more capability here, asked through a method: several sequences decoded together is `batched`, which
     `workers` turns into the registered `[runtime] batch` calls in flight; a provider's batch API is `batch` in
-    `model_keys` and the BatchBackend methods."""
+    `model_keys` and the ProviderBatchBackend methods."""
 
     name: str
     open: Callable[["ModelSpec", str | None, "tuple[AdapterSpec, ...]", Path, "Runtime"], Backend]

@@ -26,7 +26,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CheckFailed
+from core.errors import CheckFailed
+from core.text import lone_surrogate
+
 from ..retry import (
     BatchFailed,
     MalformedReply,
@@ -39,7 +41,6 @@ from ..retry import (
     token_count,
     with_retries,
 )
-from ..text import lone_surrogate
 from . import slots
 from .base import NOT_VERIFIABLE, SENDS, BackendInfo, Generation, ListedBatch, Reply, Request, nothing_read_back
 
@@ -100,7 +101,7 @@ class AnthropicBackend:
                 "thinking_budget": g.thinking_budget if g.thinking else None, "effort": g.effort}
 
     def read_back(self, generation: Generation) -> dict[str, Any]:
-        """The sampling the server says it used (arms.backends.slots): a compatible llama-server can say, the API
+        """The sampling the server says it used (models.backends.slots): a compatible llama-server can say, the API
         cannot. A thinking request needs a budget of at least 1024 tokens, too dear for a probe: not verifiable."""
         if self.config.base_url is None or generation.thinking:
             return nothing_read_back()
@@ -194,11 +195,12 @@ class AnthropicBackend:
             thinking=thought or thinking_tokens > 0,
         )
 
-    # Message Batches (arms.batch): `messages.batches.create` with one {"custom_id", "params"} per request; once
-    # the batch has ended, `messages.batches.results` streams one succeeded/errored/canceled/expired result each.
+    # Message Batches (models.provider_batch): `messages.batches.create` with one {"custom_id", "params"} per request;
+    # once the batch has ended, `messages.batches.results` streams one succeeded/errored/canceled/expired result each.
 
     batch_limits = (100_000, 256 * 1024 * 1024)  # Message Batches: requests, and bytes of the request body
-    batch_tags = False  # a message batch takes no metadata: arms.batch finds one by its time, size and custom_ids
+    # a message batch takes no metadata: models.provider_batch finds one by its time, size and custom_ids
+    batch_tags = False
 
     def batch_item(self, key: str, request: Request) -> dict[str, Any]:
         """One request of the batch (custom_id = call key)."""
@@ -208,7 +210,8 @@ class AnthropicBackend:
 
     def submit_batch(self, requests: dict[str, Request], tag: str) -> str:
         """Start one batch (custom_id = call key; the API keeps no tag); its id. Not retried: a retry after a lost
-        answer could start, and pay for, a second batch (arms.batch finds it in the provider's list instead)."""
+        answer could start, and pay for, a second batch (models.provider_batch finds it in the provider's list
+        instead)."""
         items = [self.batch_item(key, request) for key, request in requests.items()]
         return self.client.messages.batches.create(requests=items).id
 

@@ -43,10 +43,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import replacing
+from core.atomic import replacing
+from core.errors import BadInput
+
 from .cache import cache_dir
-from .errors import BadInput
-from .models import sha256_file
+from .files import sha256_file
 
 TARGETS = ("attn_q", "attn_v")
 DEFAULT_STRENGTH = 0.1
@@ -60,7 +61,7 @@ def demo_adapter(base_gguf: Path, out: Path | None = None, *, rank: int = 8, alp
 
     Cached (by default under cache_dir()/adapters, keyed by the base file's sha256, rank, seed and
     strength); a cached file is reused only if the recipe recorded inside it matches this call.
-    Written atomically (arms/atomic.py), so a kill never leaves a half-written adapter.
+    Written atomically (core/atomic.py), so a kill never leaves a half-written adapter.
     """
     base_gguf = Path(base_gguf)
     if not base_gguf.exists():

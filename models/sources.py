@@ -1,23 +1,15 @@
-"""Turn a registered model (+ quant, + adapters) into a live backend: resolve files, quantise, load.
-
-One load per (model, quant, adapters): callers keep the returned backend and share it between
-every arm (and judge) that uses the same triple.
-"""
+"""Where a registered model's files are: its GGUF source, the derived quant, its adapters and its
+chat template, resolved against the experiment folder (quantised and generated on first use, cached)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from . import text
-from .backends.base import Backend
-from .errors import BadInput
-from .models import embedded_model
+from core import text
+from core.errors import BadInput
+
+from .files import embedded_model
 from .quantize import QuantFile, quantize
-
-if TYPE_CHECKING:  # the types only: the registration is a layer above the backends that open from it
-    from registration.spec import AdapterSpec, ModelSpec, Runtime
-
-__all__ = ["experiment_file", "model_source", "adapter_file", "quant_file", "open_backend"]
+from .spec import AdapterSpec, ModelSpec, Runtime
 
 
 def experiment_file(source: str, exp_dir: Path) -> Path:
@@ -55,16 +47,3 @@ def chat_template(spec: ModelSpec, exp_dir: Path) -> tuple[str | None, str | Non
     if not path.is_file():
         raise BadInput(path, f"chat template of model {spec.name!r} not found", field="chat_template")
     return text.read(path), str(path)
-
-
-def open_backend(spec: ModelSpec, quant: str | None, adapters: tuple[AdapterSpec, ...] | None,
-                 exp_dir: Path, runtime: Runtime) -> Backend:
-    """The backend registered under the model's `backend`, opened from its spec (arms.backends.registry)."""
-    from .backends.registry import backend_info
-
-    adapters = tuple(adapters or ())
-    info = backend_info(spec.backend)
-    if adapters and not info.local:
-        raise BadInput("prereg.toml", f"adapters are applied by the server for backend {spec.backend!r}; "
-                       "register the served adapter as its own model", field="adapter")
-    return info.open(spec, quant, adapters, exp_dir, runtime)

@@ -23,7 +23,7 @@ record retries; every other record is moved out, with its line and the reason.
 Two readers, two rules for the last line. `read` is for the raw files this harness appends to: a last line
 without its newline is a record torn by a kill, skipped (the TORN-TAIL rule). `read_sealed` is for input a
 user wrote and sealed (question sets): the file is finished, so a last line without a newline is a record
-like any other, and every line counts (the COMPLETE rule); it also decodes by `arms.text` (strict UTF-8, one
+like any other, and every line counts (the COMPLETE rule); it also decodes by `core.text` (strict UTF-8, one
 leading byte-order mark dropped), takes LF or CRLF line ends, skips blank lines, and refuses a carriage
 return that ends no line, a NUL and a lone surrogate, each at its line.
 """

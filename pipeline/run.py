@@ -2,7 +2,7 @@
 
 Idempotent: the run folder's raw files are append-only and every model call is cached, so
 re-running resumes and never repeats a finished call; answers and verdicts whose call failed
-(`error`) are asked again and appended as retries (arms.jsonl's retry rule). The results folder is
+(`error`) are asked again and appended as retries (core.jsonl's retry rule). The results folder is
 locked while the run writes it and bound to one registration before its first call (judge.folder):
 a later run resumes exactly that, extends it with more arms or questions, or is refused.
 run.json records the run as the registration, the binding and the raw files give it (judge.runinfo), so a resume
@@ -19,35 +19,34 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arms import jsonl
-from arms.atomic import write_text
-from arms.backends.registry import backend_info
-from arms.batch import Batching
-from arms.cache import CallCache
 from arms.collect import collect, recorded_effective
-from arms.errors import BadInput
 from arms.folder import locked
-from arms.jsonl import Appender, current, read
-from arms.load import open_backend
-from arms.questions import load_questions
-from arms.records import ANSWER_KEY, AnswerRow
 from arms.settings import verify_settings
-from registration.prereg import Experiment, load_experiment, rubric_dir
+from core import jsonl
+from core.atomic import write_text
+from core.errors import BadInput
+from core.jsonl import Appender, current, read
+from core.records import ANSWER_KEY, AnswerRow
+from judge.analysis import anchor, compute_numbers, late_amendments, write_numbers
+from judge.blinding import blind, label_secret
+from judge.cost import costs
+from judge.folder import bind, commit, start_judging
+from judge.gold import check_gold
+from judge.judging import judge_all
+from judge.pairwise import pair_items
+from judge.plots import write_plots
+from judge.preflight import check_answers, preflight
+from judge.report import render
+from judge.runinfo import Scope, merged, registered, run_name
+from models.backends.registry import backend_info
+from models.cache import CallCache
+from models.load import open_backend
+from models.provider_batch import ProviderBatching
+from registration.prereg import Experiment, load_experiment
+from registration.questions import load_questions
+from registration.rubric import load_rubric, rubric_dir
 from registration.seal import inside, verify_seal
 from registration.spec import check_generation
-
-from .analysis import anchor, compute_numbers, late_amendments, write_numbers
-from .blinding import blind, label_secret
-from .cost import costs
-from .folder import bind, commit, start_judging
-from .gold import check_gold
-from .judging import judge_all
-from .pairwise import pair_items
-from .plots import write_plots
-from .preflight import check_answers, preflight
-from .report import render
-from .rubric import load_rubric
-from .runinfo import Scope, merged, registered, run_name
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "sealed" / "demo"
@@ -80,7 +79,7 @@ def local_machine(exp: Experiment) -> dict[str, Any]:
     """What decided llama.cpp's CPU extra buffers on this machine (only when a model runs in process)."""
     if not any(backend_info(m.backend).local for m in exp.models.values()):
         return {}
-    from arms.llama_loader import extra_buffers, gpu_offload, system_info
+    from models.llama_loader import extra_buffers, gpu_offload, system_info
 
     return {"cpu_extra_buffers_decision": extra_buffers(exp.runtime.cpu_extra_buffers).to_dict(),
             "llama_cpp_system_info": system_info(), "llama_cpp_gpu_offload": gpu_offload()}
@@ -111,7 +110,7 @@ def check_audit_gate(exp: Experiment, arms: list[str]) -> str:
 def quant_files(exp: Experiment, arms: list[str]) -> dict[str, dict]:
     """Which quantiser produced which file, with its sha256 and the types read back from it (and where it is on
     this machine, under `path`: invocations.jsonl records that, run.json does not)."""
-    from arms.load import quant_file
+    from models.sources import quant_file
 
     out = {}
     for arm in (exp.arm(a) for a in arms):
@@ -222,7 +221,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
                                                                max_attempts=exp.judge_attempts, progress=progress,
                                                                concurrency=model.concurrency,
                                                                batch_size=exp.runtime.batch,
-                                                               batching=Batching.of(model, run_dir))
+                                                               batching=ProviderBatching.of(model, run_dir))
             identities[j.name] = jbackend.identity()
         finally:
             jbackend.close()

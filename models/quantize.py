@@ -22,10 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import replacing, write_text
+from core.atomic import replacing, write_text
+from core.errors import BadInput, CheckFailed
+
 from .cache import cache_dir
-from .errors import BadInput, CheckFailed
-from .models import GGUFInfo, gguf_info, sha256_file
+from .files import GGUFInfo, gguf_info, sha256_file
 from .quiet import c_stderr_to
 
 SOURCE = "source"  # a registered quant named "source" means: the source file as it is

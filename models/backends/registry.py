@@ -1,7 +1,8 @@
 """Every backend the registration may name, by name. A new backend is its module (with its `INFO`) plus a line here."""
 from __future__ import annotations
 
-from ..errors import BadInput
+from core.errors import BadInput
+
 from . import anthropic, llama_cpp, openai
 from .base import BackendInfo
 

@@ -21,12 +21,22 @@ from typing import Any
 from jinja2 import StrictUndefined, TemplateError, meta, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
-from arms import text as input_text
-from arms.backends.base import Generation
-from arms.errors import BadInput
-from registration import toml_lines
-from registration.prereg import RUBRICS_DIR
-from registration.spec import parse_generation, setting
+from core import text as input_text
+from core.errors import BadInput
+from models.backends.base import Generation
+
+from . import toml_lines
+from .spec import parse_generation, setting
+
+RUBRICS_DIR = Path(__file__).resolve().parent.parent / "rubrics"
+
+
+def rubric_dir(name: str, exp_dir: Path) -> Path:
+    """Where rubric `name` of an experiment lives: the experiment's own `rubrics/` folder, sealed with it, when it
+    holds `name.toml`; else the rubrics shipped in the repository."""
+    own = Path(exp_dir) / "rubrics"
+    return own if (own / f"{name}.toml").is_file() else RUBRICS_DIR
+
 
 # The verdict field types judge.verdict checks; a field of another type would reach the record unchecked.
 FIELD_TYPES = ("string", "integer", "boolean")

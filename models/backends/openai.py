@@ -19,8 +19,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..errors import CheckFailed, Refused
-from ..jsonl import json_lines
+from core.errors import CheckFailed, Refused
+from core.jsonl import json_lines
+
 from ..retry import (
     BatchFailed,
     MalformedReply,
@@ -176,7 +177,7 @@ class OpenAIBackend:
                 "thinking_budget": None, "effort": g.effort if g.thinking and switchable else None}
 
     def read_back(self, generation: Generation) -> dict[str, Any]:
-        """The sampling each server says it used (arms.backends.slots): llama-server can say, others cannot."""
+        """The sampling each server says it used (models.backends.slots): llama-server can say, others cannot."""
         if not self.config.base_urls or (generation.thinking and self.config.thinking_control == "none"):
             return nothing_read_back()  # the OpenAI API; or thinking that cannot be sent, which verification refuses
         found = [slots.read_back(str(client.base_url), lambda i=i: self._probe(i, generation))
@@ -269,8 +270,8 @@ class OpenAIBackend:
             thinking=bool(reasoning_text) or reasoning_tokens > 0,
         )
 
-    # The Batch API (arms.batch): a JSONL file of requests uploaded with `files.create`, one batch over it tagged in
-    # its metadata, results in the output file (and failures in the error file) as lines
+    # The Batch API (models.provider_batch): a JSONL file of requests uploaded with `files.create`, one batch over it
+    # tagged in its metadata, results in the output file (and failures in the error file) as lines
     # {"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}. Always the first server.
 
     batch_limits = (50_000, 200 * 1024 * 1024)  # OpenAI Batch: requests, and bytes of the input file
@@ -285,7 +286,8 @@ class OpenAIBackend:
 
     def submit_batch(self, requests: dict[str, Request], tag: str) -> str:
         """Upload and start one batch (custom_id = call key, `tag` in its metadata); its id. Not retried: a retry
-        after a lost answer could start, and pay for, a second batch (arms.batch finds it by its tag instead)."""
+        after a lost answer could start, and pay for, a second batch (models.provider_batch finds it by its tag
+        instead)."""
         lines = [json.dumps(self.batch_item(key, request)) for key, request in requests.items()]
         client = self.clients[0]
         upload = client.files.create(file=("requests.jsonl", ("\n".join(lines) + "\n").encode()), purpose="batch")

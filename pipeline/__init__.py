@@ -1,0 +1,1 @@
+"""The commands' top: the pipeline `python -m judge run` executes, on top of every other package."""
