@@ -9,13 +9,13 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core.errors import BadInput
 from models.spec import AdapterSpec, ModelSpec, Runtime
 
 from . import toml_lines
-from .rubric import RUBRICS_DIR, rubric_dir
+from .rubric import RUBRICS_DIR, Rubric, rubric_dir
 from .scrub import DEFAULT_SCRUB, scrub_patterns
 from .seal import inside
 from .spec import (
@@ -33,9 +33,6 @@ from .spec import (
 )
 from .toml_lines import table
 
-if TYPE_CHECKING:  # the type only: rubrics are loaded by registration.rubric, a layer above
-    from .rubric import Rubric
-
 
 @dataclass(frozen=True)
 class JudgeSpec:
@@ -45,7 +42,7 @@ class JudgeSpec:
     requires_env: str | None = None
     generation: tuple[tuple[str, Any], ...] = ()  # registered overrides of the rubric's generation settings
 
-    def rubric(self, rubric: "Rubric") -> "Rubric":
+    def rubric(self, rubric: Rubric) -> Rubric:
         """The rubric as this judge runs it: e.g. a Claude judge registers temperature "provider-default"
         because the API accepts none, and settings verification then expects nothing to be sent."""
         if not self.generation:

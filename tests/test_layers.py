@@ -1,8 +1,10 @@
-"""The layer contract (docs/architecture.md): no product module imports a layer above its own.
+"""The layer contract (docs/architecture.md): each package is one layer, and no module imports a layer above its own.
 
-Every import counts, including one inside a function; only imports under `if TYPE_CHECKING:` (types for
-annotations, never executed) are exempt. A new module must be given a layer here, so the contract cannot be
-skipped by adding a file."""
+Every import counts: one inside a function, and one under `if TYPE_CHECKING:` (a type names what it depends on as
+surely as a call does). A package's `__main__.py` is its command line, and every command line is in the top layer,
+beside the pipeline it runs. No two modules may import each other, however indirectly (a circle of lazy imports
+included): a circle is one module split in two. A new top-level package must be given a layer here, so the contract
+cannot be skipped by adding one."""
 from __future__ import annotations
 
 import ast
@@ -13,28 +15,27 @@ import pytest
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("core", "models", "registration", "arms", "judge", "audit", "pipeline")
 
-# One layer per package, lowest first (docs/architecture.md).
-LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core: errors, atomic writes, JSONL, records, the crash supervisor", ("core",)),
-    ("models: backends, model files, spec types, the call cache and loop, provider batches", ("models",)),
-    ("registration: specs, questions, rubrics, hypotheses, the seal", ("registration",)),
-    ("arms: answers", ("arms",)),
-    ("judge: blinding, verdicts, statistics, report, verification", ("judge",)),
-    ("audit: the gaming audit, its gate, reward telemetry", ("audit",)),
-    ("commands: the pipeline", ("pipeline",)),
+# One layer per package, lowest first.
+LAYERS: tuple[tuple[str, str], ...] = (
+    ("core", "errors, atomic writes, JSONL, the raw records, the crash supervisor"),
+    ("models", "backends, model files, spec types, the call cache and loop, provider batches"),
+    ("registration", "specs, questions, rubrics, hypotheses, the seal"),
+    ("arms", "answers"),
+    ("judge", "blinding, verdicts, statistics, report, verification"),
+    ("audit", "the gaming audit, its gate, reward telemetry"),
+    ("pipeline", "commands: the pipeline, and every package's __main__"),
 )
-PACKAGE_INITS = {f"{p}" for p in PACKAGES} | {"models.backends"}  # a package's own __init__: its layer is its contents'
+PACKAGES = tuple(p for p, _ in LAYERS)
+NOT_PRODUCT = {"tests", "benchmarks", "sealed", "results", "docs", "rubrics", "build"}
 
 
 def layer_of(module: str, layers=LAYERS) -> int | None:
-    best: tuple[int, int] | None = None  # (prefix length, layer)
-    for i, (_, prefixes) in enumerate(layers):
-        for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and (best is None or len(p) > best[0]):
-                best = (len(p), i)
-    return None if best is None else best[1]
+    """A module's layer: its package's; a package's `__main__` (its command line) is in the top layer."""
+    packages = [p for p, _ in layers]
+    if module.split(".")[0] not in packages:
+        return None
+    return len(layers) - 1 if module.split(".")[-1] == "__main__" else packages.index(module.split(".")[0])
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -44,23 +45,13 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def _type_checking(node: ast.If) -> bool:
-    t = node.test
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
-        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
-
-
 def imports(path: Path, module: str, packages=PACKAGES) -> list[tuple[int, str]]:
-    """(line, first-party module) for every executed import in the file, relative ones resolved."""
+    """(line, first-party name) for every import in the file, relative ones resolved; `from pkg import name` gives
+    `pkg.name`, which is a module or a name in one."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: list[tuple[int, str]] = []
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.extend((node.lineno, a.name) for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -69,59 +60,158 @@ def imports(path: Path, module: str, packages=PACKAGES) -> list[tuple[int, str]]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            # `from pkg import mod` imports pkg.mod when it is a module: count the deeper name
             out.extend((node.lineno, f"{target}.{a.name}") for a in node.names)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return [(line, m) for line, m in out if m.split(".")[0] in packages]
+    return sorted((line, m) for line, m in out if m.split(".")[0] in packages)
 
 
-def violations(root: Path, layers=LAYERS, packages=PACKAGES) -> list[str]:
-    found = []
-    for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
-            module = module_name(path, root)
-            mine = layer_of(module, layers)
-            if mine is None:
-                if module not in PACKAGE_INITS:
-                    found.append(f"{path.relative_to(root)}: module {module} has no layer in tests/test_layers.py")
-                continue
-            for line, target in imports(path, module, packages):
-                theirs = layer_of(target, layers)
-                if theirs is None:
-                    theirs = layer_of(target.rpartition(".")[0], layers)  # `from pkg import name`
-                if theirs is not None and theirs > mine:
-                    found.append(f"{path.relative_to(root)}:{line}: {module} ({layers[mine][0]}) imports {target} "
-                                 f"({layers[theirs][0]}), a layer above")
+def product_modules(root: Path, packages=PACKAGES) -> dict[str, Path]:
+    return {module_name(path, root): path for package in packages for path in sorted((root / package).rglob("*.py"))}
+
+
+def resolve(name: str, modules: dict[str, Path]) -> str:
+    """The module an imported name lives in: itself when it is one, else the deepest module above it."""
+    while name not in modules and "." in name:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def unplaced_packages(root: Path, layers=LAYERS) -> list[str]:
+    placed = {p for p, _ in layers}
+    return [f"{d.name}/: a package with no layer in tests/test_layers.py" for d in sorted(root.iterdir())
+            if (d / "__init__.py").is_file() and d.name not in placed | NOT_PRODUCT]
+
+
+def violations(root: Path, layers=LAYERS) -> list[str]:
+    packages = tuple(p for p, _ in layers)
+    modules = product_modules(root, packages)
+    found = unplaced_packages(root, layers)
+    for module, path in modules.items():
+        mine = layer_of(module, layers)
+        for line, name in imports(path, module, packages):
+            target = resolve(name, modules)
+            theirs = layer_of(target, layers)
+            if theirs is not None and theirs > mine:
+                found.append(f"{path.relative_to(root)}:{line}: {module} ({layers[mine][0]}) imports {target} "
+                             f"({layers[theirs][0]}), a layer above")
     return found
+
+
+def graph(root: Path, packages=PACKAGES) -> dict[str, set[str]]:
+    """Module -> the modules it imports (every import, anywhere in the file)."""
+    modules = product_modules(root, packages)
+    out: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        out[module] = {t for _, name in imports(path, module, packages) if (t := resolve(name, modules)) != module}
+    return out
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected set of two or more modules (Tarjan), each as a sorted list."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(found)
 
 
 def test_no_module_imports_a_layer_above_it():
     assert violations(ROOT) == []
 
 
-def test_the_contract_catches_an_upward_import_even_inside_a_function(tmp_path):
-    """Plant a lower module that imports a higher one lazily, and one that only does so for types."""
-    for pkg in ("arms", "judge"):
-        (tmp_path / pkg).mkdir()
-        (tmp_path / pkg / "__init__.py").write_text("")
-    (tmp_path / "arms" / "errors.py").write_text("def f():\n    from judge.verify import x\n")
-    (tmp_path / "arms" / "atomic.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                                 "    from judge.verify import x\n")
-    (tmp_path / "judge" / "verify.py").write_text("from core.errors import f\nfrom ..arms import atomic\n")
-    (tmp_path / "judge" / "mystery.py").write_text("")
-    found = violations(tmp_path, packages=("arms", "judge"))
-    assert found == [
-        "core/errors.py:2: core.errors (base: errors, records, files) imports judge.verify.x (verify), a layer above",
-        "judge/mystery.py: module judge.mystery has no layer in tests/test_layers.py",
+def test_no_modules_import_each_other_in_a_circle():
+    assert circles(graph(ROOT)) == []
+
+
+def plant(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in path.relative_to(root).parents:
+            if parent != Path(".") and not (root / parent / "__init__.py").exists():
+                (root / parent / "__init__.py").write_text("")
+        path.write_text(text)
+
+
+def test_the_contract_catches_an_upward_import_lazy_or_for_types_only(tmp_path):
+    """A lower module that imports a higher one inside a function, one that does so only for types, and a new
+    package nobody placed."""
+    plant(tmp_path, {
+        "core/errors.py": "def f():\n    from judge.verify import x\n",
+        "core/atomic.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from models.spec import Runtime\n",
+        "models/spec.py": "from core import atomic\nfrom ..core.errors import f\n",
+        "judge/verify.py": "from core.errors import f\nfrom models import spec\n",
+        "extras/thing.py": "",
+    })
+    assert violations(tmp_path) == [
+        "extras/: a package with no layer in tests/test_layers.py",
+        "core/atomic.py:3: core.atomic (core) imports models.spec (models), a layer above",
+        "core/errors.py:2: core.errors (core) imports judge.verify (judge), a layer above",
+    ]
+
+
+def test_a_packages_command_line_is_in_the_top_layer(tmp_path):
+    """`python -m judge` runs the pipeline: judge/__main__.py may import it, judge/verify.py may not, and nothing
+    may import a __main__."""
+    plant(tmp_path, {
+        "judge/__main__.py": "from pipeline.run import run\n",
+        "judge/verify.py": "from pipeline.run import run\n",
+        "pipeline/run.py": "from judge import verify\n",
+        "audit/gate.py": "from judge.__main__ import main\n",
+    })
+    assert sorted(violations(tmp_path)) == [
+        "audit/gate.py:1: audit.gate (audit) imports judge.__main__ (pipeline), a layer above",
+        "judge/verify.py:1: judge.verify (judge) imports pipeline.run (pipeline), a layer above",
+    ]
+
+
+def test_circles_are_found_lazy_imports_and_type_only_imports_included(tmp_path):
+    """Two circles (one through a lazy import, one through a TYPE_CHECKING import) and a diamond that is none."""
+    plant(tmp_path, {
+        "models/load.py": "def f():\n    from .backends import registry\n",
+        "models/backends/registry.py": "from . import llama\n",
+        "models/backends/llama.py": "def g():\n    from ..load import f\n",
+        "registration/prereg.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .rubric import R\n",
+        "registration/rubric.py": "from .prereg import DIR\n",
+        "judge/a.py": "from . import b, c\n",
+        "judge/b.py": "from .d import x\n",
+        "judge/c.py": "from .d import x\n",
+        "judge/d.py": "x = 1\n",
+    })
+    assert circles(graph(tmp_path)) == [
+        ["models.backends.llama", "models.backends.registry", "models.load"],
+        ["registration.prereg", "registration.rubric"],
     ]
 
 
 def test_relative_imports_resolve_to_the_module_they_name(tmp_path):
-    (tmp_path / "judge").mkdir()
-    f = tmp_path / "judge" / "run.py"
-    f.write_text("from . import stats\nfrom .verify import check\nfrom models.backends import registry\n")
-    assert imports(f, "pipeline.run") == [(1, "judge.stats"), (2, "judge.verify.check"),
+    (tmp_path / "pipeline").mkdir()
+    f = tmp_path / "pipeline" / "run.py"
+    f.write_text("from . import plan\nfrom judge.verify import check\nfrom models.backends import registry\n")
+    assert imports(f, "pipeline.run") == [(1, "pipeline.plan"), (2, "judge.verify.check"),
                                           (3, "models.backends.registry")]

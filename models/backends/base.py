@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import Any, Callable, Protocol
 
-if TYPE_CHECKING:
-    from ..spec import AdapterSpec, ModelSpec, Runtime
+from ..spec import AdapterSpec, ModelSpec, Runtime
 
 
 @dataclass(frozen=True)
@@ -188,14 +187,14 @@ class BackendInfo:
     `model_keys` and the ProviderBatchBackend methods."""
 
     name: str
-    open: Callable[["ModelSpec", str | None, "tuple[AdapterSpec, ...]", Path, "Runtime"], Backend]
+    open: Callable[[ModelSpec, str | None, tuple[AdapterSpec, ...], Path, Runtime], Backend]
     serial: bool = False  # one call at a time (an in-process model is not thread-safe); else the model's concurrency
     batched: bool = False  # with `[runtime] batch` N > 1, N calls at once decode together in one model
     local: bool = False  # runs a GGUF in process: quantised here, adapters applied here, machine facts recorded
     sends: frozenset[str] = frozenset(SENDS)  # the Generation settings it has a way to send
     model_keys: tuple[str, ...] = ()  # [models.*] keys only some backends read, that this one reads
     # further registration rules, as (field, message) for each generation setting it cannot honour
-    check_generation: Callable[["ModelSpec", Generation], list[tuple[str, str]]] = lambda model, g: []
+    check_generation: Callable[[ModelSpec, Generation], list[tuple[str, str]]] = lambda model, g: []
     # differences between the registration and what only this backend reads back (file types, threads...)
     differences: Callable[..., list[str]] = lambda generation, eff, quant, model, adapters, runtime: []
     # the identity (the part of every call key that is not the request) the registration and the settings read back
