@@ -215,3 +215,16 @@ def test_relative_imports_resolve_to_the_module_they_name(tmp_path):
     f.write_text("from . import plan\nfrom judge.verify import check\nfrom models.backends import registry\n")
     assert imports(f, "pipeline.run") == [(1, "pipeline.plan"), (2, "judge.verify.check"),
                                           (3, "models.backends.registry")]
+
+
+def test_sealed_glue_still_imports_the_question_by_its_old_name():
+    """The demo's glue, sealed before questions moved to registration/, imports them from arms.questions: the move
+    left the sealed folder as it was, so results folders bound to it still verify against it."""
+    from arms.glue import load_glue
+    from arms.questions import Question
+    from registration.questions import Question as Registered
+    from registration.seal import verify_seal
+
+    demo = ROOT / "sealed" / "demo"
+    verify_seal(demo)
+    assert Question is Registered and callable(load_glue("glue.py:answer", demo))
