@@ -7,18 +7,17 @@ answer; the next run asks exactly those rows again and appends each new row with
 error row's line (core.jsonl's retry rule), the calls that succeeded inside a failed glue answer
 coming from the cache. HTTP backends answer several questions at once (bounded by the model's registered
 concurrency) but rows are still written in task order: a kill leaves a prefix, and the calls
-finished beyond it are in the cache. A model registered with `batch = true` is asked through its
-provider's batch API first (models.provider_batch), and the same loop then writes the rows from the batch's results.
+finished beyond it are in the cache (models.call_loop, the loop verdicts go through too). A model
+registered with `batch = true` is asked through its provider's batch API first (models.provider_batch),
+and the same loop then writes the rows from the batch's results.
 """
 from __future__ import annotations
 
 import json
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from tqdm import tqdm
 
@@ -26,7 +25,7 @@ from core import jsonl
 from core.errors import BadInput, CheckFailed
 from core.records import ANSWER_KEY, AnswerRow, row_id
 from core.text import has_surrogate
-from models import provider_batch
+from models import call_loop, provider_batch
 from models.backends.base import Backend, Reply, Request
 from models.backends.registry import backend_info
 from models.cache import CallCache, call_key
@@ -71,8 +70,7 @@ class Caller:
 
     def __call__(self, messages: list[tuple[str, str]]) -> Reply:
         request = task_request(self.task, messages)
-        key = call_key(self.backend.identity(), request)
-        reply, cached = self.cache.get_or_call(key, lambda: self.backend.complete(request))
+        reply, key, cached = call_loop.cached_call(self.backend, self.cache, request)
         check_reply(f"arm {self.task.arm.name!r} at {self.task.quant}", request.generation, reply)
         self.cached += cached
         self.keys.append(key)
@@ -111,12 +109,11 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
             questions: list[Question], exp_dir: Path, runtime: Runtime, out: Path, cache: CallCache,
             progress: bool = True, order: Callable[[list[Task]], list[Task]] = prompt_order) -> dict[str, Any]:
     """Answer every missing or `error` row into `out`; return what this invocation did, and the effective settings."""
-    existing = jsonl.current(out, ANSWER_KEY)
-    retry = {k[0]: line for k, line in jsonl.to_retry(existing).items()}
+    resume = call_loop.Resume.of(out, ANSWER_KEY)
     tasks = [Task(a, q, qu, s) for a in arms for q in a.quants for qu in questions for s in range(a.samples)]
     for t in tasks:  # a row is skipped by its id alone only if it was answered under the settings registered now
-        done = existing.get((t.row,))
-        if done is None or t.row in retry:
+        done = resume.done.get((t.row,))
+        if done is None or (t.row,) in resume.retry:
             continue
         registered = json.loads(json.dumps({**t.arm.generation.to_dict(), "seed": t.seed}))
         recorded = done.record.get("settings") or {}
@@ -126,15 +123,16 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
             raise BadInput(out, f"the answer of arm {t.arm.name!r} at {t.quant} to question {t.question.id!r} (sample "
                            f"{t.sample}) was collected with other settings: {differ}. One folder holds one "
                            "registration: collect into another folder", line=done.line, field="settings")
-    todo = [t for t in tasks if (t.row,) not in existing or t.row in retry]
+    todo = [t for t in tasks if resume.wanted((t.row,))]
     groups: dict[tuple, list[Task]] = {}  # one model load per (model, quant, adapters)
     for t in todo:
         groups.setdefault(_group_key(t), []).append(t)
     stats: dict[str, Any] = {"rows_total": len(tasks), "rows_already_done": len(tasks) - len(todo),
-                             "rows_retried": sum(t.row in retry for t in todo), "model_calls": 0, "cached_calls": 0,
-                             "errors": 0, "effective": recorded_effective([c.record for c in existing.values()])}
+                             "rows_retried": sum((t.row,) in resume.retry for t in todo), "model_calls": 0,
+                             "cached_calls": 0, "errors": 0,
+                             "effective": recorded_effective([c.record for c in resume.done.values()])}
     bar = tqdm(total=len(todo), desc="answers", unit="ans", disable=not progress, leave=False)
-    with jsonl.Appender(out) as writer:
+    with jsonl.Appender(out) as writer:  # the file exists (and a torn last line is repaired) from the start
         for (model_name, quant, adapter_names), group in groups.items():
             model = models[model_name]
             specs = tuple(adapters[a] for a in adapter_names)
@@ -151,67 +149,20 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
                     backend = provider_batch.answer(backend, {call_key(backend.identity(), r): r for r in requests},
                                                     cache, batching, progress)
                 workers = backend_info(model.backend).workers(model.concurrency, runtime.batch)
-                for t, row, caller in _run(order(group), backend, cache, exp_dir, effective, workers):
-                    writer.write(row.to_dict(), retry_of=retry.get(t.row))
-                    stats["model_calls"] += len(caller.keys) - caller.cached
-                    stats["cached_calls"] += caller.cached
-                    stats["errors"] += row.status == "error"
-                    bar.update(1)
+
+                def one(t: Task, backend=backend, effective=effective) -> list[AnswerRow]:
+                    caller = Caller(backend, cache, t)
+                    return [_answer(t, caller, exp_dir, row_effective(effective[t.arm.name], t.seed))]
+
+                tally = call_loop.run(writer, resume, order(group), one, backend, workers,
+                                      advance=bar.update)
+                stats["model_calls"] += tally.model_calls
+                stats["cached_calls"] += tally.cached_calls
+                stats["errors"] += tally.errors
             finally:
                 backend.close()
     bar.close()
     return stats
-
-
-def _run(tasks: list[Task], backend: Backend, cache: CallCache, exp_dir: Path, effective: dict, workers: int):
-    """Yield (task, row, caller) in task order; with workers > 1, up to that many calls are in flight."""
-    def one(t: Task) -> tuple[Task, AnswerRow, Caller]:
-        caller = Caller(backend, cache, t)
-        return t, _answer(t, caller, exp_dir, row_effective(effective[t.arm.name], t.seed)), caller
-
-    if workers <= 1:
-        yield from map(one, tasks)
-        return
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="answer")
-    try:
-        yield from mapped(pool, workers, one, tasks, backend)  # in submission order, whatever finishes first
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def mapped(pool: ThreadPoolExecutor, workers: int, fn: Callable[[Any], Any], items: list, backend) -> Iterator[Any]:
-    """`pool.map(fn, items)`, telling a backend that decodes its calls together (`callers`, llama.cpp with batch
-    > 1) how many threads are calling it: each pool thread calls while items are left for it to take, then
-    leaves. The backend then waits for all of them before each step, so which calls share a step, and with it
-    the outputs, does not depend on thread timing."""
-    callers = getattr(backend, "callers", None)
-    if callers is None or not items:
-        yield from pool.map(fn, items)
-        return
-    lock = threading.Lock()
-    taken = min(workers, len(items))  # items a thread has taken or will take next
-    calling = taken  # threads that have not left
-    leave = callers(calling)
-
-    def one(item):
-        nonlocal taken, calling
-        try:
-            return fn(item)
-        finally:
-            with lock:  # a pool thread that finishes an item takes the next one, if any is left
-                stays = taken < len(items)
-                taken += stays
-                calling -= not stays
-            if not stays:
-                leave()
-
-    try:
-        yield from pool.map(one, items)
-    finally:  # stopped early (an interrupt, a failed write): items never taken send nothing, so nobody waits
-        with lock:
-            gone, calling = calling, 0
-        for _ in range(gone):
-            leave()
 
 
 def recorded_effective(rows: list[dict]) -> dict[str, Any]:

@@ -11,18 +11,15 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
 
 from tqdm import tqdm
 
-from arms.collect import mapped
 from arms.settings import check_reply
 from core import jsonl
 from core.records import JUDGMENT_KEY, Judgment
-from models import provider_batch
+from models import call_loop, provider_batch
 from models.backends.base import Backend, Request
 from models.backends.registry import backend_info
 from models.cache import CallCache, call_key
@@ -59,14 +56,9 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
     for attempt in range(max_attempts):
         request = build_request(rubric, item, attempt)
         first_sha = first_sha or prompt_sha256(request)
-        key = call_key(backend.identity(), request)
-        reply = cache.get(key)
         try:
-            if reply is None:
-                reply = backend.complete(request)
-                cache.put(key, reply)
-            else:
-                cached += 1
+            reply, key, from_cache = call_loop.cached_call(backend, cache, request)
+            cached += from_cache
         except Exception as e:  # the call failed after its retries: an error row, not a score
             if not is_call_failure(e):
                 raise
@@ -126,8 +118,8 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     (HTTP judges; llama.cpp: `batch_size`, the registered `[runtime] batch`, decoded together). A retried
     verdict is appended with `retry_of` = the error record's line.
 
-    Records are written by this thread only, in judging order, so the file stays one record per
-    line and a kill leaves a prefix (calls finished beyond it are in the cache). Items with the same
+    Records are written by this thread only, in judging order (models.call_loop, the loop answers go through
+    too), so the file stays one record per line and a kill leaves a prefix. Items with the same
     judge prompt (two arms gave the same answer) are judged by one worker one after the other, so
     the second is a cache hit instead of a second paid call racing the first. The first item is judged
     alone before any other is sent, so a server that refuses every call (core.errors.Refused) stops
@@ -135,41 +127,28 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     `batch = true`), the calls go through the provider's batch API first (`provider_batch_rounds`), and the same
     loop then writes the verdicts from the batches' results.
     """
-    done = jsonl.current(out, JUDGMENT_KEY)
-    retry = {label: line for (judge, label), line in jsonl.to_retry(done).items() if judge == name}
-    todo = [i for i in items if (name, i.label) not in done or i.label in retry]
+    resume = call_loop.Resume.of(out, JUDGMENT_KEY)
+    todo = [i for i in items if resume.wanted((name, i.label))]
     workers = backend_info(backend.name).workers(concurrency, batch_size)
     if batching and todo:
         backend = provider_batch_rounds(backend, rubric, todo, cache, max_attempts, batching, progress)
     groups: dict[str, list[BlindItem]] = {}
     for item in todo:
         groups.setdefault(json.dumps(item.prompt_fields(), sort_keys=True), []).append(item)  # what the prompt renders
-    stats = {"judge": name, "items": len(items), "already_done": len(items) - len(todo),
-             "retried": sum(i.label in retry for i in todo), "model_calls": 0, "cached_calls": 0,
-             "concurrency": workers}
 
     def judge_group(group: list[BlindItem]) -> list[Judgment]:
         return [judge_item(name, backend, rubric, item, cache, max_attempts) for item in group]
 
-    def in_order() -> Iterator[list[Judgment]]:
-        ordered = list(groups.values())
-        yield from map(judge_group, ordered[:1])  # alone: the others are sent only once it came back
-        rest = ordered[1:]
-        yield from mapped(pool, workers, judge_group, rest, backend) if pool else map(judge_group, rest)
+    def stamp(j: Judgment) -> Judgment:  # when it was written: amendments are dated against it
+        return replace(j, time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
 
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") if workers > 1 else None
     bar = tqdm(total=len(todo), desc=f"judge {name}", unit="verdict", disable=not progress, leave=False)
     try:
-        with jsonl.Appender(out) as writer:
-            for judged in in_order():
-                for j in judged:
-                    j = replace(j, time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
-                    writer.write(j.to_dict(), retry_of=retry.get(j.label))
-                    stats["model_calls"] += len(j.calls) - j.cached_calls
-                    stats["cached_calls"] += j.cached_calls
-                    bar.update(1)
+        with jsonl.Appender(out) as writer:  # the file exists (and a torn last line is repaired) from the start
+            tally = call_loop.run(writer, resume, groups.values(), judge_group, backend, workers, first_alone=True,
+                                  stamp=stamp, advance=bar.update)
     finally:
         bar.close()
-        if pool:
-            pool.shutdown(wait=True, cancel_futures=True)
-    return stats
+    return {"judge": name, "items": len(items), "already_done": len(items) - len(todo),
+            "retried": sum((name, i.label) in resume.retry for i in todo), "model_calls": tally.model_calls,
+            "cached_calls": tally.cached_calls, "concurrency": workers}

@@ -149,11 +149,36 @@ def test_a_serial_backend_gets_one_call_at_a_time(echo, monkeypatch, tmp_path):
     assert OPENED[0].threads == {threading.get_ident()}  # in the caller's thread: no pool
 
 
+class ParallelEcho(EchoBackend):
+    """The echo backend declaring parallel decoding, which makes it implement ParallelDecoding.callers."""
+
+    def __init__(self, model: str):
+        super().__init__(model)
+        self.joined, self.left = 0, 0
+        self._lock = threading.Lock()
+
+    def callers(self, n: int):
+        self.joined += n
+
+        def leave() -> None:
+            with self._lock:
+                self.left += 1
+
+        return leave
+
+
+def open_parallel_echo(spec, quant, adapters, exp_dir, runtime) -> ParallelEcho:
+    OPENED.append(ParallelEcho(spec.source))
+    return OPENED[-1]
+
+
 @pytest.mark.unit
-def test_a_batched_serial_backend_gets_the_registered_batch_in_flight(echo, monkeypatch, tmp_path):
-    """`batched` (llama.cpp's several sequences in one context): `[runtime] batch` calls at once, on worker threads,
-    rows still in task order; at batch 1 the serial path (the caller's thread)."""
-    monkeypatch.setitem(REGISTRY, "echo", replace(ECHO, serial=True, batched=True))
+def test_a_parallel_decoding_backend_gets_the_registered_batch_in_flight_and_its_callers(echo, monkeypatch,
+                                                                                         tmp_path):
+    """`parallel_decoding` (llama.cpp's several sequences in one context): `[runtime] batch` calls at once, on
+    worker threads, rows still in task order, and the backend told how many threads call it (each leaves once);
+    at batch 1 the serial path (the caller's thread), which tells it nothing."""
+    monkeypatch.setitem(REGISTRY, "echo", replace(ECHO, serial=True, parallel_decoding=True, open=open_parallel_echo))
     doc = tomllib.loads(PREREG)
     f = tmp_path / "prereg.toml"
     models = parse_models(doc, f)
@@ -165,8 +190,9 @@ def test_a_batched_serial_backend_gets_the_registered_batch_in_flight(echo, monk
         rows = [json.loads(line) for line in out.read_text().splitlines()]
         assert [r["question_id"] for r in rows] == sorted(q.id for q in questions)  # by question text: q0..q7
     one, four = OPENED
-    assert one.threads == {threading.get_ident()}
+    assert one.threads == {threading.get_ident()} and (one.joined, one.left) == (0, 0)
     assert threading.get_ident() not in four.threads and len(four.threads) <= 4  # worker threads, at most 4
+    assert (four.joined, four.left) == (4, 4)
     assert REGISTRY["echo"].workers(concurrency=3, batch=4) == 4 and ECHO.workers(concurrency=3, batch=4) == 3
 
 

@@ -293,16 +293,17 @@ def test_on_a_simulated_amx_machine_the_backend_loads_without_extra_buffers(batc
     Xeon's build and CPU information. Q4_0 is the planted fact: this machine repacks it into CPU_REPACK buffers
     when extra buffers are on (checked first, unpatched), so only the decision can keep the weights in plain CPU
     buffers. A native step of this backend names the AMX cause for the crash supervisor. Four calls sharing a
-    system prompt go through `arms.collect.mapped` as collect sends them (four threads when batched, one at batch
-    1), so the batched context's counted steps and prefix copies (and, at 16, flash attention) run on that load."""
+    system prompt go through `models.call_loop.mapped` as collect sends them (four threads when batched, one at
+    batch 1), so the batched context's counted steps and prefix copies (and, at 16, flash attention) run on that
+    load."""
 
 
     from concurrent.futures import ThreadPoolExecutor
 
-    from arms.collect import mapped
     from core import crash
     from models.backends.base import Generation, Request
     from models.backends.llama_cpp import INFO, LlamaConfig, LlamaCppBackend, differences
+    from models.call_loop import mapped
     from models.quantize import quantize
     from models.spec import ModelSpec, Runtime
 

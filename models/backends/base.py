@@ -130,6 +130,17 @@ class ListedBatch:
     tag: str | None  # the tag it was submitted with, where the provider keeps one
 
 
+class ParallelDecoding(Backend, Protocol):
+    """A backend whose BackendInfo declares `parallel_decoding` (llama.cpp with `[runtime] batch` N > 1): the N
+    calls in flight decode together, one token of each per step. Which calls share a step changes their numbers,
+    so the call loop (models.call_loop) tells it how many threads are calling, and each step waits for all of them
+    instead of for whoever arrived first."""
+
+    def callers(self, n: int) -> Callable[[], None]:
+        """`n` more threads will each keep one call in flight until each calls the function returned."""
+        ...
+
+
 class ProviderBatchBackend(Backend, Protocol):
     """A backend whose provider answers batches (its BackendInfo.model_keys lists `batch`); models.provider_batch drives
     it."""
@@ -182,14 +193,14 @@ class BackendInfo:
     """What the harness may know about one backend, declared once in the backend's own module and listed in
     `models.backends.registry`. Collection, judging, spec parsing and settings verification ask this instead of
     comparing backend names, so a new backend is one module plus one registry line. A further way of running is
-    one more capability here, asked through a method: several sequences decoded together is `batched`, which
-    `workers` turns into the registered `[runtime] batch` calls in flight; a provider's batch API is `batch` in
-    `model_keys` and the ProviderBatchBackend methods."""
+    one more capability here, with the protocol its backend then implements: several sequences decoded together
+    is `parallel_decoding` (ParallelDecoding), which `workers` turns into the registered `[runtime] batch` calls in
+    flight; a provider's batch API is `batch` in `model_keys` (ProviderBatchBackend)."""
 
     name: str
     open: Callable[[ModelSpec, str | None, tuple[AdapterSpec, ...], Path, Runtime], Backend]
     serial: bool = False  # one call at a time (an in-process model is not thread-safe); else the model's concurrency
-    batched: bool = False  # with `[runtime] batch` N > 1, N calls at once decode together in one model
+    parallel_decoding: bool = False  # with `[runtime] batch` N > 1, N calls decode together (ParallelDecoding)
     local: bool = False  # runs a GGUF in process: quantised here, adapters applied here, machine facts recorded
     sends: frozenset[str] = frozenset(SENDS)  # the Generation settings it has a way to send
     model_keys: tuple[str, ...] = ()  # [models.*] keys only some backends read, that this one reads
@@ -202,7 +213,8 @@ class BackendInfo:
     expected_identity: Callable[..., dict[str, Any] | None] = lambda spec, adapters, runtime, eff: None
 
     def workers(self, concurrency: int, batch: int = 1) -> int:
-        """Calls in flight at once: the registered batch for a batched backend, else 1 or the model's concurrency."""
-        if self.batched and batch > 1:
+        """Calls in flight at once: the registered batch for a backend that decodes in parallel, else 1 or the
+        model's concurrency."""
+        if self.parallel_decoding and batch > 1:
             return batch
         return 1 if self.serial else max(1, concurrency)

@@ -503,5 +503,5 @@ def expected_identity(spec, adapters: tuple, runtime, eff: dict[str, Any]) -> di
             **({"flash_attn": True} if runtime.flash_attn else {})}
 
 
-INFO = BackendInfo(name=LlamaCppBackend.name, open=open_llama, serial=True, batched=True, local=True,
+INFO = BackendInfo(name=LlamaCppBackend.name, open=open_llama, serial=True, parallel_decoding=True, local=True,
                    check_generation=check_generation, differences=differences, expected_identity=expected_identity)

@@ -68,7 +68,7 @@ class Callers:
     """How many threads are calling the decoder, each keeping one request in flight until it leaves.
 
     Which requests share a decode step changes their numbers (see above), so it must not depend on thread
-    timing: when the caller knows its threads (arms.collect.mapped), the decoder starts a step only once every
+    timing: when the caller knows its threads (models.call_loop.mapped), the decoder starts a step only once every
     thread still calling has its request queued or running, and admits them in a fixed order. Callers that
     do not say (None) are decoded as they come."""
 
