@@ -148,7 +148,7 @@ def collect(arms: list[ArmSpec], models: dict[str, ModelSpec], adapters: dict[st
                     requests = [task_request(t, plain_messages(t.arm, t.question)) for t in group]
                     backend = provider_batch.answer(backend, {call_key(backend.identity(), r): r for r in requests},
                                                     cache, batching, progress)
-                workers = backend_info(model.backend).workers(model.concurrency, runtime.batch)
+                workers = backend_info(model.backend).workers(model.concurrency, runtime.parallel_sequences)
 
                 def one(t: Task, backend=backend, effective=effective) -> list[AnswerRow]:
                     caller = Caller(backend, cache, t)

@@ -117,7 +117,8 @@ def harness_arms(exp, arms, questions, batch: int, work: Path) -> tuple[int, flo
     cache = CallCache(work / f"calls-arms-{batch}.sqlite")
     with DecodeClock() as clock:
         t0 = time.perf_counter()
-        stats = collect(arms, exp.models, exp.adapters, questions, exp.dir, replace(exp.runtime, batch=batch), out,
+        stats = collect(arms, exp.models, exp.adapters, questions, exp.dir,
+                        replace(exp.runtime, parallel_sequences=batch), out,
                         cache, progress=False)
         elapsed = time.perf_counter() - t0
     cache.close()
@@ -172,10 +173,11 @@ def harness_judge(exp, judge, rubric, items, batch: int, work: Path) -> tuple[in
     cache = CallCache(work / f"calls-judge-{batch}.sqlite")
     with DecodeClock() as clock:
         t0 = time.perf_counter()
-        backend = open_backend(exp.models[judge.model], judge.quant, None, exp.dir, replace(exp.runtime, batch=batch))
+        backend = open_backend(exp.models[judge.model], judge.quant, None, exp.dir,
+                               replace(exp.runtime, parallel_sequences=batch))
         try:
             stats = judge_all("bench", backend, rubric, items, cache, out, max_attempts=1, progress=False,
-                              batch_size=batch)
+                              parallel_sequences=batch)
         finally:
             backend.close()
         elapsed = time.perf_counter() - t0

@@ -112,10 +112,10 @@ def provider_batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindIte
 
 
 def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, out: Path,
-              max_attempts: int = 2, progress: bool = True, concurrency: int = 1, batch_size: int = 1,
-              batching: provider_batch.ProviderBatching | None = None) -> dict:
+              max_attempts: int = 2, progress: bool = True, concurrency: int = 1, parallel_sequences: int = 1,
+              provider_batching: provider_batch.ProviderBatching | None = None) -> dict:
     """Judge every item not yet in `out` or whose verdict is an `error`, up to `concurrency` calls in flight
-    (HTTP judges; llama.cpp: `batch_size`, the registered `[runtime] batch`, decoded together). A retried
+    (HTTP judges; llama.cpp: `parallel_sequences`, the registered `[runtime] batch`, decoded together). A retried
     verdict is appended with `retry_of` = the error record's line.
 
     Records are written by this thread only, in judging order (models.call_loop, the loop answers go through
@@ -123,15 +123,15 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     judge prompt (two arms gave the same answer) are judged by one worker one after the other, so
     the second is a cache hit instead of a second paid call racing the first. The first item is judged
     alone before any other is sent, so a server that refuses every call (core.errors.Refused) stops
-    the run after one call, not after one per worker. With `batching` (a model registered with
+    the run after one call, not after one per worker. With `provider_batching` (a model registered with
     `batch = true`), the calls go through the provider's batch API first (`provider_batch_rounds`), and the same
     loop then writes the verdicts from the batches' results.
     """
     resume = call_loop.Resume.of(out, JUDGMENT_KEY)
     todo = [i for i in items if resume.wanted((name, i.label))]
-    workers = backend_info(backend.name).workers(concurrency, batch_size)
-    if batching and todo:
-        backend = provider_batch_rounds(backend, rubric, todo, cache, max_attempts, batching, progress)
+    workers = backend_info(backend.name).workers(concurrency, parallel_sequences)
+    if provider_batching and todo:
+        backend = provider_batch_rounds(backend, rubric, todo, cache, max_attempts, provider_batching, progress)
     groups: dict[str, list[BlindItem]] = {}
     for item in todo:
         groups.setdefault(json.dumps(item.prompt_fields(), sort_keys=True), []).append(item)  # what the prompt renders

@@ -106,7 +106,7 @@ def registered(exp: Experiment, scope: Scope, rubric: Rubric) -> dict[str, Any]:
                    "MANIFEST": manifest_sha256(exp.dir), f"rubric {rubric.name}": rubric.sha256},
         "label_key": scope.label_key,
         "runtime": {"threads": rt.threads, "n_ctx": rt.n_ctx, "cpu_extra_buffers": rt.cpu_extra_buffers,
-                    "gpu_layers": rt.gpu_layers, "batch": rt.batch, "flash_attn": rt.flash_attn},
+                    "gpu_layers": rt.gpu_layers, "batch": rt.parallel_sequences, "flash_attn": rt.flash_attn},
         "analysis": {"resamples": an.resamples, "method": an.method, "seed": an.seed, "max_unscored": an.max_unscored},
         "judge": {"primary": primary.name, "panel": [j.name for j in scope.panel], "mode": scope.mode,
                   "model": exp.models[primary.model].source, "quant": primary.quant, "rubric": rubric.name,

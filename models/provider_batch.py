@@ -65,7 +65,7 @@ class ProviderBatching:
     @classmethod
     def of(cls, model: ModelSpec, run_dir: Path) -> "ProviderBatching | None":
         return cls(Path(run_dir) / LOG, model.batch_poll_s, model.attempts, model.batch_max_requests,
-                   model.batch_max_bytes) if model.batch else None
+                   model.batch_max_bytes) if model.provider_batch else None
 
 
 @dataclass

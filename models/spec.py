@@ -16,7 +16,8 @@ class Runtime:
     seed: int = 0  # llama.cpp context seed (each request also sends its own registered seed)
     cpu_extra_buffers: str | bool = "auto"  # llama.cpp weight repacking/AMX buffers; see models.llama_loader
     gpu_layers: int = 0  # llama.cpp layers offloaded to a GPU (n_gpu_layers)
-    batch: int = 1  # llama.cpp sequences decoded together (1: one at a time); see models.backends.llama_parallel
+    # `[runtime] batch`: llama.cpp sequences decoded together (1: one at a time); see models.backends.llama_parallel
+    parallel_sequences: int = 1
     flash_attn: bool = False  # llama.cpp's fused attention kernel: faster on CPU too, rounds otherwise
 
 
@@ -47,8 +48,8 @@ class ModelSpec:
     timeout_s: float = 120.0  # HTTP backends: bounds each wait for data (not a whole call); a timeout is retried
     api_key_env: str | None = None  # HTTP backends: the variable holding the key (default: the SDK's usual one)
     structured: str = "json_schema"  # openai: how structured output is asked for, one of STRUCTURED
-    # openai/anthropic: answer through the provider's batch API (models.provider_batch), at half price
-    batch: bool = False
+    # `batch`: openai/anthropic answer through the provider's batch API (models.provider_batch), at half price
+    provider_batch: bool = False
     batch_poll_s: float = 60.0  # batch: seconds between two looks at a submitted batch
     batch_max_requests: int | None = None  # batch: requests per batch (None: the provider's limit)
     batch_max_bytes: int | None = None  # batch: bytes of requests per batch (None: the provider's limit)

@@ -220,8 +220,8 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
                                                                run_dir / "judgments.jsonl",
                                                                max_attempts=exp.judge_attempts, progress=progress,
                                                                concurrency=model.concurrency,
-                                                               batch_size=exp.runtime.batch,
-                                                               batching=ProviderBatching.of(model, run_dir))
+                                                               parallel_sequences=exp.runtime.parallel_sequences,
+                                                               provider_batching=ProviderBatching.of(model, run_dir))
             identities[j.name] = jbackend.identity()
         finally:
             jbackend.close()

@@ -228,7 +228,7 @@ def parse_runtime(doc: dict, file: Path) -> Runtime:
     runtime = Runtime(threads=bounded(rt, "threads", "integer", file, where, 1),
                       n_ctx=bounded(rt, "n_ctx", "integer", file, where, 2048),
                       seed=bounded(rt, "seed", "integer", file, where, 0),
-                      batch=bounded(rt, "batch", "integer", file, where, 1),
+                      parallel_sequences=bounded(rt, "batch", "integer", file, where, 1),
                       flash_attn=setting(rt, "flash_attn", "boolean", file, where, False))
     extra = rt.get("cpu_extra_buffers", "auto")
     if not registrable(extra):
@@ -289,7 +289,7 @@ def _model(name: str, t: Any, file: Path) -> ModelSpec:
                      thinking_control=_one_of(t, "thinking_control", THINKING_CONTROLS, file, where),
                      sampling_params=setting(t, "sampling_params", "boolean", file, where, False),
                      structured=_one_of(t, "structured", STRUCTURED, file, where),
-                     batch=setting(t, "batch", "boolean", file, where, False),
+                     provider_batch=setting(t, "batch", "boolean", file, where, False),
                      batch_poll_s=float(t.get("batch_poll_s", 60.0)), batch_max_requests=t.get("batch_max_requests"),
                      batch_max_bytes=t.get("batch_max_bytes"), price_input=t.get("price_input"),
                      price_output=t.get("price_output"))
@@ -375,7 +375,7 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
                        f"cache of {quants[0]!r}. Register one label, and each served quantisation as its own "
                        "model and arm", field="quants")
     glue = setting(t, "glue", "string", file, where, None)
-    if glue is not None and models[model].batch:
+    if glue is not None and models[model].provider_batch:
         raise BadInput(file, f"arm {name!r} has glue, whose calls depend on each other's replies, on model {model!r} "
                        "registered with batch = true: a batch answers only calls known before it is sent (a known "
                        "gap: glue arms cannot run through a provider batch). Register the model without batch, or "

@@ -185,7 +185,8 @@ def test_a_parallel_decoding_backend_gets_the_registered_batch_in_flight_and_its
     questions = [Question(f"q{i}", f"Question {i}?", None, (), None, "set.jsonl") for i in range(8)]
     for batch in (1, 4):
         out = tmp_path / f"a{batch}.jsonl"
-        collect(parse_arms(doc, f, models, {}), models, {}, questions, tmp_path, Runtime(batch=batch), out,
+        collect(parse_arms(doc, f, models, {}), models, {}, questions, tmp_path, Runtime(parallel_sequences=batch),
+                out,
                 CallCache(tmp_path / f"calls{batch}.sqlite"), progress=False)
         rows = [json.loads(line) for line in out.read_text().splitlines()]
         assert [r["question_id"] for r in rows] == sorted(q.id for q in questions)  # by question text: q0..q7
@@ -193,7 +194,8 @@ def test_a_parallel_decoding_backend_gets_the_registered_batch_in_flight_and_its
     assert one.threads == {threading.get_ident()} and (one.joined, one.left) == (0, 0)
     assert threading.get_ident() not in four.threads and len(four.threads) <= 4  # worker threads, at most 4
     assert (four.joined, four.left) == (4, 4)
-    assert REGISTRY["echo"].workers(concurrency=3, batch=4) == 4 and ECHO.workers(concurrency=3, batch=4) == 3
+    assert REGISTRY["echo"].workers(concurrency=3, parallel_sequences=4) == 4
+    assert ECHO.workers(concurrency=3, parallel_sequences=4) == 3
 
 
 PRODUCT = ("core", "models", "registration", "arms", "judge", "audit", "pipeline")

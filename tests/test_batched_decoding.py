@@ -46,7 +46,7 @@ def demo():
 
 def backend(demo, batch: int):
     exp, _ = demo
-    return open_backend(exp.models["smollm2-135m"], "Q8_0", (), exp.dir, replace(exp.runtime, batch=batch))
+    return open_backend(exp.models["smollm2-135m"], "Q8_0", (), exp.dir, replace(exp.runtime, parallel_sequences=batch))
 
 
 def answer_all(b, requests: list[Request], workers: int, call=None):
@@ -150,7 +150,8 @@ def test_adapters_apply_in_the_batched_context(demo):
     requests = plain(demo, 3)
     texts = {}
     for name, batch, specs in (("base", 1, ()), ("trained", 1, adapters), ("trained-batched", 2, adapters)):
-        b = open_backend(exp.models[trained.model], "Q8_0", specs, exp.dir, replace(exp.runtime, batch=batch))
+        b = open_backend(exp.models[trained.model], "Q8_0", specs, exp.dir,
+                         replace(exp.runtime, parallel_sequences=batch))
         try:
             texts[name] = [outcome(r) for r in answer_all(b, requests, batch)]
         finally:
@@ -311,8 +312,8 @@ def test_a_batched_collection_gives_the_same_answers_every_time(demo, tmp_path):
         out = tmp_path / f"answers-{run}.jsonl"
         cache = CallCache(tmp_path / f"calls-{run}.sqlite")
         try:
-            stats = collect([arm], exp.models, exp.adapters, questions[:16], exp.dir, replace(exp.runtime, batch=8),
-                            out, cache, progress=False)
+            stats = collect([arm], exp.models, exp.adapters, questions[:16], exp.dir,
+                            replace(exp.runtime, parallel_sequences=8), out, cache, progress=False)
         finally:
             cache.close()
         assert stats["model_calls"] == 16 and stats["errors"] == 0

@@ -80,13 +80,13 @@ def test_the_context_is_created_with_it_sequential_and_batched():
     texts = {}
     for batch in (1, 2):
         b = open_backend(exp.models["smollm2-135m"], "Q8_0", (), exp.dir,
-                         replace(exp.runtime, flash_attn=True, batch=batch))
+                         replace(exp.runtime, flash_attn=True, parallel_sequences=batch))
         try:
             reply = b.complete(request)
             eff = b.effective()
             assert eff["flash_attn"] is True and b.identity()["flash_attn"] is True
             assert differences(arm.generation, eff, "Q8_0", exp.models["smollm2-135m"], (),
-                               replace(exp.runtime, flash_attn=True, batch=batch)) == []
+                               replace(exp.runtime, flash_attn=True, parallel_sequences=batch)) == []
             if batch > 1:  # the batched context was created from the sequential one's struct
                 assert b._decoder is not None and b.llm.context_params.flash_attn_type == 1
             texts[batch] = reply.text

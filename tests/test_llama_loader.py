@@ -320,7 +320,8 @@ def test_on_a_simulated_amx_machine_the_backend_loads_without_extra_buffers(batc
     monkeypatch.setattr(llama_loader, "system_info", lambda: AMX_BUILD)
     monkeypatch.setattr(llama_loader, "cpu_flags", lambda cpuinfo=None: cpu_flags(AMX_CPU))
     monkeypatch.setattr(llama_loader, "_decided", {})
-    backend = LlamaCppBackend(LlamaConfig(model_path=q4_0, threads=1, n_ctx=512, batch=batch, flash_attn=flash_attn))
+    backend = LlamaCppBackend(LlamaConfig(model_path=q4_0, threads=1, n_ctx=512, parallel_sequences=batch,
+                                          flash_attn=flash_attn))
     note = tmp_path / "step.json"
     monkeypatch.setenv(crash.CONTEXT_ENV, str(note))
     try:
@@ -340,7 +341,8 @@ def test_on_a_simulated_amx_machine_the_backend_loads_without_extra_buffers(batc
             replies = list(mapped(pool, workers, backend.complete, requests, backend))
         assert all(r.completion_tokens > 0 for r in replies)
         model = ModelSpec(name="m", backend="llama-cpp", source=q4_0)
-        assert differences(g, eff, "Q4_0", model, (), Runtime(n_ctx=512, batch=batch, flash_attn=flash_attn)) == []
+        runtime = Runtime(n_ctx=512, parallel_sequences=batch, flash_attn=flash_attn)
+        assert differences(g, eff, "Q4_0", model, (), runtime) == []
         with backend._native_step("generating"):  # what a crash here would leave for the supervisor
             noted = json.loads(note.read_text())
         assert noted["build_amx"] is True and noted["cpu_amx"] is True and "CPU extra buffers off" in noted["step"]

@@ -212,9 +212,9 @@ class BackendInfo:
     # give, as identity() writes it, so verify can re-derive call keys without the live backend; None: not known
     expected_identity: Callable[..., dict[str, Any] | None] = lambda spec, adapters, runtime, eff: None
 
-    def workers(self, concurrency: int, batch: int = 1) -> int:
-        """Calls in flight at once: the registered batch for a backend that decodes in parallel, else 1 or the
+    def workers(self, concurrency: int, parallel_sequences: int = 1) -> int:
+        """Calls in flight at once: the registered sequences for a backend that decodes in parallel, else 1 or the
         model's concurrency."""
-        if self.parallel_decoding and batch > 1:
-            return batch
+        if self.parallel_decoding and parallel_sequences > 1:
+            return parallel_sequences
         return 1 if self.serial else max(1, concurrency)

@@ -58,7 +58,7 @@ class LlamaConfig:
     chat_template_file: str | None = None  # where the registered template came from (for the record)
     cpu_extra_buffers: str | bool = "auto"  # as registered; decided per machine by llama_loader.decide_extra_buffers
     gpu_layers: int = 0  # layers llama.cpp puts on a GPU (n_gpu_layers); refused on a build without GPU support
-    batch: int = 1  # sequences decoded together (models.backends.llama_parallel); 1 = Llama.create_chat_completion
+    parallel_sequences: int = 1  # decoded together (models.backends.llama_parallel); 1 = Llama.create_chat_completion
     flash_attn: bool = False  # llama.cpp's fused attention kernel (the batched context inherits it)
 
 
@@ -130,10 +130,11 @@ class LlamaCppBackend:
             if config.loras:
                 with self._native_step("measuring the LoRA adapters' effect"):
                     self._apply_loras(llm)
-            if config.batch > 1:
-                with self._native_step(f"creating a llama.cpp context for {config.batch} sequences"):
-                    self._decoder = ParallelDecoder(llm, config.batch, config.n_ctx, config.threads, self._adapters,
-                                                    [lo.scale for lo in config.loras], self._decoding, self._callers)
+            if config.parallel_sequences > 1:
+                with self._native_step(f"creating a llama.cpp context for {config.parallel_sequences} sequences"):
+                    self._decoder = ParallelDecoder(llm, config.parallel_sequences, config.n_ctx, config.threads,
+                                                    self._adapters, [lo.scale for lo in config.loras], self._decoding,
+                                                    self._callers)
         except BaseException:
             self._free_adapters()
             llm.close()
@@ -171,7 +172,7 @@ class LlamaCppBackend:
                           cpu_amx=self.extra_buffers.cpu_amx)
 
     def _decoding(self):
-        return self._native_step(f"generating {self.config.batch} sequences together")
+        return self._native_step(f"generating {self.config.parallel_sequences} sequences together")
 
     def _render(self, messages: list[tuple[str, str]], thinking: bool) -> str:
         return self.formatter(messages=[{"role": r, "content": c} for r, c in messages],
@@ -193,7 +194,7 @@ class LlamaCppBackend:
             "n_ctx": self.config.n_ctx,
             "sampler": EXTRA_SAMPLING,
             # batched decoding can change outputs numerically; left out at 1, so keys made before it still match
-            **({"batch": self.config.batch} if self.config.batch > 1 else {}),
+            **({"batch": self.config.parallel_sequences} if self.config.parallel_sequences > 1 else {}),
             # repacked weights may round differently; left out when on, so keys made before this setting still match
             **({"cpu_extra_buffers": False} if not self.extra_buffers.use else {}),
             **({"gpu_layers": self.config.gpu_layers} if self.config.gpu_layers else {}),  # GPU kernels round otherwise
@@ -249,7 +250,7 @@ class LlamaCppBackend:
     def read_back(self, generation: Generation) -> dict[str, Any]:
         """What the sampler chain of a one-token probe with these settings really holds (see the module docstring);
         with batch > 1, the chain the batched path builds for them (the one each of its sequences samples with)."""
-        if self.config.batch > 1:
+        if self.config.parallel_sequences > 1:
             built = self._sampler(generation, None)
             try:
                 return _chain_read_back(built.sampler)
@@ -295,7 +296,7 @@ class LlamaCppBackend:
 
     def complete(self, request: Request) -> Reply:
         t0 = time.perf_counter()
-        out = self._generate_batched(request) if self.config.batch > 1 else self._generate(request)
+        out = self._generate_batched(request) if self.config.parallel_sequences > 1 else self._generate(request)
         latency = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -430,8 +431,9 @@ def differences(g: Generation, eff: dict[str, Any], quant: str, model, adapters,
     if eff.get("flash_attn", False) != runtime.flash_attn:  # rows written before the setting existed: off
         out.append(f"flash_attn: registered {runtime.flash_attn}, llama.cpp's context has it "
                    f"{'on' if eff.get('flash_attn') else 'off'}")
-    if eff.get("batch", 1) != runtime.batch:  # rows written before the setting existed decoded one at a time
-        out.append(f"batch: registered {runtime.batch}, llama.cpp decodes {eff['batch']} sequence(s) together")
+    if eff.get("batch", 1) != runtime.parallel_sequences:  # rows written before the setting existed: one at a time
+        out.append(f"batch: registered {runtime.parallel_sequences}, llama.cpp decodes {eff['batch']} sequence(s) "
+                   "together")
     return out
 
 
@@ -476,7 +478,7 @@ def open_llama(spec, quant: str | None, adapters: tuple, exp_dir: Path, runtime)
     return LlamaCppBackend(LlamaConfig(model_path=qf.info.path, threads=runtime.threads, n_ctx=runtime.n_ctx,
                                        seed=runtime.seed, loras=loras, chat_template=template,
                                        chat_template_file=template_file, cpu_extra_buffers=runtime.cpu_extra_buffers,
-                                       gpu_layers=runtime.gpu_layers, batch=runtime.batch,
+                                       gpu_layers=runtime.gpu_layers, parallel_sequences=runtime.parallel_sequences,
                                        flash_attn=runtime.flash_attn))
 
 
@@ -497,7 +499,7 @@ def expected_identity(spec, adapters: tuple, runtime, eff: dict[str, Any]) -> di
             "lora_scale": [a.scale for a in adapters] or None,
             "chat_template_sha256": eff.get("chat_template_sha256", UNKNOWN), "n_ctx": runtime.n_ctx,
             "sampler": EXTRA_SAMPLING,
-            **({"batch": runtime.batch} if runtime.batch > 1 else {}),
+            **({"batch": runtime.parallel_sequences} if runtime.parallel_sequences > 1 else {}),
             **({"cpu_extra_buffers": cpu} if cpu is not True else {}),
             **({"gpu_layers": runtime.gpu_layers} if runtime.gpu_layers else {}),
             **({"flash_attn": True} if runtime.flash_attn else {})}
