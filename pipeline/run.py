@@ -11,6 +11,7 @@ invocation did, when and where, is appended to invocations.jsonl.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -38,11 +39,12 @@ from judge.plots import write_plots
 from judge.preflight import check_answers, preflight
 from judge.report import render
 from judge.runinfo import Scope, merged, registered, run_name
+from models.backends.base import Backend
 from models.backends.registry import backend_info
 from models.cache import CallCache
 from models.load import open_backend
 from models.provider_batch import ProviderBatching
-from registration.prereg import Experiment, load_experiment
+from registration.prereg import Experiment, JudgeSpec, load_experiment
 from registration.questions import load_questions
 from registration.rubric import load_rubric, rubric_dir
 from registration.seal import inside, verify_seal
@@ -134,18 +136,36 @@ def judge_rubrics(exp: Experiment, panel: list, rubric, mode: str) -> dict[tuple
     return out
 
 
-def verify_judges(exp: Experiment, rubrics: dict[tuple[str, str], Any]) -> dict[str, Any]:
+class JudgeBackends:
+    """Each judge's backend, opened once in a run: the settings read back before the first answer and the verdicts
+    come from one load of a local judge model. Closed once the judge's verdicts are written, or when the run ends."""
+
+    def __init__(self, exp: Experiment):
+        self.exp = exp
+        self.opened: dict[str, Backend] = {}
+
+    def __call__(self, judge: JudgeSpec) -> Backend:
+        if judge.name not in self.opened:
+            self.opened[judge.name] = open_backend(self.exp.models[judge.model], judge.quant, None, self.exp.dir,
+                                                   self.exp.runtime)
+        return self.opened[judge.name]
+
+    def close(self, judge: JudgeSpec | None = None) -> None:
+        for name in [judge.name] if judge else list(self.opened):
+            backend = self.opened.pop(name, None)
+            if backend is not None:
+                backend.close()
+
+
+def verify_judges(exp: Experiment, rubrics: dict[tuple[str, str], Any], judges: JudgeBackends) -> dict[str, Any]:
     """Judges are models too: read back what each will really use, before the first answer is collected."""
     out = {}
     for j in (x for x in exp.judges if any(name == x.name for name, _ in rubrics)):
-        model = exp.models[j.model]
-        backend = open_backend(model, j.quant, None, exp.dir, exp.runtime)
-        try:
-            for r in (r for (name, _), r in rubrics.items() if name == j.name):
-                out[f"{j.name}/{r.name}"] = verify_settings(backend, f"judge {j.name!r} (rubric {r.name!r})",
-                                                            r.generation, j.quant or "source", model, (), exp.runtime)
-        finally:
-            backend.close()
+        backend = judges(j)
+        for r in (r for (name, _), r in rubrics.items() if name == j.name):
+            out[f"{j.name}/{r.name}"] = verify_settings(backend, f"judge {j.name!r} (rubric {r.name!r})",
+                                                        r.generation, j.quant or "source", exp.models[j.model], (),
+                                                        exp.runtime)
     return out
 
 
@@ -168,18 +188,19 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     name = run_name(exp, arms, limit)
     run_dir = Path(out) if out else ROOT / "results" / name
     run_dir.mkdir(parents=True, exist_ok=True)
-    with locked(run_dir, "judge run"):  # a second run into this folder is refused at once, naming this one
-        return _run(exp, arms, questions, limit, rubric, panel, mode, rubrics, name, run_dir, progress)
+    # a second run into this folder is refused at once, naming this one; each judge is opened once
+    with locked(run_dir, "judge run"), contextlib.closing(JudgeBackends(exp)) as judges:
+        return _run(exp, arms, questions, limit, rubric, panel, mode, rubrics, name, run_dir, progress, judges)
 
 
 def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, rubric, panel: list, mode: str,
-         rubrics: dict, name: str, run_dir: Path, progress: bool) -> Path:
+         rubrics: dict, name: str, run_dir: Path, progress: bool, judges: JudgeBackends) -> Path:
     exp_dir, primary = exp.dir, panel[0]
     # the folder is bound to one registration before any call: refused here if bound to another
     binding = bind(run_dir, exp, arms, limit, panel, mode, rubrics)
     run_json = run_dir / "run.json"
     audit_gate = check_audit_gate(exp, arms)
-    jeffective = verify_judges(exp, rubrics)
+    jeffective = verify_judges(exp, rubrics, judges)
     commit(run_dir, binding)
     cache = CallCache()
     say = (lambda m: print(m, file=sys.stderr)) if progress else (lambda m: None)
@@ -210,7 +231,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
     for j in panel:
         say(f"[3/4] judging with {j.name} ({mode}; blind, shuffled)")
         model = exp.models[j.model]
-        jbackend = open_backend(model, j.quant, None, exp_dir, exp.runtime)
+        jbackend = judges(j)
         try:
             for kind, todo in (("single", items), ("pairwise", pitems)):
                 if not todo:
@@ -224,7 +245,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
                                                                provider_batching=ProviderBatching.of(model, run_dir))
             identities[j.name] = jbackend.identity()
         finally:
-            jbackend.close()
+            judges.close(j)
 
     (run_dir / "judgments.jsonl").touch()  # nothing to judge (every answer an error row) still finishes the folder
     say("[4/4] analysing and writing the report")

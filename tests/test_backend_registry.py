@@ -198,6 +198,52 @@ def test_a_parallel_decoding_backend_gets_the_registered_batch_in_flight_and_its
     assert ECHO.workers(concurrency=3, parallel_sequences=4) == 3
 
 
+RUN = """[experiment]
+name = "echoes"
+seed = 1
+sets = ["set.jsonl"]
+
+[models.e]
+backend = "echo"
+source = "parrot"
+
+[models.j]
+backend = "echo"
+source = "owl"
+
+[[arms]]
+name = "a"
+model = "e"
+quants = ["source"]
+generation = { temperature = 0.0, top_p = 1.0, seed = 0, max_tokens = 8 }
+
+[judge]
+rubric = "correctness"
+
+[judges.j]
+model = "j"
+"""
+
+
+@pytest.mark.unit
+def test_a_run_opens_each_judge_once(echo, tmp_path):
+    """The judge's settings are read back before the first answer, and its verdicts come from that same backend:
+    a local judge model is loaded once per run, not once to be verified and again to judge."""
+    from pipeline.run import run
+    from registration.seal import seal
+
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    (exp / "prereg.toml").write_text(RUN)
+    (exp / "set.jsonl").write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is {i} plus {i}?",
+                                                       "reference": str(2 * i)}) + "\n" for i in range(3)))
+    seal(exp)
+    out = run(exp, out=tmp_path / "out", progress=False)
+    verdicts = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
+    assert [v["judge"] for v in verdicts] == ["j"] * 3  # the echo judge replies no verdict: unscored, all the same
+    assert sorted(b.model for b in OPENED) == ["owl", "parrot"]
+
+
 PRODUCT = ("core", "models", "registration", "arms", "judge", "audit", "pipeline")
 # a backend's name compared, or a set of names tested: the facts belong in the backend's BackendInfo
 NAMES = r"""["'](llama-cpp|openai|anthropic)["']"""
