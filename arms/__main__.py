@@ -62,7 +62,7 @@ def _collect(args) -> None:
     with locked(args.out, "arms collect"):  # a second writer of this folder is refused at once, naming this one
         # bound to one registration before any call (the entries answers depend on): refused if bound to another
         commit(args.out, bind(args.out, exp, wanted, args.limit, registration(exp, wanted), judging=False))
-        cache = CallCache()
+        cache = CallCache(run=args.out)
         try:
             stats = collect([exp.arm(n) for n in wanted], exp.models, exp.adapters, questions, exp.dir,
                             exp.runtime, args.out / "answers.jsonl", cache, progress=not args.quiet)

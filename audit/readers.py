@@ -104,7 +104,8 @@ def read_all(reader: Reader, rubric: Rubric, items: list[BlindItem], out: Path,
     try:
         effective = verify_settings(backend, f"reader {reader.id!r}", rubric.generation, reader.quant or "source",
                                     reader.spec, (), Runtime())
-        judge_all(reader.id, backend, rubric, items, CallCache(), out, max_attempts=MAX_ATTEMPTS, progress=progress)
+        judge_all(reader.id, backend, rubric, items, CallCache(run=out.parent), out, max_attempts=MAX_ATTEMPTS,
+                  progress=progress)
         identity = {**backend.identity(), "effective_settings": effective}
     finally:
         backend.close()

@@ -1,4 +1,4 @@
-"""CLI: python -m judge {run,seal,amend,verify,export,repair,view,label}.
+"""CLI: python -m judge {run,seal,amend,verify,export,repair,view,label,cache}.
 
 Exit 0 ok, 1 a gate/check failed, 2 bad input."""
 from __future__ import annotations
@@ -70,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="take labels made elsewhere: a labels.jsonl from `judge view --blind`, or a CSV "
                     "(label,score[,note,labeller,time])")
     lb.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
+    c = sub.add_parser("cache", help="the call cache: its size, entries by model, the results folders that used it; "
+                       "or prune it")
+    c.add_argument("--prune-older-than", type=float, default=None, metavar="DAYS",
+                   help="delete the entries no run has stored or read for DAYS days")
+    c.add_argument("--prune-gone-runs", action="store_true",
+                   help="delete the entries used only by results folders that are no longer on disk")
     args = p.parse_args(argv)
     return run_cli(lambda: _command(args))
 
@@ -142,6 +148,8 @@ def _command(args: argparse.Namespace) -> int:
         print(f"wrote {view(args.results, args.blind, args.out, args.exp)}")
     elif args.cmd == "label":
         return _label(args)
+    elif args.cmd == "cache":
+        _cache(args.prune_older_than, args.prune_gone_runs)
     return 0
 
 
@@ -160,6 +168,44 @@ def _label(args: argparse.Namespace) -> int:
         print(f"{path.relative_to(args.results)}: {added} label(s) imported" + (f", {there} already there" if there
                                                                                else ""))
     return 0
+
+
+def _cache(older_than: float | None, gone_runs: bool) -> None:
+    """Show the call cache (BLINDEVAL_CACHE), after pruning it when asked."""
+    import datetime as dt
+    import math
+
+    from models.cache import CallCache, cache_dir, prune, summary
+
+    if older_than is not None and not (math.isfinite(older_than) and older_than >= 0):
+        raise BadInput("--prune-older-than", f"must be a number of days >= 0, got {older_than}")
+    path = cache_dir() / "calls.sqlite"
+    if not path.exists():
+        print(f"call cache: {path} does not exist yet (no model call has been made with this BLINDEVAL_CACHE)")
+        return
+    cache = CallCache(path)
+    try:
+        if older_than is not None or gone_runs:
+            deleted, freed = prune(cache, older_than, gone_runs)
+            print(f"pruned {deleted} entries; the cache's files shrank by {_mb(freed)}")
+        s = summary(cache)
+    finally:
+        cache.close()
+    print(f"call cache: {s.path}, {_mb(s.bytes)}, {s.entries} entries")
+    for model, n, size in s.by_model:
+        print(f"  {n:>8} entries  {_mb(size):>9}  {model}")
+    if s.oldest_use is not None:
+        oldest = dt.datetime.fromtimestamp(s.oldest_use, dt.timezone.utc).isoformat(timespec="seconds")
+        print(f"least recently used entry: {oldest}")
+    on_disk = sum(there for _, there, _ in s.runs)
+    print(f"results folders that used it: {len(s.runs)} ({on_disk} on disk, {len(s.runs) - on_disk} gone)")
+    for run, there, n in s.runs:
+        print(f"  {'on disk' if there else 'gone':<7}  {n:>8} entries  {run}")
+    print(f"entries no recorded folder used: {s.untracked} (stored before folders were recorded, or outside a run)")
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
 
 
 def _undecided(out: Path) -> int:

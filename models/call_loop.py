@@ -58,7 +58,7 @@ def cached_call(backend: Backend, cache: CallCache, request: Request) -> tuple[R
     """(reply, call key, came from the cache). Concurrent callers of one key wait for the first."""
     identity = backend.identity()
     key = call_key(identity, request)
-    reply, cached = cache.get_or_call(key, lambda: backend.complete(request))
+    reply, cached = cache.get_or_call(key, lambda: backend.complete(request), identity)
     return reply, key, cached
 
 

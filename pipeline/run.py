@@ -188,13 +188,15 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     name = run_name(exp, arms, limit)
     run_dir = Path(out) if out else ROOT / "results" / name
     run_dir.mkdir(parents=True, exist_ok=True)
-    # a second run into this folder is refused at once, naming this one; each judge is opened once
-    with locked(run_dir, "judge run"), contextlib.closing(JudgeBackends(exp)) as judges:
-        return _run(exp, arms, questions, limit, rubric, panel, mode, rubrics, name, run_dir, progress, judges)
+    # a second run into this folder is refused at once, naming this one; each judge is opened once; the call
+    # cache records which of its entries this folder used (`judge cache`)
+    with (locked(run_dir, "judge run"), contextlib.closing(JudgeBackends(exp)) as judges,
+          contextlib.closing(CallCache(run=run_dir)) as cache):
+        return _run(exp, arms, questions, limit, rubric, panel, mode, rubrics, name, run_dir, progress, judges, cache)
 
 
 def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, rubric, panel: list, mode: str,
-         rubrics: dict, name: str, run_dir: Path, progress: bool, judges: JudgeBackends) -> Path:
+         rubrics: dict, name: str, run_dir: Path, progress: bool, judges: JudgeBackends, cache: CallCache) -> Path:
     exp_dir, primary = exp.dir, panel[0]
     # the folder is bound to one registration before any call: refused here if bound to another
     binding = bind(run_dir, exp, arms, limit, panel, mode, rubrics)
@@ -202,7 +204,6 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
     audit_gate = check_audit_gate(exp, arms)
     jeffective = verify_judges(exp, rubrics, judges)
     commit(run_dir, binding)
-    cache = CallCache()
     say = (lambda m: print(m, file=sys.stderr)) if progress else (lambda m: None)
 
     say(f"[1/4] collecting answers: {len(arms)} arms, {len(questions)} questions -> {run_dir}")

@@ -26,7 +26,7 @@ from models.backends.base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generati
 from models.backends.llama_cpp import LlamaConfig, LlamaCppBackend, sampler_differences
 from models.backends.openai import OpenAIBackend, OpenAIConfig
 from models.backends.registry import REGISTRY
-from models.cache import CallCache
+from models.cache import CallCache, summary
 from models.files import embedded_model
 from models.spec import ModelSpec, Runtime
 from registration.questions import Question
@@ -242,6 +242,12 @@ def test_a_run_opens_each_judge_once(echo, tmp_path):
     verdicts = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
     assert [v["judge"] for v in verdicts] == ["j"] * 3  # the echo judge replies no verdict: unscored, all the same
     assert sorted(b.model for b in OPENED) == ["owl", "parrot"]
+    cache = CallCache()  # the call cache knows this folder used every call its records name (`judge cache`)
+    try:
+        used = {run: n for run, _, n in summary(cache).runs}
+    finally:
+        cache.close()
+    assert used[str(out.resolve())] == 3 + 3 * 2  # three answers, three verdicts of two attempts (none parses)
 
 
 PRODUCT = ("core", "models", "registration", "arms", "judge", "audit", "pipeline")
