@@ -1,1 +1,1 @@
-"""Arms: the systems under test (base, trained, glue over either), their backends and answer collection."""
+"""Arms: the systems under test (base, trained, glue over either), and the collection of their answers."""

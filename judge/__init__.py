@@ -1,1 +1,1 @@
-"""The blinded judge: rubrics, blinding, verdicts, statistics, reports and adversarial verification."""
+"""The blinded judge: blinding, verdicts, statistics, the report and adversarial verification."""

@@ -170,7 +170,7 @@ class ProviderBatchBackend(Backend, Protocol):
         ...
 
     def batch_results(self, batch_id: str, keys: list[str]) -> dict[str, Any]:
-        """Per key of an ended batch: its Reply, an models.retry.BatchFailed, or None when the batch never ran it."""
+        """Per key of an ended batch: its Reply, a models.retry.BatchFailed, or None when the batch never ran it."""
         ...
 
 
