@@ -74,6 +74,8 @@ def demo_adapter(base_gguf: Path, out: Path | None = None, *, rank: int = 8, alp
     if out is None:
         out = cache_dir() / "adapters" / f"demo-lora-{base_sha[:16]}-r{rank}-s{seed}-{strength}.gguf"
     out = Path(out)
+    # written into the adapter, whose sha256 is in every call key of the arms that use it: kept as first written
+    # (this module was arms/lora.py then), so that the calls of earlier runs still match
     recipe = {
         "trained": False,
         "what": "seeded random low-rank perturbation (a stand-in for a fine-tune), see arms/lora.py",

@@ -115,6 +115,13 @@ def test_generation_is_deterministic_and_cached(base, adapter, tmp_path):
     assert _sha(demo_adapter(base, one)) == _sha(adapter)
 
 
+def test_the_demo_adapter_is_the_file_earlier_versions_wrote(adapter):
+    """Its sha256 is part of the call key of every answer of the trained arms: a byte of the file changed (its
+    recipe is written into it) and no earlier call of those arms matches again. The planted value is the file
+    version 29af953 wrote for the embedded SmolLM2 (rank 8, seed 0, strength 0.1)."""
+    assert _sha(adapter) == "ddb7edb394a09e2cccfc9b92ec778b049eb515990c37ee3ccf4ad1d3f32b4ef9"
+
+
 def test_adapter_changes_greedy_outputs(base, adapter, base_outputs):
     adapted = _greedy(base, adapter)
     differing = sum(x != y for x, y in zip(base_outputs, adapted, strict=False))
