@@ -47,7 +47,7 @@ from registration.rubric import load_rubric, rubric_dir
 
 from .analysis import utc
 from .blinding import BlindItem
-from .labels import LABELS_DIR, SAMPLES, labeller_file, numbered_labels, read_samples, run_key
+from .labels import LABELS_DIR, SAMPLES, labeller_file, numbered_labels, read_labels, read_samples, run_key
 from .ppi import label_sample
 from .review import Folder, load
 
@@ -318,3 +318,9 @@ def import_labels(run_dir: Path, file: Path, labeller: str | None = None,
         for chain, new in todo:
             _append(chain, new)
     return out
+
+
+def check_labels(path: Path, run_dir: Path, exp_dir: Path | None = None) -> list[HumanLabel]:
+    """The labels of a labels file, checked against the results folder they were given for."""
+    d = load(run_dir, exp_dir)
+    return read_labels(path, run_key(d.label_key), {i.label for i in d.items}, d.scale)

@@ -104,11 +104,3 @@ def numbered_labels(path: Path, key: str, labels: frozenset[str] | set[str], sca
     if not out and not cut_off_ok:
         raise BadInput(path, "holds no labels")
     return out
-
-
-def check_labels(path: Path, run_dir: Path, exp_dir: Path | None = None) -> list[HumanLabel]:
-    """The labels of a labels file, checked against the results folder they were given for."""
-    from .review import load  # review derives the blind page these labels came from, and imports this module
-
-    d = load(run_dir, exp_dir)
-    return read_labels(path, run_key(d.label_key), {i.label for i in d.items}, d.scale)

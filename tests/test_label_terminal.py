@@ -22,8 +22,7 @@ import pytest
 
 from core.errors import BadInput
 from judge.gold import gold_scores
-from judge.labelling import import_labels
-from judge.labels import check_labels
+from judge.labelling import check_labels, import_labels
 from judge.review import blind_view
 from registration.prereg import load_experiment
 

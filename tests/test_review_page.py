@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from core import jsonl
 from core.errors import run_cli
 from judge.blinding import scrub
-from judge.labels import check_labels
+from judge.labelling import check_labels
 from judge.view import view
 from registration.prereg import load_experiment
 
