@@ -32,6 +32,7 @@ from models.backends.openai import OpenAIBackend, OpenAIConfig
 from models.cache import CallCache
 from models.spec import ModelSpec, Runtime
 from registration.questions import Question
+from registration.seal import seal
 from registration.rubric import load_rubric
 from registration.spec import ArmSpec
 
@@ -325,6 +326,8 @@ def test_a_judges_empty_or_refused_reply_is_an_error_judgment_with_its_reason(se
 def test_a_glue_answer_that_is_not_unicode_text_is_refused_naming_the_glue(server, tmp_path, answer):
     (tmp_path / "g.py").write_text("from arms.glue import GlueResult\n\n\ndef answer(question, call_model, "
                                    f"experiment_dir):\n    return GlueResult({answer})\n")
+    (tmp_path / "prereg.toml").write_text("")
+    seal(tmp_path)  # glue code runs only from a sealed folder
     server.steps = [reply("unused")]
     arm = ArmSpec(name="g", model="m", quants=("served",), generation=Generation(max_tokens=16), glue="g.py:answer")
     cache = CallCache(tmp_path / "calls.sqlite")
