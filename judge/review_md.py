@@ -61,8 +61,8 @@ def block(text: str) -> str:
 
 
 def number(x: Fraction) -> str:
-    """A difference or mean, exact where it is an integer: +2, -1, +0.500."""
-    return f"{int(x):+d}" if x.denominator == 1 else f"{float(x):+.3f}"
+    """A difference, exact where it is an integer: +2, -1, 0, +0.500."""
+    return "0" if x == 0 else f"{int(x):+d}" if x.denominator == 1 else f"{float(x):+.3f}"
 
 
 def ordered(h: HypothesisPairs, judge: str) -> tuple[list[Pair], list[Pair], list[Pair]]:

@@ -26,9 +26,9 @@ from judge.gold import GoldScore
 from judge.report import render
 from judge.review import Answer, HypothesisPairs, Pair, Review
 from judge.review_md import MAX_QUESTIONS, block, code, render_review
-from registration.questions import Question
+from registration.questions import Question, load_questions
 
-from conftest import cli
+from conftest import ROOT, cli
 from support.scripted_server import ScriptedServer
 
 PARSER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
@@ -276,14 +276,33 @@ def test_a_folder_written_before_review_md_still_verifies_and_says_it_has_none(p
 
 
 @pytest.mark.integration
-def test_the_demo_writes_review_md_with_its_gold_scores(small_run):
+def test_the_demo_writes_review_md_with_the_gold_its_program_gives(small_run):
     md = (small_run / "review.md").read_text()
     run = json.loads((small_run / "run.json").read_text())
     assert "[review.md](review.md)" in (small_run / "report.md").read_text()
-    ids = [h.split("`")[1] for h in headings(md, "h2")]
-    assert ids == ["H1-Q8_0", "H1-Q4_K_M", "H2-Q8_0", "H2-Q4_K_M"]  # the demo's registered hypotheses
+    assert [h.split("`")[1] for h in headings(md, "h2")] == ["H1-Q8_0", "H1-Q4_K_M", "H2-Q8_0", "H2-Q4_K_M"]
     assert len(headings(md, "h3")) == 4 * len(run["question_ids"])  # 3 questions each, under the cap
-    # the demo registers a gold program (sealed/demo/gold.py), which decides nothing on an in-context question
-    # (q01-q03): every answer shows it undecided
-    flags = [line for line in md.splitlines() if line.startswith("Flags: ")]
-    assert flags and all(line.endswith("gold: undecided (program `gold.py:score`).") for line in flags), flags
+    # the demo registers a gold program, sealed/demo/gold.py: beside each answer, the score it gives the text the judge
+    # read (the answer's block, or the one after it where blinding changed it), computed here by the program itself
+    program = _demo_gold()
+    questions = {q.id: q for q in load_questions([ROOT / "sealed" / "demo" / "sets" / "exam.jsonl"])}
+    tokens, checked = parse(md), 0
+    for i, t in enumerate(tokens):
+        if t.type == "heading_open" and t.tag == "h3":
+            question = questions[tokens[i + 1].children[1].content]
+        if t.type == "inline" and t.content.startswith("Flags: "):
+            blocks = [x for x in tokens[i + 1:i + 8] if x.type == "fence"]
+            shown_as = blocks[1] if tokens[i + 4].content.startswith("As the judge read it") else blocks[0]
+            got = program(question, question.reference, shown_as.content[:-1])
+            said = "undecided" if got is None else f"`{got}`"
+            assert t.content.endswith(f"gold: {said} (program `gold.py:score`)."), (question.id, t.content)
+            checked += 1
+    assert checked == 4 * 2 * len(run["question_ids"])
+
+
+def _demo_gold():
+    """The sealed program's `score`, compiled from its source (no bytecode is written into the sealed folder)."""
+    path = ROOT / "sealed" / "demo" / "gold.py"
+    namespace: dict = {"__name__": "_demo_gold"}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    return namespace["score"]
