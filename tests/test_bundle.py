@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from test_folder import SERVED, experiment, run
 
 from core import jsonl
+from core.errors import BadInput
 from judge.analysis import ANCHOR_FILES
-from judge.bundle import redact_answer, redact_judgment, stand_in
+from judge.bundle import publish, redact_answer, redact_judgment, stand_in, verify_bundle
 from registration.seal import seal
 
 from conftest import cli
@@ -74,16 +75,16 @@ def test_a_run_with_a_private_set_published_verifies_from_the_bundle_alone(publi
     exp, out, bundle, recorded = published
     assert not (bundle / "experiment" / "sets" / "exam.jsonl").exists()
     assert recorded == by_hand_anchor(out)
-    r = cli("judge", "verify", str(bundle))
+    r = cli("judge", "verify", str(bundle), "--anchor", recorded)
     assert r.returncode == 0, r.stderr
     unchecked = [line for line in r.stdout.splitlines() if line.startswith("unchecked: ")]
     assert len(unchecked) == 1 and unchecked[0].startswith("unchecked: without the private files (sets/exam.jsonl): ")
     assert f"anchor: {recorded}" in r.stdout.splitlines()
     assert "checked: the anchor below is the original results folder's" in r.stdout
     assert "re-run" not in r.stdout + r.stderr
-    assert cli("judge", "verify", str(bundle), "--anchor", recorded).returncode == 0
-    wrong = cli("judge", "verify", str(bundle), "--anchor", "0" * 64)
-    assert wrong.returncode == 1 and f"this folder's anchor is {recorded}, not the {'0' * 64}" in wrong.stderr
+    wrong = verify_bundle(bundle, recorded="0" * 64).problems
+    assert wrong == [f"anchor: this folder's anchor is {recorded}, not the {'0' * 64} recorded: something a decision "
+                     "depends on (binding.json, run.json, the raw files or numbers.json) changed since"]
 
 
 def private_texts() -> list[str]:
@@ -136,10 +137,9 @@ def test_an_edited_score_in_the_bundle_fails_naming_its_row(published, tmp_path)
     rec["score"] = rec["fields"]["score"] = (rec["score"] + 1) % 3
     lines[n] = jsonl.dumps(rec)
     path.write_text("\n".join(lines) + "\n")
-    r = cli("judge", "verify", str(edited))
-    assert r.returncode == 1
-    assert f"{path}:{n + 1}: this row is not the one `judge publish` wrote" in r.stderr, r.stderr
-    assert "numbers.json cells[" in r.stderr  # and the numbers no longer follow from the rows
+    problems = verify_bundle(edited).problems
+    assert problems[0].startswith(f"{path}:{n + 1}: this row is not the one `judge publish` wrote"), problems
+    assert any(p.startswith("numbers.json cells[") for p in problems)  # and the numbers no longer follow from the rows
 
 
 @pytest.mark.integration
@@ -166,15 +166,14 @@ def test_with_the_private_set_at_hand_the_published_questions_are_checked_agains
     doc = json.loads((edited / "BUNDLE.json").read_text())
     doc["questions_sha256"] = hashlib.sha256(qpath.read_bytes()).hexdigest()  # consistently, as a forger would
     (edited / "BUNDLE.json").write_text(json.dumps(doc, indent=1) + "\n")
-    alone = cli("judge", "verify", str(edited))
-    assert alone.returncode == 0, alone.stderr
-    assert "questions.jsonl's account of sets/exam.jsonl (each question's and reference's sha256" in alone.stdout
-    team = cli("judge", "verify", str(edited), "--exp", str(exp))
-    assert team.returncode == 1
+    alone = verify_bundle(edited)
+    assert alone.problems == []
+    assert "questions.jsonl's account of sets/exam.jsonl (each question's and reference's sha256" in alone.unchecked[0]
+    team = verify_bundle(edited, exp)
     want = hashlib.sha256(QUESTIONS[2]["question"].encode()).hexdigest()
-    assert f"{qpath}:3: field 'question_sha256': reads {rows[2]['question_sha256']!r}, but question 'p3' of " \
-           f"sets/exam.jsonl gives {want!r}" in team.stderr, team.stderr
-    assert "unchecked: what the bundle withholds: " in team.stdout
+    assert team.problems == [f"{qpath}:3: field 'question_sha256': reads {rows[2]['question_sha256']!r}, but question "
+                             f"'p3' of sets/exam.jsonl gives {want!r}"]
+    assert len(team.unchecked) == 1 and team.unchecked[0].startswith("what the bundle withholds: ")
 
 
 @pytest.mark.integration
@@ -183,8 +182,9 @@ def test_publish_writes_a_new_folder_outside_the_run_and_the_experiment(publishe
     for target, said in ((bundle, "exists: a bundle is written to a new folder"),
                          (out / "bundle", "lies inside the results folder"),
                          (exp / "bundle", "lies inside the experiment folder")):
-        r = cli("judge", "publish", str(out), "--out", str(target))
-        assert r.returncode == 2 and said in r.stderr, r.stderr
+        with pytest.raises(BadInput) as e:
+            publish(out, target)
+        assert said in str(e.value)
     assert not (out / "bundle").exists() and not (exp / "bundle").exists()
 
 

@@ -26,9 +26,10 @@ from judge.gold import GoldScore
 from judge.report import render
 from judge.review import Answer, HypothesisPairs, Pair, Review
 from judge.review_md import MAX_QUESTIONS, block, code, render_review
+from judge.verify import verify
 from registration.questions import Question, load_questions
 
-from conftest import ROOT, cli
+from conftest import ROOT
 from support.scripted_server import ScriptedServer
 
 PARSER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
@@ -219,11 +220,11 @@ def test_a_long_run_shows_the_largest_differences_and_points_to_review_html_for_
 
 @pytest.fixture(scope="module")
 def planted_run(tmp_path_factory) -> Path:
-    """Two HTTP arms and a judge on the scripted server (answers by model and question, scores by prompt hash), six
+    """Two HTTP arms and a judge on the scripted server (answers by model and question, scores by prompt hash), four
     questions: a real `judge run` in seconds."""
     root = tmp_path_factory.mktemp("planted")
     with ScriptedServer(Script(), models=SERVED) as server:
-        r = run(experiment(root, server.openai_url), root / "out", "--limit", "6")
+        r = run(experiment(root, server.openai_url), root / "out", "--limit", "4")
     assert r.returncode == 0, r.stderr
     return root / "out"
 
@@ -253,14 +254,13 @@ def test_judge_run_writes_review_md_linked_from_the_report_and_verify_renders_it
     md = (out / "review.md").read_text()
     assert "[review.md](review.md)" in (out / "report.md").read_text()
     assert [h.split("`")[1] for h in headings(md, "h3")] == scores_by_hand(out)
-    v = cli("judge", "verify", str(out), "--no-cache")
-    assert v.returncode == 0, v.stderr
+    assert verify(out, caches=[]).problems == []
     lines = md.splitlines()
     n = next(i for i, line in enumerate(lines) if line.startswith("Judge `openai`: score "))
     lines[n] = lines[n].replace("score 0", "score 9").replace("score 1", "score 9").replace("score 2", "score 9")
     (out / "review.md").write_text("\n".join(lines) + "\n")
-    v = cli("judge", "verify", str(out), "--no-cache")
-    assert v.returncode == 1 and f"review.md line {n + 1}: reads {lines[n]!r}" in v.stderr, v.stderr
+    assert verify(out, caches=[]).problems == [f"review.md line {n + 1}: reads {lines[n]!r}, the raw files render "
+                                               f"{md.splitlines()[n]!r}"]
 
 
 @pytest.mark.integration
@@ -270,9 +270,8 @@ def test_a_folder_written_before_review_md_still_verifies_and_says_it_has_none(p
     (out / "review.md").unlink()
     numbers, info = (json.loads((out / name).read_text()) for name in ("numbers.json", "run.json"))
     (out / "report.md").write_text(render(numbers, info, anchor(out), review=False))  # as written before: no link
-    v = cli("judge", "verify", str(out), "--no-cache")
-    assert v.returncode == 0, v.stderr
-    assert f"unchecked: {out / 'review.md'}: absent" in v.stdout
+    v = verify(out, caches=[])
+    assert v.problems == [] and any(u.startswith(f"{out / 'review.md'}: absent") for u in v.unchecked), v
 
 
 @pytest.mark.integration
