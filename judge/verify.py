@@ -13,7 +13,8 @@ Four checks, each naming what no longer matches:
    it names none), never with one recorded in the folder. The calibration itself (thousands of
    simulated decisions) is recomputed from that path's own inputs by stats.calibrate, seeded, and the
    power figures (mde, n_for_margin) by the main path only;
-3. report.md, re-rendered from the verified numbers and compared line by line;
+3. report.md, re-rendered from the verified numbers, and review.md (judge.review_md), from the raw files, each
+   compared line by line;
 4. the raw files themselves, re-derived from the rawest evidence they hold, and checked complete against the
    scope binding.json registered (judge.rederive), against the call caches the verifier names or its own
    environment's, never a location the folder names.
@@ -734,8 +735,8 @@ class Published:
     """What a published bundle (judge.bundle) gives verify in place of what it withholds: the run's questions, those
     of a private set as the bundle describes them (ids, tags, clusters; no text); the original raw files' and
     binding.json's sha256 (its answers.jsonl and judgments.jsonl are published with values withheld); the original
-    folder's anchor; and whether that folder had review.md (its report links to it). The raw files' rows are
-    re-derived from no text then: judge.bundle says so."""
+    folder's anchor; and whether that folder had review.md (its report links to it). Nothing is re-derived from the
+    rows' text then (it is withheld): judge.bundle lists that as unchecked."""
 
     questions: list[Question]
     raw_sha256: dict[str, str]
@@ -897,7 +898,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
 
 def refuse_withheld(exp_dir: Path) -> None:
     """A results folder is verified against every input it was run on: a private file withheld from the experiment
-    folder is bad input, named, with the two ways to verify without it refused here (never a message to re-run)."""
+    folder is bad input, named with the two ways to verify without it (never a message to re-run)."""
     missing = withheld(exp_dir)
     if missing:
         more = f" (and {len(missing) - 1} more private file(s))" if len(missing) > 1 else ""
