@@ -22,6 +22,7 @@ from test_folder import SERVED, Script, experiment, run
 from core import jsonl
 from core.records import Judgment, PairKey
 from judge.analysis import anchor
+from judge.bundle import publish, verify_bundle
 from judge.gold import GoldScore
 from judge.report import render
 from judge.review import Answer, HypothesisPairs, Pair, Review
@@ -305,3 +306,12 @@ def _demo_gold():
     namespace: dict = {"__name__": "_demo_gold"}
     exec(compile(path.read_text(), str(path), "exec"), namespace)
     return namespace["score"]
+
+
+@pytest.mark.integration
+def test_a_bundle_of_a_run_with_nothing_private_is_the_results_folder_review_md_included(planted_run, tmp_path):
+    bundle = publish(planted_run, tmp_path / "bundle")
+    assert (bundle / "results" / "review.md").read_bytes() == (planted_run / "review.md").read_bytes()
+    v = verify_bundle(bundle, caches=[])
+    assert v.problems == [] and v.anchor == anchor(planted_run)
+    assert v.checked[0].startswith("bundle of run 'folder-limit4': nothing sealed private")
