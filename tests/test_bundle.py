@@ -140,6 +140,35 @@ def test_an_edited_score_in_the_bundle_fails_naming_its_row(published, tmp_path)
     problems = verify_bundle(edited).problems
     assert problems[0].startswith(f"{path}:{n + 1}: this row is not the one `judge publish` wrote"), problems
     assert any(p.startswith("numbers.json cells[") for p in problems)  # and the numbers no longer follow from the rows
+    r = cli("judge", "verify", str(edited))
+    assert r.returncode == 1 and f"  - {path}:{n + 1}: this row is not the one" in r.stderr, r.stderr
+
+
+@pytest.mark.integration
+def test_the_bundle_is_tied_to_its_manifest(published, tmp_path):
+    """The published experiment folder is checked by its seal, and its MANIFEST (which binds the private set by
+    sha256) by the hash binding.json recorded of it: neither a sealed file nor the private set's hash can change."""
+    _, _, bundle, _ = published
+    edited = tmp_path / "prereg"
+    shutil.copytree(bundle, edited)
+    with (edited / "experiment" / "prereg.toml").open("a") as f:
+        f.write("# edited after the run\n")
+    problems = verify_bundle(edited).problems
+    assert problems and problems[0].startswith("seal: ") and "prereg.toml" in problems[0], problems
+
+    edited = tmp_path / "manifest"
+    shutil.copytree(bundle, edited)
+    other = hashlib.sha256(b"another private set").hexdigest()
+    manifest = edited / "experiment" / "MANIFEST"
+    was = json.loads((edited / "BUNDLE.json").read_text())["private"]["sets/exam.jsonl"]
+    assert was in manifest.read_text()
+    manifest.write_text(manifest.read_text().replace(was, other))
+    doc = json.loads((edited / "BUNDLE.json").read_text())
+    doc["private"]["sets/exam.jsonl"] = other  # consistently, as a forger would
+    (edited / "BUNDLE.json").write_text(json.dumps(doc, indent=1) + "\n")
+    problems = verify_bundle(edited).problems
+    assert problems[0].startswith("binding.json: MANIFEST sha256: bound "), problems
+    assert any(p.startswith("binding.json: set sets/exam.jsonl sha256: bound ") for p in problems), problems
 
 
 @pytest.mark.integration
