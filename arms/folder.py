@@ -41,7 +41,7 @@ from core.errors import BadInput
 from core.records import ANSWER_KEY, JUDGMENT_KEY
 from models.sources import chat_template
 from registration.prereg import Experiment
-from registration.seal import inside, manifest_sha256
+from registration.seal import inside, manifest_sha256, sealed_sha256
 
 from .glue import glue_source
 
@@ -98,8 +98,8 @@ def registration(exp: Experiment, arms: list[str], panel: list = (), mode: str |
     """Every bound entry, by a name that says what it is: sha256 of a file, or a registered setting. Without a
     panel (`arms collect`), only what the answers depend on: no rubrics, judges' chat templates, judges or mode."""
     out = {"prereg.toml sha256": _sha(exp.dir / "prereg.toml"), "MANIFEST sha256": manifest_sha256(exp.dir)}
-    for path in exp.set_paths():
-        out[f"set {path.relative_to(exp.dir.resolve()).as_posix()} sha256"] = _sha(path)
+    for path in exp.set_paths():  # a private set that is withheld: the sha256 MANIFEST binds it by
+        out[f"set {path.relative_to(exp.dir.resolve()).as_posix()} sha256"] = sealed_sha256(exp.dir, path) or _sha(path)
     for a in exp.arms:
         spec = {"model": a.model, "quants": list(a.quants), "adapters": list(a.adapters), "glue": a.glue,
                 "samples": a.samples, **{f"generation.{k}": v for k, v in asdict(a.generation).items()}}
@@ -131,10 +131,10 @@ def gold_entries(exp: Experiment) -> dict[str, str]:
     file = exp.dir / "prereg.toml"
     if gold.program:
         path = inside(exp.dir, gold.program.partition(":")[0], file, "program")
-        out[f"gold program {gold.program} source sha256"] = _sha(path) if path.is_file() else "missing"
+        out[f"gold program {gold.program} source sha256"] = sealed_sha256(exp.dir, path) or "missing"
     for rel in gold.labels:
         path = inside(exp.dir, rel, file, "labels")
-        out[f"gold labels {rel} sha256"] = _sha(path) if path.is_file() else "missing"
+        out[f"gold labels {rel} sha256"] = sealed_sha256(exp.dir, path) or "missing"
     return out
 
 

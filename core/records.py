@@ -257,3 +257,20 @@ class LabelSample(Record):
     population: list[str]  # the run's question ids it was drawn from
     picked: list[str]  # judge.ppi.label_sample(population, n, seed)
     time: str  # ISO 8601 with a UTC offset, when it was drawn
+
+
+@dataclass(frozen=True)
+class PublicQuestion(Record):
+    """One line of a published bundle's questions.jsonl (judge.bundle): a question of a private set as the bundle
+    shows it, without its text: what the numbers read of it (its tags and cluster) and the sha256 of its question and
+    reference (UTF-8), by which anyone holding the set can check it."""
+
+    TYPE: ClassVar[str] = "question"
+
+    id: str
+    set: str  # the set's MANIFEST name, e.g. "sets/exam.jsonl"
+    line: int  # its line in the set
+    tags: list[str]
+    cluster: str | None
+    question_sha256: str
+    reference_sha256: str | None  # None: the question has no reference

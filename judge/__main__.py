@@ -1,4 +1,4 @@
-"""CLI: python -m judge {run,seal,amend,verify,export,repair,view,label,cache}.
+"""CLI: python -m judge {run,seal,amend,verify,publish,export,repair,view,label,cache}.
 
 Exit 0 ok, 1 a gate/check failed, 2 bad input."""
 from __future__ import annotations
@@ -44,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="verify without a call cache: the comparison with the calls made is reported unchecked")
     v.add_argument("--anchor", default=None, metavar="SHA256",
                    help="the anchor recorded when the run finished: a folder whose anchor differs fails")
+    pb = sub.add_parser("publish", help="write a bundle a team can put in public: every score, label, verdict, "
+                        "number and hash of a results folder, without the text of the experiment's private files")
+    pb.add_argument("results", type=Path)
+    pb.add_argument("--out", type=Path, required=True, help="the bundle's folder (new, outside the results and "
+                    "experiment folders)")
+    pb.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
     x = sub.add_parser("export", help="write a results folder as one tidy table (csv or parquet)")
     x.add_argument("results", type=Path)
     x.add_argument("--format", choices=("csv", "parquet"), default="csv")
@@ -108,14 +114,18 @@ def _command(args: argparse.Namespace) -> int:
         import jinja2
 
         from .analysis import anchor
+        from .bundle import BUNDLE, verify_bundle
         from .verify import Verification, verify
 
+        check = verify_bundle if (args.results / BUNDLE).is_file() else verify
         try:
-            found = verify(args.results, args.exp, [] if args.no_cache else args.cache, args.anchor)
+            found = check(args.results, args.exp, [] if args.no_cache else args.cache, args.anchor)
         except (KeyError, TypeError, ValueError, AttributeError, StopIteration, jinja2.UndefinedError) as e:
             # a tampered numbers.json, run.json or binding.json can break the structure itself: that is a finding
             found = Verification([f"the results folder no longer has the structure it was written with "
                                   f"({type(e).__name__}: {e})"], [], anchor(args.results))
+        for line in found.checked:
+            print(f"checked: {line}")
         for line in found.unchecked:
             print(f"unchecked: {line}")
         print(f"anchor: {found.anchor}")
@@ -126,6 +136,13 @@ def _command(args: argparse.Namespace) -> int:
             return 1
         print(f"verify: every number in {args.results} matches its recomputation from the raw files"
               + (f", except what is listed as unchecked above ({len(found.unchecked)})" if found.unchecked else ""))
+    elif args.cmd == "publish":
+        from .bundle import publish, read_bundle
+
+        b = read_bundle(publish(args.results, args.out, args.exp))
+        print(f"wrote {b.dir}: the bundle of run {b.run!r}, tied to anchor {b.anchor}; withheld: "
+              + (", ".join(sorted(b.private)) + " (and every value of the rows derived from them)" if b.private
+                 else "nothing (no file is sealed private)"))
     elif args.cmd == "export":
         from .export import export
 

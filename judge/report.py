@@ -65,8 +65,10 @@ def error_causes(numbers: dict[str, Any]) -> str:
     return " ".join(out)
 
 
-def render(numbers: dict[str, Any], run: dict[str, Any], anchor: str | None) -> str:
-    """The report; `anchor` (judge.analysis.anchor, over files numbers.json is one of) is shown in its Inputs."""
+def render(numbers: dict[str, Any], run: dict[str, Any], anchor: str | None, review: bool = True) -> str:
+    """The report; `anchor` (judge.analysis.anchor, over files numbers.json is one of) is shown in its Inputs;
+    `review`: the folder has review.md (judge.review_md), which the report links to (folders written before it
+    existed have none)."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, keep_trailing_newline=True,
                       trim_blocks=False)
     quants: list[str] = []
@@ -75,6 +77,6 @@ def render(numbers: dict[str, Any], run: dict[str, Any], anchor: str | None) -> 
             if q not in quants:
                 quants.append(q)
     return env.get_template("report.md.j2").render(
-        n=numbers, run=run, anchor=anchor, quants=quants, owe=owe_the_reader(numbers, run),
+        n=numbers, run=run, anchor=anchor, review=review, quants=quants, owe=owe_the_reader(numbers, run),
         causes=error_causes(numbers), method=run["analysis"]["method"], resamples=run["analysis"]["resamples"],
         seed=run["analysis"]["seed"])

@@ -191,7 +191,11 @@ def _json(path: Path) -> Any:
 
 def review(run_dir: Path, exp_dir: Path | None = None) -> Review:
     """Every registered hypothesis of the run, each question of its subset with both arms' answers and verdicts."""
-    d = load(run_dir, exp_dir)
+    return joined(load(run_dir, exp_dir))
+
+
+def joined(d: Folder) -> Review:
+    """The join itself, on a folder already loaded (judge.review_md reads the gold scores of the same load)."""
     numbers = _json(d.run_dir / "numbers.json") if (d.run_dir / "numbers.json").is_file() else None
     panel = list(d.run["judge"].get("panel") or [d.run["judge"].get("primary")])
     judges = tuple(panel + sorted({j.judge for j in d.raw.judgments} - set(panel)))

@@ -22,7 +22,7 @@ from typing import Any
 
 from core.errors import BadInput
 from registration.prereg import Experiment, JudgeSpec
-from registration.questions import load_questions
+from registration.questions import Question, load_questions
 from registration.rubric import Rubric
 from registration.seal import manifest_sha256
 
@@ -42,9 +42,10 @@ class Scope:
     label_key: str
 
 
-def bound_scope(doc: dict[str, Any], exp: Experiment, path: Path) -> Scope:
-    """The scope binding.json `doc` (at `path`) registered, resolved against the experiment; BadInput naming the
-    field when it does not resolve (an arm or judge the registration does not have)."""
+def bound_scope(doc: dict[str, Any], exp: Experiment, path: Path, questions: list[Question] | None = None) -> Scope:
+    """The scope binding.json `doc` (at `path`) registered, resolved against the experiment (its registered
+    `questions`, by default read from its sets); BadInput naming the field when it does not resolve (an arm or judge
+    the registration does not have)."""
     reg, scope = doc["registration"], doc["scope"]
     arms = scope.get("arms")
     if not (isinstance(arms, list) and arms and all(isinstance(a, str) for a in arms)):
@@ -67,7 +68,7 @@ def bound_scope(doc: dict[str, Any], exp: Experiment, path: Path) -> Scope:
     mode = reg.get("judge mode")
     if mode not in ("single", "pairwise", "both"):
         raise BadInput(path, f"reads {mode!r}, not single, pairwise or both", field="registration.judge mode")
-    questions = load_questions(exp.set_paths())
+    questions = load_questions(exp.set_paths()) if questions is None else questions
     return Scope(arms, limit, [q.id for q in (questions[:limit] if limit else questions)],
                  [judges[n] for n in names], mode, doc["label_key"])
 

@@ -13,7 +13,8 @@ Four checks, each naming what no longer matches:
    it names none), never with one recorded in the folder. The calibration itself (thousands of
    simulated decisions) is recomputed from that path's own inputs by stats.calibrate, seeded, and the
    power figures (mde, n_for_margin) by the main path only;
-3. report.md, re-rendered from the verified numbers and compared line by line;
+3. report.md, re-rendered from the verified numbers, and review.md (judge.review_md), from the raw files, each
+   compared line by line;
 4. the raw files themselves, re-derived from the rawest evidence they hold, and checked complete against the
    scope binding.json registered (judge.rederive), against the call caches the verifier names or its own
    environment's, never a location the folder names.
@@ -50,9 +51,9 @@ from core import jsonl
 from core.errors import BadInput, BadRecord
 from models.cache import cache_dir
 from registration.prereg import Experiment, load_experiment
-from registration.questions import load_questions
+from registration.questions import Question, load_questions
 from registration.rubric import load_rubric, rubric_dir
-from registration.seal import verify_seal
+from registration.seal import verify_seal, withheld
 
 from . import score_check, stats
 from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_sha256
@@ -60,6 +61,7 @@ from .cost import costs
 from .folder import binding_findings
 from .rederive import Replies, rederive
 from .report import render
+from .review_md import REVIEW, review_markdown
 from .rule import Scale
 from .runinfo import Scope, bound_scope, merged, registered
 
@@ -719,11 +721,27 @@ def _json(path: Path) -> Any:
 @dataclass(frozen=True)
 class Verification:
     """What `judge verify` found: every mismatch (exit 1 if any), what it could not check (printed, never
-    silent), and the folder's anchor (judge.analysis.anchor; None without binding.json)."""
+    silent), the folder's anchor (judge.analysis.anchor; None without binding.json), and, for a published bundle,
+    what it checked and how it is tied to that anchor (printed)."""
 
     problems: list[str]
     unchecked: list[str]
     anchor: str | None
+    checked: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Published:
+    """What a published bundle (judge.bundle) gives verify in place of what it withholds: the run's questions, those
+    of a private set as the bundle describes them (ids, tags, clusters; no text); the original raw files' and
+    binding.json's sha256 (its answers.jsonl and judgments.jsonl are published with values withheld); the original
+    folder's anchor; and whether that folder had review.md (its report links to it). Nothing is re-derived from the
+    rows' text then (it is withheld): judge.bundle lists that as unchecked."""
+
+    questions: list[Question]
+    raw_sha256: dict[str, str]
+    anchor: str
+    review: bool
 
 
 def cache_file(path: Path) -> Path:
@@ -731,12 +749,13 @@ def cache_file(path: Path) -> Path:
     return Path(path) / "calls.sqlite" if Path(path).is_dir() else Path(path)
 
 
-def folder_scope(run_dir: Path, run: dict, exp: Experiment) -> tuple[Scope, list[str]]:
+def folder_scope(run_dir: Path, run: dict, exp: Experiment,
+                 questions: list[Question] | None = None) -> tuple[Scope, list[str]]:
     """The scope the folder's binding.json registered. A folder written before folders were bound has none: its
     scope is read from run.json for the checks that follow, and that is a finding of its own."""
     doc = read_binding(run_dir)
     if doc is not None:
-        return bound_scope(doc, exp, run_dir / BINDING), []
+        return bound_scope(doc, exp, run_dir / BINDING, questions), []
     judges = {j.name: j for j in exp.judges}
     j = run["judge"]
     scope = Scope(list(run["arms"]), run.get("limit"), list(run["question_ids"]),
@@ -772,17 +791,18 @@ def record_findings(run: dict, expected: dict, path: Path) -> list[str]:
 
 
 def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None = None,
-           recorded: str | None = None) -> Verification:
+           recorded: str | None = None, published: Published | None = None) -> Verification:
     """Every mismatch in a results folder. `caches`: the call caches to compare recorded calls with (None: the
     environment's, BLINDEVAL_CACHE or ~/.cache/blindeval; []: none, reported as unchecked); never the location
-    the folder names. `recorded`: the anchor a reviewer recorded when the run finished."""
+    the folder names. `recorded`: the anchor a reviewer recorded when the run finished. `published`: the folder is
+    a published bundle's (judge.bundle), which stands in for what it withholds."""
     run_dir = Path(run_dir)
     for name in ("run.json", "numbers.json", "report.md", *RAW_FILES):
         if not (run_dir / name).exists():
             raise BadInput(run_dir / name, "missing: not a finished results folder")
     run, numbers = (_json(run_dir / name) for name in ("run.json", "numbers.json"))
     exp_dir = Path(exp_dir or run["experiment_dir"])
-    digest = anchor(run_dir)
+    digest = published.anchor if published else anchor(run_dir)
     problems: list[str] = []
     if recorded is not None and recorded != digest:
         problems.append(f"anchor: this folder's anchor is {digest}, not the {recorded} recorded: something a decision "
@@ -797,19 +817,21 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
             problems += _disagreement("the first broken line of the amendment chain", e.line, amend["broken_at"])
         return Verification(list(dict.fromkeys(problems)), [], digest)
     problems += _disagreement("the first broken line of the amendment chain", None, amend["broken_at"])
+    if published is None:
+        refuse_withheld(exp_dir)
     exp = load_experiment(exp_dir)
-    scope, unbound = folder_scope(run_dir, run, exp)
+    scope, unbound = folder_scope(run_dir, run, exp, published and published.questions)
     problems += unbound
     now, skipped, unchecked = bound_registration(exp, scope, (read_binding(run_dir) or {}).get("registration"))
     problems += binding_findings(run_dir, exp, now, skipped, amend["late"])
     expected = registered(exp, scope, load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)))
     problems += record_findings(run, expected, run_dir / "run.json")
     run = merged(run, expected)  # from here on the scope, judges and settings are the bound ones, never run.json's
-    for name, sha in raw_sha256(run_dir).items():
+    for name, sha in (published.raw_sha256 if published else raw_sha256(run_dir)).items():
         if numbers.get("raw_sha256", {}).get(name) != sha:
             problems.append(f"raw file {name}: sha256 {sha[:12]}… differs from the one numbers.json was computed "
                             f"from ({str(numbers.get('raw_sha256', {}).get(name))[:12]}…)")
-    all_q = load_questions(exp.set_paths())
+    all_q = published.questions if published else load_questions(exp.set_paths())
     wanted = set(scope.question_ids)
     questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
     clusters = {q.id: q.cluster for q in all_q}
@@ -817,7 +839,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     verdicts = by_hand(run_dir / "judgments.jsonl", ("judge", "label"))
     rule = answer_rows.problems + verdicts.problems
     problems += rule
-    if not rule:  # a file that breaks the retry rule has no current records to re-derive: named above
+    if not rule and not published:  # a file that breaks the retry rule has no current records to re-derive
         replies = Replies([cache_file(p) for p in caches] if caches is not None
                                else [cache_dir() / "calls.sqlite"])
         try:
@@ -834,6 +856,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     except BadInput as e:  # the main path refuses the raw files (e.g. the retry rule): nothing to compare with
         problems.append(f"the main path refuses the raw files: {e}")
         return Verification(list(dict.fromkeys(problems + amend["problems"])), unchecked, digest)
+    if published:  # the raw files the numbers were computed from are the originals the bundle stands in for
+        main["raw_sha256"] = dict(published.raw_sha256)
     if rule:
         problems.append("retry rule: the two paths disagree: the independent plain-Python check finds the breaches "
                         "above, the main path (core.jsonl.current) accepted the raw files")
@@ -857,11 +881,50 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         ind["quant_check"]["means"][c["arm"]][c["quant"]] = c["mean"]
     problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")
     problems += cost_findings(run, run_dir, exp)
-    expected_report = render(numbers, _json(run_dir / "run.json"), digest).splitlines()
+    review = published.review if published else (run_dir / REVIEW).is_file()
+    expected_report = render(numbers, _json(run_dir / "run.json"), digest, review).splitlines()
     actual = (run_dir / "report.md").read_text().splitlines()
     for i in range(max(len(expected_report), len(actual))):
         e = expected_report[i] if i < len(expected_report) else "<missing>"
         a = actual[i] if i < len(actual) else "<missing>"
         if e != a:
             problems.append(f"report.md line {i + 1}: reads {a!r}, numbers.json renders {e!r}")
+    if not published:
+        found, not_checked = review_findings(run_dir, exp_dir)
+        problems += found
+        unchecked += not_checked
     return Verification(list(dict.fromkeys(problems)), list(dict.fromkeys(unchecked)), digest)
+
+
+def refuse_withheld(exp_dir: Path) -> None:
+    """A results folder is verified against every input it was run on: a private file withheld from the experiment
+    folder is bad input, named with the two ways to verify without it (never a message to re-run)."""
+    missing = withheld(exp_dir)
+    if missing:
+        more = f" (and {len(missing) - 1} more private file(s))" if len(missing) > 1 else ""
+        raise BadInput(Path(exp_dir) / missing[0], f"is sealed private (MANIFEST binds it by sha256 only) and is not "
+                       f"here{more}: verifying a results folder re-derives its raw files from every input the run "
+                       "read. Give the experiment folder that holds it with --exp, or verify the bundle `judge "
+                       "publish` writes, which needs no private file (`judge verify BUNDLE`)")
+
+
+def review_findings(run_dir: Path, exp_dir: Path) -> tuple[list[str], list[str]]:
+    """review.md rendered again from the raw files and compared line by line, like report.md; a folder written
+    before `judge run` wrote it has none (listed as unchecked)."""
+    path = run_dir / REVIEW
+    if not path.is_file():
+        return [], [f"{path}: absent (written by `judge run` since the review appendix existed; a `judge run` into "
+                    "the folder writes it, repeating no model call): not compared"]
+    try:
+        expected, actual = review_markdown(run_dir, exp_dir).splitlines(), path.read_text().splitlines()
+    except BadInput as e:  # run.json or the experiment no longer gives the join: named above, and here
+        return [f"{REVIEW}: cannot be rendered again from this folder: {e}"], []
+    out = []
+    for i in range(max(len(expected), len(actual))):
+        e = expected[i] if i < len(expected) else "<missing>"
+        a = actual[i] if i < len(actual) else "<missing>"
+        if e != a:
+            out.append(f"{REVIEW} line {i + 1}: reads {a[:200]!r}, the raw files render {e[:200]!r}")
+    if len(out) > 10:  # one edit shifts every line after it: the first ones say where
+        out = out[:10] + [f"{REVIEW}: {len(out) - 10} more lines differ from what the raw files render"]
+    return out, []

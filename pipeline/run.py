@@ -38,6 +38,7 @@ from judge.pairwise import pair_items
 from judge.plots import write_plots
 from judge.preflight import check_answers, preflight
 from judge.report import render
+from judge.review_md import write_review
 from judge.runinfo import Scope, merged, registered, run_name
 from models.backends.base import Backend
 from models.backends.registry import backend_info
@@ -271,6 +272,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
     write_numbers(numbers, run_dir / "numbers.json")
     write_plots(numbers, run_dir)
     digest = anchor(run_dir)
+    write_review(run_dir, exp_dir)  # every answer beside its verdicts, where the arms differ most
     write_text(run_dir / "report.md", render(numbers, run_info, digest))
     with Appender(run_dir / INVOCATIONS) as log:  # what this invocation did, where: not evidence, not anchored
         log.write({"type": "invocation", "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

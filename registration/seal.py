@@ -165,6 +165,26 @@ def verify_seal(exp_dir: Path) -> dict[str, tuple[str, bool]]:
     return manifest
 
 
+def withheld(exp_dir: Path) -> list[str]:
+    """The private files (bound by hash only) the folder does not hold, by MANIFEST name."""
+    return [rel for rel, (_, private) in read_manifest(exp_dir).items()
+            if private and not (Path(exp_dir) / rel).exists()]
+
+
+def sealed_sha256(exp_dir: Path, path: Path) -> str | None:
+    """The sha256 of a file of the experiment folder: of its bytes, or, for a private file that is withheld, the one
+    MANIFEST binds it by (`verify_seal` checks the two agree wherever the file is present); None when it is absent
+    and not private."""
+    path = Path(path)
+    if path.is_file():
+        return _sha(path)
+    root = Path(exp_dir).resolve()
+    if not path.resolve().is_relative_to(root):
+        return None
+    sha, private = read_manifest(root).get(path.resolve().relative_to(root).as_posix(), (None, False))
+    return sha if private else None
+
+
 def sealed_folder_of(path: Path) -> Path | None:
     """The sealed experiment folder (one holding prereg.toml and MANIFEST) a file lies in, if any."""
     for folder in Path(path).resolve().parents:
@@ -221,4 +241,4 @@ def amend(exp_dir: Path, text: str, now: dt.datetime | None = None, post_hoc: bo
 
 
 __all__ = ["seal", "verify_seal", "amend", "read_manifest", "manifest_sha256", "inside", "sealed_bytes",
-           "sealed_files"]
+           "sealed_files", "withheld", "sealed_sha256"]

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from core import jsonl
 from judge.analysis import ANCHOR_FILES, anchor, compute_numbers, write_numbers
 from judge.report import render
+from judge.review_md import write_review
 from judge.verify import Verification, verify
 from pipeline.run import INVOCATIONS, last_invocation
 from registration.prereg import load_experiment
@@ -82,6 +83,7 @@ def _reanalyse(exp, out) -> None:
     info = json.loads((out / "run.json").read_text())
     e = load_experiment(exp)
     write_numbers(compute_numbers(e, load_questions(e.set_paths()), out, info), out / "numbers.json")
+    write_review(out, exp)
     (out / "report.md").write_text(render(json.loads((out / "numbers.json").read_text()), info, anchor(out)))
 
 

@@ -23,6 +23,7 @@ from judge.cost import costs
 from judge.judging import build_request, prompt_sha256
 from judge.rederive import expected_identity, identity_findings
 from judge.report import render
+from judge.review_md import write_review
 from judge.runinfo import bound_scope, registered
 from judge.verify import record_findings, verify
 from models.backends.base import STRUCTURED
@@ -52,6 +53,7 @@ def reanalyse(out: Path) -> None:
     (out / "run.json").write_text(json.dumps(info, indent=1) + "\n")
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, info)
     write_numbers(numbers, out / "numbers.json")
+    write_review(out, e.dir)
     (out / "report.md").write_text(render(numbers, info, anchor(out)))
 
 

@@ -32,8 +32,8 @@ from models.backends.openai import OpenAIBackend, OpenAIConfig
 from models.cache import CallCache
 from models.spec import ModelSpec, Runtime
 from registration.questions import Question
-from registration.seal import seal
 from registration.rubric import load_rubric
+from registration.seal import seal
 from registration.spec import ArmSpec
 
 from support.scripted_server import ScriptedServer, Step, raw_body, reply

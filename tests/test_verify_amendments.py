@@ -15,6 +15,7 @@ import registration.seal
 from core import jsonl
 from judge.analysis import anchor, compute_numbers, write_numbers
 from judge.report import render
+from judge.review_md import write_review
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.seal import amend, seal
@@ -57,6 +58,7 @@ def reanalyse(exp, out):
     e = load_experiment(exp)
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, run)
     write_numbers(numbers, out / "numbers.json")
+    write_review(out, exp)
     (out / "report.md").write_text(render(numbers, run, anchor(out)))
 
 

@@ -14,6 +14,7 @@ from judge.analysis import ANCHOR_FILES, anchor, compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
 from judge.judging import build_request, prompt_sha256
 from judge.report import render
+from judge.review_md import write_review
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.rubric import load_rubric
@@ -49,6 +50,7 @@ def reanalyse(out):
     e = load_experiment(run["experiment_dir"])
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, run)
     write_numbers(numbers, out / "numbers.json")
+    write_review(out, e.dir)
     (out / "report.md").write_text(render(numbers, run, anchor(out)))
     return numbers
 
