@@ -126,10 +126,9 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, float) or isinstance(b, float):
-        if a is None or b is None:
-            return a is b
-        if isinstance(a, bool) or isinstance(b, bool):
-            return a == b
+        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+        if not numbers:  # a float against None, a bool (True == 1.0), a string, a list or an object
+            return False
         return math.isclose(float(a), float(b), rel_tol=TOL, abs_tol=TOL)
     return a == b
 

@@ -1,0 +1,35 @@
+"""Verify compares any stored JSON value with any recomputed one without raising: a number edited into a list, a
+string, null or an object is a mismatch, never a traceback."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from judge.verify import _same
+
+pytestmark = pytest.mark.unit
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner,
+                                                                                  max_size=3), max_leaves=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=JSON, b=JSON)
+def test_any_two_json_values_compare_without_raising(a, b):
+    assert _same(a, b) in (True, False)
+    assert _same(a, a)
+
+
+@settings(max_examples=100, deadline=None)
+@given(x=st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6),
+       other=st.none() | st.booleans() | st.text(max_size=3) | st.lists(st.floats(allow_nan=False), max_size=2))
+def test_a_float_against_anything_but_a_number_is_a_mismatch(x, other):
+    assert not _same(x, other) and not _same(other, x)
+
+
+def test_floats_within_the_tolerance_are_the_same_and_beyond_it_not():
+    assert _same(0.1 + 0.2, 0.3) and _same(1, 1.0)
+    assert not _same(True, 1.0) and not _same(0.0, False) and not _same(None, 0.0)
+    assert not _same(0.3, 0.31)
