@@ -98,5 +98,6 @@ def binding_findings(run_dir: Path, exp: Experiment, now: dict[str, str], unchec
     except BadInput:
         findings = []  # a broken chain: verify's seal and chain checks name it
     for p in (p for p in findings if p["field"] != "date" or p["line"] not in late):
-        out.append(f"amendments: {exp.dir / 'amendments.jsonl'}:{p['line']}: field {p['field']!r}: {p['message']}")
+        at = f":{p['line']}" if p["line"] else ""  # a chain emptied has no line to name
+        out.append(f"amendments: {exp.dir / 'amendments.jsonl'}{at}: field {p['field']!r}: {p['message']}")
     return out
