@@ -56,6 +56,7 @@ from registration.seal import verify_seal
 
 from . import score_check, stats
 from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_sha256
+from .bias_recheck import recheck as recheck_biases
 from .cost import costs
 from .folder import binding_findings
 from .rederive import Replies, rederive
@@ -845,6 +846,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                               sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
     ind = independent(numbers, run, run_dir, questions, exp, clusters, answer_rows, verdicts)
     ind["judges"] = independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
+    recheck_biases(numbers, run, run_dir, exp, questions, list(answer_rows.last.values()),
+                   list(verdicts.last.values()), ind)
     totals: dict[str, dict[str, int]] = {}
     for j in verdicts.last.values():
         t = totals.setdefault(f"{j['judge']}/{j.get('rubric', 'correctness')}",

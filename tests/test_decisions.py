@@ -13,7 +13,8 @@ import pytest
 
 from judge import stats as S
 from judge.agreement import length_bias
-from judge.analysis import compare, length_check, quant_check
+from judge.analysis import compare, quant_check
+from judge.bias_checks import style_check
 from judge.rule import Scale
 from registration.prereg import Analysis, Hypothesis
 from registration.questions import Question
@@ -220,46 +221,67 @@ def test_calibration_is_seeded_and_shifts_to_the_boundary():
 # ---------------------------------------------------------------- length bias
 
 
-def length_planted(long_wins: bool):
-    """b writes 60 words, a 10; the judge gives 2 to long answers and 1 to short ones (and to a's answers that
-    happen to be long), so the raw difference is all length."""
-    points = []
+def answer(arm: str, q: str, words: int) -> SimpleNamespace:
+    return SimpleNamespace(arm=arm, quant="Q8_0", question_id=q, status="ok", text=" ".join(["w"] * words))
+
+
+def length_paying_subset():
+    """40 questions, the first 20 tagged "s". On "s" the judge pays for length: trained writes 60 words and gets 2;
+    base writes 10 words and gets 1, except on every fourth question, where it writes 60 and gets 2 too (a paired
+    difference of 1 on 15 questions, 0 on 5: +0.75, all of it length). Outside "s" both arms write 10 words and
+    trained is better by 2 points, whatever the length."""
+    a, b, answers = {}, {}, []
     for i in range(40):
-        points.append(("trained", "Q8_0", 60, 2 if long_wins else 1))
-        short = i % 4 != 0
-        points.append(("base", "Q8_0", 10 if short else 60, (1 if short else 2) if long_wins else 1))
-    return length_bias(points, [("H1", "base", "trained", "Q8_0")])
+        q = f"q{i:02d}"
+        if i < 20:
+            long_a = i % 4 == 0
+            a[q], b[q] = Fraction(2 if long_a else 1), Fraction(2)
+            answers += [answer("base", q, 60 if long_a else 10), answer("trained", q, 60)]
+        else:
+            a[q], b[q] = Fraction(0), Fraction(2)
+            answers += [answer("base", q, 10), answer("trained", q, 10)]
+    qs = {f"q{i:02d}": Question(f"q{i:02d}", "?", None, ("s",) if i < 20 else ("t",), None, "x.jsonl")
+          for i in range(40)}
+    return {("base", "Q8_0"): a, ("trained", "Q8_0"): b}, answers, qs
 
 
-def comparison(bound: float, upper: float):
-    a, b = [0] * 20, [0] * 20
-    r = S.paired(a, b, resamples=100).to_dict() | {"bound": bound, "upper": upper, "ci_low": bound, "ci_high": upper}
-    return {"id": "H1", "kind": "non_inferiority", "margin": 0.1, "result": r, "length_notes": []}
-
-
-def test_a_length_caution_when_the_adjusted_difference_would_change_the_verdict():
-    bias = length_planted(True)
-    entry = bias["comparisons"][0]
-    assert entry["raw_difference"] == pytest.approx(0.75)  # 2 - (30 x 1 + 10 x 2) / 40
-    assert entry["length_adjusted_difference"] == pytest.approx(0.0, abs=1e-9)  # length explains it all
-    c = comparison(0.30, 0.9)  # "superior" on the raw scores
-    length_check([c], bias)
+def test_the_length_caution_is_computed_on_the_hypothesis_own_pairs():
+    """A planted length-paying judge on a subset hypothesis: over the subset's pairs the difference at equal length is
+    0 (by hand: d = slope x log-length difference exactly), so the subset's "superior" gets a length caution; the
+    adjustment over every answer of both arms (the earlier caution's basis) moves the subset's decision interval by
+    too little to change it: the two disagree, and the caution follows the subset."""
+    sc, answers, qs = length_paying_subset()
+    hs = Hypothesis(id="Hs", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1, alpha=0.025,
+                    subset=("s",))
+    c = compare(hs, analysis(), qs, sc, cells("base", "trained"), S02)
+    assert c["verdict"] == "superior" and c["result"]["diff"] == pytest.approx(0.75)
+    style_check(c, hs, ("length",), sc, answers)
+    st = c["style"]
+    assert st["n"] == 20 and st["raw"] == pytest.approx(0.75) and st["adjusted"] == pytest.approx(0.0, abs=1e-12)
+    assert st["slopes"]["length"] == pytest.approx(1 / (math.log(61) - math.log(11)))
     assert len(c["length_notes"]) == 1
-    note = c["length_notes"][0]
-    assert "is +0.000 instead of +0.750" in note and '"not shown" instead of "superior"' in note
-    assert "Spearman ρ +1.000" in note  # the score is a monotone function of the length
-    # the same length bias, but a decision far from any threshold: no caution
-    far = comparison(0.95, 1.2)
-    length_check([far], bias)
-    assert far["length_notes"] == []
+    assert "over this hypothesis's 20 pairs, adjusted for length the difference is +0.000" in c["length_notes"][0]
+    assert '"not shown" instead of "superior"' in c["length_notes"][0]
+    # the earlier basis: every answer of both arms, score on arm and log length
+    points = [(r.arm, "Q8_0", len(r.text.split()), int(sc[(r.arm, "Q8_0")][r.question_id])) for r in answers]
+    everywhere = length_bias(points, [("Hs", "base", "trained", "Q8_0")])["comparisons"][0]
+    shift = everywhere["length_adjusted_difference"] - everywhere["raw_difference"]
+    r = c["result"]
+    moved = r | {"bound": r["bound"] + shift, "upper": r["upper"] + shift, "tests": None}
+    assert S.decide(S.Paired(**moved), "non_inferiority", 0.1).verdict == "superior"
 
 
-def test_no_length_caution_without_length_bias():
-    bias = length_planted(False)
-    assert bias["length_spearman"] is None  # every score equal: no correlation to speak of
-    c = comparison(0.02, 0.5)
-    length_check([c], bias)
-    assert c["length_notes"] == []
+def test_no_length_caution_far_from_the_threshold_or_without_length_differences():
+    sc, answers, qs = length_paying_subset()
+    everything = Hypothesis(id="H", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1,
+                            alpha=0.025)
+    c = compare(everything, analysis(), qs, sc, cells("base", "trained"), S02)
+    style_check(c, everything, ("length",), sc, answers)
+    assert c["verdict"] == "superior" and c["style"]["adjusted"] > 0.1 and c["length_notes"] == []
+    same = [answer(r.arm, r.question_id, 10) for r in answers]  # no length difference: nothing to adjust
+    c = compare(everything, analysis(), qs, sc, cells("base", "trained"), S02)
+    style_check(c, everything, ("length",), sc, same)
+    assert c["style"]["covariates"] == [] and c["length_notes"] == []
 
 
 # ---------------------------------------------------------------- quantisation caution
