@@ -359,3 +359,66 @@ def test_bad_analysis_settings_are_refused_naming_the_field(tmp_path, line, fiel
 def test_registered_analysis_defaults():
     a = Analysis()
     assert (a.rule, a.min_clusters, a.calibration_sims, a.calibration_ceiling) == ("score", 10, 200, None)
+
+
+# ---------------------------------------------------------------- panel rules
+
+
+def panel_exp():
+    """Arms base (family fam-a) and trained (fam-b); judges: kin (fam-b), other (gpt), plain (no family)."""
+    models = {m: SimpleNamespace(family=f) for m, f in (("ma", "fam-a"), ("mb", "fam-b"), ("mk", "fam-b"),
+                                                        ("mo", "gpt"), ("mp", None))}
+    arms = {"base": SimpleNamespace(model="ma"), "trained": SimpleNamespace(model="mb")}
+    judges = [SimpleNamespace(name=n, model=m) for n, m in (("kin", "mk"), ("other", "mo"), ("plain", "mp"))]
+    return SimpleNamespace(models=models, arm=arms.__getitem__, judges=judges)
+
+
+def test_unrelated_mean_averages_only_the_judges_sharing_no_family_with_either_arm():
+    from judge.bias_checks import unrelated_scores
+
+    by_judge = {"kin": scores([Fraction(0)] * 3, [Fraction(2)] * 3),
+                "other": scores([Fraction(1), Fraction(0), Fraction(2)], [Fraction(1), Fraction(1), Fraction(2)]),
+                "plain": scores([Fraction(2), Fraction(0)], [Fraction(0), Fraction(1)])}
+    got = unrelated_scores(panel_exp(), H, by_judge)
+    # other and plain on the questions both scored (q00, q01); kin (trained's family) left out
+    assert got == {("base", "Q8_0"): {"q00": Fraction(3, 2), "q01": Fraction(0)},
+                   ("trained", "Q8_0"): {"q00": Fraction(1, 2), "q01": Fraction(1)}}
+
+
+def test_all_agree_claims_only_what_every_judge_claims():
+    from judge.bias_checks import panel_verdict
+
+    sp = {"judges": {"kin": {"verdict": "superior"}, "other": {"verdict": "not shown"}}}
+    c = {"verdict": "superior"}
+    assert panel_verdict("all-agree", c, sp) == ("inconclusive", 'panel rule all-agree: the judges disagree '
+                                                 '(kin "superior", other "not shown")')
+    agree = {"judges": {"kin": {"verdict": "superior"}, "other": {"verdict": "superior"}}}
+    assert panel_verdict("all-agree", c, agree) is None
+    assert panel_verdict("primary", c, sp) is None and panel_verdict("all-agree", c, None) is None
+
+
+# ---------------------------------------------------------------- test-retest
+
+
+def test_retest_counts_flips_per_judge_and_names_a_decision_the_retests_change():
+    from judge.bias_checks import retest_section
+
+    def v(judge, label, score, status="scored"):
+        return SimpleNamespace(judge=judge, label=label, kind="single", status=status, score=score)
+
+    first = [v("p", f"L{i}", 1) for i in range(6)] + [v("o", f"L{i}", 2) for i in range(6)]
+    again = ([v("p", "L0", 2), v("p", "L1", 1), v("p", "L2", 0), v("p", "L3", None, "unscored")]
+             + [v("o", f"L{i}", 2) for i in range(3)])
+    seen = []
+
+    def redecide(swap):
+        seen.append(swap)
+        return {"H1": "not shown", "H2": "superior"}
+
+    out = retest_section(again, first, (0, 1, 2), 1, redecide, "p", {"H1": "superior", "H2": "superior"})
+    p, o = out["judges"]["p"], out["judges"]["o"]
+    assert (p["drawn"], p["n"], p["flips"], p["flip_rate"]) == (4, 3, 2, 2 / 3)  # the unscored retest is not a pair
+    assert (o["drawn"], o["n"], o["flips"]) == (3, 3, 0)
+    assert seen == [{"L0": 2, "L1": 1, "L2": 0}] and out["replaced"] == 3  # only the primary judge's scored retests
+    assert out["decisions_changed"] == [{"id": "H1", "verdict": "superior", "with_retests": "not shown"}]
+    assert retest_section([], first, (0, 1, 2), 1, redecide, "p", {}) is None
