@@ -46,9 +46,9 @@ def test_the_retest_kappa_is_sklearns(pairs):
     assert got == pytest.approx(want, abs=1e-9) if np.isfinite(want) else got is None
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.lists(st.floats(0, 0.1, allow_nan=False), min_size=1, max_size=6),
-       st.sampled_from(["holm", "fixed-sequence", "none"]))
+       st.sampled_from(["holm", "fixed-sequence", "none"]))  # multipletests takes a third of a second a call here
 def test_the_family_by_the_independent_path_is_the_main_paths_and_holm_is_statsmodels(p, method):
     """Hypotheses with p-values p, claiming at a level a when p <= a: both paths run the procedure on the same claims
     (the main path records its tests at adjusted levels; the independent path reads them) and agree on every level,
@@ -68,9 +68,9 @@ def test_the_family_by_the_independent_path_is_the_main_paths_and_holm_is_statsm
     for c in main:
         assert {k: c["family"][k] for k in ("tested_at", "claimed", "step")} == steps[c["id"]]
     if method == "holm":
-        assert [c["family"]["claimed"] for c in main] == list(multipletests(p, alpha=0.025, method="holm")[0])
-        assert [c["verdict"] for c in main] == ["superior" if s else "not shown" for s in
-                                                multipletests(p, alpha=0.025, method="holm")[0]]
+        reject = multipletests(p, alpha=0.025, method="holm")[0]
+        assert [c["family"]["claimed"] for c in main] == list(reject)
+        assert [c["verdict"] for c in main] == ["superior" if r else "not shown" for r in reject]
     if method == "fixed-sequence" and fam["stopped_at"] is not None:
         stop = [c["id"] for c in main].index(fam["stopped_at"])
         assert all(c["verdict"] == "inconclusive" and c["family"]["tested_at"] is None for c in main[stop + 1:])

@@ -26,7 +26,7 @@ def test_style_counts_by_hand():
     assert style_counts("") == {"length": 0.0, "headers": 0, "list_items": 0, "citations": 0}
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(st.integers(6, 40), st.integers(0, 2**32 - 1), st.sampled_from([0.025, 0.05]), st.integers(1, 3))
 def test_style_adjustment_is_statsmodels_ols(n, seed, alpha, k):
     """The adjusted difference, its SE and its (1 - 2 alpha) interval are the intercept of statsmodels' OLS of the
@@ -65,7 +65,7 @@ def test_style_adjustment_leaves_out_a_covariate_without_differences_and_names_w
 
 # ---- the family ----------------------------------------------------------------------------------------------
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=20, deadline=None)  # multipletests takes a third of a second a call here
 @given(st.lists(st.floats(0, 0.2, allow_nan=False), min_size=1, max_size=8), st.sampled_from([0.025, 0.05, 0.1]))
 def test_holm_claims_what_statsmodels_holm_rejects(p, alpha):
     from statsmodels.stats.multitest import multipletests
