@@ -689,6 +689,10 @@ def earlier_rule_findings(numbers: dict, exp) -> list[str]:
     if any("scale" not in r for r in results):
         return ["numbers.json: decided by an earlier version of the decision rules (its results record no rubric "
                 "scale): `judge run` into the folder re-decides it without any model call"]
+    if "family" not in numbers:
+        return ["numbers.json: decided before the registered hypotheses were decided as one family and the judge "
+                "biases were measured beside each decision: `judge run` into the folder re-decides it without any "
+                "model call"]
     return []
 
 

@@ -74,3 +74,15 @@ def test_the_family_by_the_independent_path_is_the_main_paths_and_holm_is_statsm
     if method == "fixed-sequence" and fam["stopped_at"] is not None:
         stop = [c["id"] for c in main].index(fam["stopped_at"])
         assert all(c["verdict"] == "inconclusive" and c["family"]["tested_at"] is None for c in main[stop + 1:])
+
+
+def test_a_folder_decided_before_the_family_existed_gets_one_line_saying_how_to_re_decide_it():
+    from types import SimpleNamespace
+
+    from judge.verify import earlier_rule_findings
+
+    exp = SimpleNamespace(analysis=SimpleNamespace(rule="score"))
+    old = {"comparisons": [{"result": {"rule": "score", "scale": [0, 2, 1]}}]}
+    (line,) = earlier_rule_findings(old, exp)
+    assert "one family" in line and "`judge run` into the folder re-decides it" in line
+    assert earlier_rule_findings(old | {"family": {"method": "holm"}}, exp) == []
