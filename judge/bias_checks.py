@@ -73,7 +73,7 @@ def panel_verdict(rule: str, c: dict, sp: dict[str, Any] | None) -> tuple[str, s
     if rule != "all-agree" or sp is None:
         return None
     verdicts = {v["verdict"] for v in sp["judges"].values()}
-    if len(verdicts) == 1 and c["verdict"] in verdicts:
+    if len(verdicts) == 1:  # every judge agrees: the decision stands as the primary judge's checks left it
         return None
     who = ", ".join(f"{j} \"{v['verdict']}\"" for j, v in sp["judges"].items())
     return "inconclusive", f"panel rule all-agree: the judges disagree ({who})"
