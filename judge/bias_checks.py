@@ -39,12 +39,13 @@ def _verdict_of(h: Hypothesis, scores: Scores, ids: list[str], exp: Experiment, 
 def self_preference(h: Hypothesis, exp: Experiment, by_judge: Mapping[str, Scores], wanted: Sequence[str],
                     scale) -> dict[str, Any] | None:
     """Each judge's estimate on this hypothesis, and the lift of each judge sharing a registered model family with an
-    arm; None unless judges of two different families (a judge of no registered family is a family of its own)
-    scored it. A caution when the verdict differs by judge and a same-family judge is among them."""
+    arm (against the others); None unless two or more judges scored it. A caution when the verdict differs by judge
+    and a same-family judge is among them. Each judge's interval resamples questions one by one (clusters are the
+    decision's business)."""
     families = {j.name: exp.models[j.model].family for j in exp.judges}
     arm_families = [exp.models[exp.arm(x).model].family for x in (h.a, h.b)]
     scored = {j: s for j, s in by_judge.items() if len(subset_ids(h, s, wanted)) >= 2}
-    if len({families.get(j) or f"\x00{j}" for j in scored}) < 2:
+    if len(scored) < 2:
         return None
     judges = {j: {"family": families.get(j), "shares_family": shares_family(families.get(j), arm_families),
                   **_verdict_of(h, s, subset_ids(h, s, wanted), exp, scale)} for j, s in sorted(scored.items())}

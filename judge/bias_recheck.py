@@ -166,7 +166,7 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
             if len(ids) >= 2:
                 d[j] = {q: float(b_m[q] - a_m[q]) for q in ids}
         sp = None
-        if len({families.get(j) or f"\x00{j}" for j in d}) >= 2:
+        if len(d) >= 2:
             sp = {"judges": {j: {"family": families.get(j), "n": len(v),
                                  "shares_family": bool(families.get(j)) and families.get(j) in arm_fams,
                                  "estimate": math.fsum(v.values()) / len(v)} for j, v in d.items()}, "lifts": {}}
