@@ -5,7 +5,7 @@ answers differently on a seeded third.
 The decision line carries both judges' estimates, the same-family judge's lift and a self-preference caution;
 `judge verify` passes the folder and fails it once the lift is edited; the flip rate is the share of re-asks the
 server flipped (a planted fact counted at the server) and lies within sampling error of 1/3; the family adjustment
-is on the decision line and in numbers.json.
+is on the decision line and in numbers.json. A resumed run asks nothing again, retests included.
 """
 from __future__ import annotations
 
@@ -101,8 +101,12 @@ def biased(tmp_path_factory):
         (exp / "prereg.toml").write_text(_prereg(server.url))
         seal(exp)
         out = root / "run"
-        r = cli("judge", "run", "--exp", str(exp), "--arms", "--out", str(out), "--quiet", env=env, timeout=600)
+        args = ("judge", "run", "--exp", str(exp), "--arms", "--out", str(out), "--quiet")
+        r = cli(*args, env=env, timeout=600)
         assert r.returncode in (0, 1), r.stderr
+        calls = len(server.seen)
+        again = cli(*args, env=env, timeout=600)  # resumed: every answer, verdict and retest is already there
+        assert again.returncode == r.returncode and len(server.seen) == calls, again.stderr
         yield out, script, env
 
 
