@@ -371,7 +371,8 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         raw.retests, judgments, points, exp.analysis.seed,
         lambda swap: {h.id: decide(h, per_question(keys, swapped(judgments, judge, swap), judge))["verdict"]
                       for h in hyps},
-        judge, {c["id"]: c["verdict"] for c in comparisons})
+        judge, {c["id"]: c["verdict"] for c in comparisons} if rule == "primary"
+        else {h.id: decide(h, scores)["verdict"] for h in hyps})  # the primary judge's own decisions, compared alike
     if retests is not None:
         judges["retest"] = retests
     family = apply_family(exp.analysis.family, comparisons,
