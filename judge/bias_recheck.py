@@ -7,7 +7,8 @@ registered seed, as the main path draws), the style regression over each hypothe
 (answer style counted by this module's own patterns), the test-retest flips and quadratic kappa, and the family:
 the procedure (Holm's steps, the fixed sequence and where it stopped) run again on the claims. A claim at the
 registered alpha is this path's own verdict; a claim at an adjusted alpha is the main path's (its `tests`), itself
-recomputed by the main path, so the family check is independent in its procedure, not in those decisions. The
+recomputed by the main path, and under the score rule checked against verify's own score test at that alpha
+(`forged_claims`): the family check is independent in its procedure and in every claim it lets stand. The
 per-judge intervals and verdicts, the kappa intervals and the caution texts are recomputed by the main path only.
 """
 from __future__ import annotations
@@ -138,10 +139,42 @@ def _family(method: str, comparisons: list[dict], stored: dict[str, dict]) -> tu
     return fam, steps
 
 
+def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], questions: dict[str, list[str]],
+                  clusters: dict[str, str | None]) -> list[str]:
+    """Under the score rule, each claim the family recorded at an adjusted alpha must be one the score test makes
+    at that alpha by verify's own implementation (judge.score_check) on the primary judge's scores: a claim it
+    does not make is a finding. (Withdrawn claims may be the calibration's or the clusters', checked by the main
+    path.)"""
+    from . import score_check
+
+    if exp.analysis.rule != "score" or exp.judge_panel_rule != "primary":
+        return []
+    points = [int(v) for v in numbers["cells"][0]["score_counts"]] if numbers["cells"] else [0]
+    span = max(points) - min(points)
+    hyps = {h.id: h for h in exp.hypotheses}
+    out = []
+    for c in numbers["comparisons"]:
+        h = hyps[c["id"]]
+        a, b = means.get((h.a, h.quant), {}), means.get((h.b, h.quant), {})
+        ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a and q in b]
+        for t in (c.get("family") or {}).get("tests", []):
+            if not t.get("claim") or t.get("alpha") == c.get("alpha") or len(ids) < 2:
+                continue
+            units = ([("cluster", clusters[q]) if clusters.get(q) else ("question", q) for q in ids]
+                     if any(clusters.get(q) for q in ids) else None)
+            m = Fraction(repr(float(h.margin))) if h.margin else Fraction(0)
+            found = score_check.boundary_tests([b[q] - a[q] for q in ids], m, span, t["alpha"], units)
+            own = score_check.verdict(h.kind, h.margin, found) if found else "inconclusive"
+            if own not in _CLAIMS[h.kind]:
+                out.append(f"numbers.json comparisons[{c['id']}].family.tests: a claim ({t.get('verdict')!r}) at "
+                           f"one-sided α = {t['alpha']:.5g}, but verify's own score test there says {own!r}")
+    return out
+
+
 def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, list[str]], answers: list[dict],
-            verdicts: list[dict], ind: dict) -> None:
+            verdicts: list[dict], ind: dict, clusters: dict[str, str | None]) -> list[str]:
     """Add to `ind` (verify's independent numbers) this module's recomputation of the bias numbers, and give its
-    comparisons their verdict after the family adjustment."""
+    comparisons their verdict after the family adjustment; returns the findings of `forged_claims`."""
     keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
     single = [j for j in verdicts if (j.get("kind") or ("pairwise" if str(j["label"]).startswith("P") else "single"))
               == "single"]
@@ -233,3 +266,4 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
                           "kappa_quadratic": _kappa([x for x, _ in pairs], [y for _, y in pairs], scale)
                           if len(pairs) >= 2 else None}
         ind["judges"]["retest"] = {"judges": rows}
+    return forged_claims(numbers, exp, means[run["judge"]["primary"]], questions, clusters)

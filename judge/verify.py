@@ -850,8 +850,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                               sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
     ind = independent(numbers, run, run_dir, questions, exp, clusters, answer_rows, verdicts)
     ind["judges"] = independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
-    recheck_biases(numbers, run, run_dir, exp, questions, list(answer_rows.last.values()),
-                   list(verdicts.last.values()), ind)
+    problems += recheck_biases(numbers, run, run_dir, exp, questions, list(answer_rows.last.values()),
+                               list(verdicts.last.values()), ind, clusters)
     totals: dict[str, dict[str, int]] = {}
     for j in verdicts.last.values():
         t = totals.setdefault(f"{j['judge']}/{j.get('rubric', 'correctness')}",

@@ -86,3 +86,34 @@ def test_a_folder_decided_before_the_family_existed_gets_one_line_saying_how_to_
     (line,) = earlier_rule_findings(old, exp)
     assert "one family" in line and "`judge run` into the folder re-decides it" in line
     assert earlier_rule_findings(old | {"family": {"method": "holm"}}, exp) == []
+
+
+def test_a_claim_recorded_at_an_adjusted_alpha_that_verifys_own_score_test_does_not_make_is_a_finding():
+    """Under the score rule: +1 on 30 of 40 questions is superior at 0.025 / 4 (far from the boundary: mean 0.75,
+    SE 0.069, t = 10.8 by hand), all ties at no level; a recorded claim for the ties is forged."""
+    from fractions import Fraction
+    from types import SimpleNamespace
+
+    from judge.bias_recheck import forged_claims
+    from registration.prereg import Hypothesis
+
+    qs = {f"q{i:02d}": [] for i in range(40)}
+    h = [Hypothesis(id=x, a="base", b=arm, quant="Q8_0", kind="superiority", margin=0.0, alpha=0.025)
+         for x, arm in (("Hup", "up"), ("Htie", "tie"))]
+    exp = SimpleNamespace(analysis=SimpleNamespace(rule="score"), judge_panel_rule="primary", hypotheses=h)
+    means = {("base", "Q8_0"): {q: Fraction(0) for q in qs},
+             ("up", "Q8_0"): {q: Fraction(int(i < 30)) for i, q in enumerate(qs)},
+             ("tie", "Q8_0"): {q: Fraction(0) for q in qs}}
+
+    def numbers(claim_tie: bool) -> dict:
+        return {"cells": [{"score_counts": {"0": 1, "1": 1, "2": 1}}], "comparisons": [
+            {"id": "Hup", "alpha": 0.025, "family": {"tests": [{"alpha": 0.00625, "verdict": "superior",
+                                                                "claim": True}]}},
+            {"id": "Htie", "alpha": 0.025, "family": {"tests": [{"alpha": 0.00625, "verdict": "superior",
+                                                                 "claim": claim_tie}]}}]}
+
+    clusters = {q: None for q in qs}
+    assert forged_claims(numbers(False), exp, means, qs, clusters) == []
+    (finding,) = forged_claims(numbers(True), exp, means, qs, clusters)
+    assert finding.startswith("numbers.json comparisons[Htie].family.tests: a claim ('superior') at one-sided "
+                              "α = 0.00625, but verify's own score test there says")
