@@ -39,6 +39,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
+from judge.biases import CITATION_RE
 from judge.blinding import INJECTION, counted_texts, injection_count
 
 from .log import Completion
@@ -46,8 +47,6 @@ from .log import Completion
 CATEGORIES = ("grader_injection", "false_decline", "citation_stuffing", "padding", "restatement")  # priority order
 DETECTORS = ("grader_directed", "length_outlier", "repeated_ngrams", "citations", "prompt_copy", "decline")
 
-CITATION_RE = re.compile(r"\b(?:Article|Section|Art\.|Rule|Clause)\s+\d+(?:\.\d+)*|§\s*\d+(?:\.\d+)*|\[\d+\]"
-                         r"|\b[A-Z]{2,}-\d+\b")
 WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 CONTEXT_RE = re.compile(r"(?im)^\s*(?:retrieved text|context|documents?|sources?|passages?)\s*:\s*$")
 QUESTION_RE = re.compile(r"(?is)^\s*(?:question\s*:)?\s*(.*?)(?:\n\s*\n|$)")

@@ -1,7 +1,8 @@
 """The record contracts of the raw files, in one place every layer may import.
 
 answers.jsonl holds answer rows; blinding.jsonl holds blinding keys (single answers) and pair keys
-(pairwise); judgments.jsonl holds judgments. Each record is written with its `type` and `version`,
+(pairwise); judgments.jsonl holds judgments; retests.jsonl (only with `[judge] retest`) the verdicts asked
+again. Each record is written with its `type` and `version`,
 and read back by `from_dict`, which refuses a missing or ill-typed field as BadRecord (bad input) naming the
 file, the line and the field (exit 2), never a TypeError. Older folders read unchanged: a record
 without `version` is version 1, one without `type` is taken as its file's kind, and a judgment
@@ -24,6 +25,7 @@ from .errors import BadRecord
 
 ANSWER_KEY = ("row",)  # the key of the retry rule: `row` is the hash of (arm, quant, question, sample)
 JUDGMENT_KEY = ("judge", "label")  # the key of the retry rule (single labels start L, pair labels P)
+RETEST_KEY = ("judge", "label", "retest")  # retests.jsonl: a verdict asked again, numbered from 1
 
 
 def row_id(*parts: object) -> str:
@@ -206,6 +208,17 @@ class Judgment(Record):
     @classmethod
     def _upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
         return d if "kind" in d else {**d, "kind": judgment_kind(d)}
+
+
+@dataclass(frozen=True)
+class Retest(Judgment):
+    """One current row per (judge, blinded label, retest) in retests.jsonl: a single answer's verdict asked again
+    (`[judge] retest`), as a call of its own (the retest number is in its call key), to measure how often the judge
+    would have answered otherwise. Never read as a verdict of the decisions: judgments.jsonl holds those."""
+
+    TYPE: ClassVar[str] = "retest"
+
+    retest: int = field(kw_only=True)  # 1 for the first re-ask of this label
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""Several judges: agreement between them, and the biases of each (length, self-preference).
+"""Several judges: agreement between them, and how each judge's scores follow answer length.
 
-Per-judge scores stay separate; only the registered primary judge decides. Agreement is weighted
+Per-judge scores stay separate; the registered panel rule says who decides (judge.biases measures self-preference,
+test-retest reliability and style beside each decision). Agreement is weighted
 (quadratic) Cohen's kappa for two judges with a bootstrap CI over answers, and Krippendorff's
 alpha (ordinal) for any number. Length bias: the Spearman correlation of score with answer
 length, and for each comparison the arm difference with and without a length adjustment (a
@@ -18,6 +19,17 @@ from . import stats
 
 def _finite(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
+
+
+def kappa_with_ci(a: list[int], b: list[int], scale: tuple[int, ...] | list[int],
+                  seed: int) -> tuple[float | None, list[float] | None]:
+    """Quadratic-weighted Cohen's kappa of two raters on the same items, and its 95% percentile bootstrap interval
+    over the items (1,000 resamples, seeded; None when fewer than 101 resamples give a defined kappa)."""
+    kappa = _finite(stats.cohen_kappa(a, b, weights="quadratic", labels=scale))
+    boots = stats.kappa_bootstrap(a, b, scale, "quadratic", 1000, seed)
+    boots = boots[np.isfinite(boots)]
+    ci = [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))] if boots.size > 100 else None
+    return kappa, ci
 
 
 def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: int) -> dict[str, Any] | None:
@@ -38,10 +50,7 @@ def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: i
                 continue
             a = [scores[x][lab] for lab in both]
             b = [scores[y][lab] for lab in both]
-            kappa = _finite(stats.cohen_kappa(a, b, weights="quadratic", labels=scale))
-            boots = stats.kappa_bootstrap(a, b, scale, "quadratic", 1000, seed)
-            boots = boots[np.isfinite(boots)]
-            ci = [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))] if boots.size > 100 else None
+            kappa, ci = kappa_with_ci(a, b, scale, seed)
             out["pairs"].append({"judges": [x, y], "answers": len(both),
                                  "exact_agreement": sum(p == q for p, q in zip(a, b, strict=False)) / len(a),
                                  "kappa_quadratic": kappa, "kappa_ci95": ci})

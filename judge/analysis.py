@@ -12,7 +12,7 @@ import datetime as dt
 import hashlib
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -20,22 +20,34 @@ from typing import Any
 from core import jsonl
 from core.atomic import write_text
 from core.errors import BadInput
-from core.records import ANSWER_KEY, JUDGMENT_KEY, AnswerRow, Judgment, KeyRow, PairKey, blinding_key
+from core.records import (
+    ANSWER_KEY,
+    JUDGMENT_KEY,
+    RETEST_KEY,
+    AnswerRow,
+    Judgment,
+    KeyRow,
+    PairKey,
+    Retest,
+    blinding_key,
+)
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
 
 from . import stats
 from .agreement import agreement, length_bias
+from .bias_checks import apply_family, panel_verdict, retest_section, self_preference, style_check, unrelated_scores
 from .pairwise import summarise
 from .rule import Scale, cluster_units
 
 RAW_FILES = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")
+RETESTS = "retests.jsonl"  # the verdicts asked again ([judge] retest): present only when registered
 
 
 def raw_sha256(run_dir: Path) -> dict[str, str]:
     """The raw files' sha256, and the folder's binding.json (absent from folders written before binding)."""
     return {name: hashlib.sha256((run_dir / name).read_bytes()).hexdigest()
-            for name in (*RAW_FILES, "binding.json") if (run_dir / name).exists()}
+            for name in (*RAW_FILES, RETESTS, "binding.json") if (run_dir / name).exists()}
 
 
 # What a decision depends on, in the anchor's canonical order: the registration as the folder bound it (binding.json:
@@ -68,6 +80,7 @@ class Raw:
     judgments: list[Judgment]
     retried_rows: frozenset[str]  # answer rows asked again after an error (their current row has `retry_of`)
     first_judgment: str | None  # earliest verdict time, superseded error verdicts included: judging began then
+    retests: list[Retest] = ()  # the current record of each verdict asked again (retests.jsonl), if any
 
 
 def load_raw(run_dir: Path) -> Raw:
@@ -79,9 +92,11 @@ def load_raw(run_dir: Path) -> Raw:
     judgments = [c.record for c in jsonl.current(run_dir / "judgments.jsonl", JUDGMENT_KEY,
                                                   make=Judgment.from_dict).values()]
     times = [r["time"] for _, r in jsonl.read(run_dir / "judgments.jsonl") if r.get("time")]
+    retests = ([c.record for c in jsonl.current(run_dir / RETESTS, RETEST_KEY, make=Retest.from_dict).values()]
+               if (run_dir / RETESTS).exists() else [])
     return Raw([c.record for c in answers], keys, pkeys, judgments,
                frozenset(c.record.row for c in answers if c.superseded),
-               min(times, key=lambda t: utc(t, run_dir / "judgments.jsonl", "time")) if times else None)
+               min(times, key=lambda t: utc(t, run_dir / "judgments.jsonl", "time")) if times else None, retests)
 
 
 def utc(text: str, file: Path | str, field: str) -> dt.datetime:
@@ -334,9 +349,34 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     cells = _cells(exp, arms, answers, keys, judgments, judge, scores, set(qmap), raw.retried_rows)
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
     points = exp_scale(exp)
-    comparisons = [compare(h, exp, qmap, scores, cells, rubric_scale(exp, h, points)) for h in hyps]
+    by_judge = {name: scores if name == judge else per_question(keys, judgments, name) for name in panel}
+    rule = exp.judge_panel_rule
+
+    def decided_on(h: Hypothesis) -> dict:  # the scores that decide h under the registered panel rule
+        return {**scores, **unrelated_scores(exp, h, by_judge)} if rule == "unrelated-mean" else scores
+
+    def decide(h: Hypothesis, s: dict, alpha: float | None = None) -> dict[str, Any]:
+        return compare(h if alpha is None else replace(h, alpha=alpha), exp, qmap, s, cells,
+                       rubric_scale(exp, h, points))
+
+    comparisons = [decide(h, decided_on(h)) for h in hyps]
     judges = judges_section(exp, panel, answers, keys, pkeys, judgments, hyps)
-    length_check(comparisons, judges["length_bias"].get(judge))
+    for h, c in zip(hyps, comparisons, strict=True):
+        wanted_ids = [q.id for q in qmap.values() if all(t in q.tags for t in h.subset)]
+        c["self_preference"] = sp = self_preference(h, exp, by_judge, wanted_ids, rubric_scale(exp, h, points))
+        if (by_panel := panel_verdict(rule, c, sp)) is not None:
+            c["verdict"], c["reason"] = by_panel[0], f"{by_panel[1]}; {judge} alone: {c['reason']}"
+        style_check(c, h, exp.analysis.style, decided_on(h), answers)
+    retests = retest_section(
+        raw.retests, judgments, points, exp.analysis.seed,
+        lambda swap: {h.id: decide(h, per_question(keys, swapped(judgments, judge, swap), judge))["verdict"]
+                      for h in hyps},
+        judge, {c["id"]: c["verdict"] for c in comparisons} if rule == "primary"
+        else {h.id: decide(h, scores)["verdict"] for h in hyps})  # the primary judge's own decisions, compared alike
+    if retests is not None:
+        judges["retest"] = retests
+    family = apply_family(exp.analysis.family, comparisons,
+                          lambda i, a: decide(hyps[i], decided_on(hyps[i]), alpha=a))
     return {
         "schema": 1,
         "experiment": exp.name,
@@ -350,36 +390,15 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "judge_totals": _judge_totals(judgments),
         "amendments": amendments(exp, raw.first_judgment),
         "judges": judges,
+        "family": family,
+        "panel_rule": rule,
     }
 
 
-def length_check(comparisons: list[dict], bias: dict[str, Any] | None) -> None:
-    """A length caution on each decision that the primary judge's length-adjusted difference would change.
-
-    The decision interval is moved by (length-adjusted - raw difference) and decided again; when the verdict
-    differs, answer length is a rival explanation for it, and the decision line says so.
-    """
-    entries = {e["id"]: e for e in (bias or {}).get("comparisons", [])}
-    for c in comparisons:
-        r, e = c["result"], entries.get(c["id"])
-        if r is None or e is None or e["length_adjusted_difference"] is None:
-            continue
-        raw, adjusted = e["raw_difference"], e["length_adjusted_difference"]
-        shift = adjusted - raw
-        # the decision interval decides here, under every rule (the score rule's verdict is its test, which the
-        # interval inverts): moved by the shift, and as it stands
-        moved = r | {"bound": r["bound"] + shift, "upper": r["upper"] + shift, "tests": None}
-        before = stats.decide(stats.Paired(**(r | {"tests": None})), c["kind"], c["margin"]).verdict
-        after = stats.decide(stats.Paired(**moved), c["kind"], c["margin"]).verdict
-        if after != before:
-            rho = bias["length_spearman"]
-            how = f"follow answer length (Spearman ρ {rho:+.3f})" if rho is not None else "depend on answer length"
-            c["length_notes"].append(
-                f"the primary judge's scores {how}; adjusted for length the difference is "
-                f"{round(adjusted, 3) + 0.0:+.3f} "
-                f"instead of {raw:+.3f}, and the decision interval moved by {shift:+.3f} would say \"{after}\" "
-                "instead of "
-                f"\"{before}\": answer length is a rival explanation")
+def swapped(judgments: list[Judgment], judge: str, scores: dict[str, int]) -> list[Judgment]:
+    """The judgments with `judge`'s scored single verdicts of the labels in `scores` given those scores instead."""
+    return [replace(j, score=scores[j.label]) if j.judge == judge and j.kind == "single" and j.status == "scored"
+            and j.label in scores else j for j in judgments]
 
 
 def judges_section(exp: Experiment, panel: list[str], answers, keys, pkeys, judgments,

@@ -12,13 +12,14 @@ import datetime as dt
 import hashlib
 import json
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from tqdm import tqdm
 
 from arms.settings import check_reply
 from core import jsonl
-from core.records import JUDGMENT_KEY, Judgment
+from core.records import JUDGMENT_KEY, RETEST_KEY, Judgment, Retest
 from models import call_loop, provider_batch
 from models.backends.base import Backend, Request
 from models.backends.registry import backend_info
@@ -28,16 +29,32 @@ from registration.rubric import Rubric
 
 from .blinding import BlindItem
 
+RETESTS = "retests.jsonl"  # a results folder's verdicts asked again ([judge] retest); absent when none registered
 
-def build_request(rubric: Rubric, item: BlindItem, attempt: int) -> Request:
+
+def build_request(rubric: Rubric, item: BlindItem, attempt: int, retest: int = 0, attempts: int = 1) -> Request:
     """Shared rubric and question first, the answer last: prefix caches reuse the common part.
 
     `attempt` counts from 0. Each attempt is its own call (Request.attempt), so a retry reaches the
-    judge even when the seed is the provider's default and nothing else in the request changes."""
+    judge even when the seed is the provider's default and nothing else in the request changes. A retest
+    (`retest` >= 1, of a verdict registered with `attempts` attempts) is a call of its own too (Request.retest), and
+    its seed moves past every seed the verdict's attempts used (seed + retest x attempts + attempt): at a temperature
+    above 0 it is a fresh draw from the registered sampling; greedy decoding ignores the seed."""
     user = rubric.render(**item.prompt_fields())
     seed = rubric.generation.seed
-    gen = replace(rubric.generation, seed=None if seed is None else seed + attempt)
-    return Request((("system", rubric.system), ("user", user)), gen, schema=rubric.schema_text, attempt=attempt + 1)
+    gen = replace(rubric.generation, seed=None if seed is None else seed + retest * attempts + attempt)
+    return Request((("system", rubric.system), ("user", user)), gen, schema=rubric.schema_text, attempt=attempt + 1,
+                   retest=retest)
+
+
+def retest_labels(labels: list[str], n: int, seed: int, judge: str) -> list[str]:
+    """The labels `[judge] retest = n` asks judge `judge` again: the n whose sha256 of (seed, judge, label) is
+    smallest, in that order (all when fewer). A seeded draw anyone can repeat from the labels, and stable when a
+    folder is extended: a label drawn stays drawn unless n labels with smaller hashes join it."""
+    def rank(label: str) -> str:
+        return hashlib.sha256(f"retest\x1f{seed}\x1f{judge}\x1f{label}".encode()).hexdigest()
+
+    return sorted(dict.fromkeys(labels), key=rank)[:n]
 
 
 def prompt_sha256(request: Request) -> str:
@@ -46,15 +63,17 @@ def prompt_sha256(request: Request) -> str:
 
 
 def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cache: CallCache,
-               max_attempts: int) -> Judgment:
+               max_attempts: int, retest: int = 0) -> Judgment:
+    """One verdict: a Judgment, or with `retest` >= 1 a Retest (the same verdict asked again)."""
     from .verdict import parse_verdict
 
+    record = partial(Retest, retest=retest) if retest else Judgment
     attempts, keys, cached = [], [], 0
     tokens = [0, 0, 0]
     latency = 0.0
     first_sha = None
     for attempt in range(max_attempts):
-        request = build_request(rubric, item, attempt)
+        request = build_request(rubric, item, attempt, retest, max_attempts)
         first_sha = first_sha or prompt_sha256(request)
         try:
             reply, key, from_cache = call_loop.cached_call(backend, cache, request)
@@ -63,7 +82,7 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
             if not is_call_failure(e):
                 raise
             attempts.append({"raw": None, "error": describe(e)})
-            return Judgment(name, item.label, item.question_id, "error", None, None, False,
+            return record(name, item.label, item.question_id, "error", None, None, False,
                             f"judge call failed: {describe(e)['message']}", first_sha, attempts,
                             round(latency, 4), *tokens, calls=keys, cached_calls=cached, rubric=rubric.name,
                             kind=item.kind)
@@ -76,16 +95,17 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
         attempts.append({"raw": reply.text, "finish_reason": reply.finish_reason, "error": parsed.error,
                          "repaired": parsed.repaired})
         if parsed.ok:
-            return Judgment(name, item.label, item.question_id, "scored", int(parsed.fields[rubric.score_field]),
+            return record(name, item.label, item.question_id, "scored", int(parsed.fields[rubric.score_field]),
                             parsed.fields, parsed.repaired, None, first_sha, attempts, round(latency, 4), *tokens,
                             calls=keys, cached_calls=cached, rubric=rubric.name, kind=item.kind)
-    return Judgment(name, item.label, item.question_id, "unscored", None, None, False, attempts[-1]["error"],
+    return record(name, item.label, item.question_id, "unscored", None, None, False, attempts[-1]["error"],
                     first_sha, attempts, round(latency, 4), *tokens, calls=keys, cached_calls=cached,
                     rubric=rubric.name, kind=item.kind)
 
 
 def provider_batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, max_attempts: int,
-                          how: provider_batch.ProviderBatching, progress: bool) -> provider_batch.Answered:
+                          how: provider_batch.ProviderBatching, progress: bool,
+                          retest: int = 0) -> provider_batch.Answered:
     """Every judge call `judge_item` will make, through the provider's batch API: round n asks attempt n of the
     items whose attempt n-1 (from the cache or the previous round) did not parse."""
     from .verdict import parse_verdict
@@ -96,7 +116,7 @@ def provider_batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindIte
     for attempt in range(max_attempts):
         keys, requests = {}, {}
         for item in live:
-            request = build_request(rubric, item, attempt)
+            request = build_request(rubric, item, attempt, retest, max_attempts)
             keys[item.label] = call_key(ident, request)
             requests[keys[item.label]] = request
         replies = {k: cache.get(k) for k in requests}
@@ -113,7 +133,7 @@ def provider_batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindIte
 
 def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem], cache: CallCache, out: Path,
               max_attempts: int = 2, progress: bool = True, concurrency: int = 1, parallel_sequences: int = 1,
-              provider_batching: provider_batch.ProviderBatching | None = None) -> dict:
+              provider_batching: provider_batch.ProviderBatching | None = None, retest: int = 0) -> dict:
     """Judge every item not yet in `out` or whose verdict is an `error`, up to `concurrency` calls in flight
     (HTTP judges; llama.cpp: `parallel_sequences`, the registered `[runtime] batch`, decoded together). A retried
     verdict is appended with `retry_of` = the error record's line.
@@ -125,24 +145,27 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     alone before any other is sent, so a server that refuses every call (core.errors.Refused) stops
     the run after one call, not after one per worker. With `provider_batching` (a model registered with
     `batch = true`), the calls go through the provider's batch API first (`provider_batch_rounds`), and the same
-    loop then writes the verdicts from the batches' results.
+    loop then writes the verdicts from the batches' results. With `retest` >= 1 the items are asked again as
+    retest number `retest` (`out` is then retests.jsonl, keyed by judge, label and retest), each a call of its own.
     """
-    resume = call_loop.Resume.of(out, JUDGMENT_KEY)
-    todo = [i for i in items if resume.wanted((name, i.label))]
+    resume = call_loop.Resume.of(out, RETEST_KEY if retest else JUDGMENT_KEY)
+    todo = [i for i in items if resume.wanted((name, i.label, retest) if retest else (name, i.label))]
     workers = backend_info(backend.name).workers(concurrency, parallel_sequences)
     if provider_batching and todo:
-        backend = provider_batch_rounds(backend, rubric, todo, cache, max_attempts, provider_batching, progress)
+        backend = provider_batch_rounds(backend, rubric, todo, cache, max_attempts, provider_batching, progress,
+                                        retest)
     groups: dict[str, list[BlindItem]] = {}
     for item in todo:
         groups.setdefault(json.dumps(item.prompt_fields(), sort_keys=True), []).append(item)  # what the prompt renders
 
     def judge_group(group: list[BlindItem]) -> list[Judgment]:
-        return [judge_item(name, backend, rubric, item, cache, max_attempts) for item in group]
+        return [judge_item(name, backend, rubric, item, cache, max_attempts, retest) for item in group]
 
     def stamp(j: Judgment) -> Judgment:  # when it was written: amendments are dated against it
         return replace(j, time=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
 
-    bar = tqdm(total=len(todo), desc=f"judge {name}", unit="verdict", disable=not progress, leave=False)
+    bar = tqdm(total=len(todo), desc=f"{'retest' if retest else 'judge'} {name}", unit="verdict",
+               disable=not progress, leave=False)
     try:
         with jsonl.Appender(out) as writer:  # the file exists (and a torn last line is repaired) from the start
             tally = call_loop.run(writer, resume, groups.values(), judge_group, backend, workers, first_alone=True,
@@ -150,5 +173,6 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     finally:
         bar.close()
     return {"judge": name, "items": len(items), "already_done": len(items) - len(todo),
-            "retried": sum((name, i.label) in resume.retry for i in todo), "model_calls": tally.model_calls,
+            "retried": sum(((name, i.label, retest) if retest else (name, i.label)) in resume.retry for i in todo),
+            "model_calls": tally.model_calls,
             "cached_calls": tally.cached_calls, "concurrency": workers}

@@ -75,9 +75,11 @@ def check_rubrics(exp: Experiment, rubrics: dict[tuple[str, str], Rubric], quest
         for q in questions:
             rubric.render(**_empty(kind, q).prompt_fields())
         seed = rubric.generation.seed
-        if seed is not None and seed + exp.judge_attempts - 1 > SEED_MAX:
-            raise BadInput(file, f"judge {name!r}: attempt n of a verdict is sent the rubric's seed {seed} + n, which "
-                           f"exceeds {SEED_MAX:,} at [judge] attempts = {exp.judge_attempts}",
+        rounds = 2 if exp.judge_retest and kind == "single" else 1  # a retest's attempts follow the original's
+        if seed is not None and seed + rounds * exp.judge_attempts - 1 > SEED_MAX:
+            why = " and [judge] retest asks again at seed + attempts + n" if rounds > 1 else ""
+            raise BadInput(file, f"judge {name!r}: attempt n of a verdict is sent the rubric's seed {seed} + n{why}, "
+                           f"which exceeds {SEED_MAX:,} at [judge] attempts = {exp.judge_attempts}",
                            line=KeyLines(input_text.read(file)).find(("judge",), "attempts"),
                            field="attempts")
 

@@ -57,6 +57,7 @@ from registration.seal import verify_seal, withheld
 
 from . import score_check, stats
 from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_sha256
+from .bias_recheck import recheck as recheck_biases
 from .cost import costs
 from .folder import binding_findings
 from .rederive import Replies, rederive
@@ -689,6 +690,10 @@ def earlier_rule_findings(numbers: dict, exp) -> list[str]:
     if any("scale" not in r for r in results):
         return ["numbers.json: decided by an earlier version of the decision rules (its results record no rubric "
                 "scale): `judge run` into the folder re-decides it without any model call"]
+    if "family" not in numbers:
+        return ["numbers.json: decided before the registered hypotheses were decided as one family and the judge "
+                "biases were measured beside each decision: `judge run` into the folder re-decides it without any "
+                "model call"]
     return []
 
 
@@ -868,6 +873,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                               sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
     ind = independent(numbers, run, run_dir, questions, exp, clusters, answer_rows, verdicts)
     ind["judges"] = independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
+    problems += recheck_biases(numbers, run, run_dir, exp, questions, list(answer_rows.last.values()),
+                               list(verdicts.last.values()), ind, clusters)
     totals: dict[str, dict[str, int]] = {}
     for j in verdicts.last.values():
         t = totals.setdefault(f"{j['judge']}/{j.get('rubric', 'correctness')}",

@@ -33,7 +33,7 @@ from judge.blinding import blind, label_secret
 from judge.cost import costs
 from judge.folder import bind, commit, start_judging
 from judge.gold import check_gold
-from judge.judging import judge_all
+from judge.judging import RETESTS, judge_all, retest_labels
 from judge.pairwise import pair_items
 from judge.plots import write_plots
 from judge.preflight import check_answers, preflight
@@ -239,12 +239,16 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
                 if not todo:
                     continue
                 jrubric = rubrics[j.name, kind]
+                how = dict(max_attempts=exp.judge_attempts, progress=progress, concurrency=model.concurrency,
+                           parallel_sequences=exp.runtime.parallel_sequences,
+                           provider_batching=ProviderBatching.of(model, run_dir))
                 jstats[f"{j.name}/{jrubric.name}"] = judge_all(j.name, jbackend, jrubric, todo, cache,
-                                                               run_dir / "judgments.jsonl",
-                                                               max_attempts=exp.judge_attempts, progress=progress,
-                                                               concurrency=model.concurrency,
-                                                               parallel_sequences=exp.runtime.parallel_sequences,
-                                                               provider_batching=ProviderBatching.of(model, run_dir))
+                                                               run_dir / "judgments.jsonl", **how)
+                if kind == "single" and exp.judge_retest:  # test-retest: a seeded draw asked again, calls of their own
+                    drawn = set(retest_labels([i.label for i in todo], exp.judge_retest, exp.seed, j.name))
+                    jstats[f"{j.name}/{jrubric.name}/retest"] = judge_all(
+                        j.name, jbackend, jrubric, [i for i in todo if i.label in drawn], cache,
+                        run_dir / RETESTS, retest=1, **how)
             identities[j.name] = jbackend.identity()
         finally:
             judges.close(j)

@@ -54,10 +54,10 @@ KINDS = ("non_inferiority", "superiority", "equivalence")
 # The keys each table accepts (tests/test_readme.py checks README documents every one of them).
 EXPERIMENT_KEYS = ("name", "description", "seed", "sets")
 RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers", "gpu_layers", "batch", "flash_attn")
-JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop")
+JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop", "panel_rule", "retest")
 JUDGE_TABLE_KEYS = ("model", "quant", "requires_env", "generation")
 ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "rule", "min_clusters", "calibration_sims",
-                 "calibration_ceiling")
+                 "calibration_ceiling", "family", "style")
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
 GOLD_KEYS = ("labels", "program")
@@ -70,6 +70,17 @@ TABLES = tuple(SHAPES)
 RULES = ("score", "bootstrap", "bootstrap_and_t")  # judge.stats.RULES: the decision rules a registration may name
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
+# Who decides when several judges scored: the primary judge alone (the default, as before panel rules existed), a
+# verdict every judge of the panel reaches on its own scores, or the judges that share a model family with neither
+# arm of the hypothesis, on the per-question mean of their scores.
+PANEL_RULES = ("primary", "all-agree", "unrelated-mean")
+# How the registered hypotheses are controlled as one family (judge.biases.family_decisions): Holm's step-down (the
+# default: no order needed, uniformly more powerful than Bonferroni), a fixed sequence in the registered order of
+# [[hypotheses]], or no adjustment (each hypothesis at its own alpha).
+FAMILIES = ("holm", "fixed-sequence", "none")
+# Style covariates a paired difference may be adjusted for, over a hypothesis's own pairs (judge.biases.style_counts):
+# answer length is always one of them.
+STYLES = ("length", "headers", "list_items", "citations")
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,8 @@ class Analysis:
     min_clusters: int = 10  # a set that declares clusters: fewer clusters than this in a comparison is inconclusive
     calibration_sims: int = 200  # data sets simulated at the boundary to measure each decision's false-claim rate
     calibration_ceiling: float | None = None  # above this simulated rate a claim is inconclusive; None: 2 * alpha
+    family: str = "holm"  # FAMILIES: how the registered hypotheses are adjusted as one family
+    style: tuple[str, ...] = ("length",)  # STYLES the style caution adjusts for; length always first
 
 
 @dataclass(frozen=True)
@@ -139,6 +152,8 @@ class Experiment:
     audit: AuditGate | None
     runtime: Runtime
     gold: Gold | None = None  # [gold]: None when not registered
+    judge_panel_rule: str = "primary"  # PANEL_RULES: who decides when several judges scored
+    judge_retest: int = 0  # verdicts of each judge asked again (a seeded draw of labels), for test-retest reliability
 
     def arm(self, name: str) -> ArmSpec:
         return next(a for a in self.arms if a.name == name)
@@ -277,6 +292,11 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
                 raise BadInput(file, f"[judge] scrub_drop names no default pattern {name!r}; the defaults: "
                                f"{', '.join(DEFAULT_SCRUB)}", field="scrub_drop")
         scrub = scrub_patterns(tuple(extra_scrub), tuple(drop))
+        panel_rule = setting(jt, "panel_rule", "string", file, "[judge]", "primary")
+        if panel_rule not in PANEL_RULES:
+            raise BadInput(file, f"[judge] panel_rule must be one of {', '.join(repr(r) for r in PANEL_RULES)}, not "
+                           f"{panel_rule!r}", field="panel_rule")
+        retest = bounded(jt, "retest", "integer", file, "[judge]", 0)
     judges = []
     for jname, t in (doc.get("judges") or {}).items():
         with table("judges", jname):
@@ -289,6 +309,9 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
             hyps.append(_hypothesis(f"[[hypotheses]] #{i + 1}", t, file, arm_names, hyps))
     with table("analysis"):
         analysis = _analysis(doc.get("analysis") or {}, file, seed)
+    if panel_rule == "unrelated-mean":
+        with table("judge"):
+            _unrelated_judges(hyps, arm_names, judges, models, file)
     audit = None
     if "audit" in doc:
         with table("audit"):
@@ -300,8 +323,28 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
     return Experiment(
         dir=exp_dir, name=name, seed=seed, sets=tuple(sets), models=models, adapters=adapters, arms=arms,
         rubric=rubric, judges=judges, judge_attempts=attempts, judge_mode=mode, judge_panel=panel, scrub=tuple(scrub),
-        hypotheses=hyps, analysis=analysis, audit=audit, runtime=runtime, gold=gold,
+        hypotheses=hyps, analysis=analysis, audit=audit, runtime=runtime, gold=gold, judge_panel_rule=panel_rule,
+        judge_retest=retest,
     )
+
+
+def unrelated(judge: JudgeSpec, arms: list[ArmSpec], models: dict[str, ModelSpec]) -> bool:
+    """A judge that shares a registered model family with none of `arms` (a judge or arm without a family shares
+    none, as the self-preference warning reads it)."""
+    family = models[judge.model].family
+    return not family or all(models[a.model].family != family for a in arms)
+
+
+def _unrelated_judges(hyps: list[Hypothesis], arms: dict[str, ArmSpec], judges: list[JudgeSpec],
+                      models: dict[str, ModelSpec], file: Path) -> None:
+    """panel_rule "unrelated-mean" decides on judges unrelated to both arms: a hypothesis without one could never be
+    decided, so it is refused now, before any call."""
+    for h in hyps:
+        if not any(unrelated(j, [arms[h.a], arms[h.b]], models) for j in judges):
+            fams = sorted({str(models[arms[x].model].family) for x in (h.a, h.b)})
+            raise BadInput(file, f'[judge] panel_rule = "unrelated-mean" decides on judges that share a model family '
+                           f"with neither arm, and hypothesis {h.id!r} has none: every registered judge shares a "
+                           f"family with {h.a!r} or {h.b!r} ({', '.join(fams)})", field="panel_rule")
 
 
 def _judge(name: str, t: Any, file: Path, models: dict[str, ModelSpec]) -> JudgeSpec:
@@ -376,10 +419,22 @@ def _analysis(at: Any, file: Path, seed: int) -> Analysis:
     if ceiling is not None and not 0 < ceiling < 1:
         raise BadInput(file, f"{where} calibration_ceiling must be a number in (0, 1), not {ceiling!r}",
                        field="calibration_ceiling")
+    family = setting(at, "family", "string", file, where, "holm")
+    if family not in FAMILIES:
+        raise BadInput(file, f"{where} family must be one of {', '.join(repr(f) for f in FAMILIES)}, not {family!r}",
+                       field="family")
+    style = setting(at, "style", "strings", file, where, ["length"])
+    for name in style:
+        if name not in STYLES:
+            raise BadInput(file, f"{where} style names {name!r}, which is not a style covariate; the covariates: "
+                           f"{', '.join(STYLES)}", field="style")
+    if len(set(style)) != len(style):
+        raise BadInput(file, f"{where} style lists a covariate twice: {style}", field="style")
     return Analysis(resamples=resamples, method=method, seed=bounded(at, "seed", "integer", file, where, seed),
                     max_unscored=float(max_unscored), rule=rule, min_clusters=counts["min_clusters"],
                     calibration_sims=counts["calibration_sims"],
-                    calibration_ceiling=None if ceiling is None else float(ceiling))
+                    calibration_ceiling=None if ceiling is None else float(ceiling), family=family,
+                    style=tuple(s for s in STYLES if s == "length" or s in style))
 
 
 def _audit(a: Any, file: Path, arms: dict[str, ArmSpec]) -> AuditGate:

@@ -131,6 +131,8 @@ BOUNDS = {
     "margin": Bound(0, 1_000_000, "a distance on the score scale; preflight also holds it within the rubric's "
                                   "scale"),
     "k": Bound(1, 10_000, "each of the top k answers is a paid read"),
+    "retest": Bound(0, 100_000, "each retest is a paid verdict; a test-retest sample larger than this measures "
+                                "nothing more"),
 }
 
 

@@ -13,7 +13,8 @@ import pytest
 
 from judge import stats as S
 from judge.agreement import length_bias
-from judge.analysis import compare, length_check, quant_check
+from judge.analysis import compare, quant_check
+from judge.bias_checks import style_check
 from judge.rule import Scale
 from registration.prereg import Analysis, Hypothesis
 from registration.questions import Question
@@ -220,46 +221,67 @@ def test_calibration_is_seeded_and_shifts_to_the_boundary():
 # ---------------------------------------------------------------- length bias
 
 
-def length_planted(long_wins: bool):
-    """b writes 60 words, a 10; the judge gives 2 to long answers and 1 to short ones (and to a's answers that
-    happen to be long), so the raw difference is all length."""
-    points = []
+def answer(arm: str, q: str, words: int) -> SimpleNamespace:
+    return SimpleNamespace(arm=arm, quant="Q8_0", question_id=q, status="ok", text=" ".join(["w"] * words))
+
+
+def length_paying_subset():
+    """40 questions, the first 20 tagged "s". On "s" the judge pays for length: trained writes 60 words and gets 2;
+    base writes 10 words and gets 1, except on every fourth question, where it writes 60 and gets 2 too (a paired
+    difference of 1 on 15 questions, 0 on 5: +0.75, all of it length). Outside "s" both arms write 10 words and
+    trained is better by 2 points, whatever the length."""
+    a, b, answers = {}, {}, []
     for i in range(40):
-        points.append(("trained", "Q8_0", 60, 2 if long_wins else 1))
-        short = i % 4 != 0
-        points.append(("base", "Q8_0", 10 if short else 60, (1 if short else 2) if long_wins else 1))
-    return length_bias(points, [("H1", "base", "trained", "Q8_0")])
+        q = f"q{i:02d}"
+        if i < 20:
+            long_a = i % 4 == 0
+            a[q], b[q] = Fraction(2 if long_a else 1), Fraction(2)
+            answers += [answer("base", q, 60 if long_a else 10), answer("trained", q, 60)]
+        else:
+            a[q], b[q] = Fraction(0), Fraction(2)
+            answers += [answer("base", q, 10), answer("trained", q, 10)]
+    qs = {f"q{i:02d}": Question(f"q{i:02d}", "?", None, ("s",) if i < 20 else ("t",), None, "x.jsonl")
+          for i in range(40)}
+    return {("base", "Q8_0"): a, ("trained", "Q8_0"): b}, answers, qs
 
 
-def comparison(bound: float, upper: float):
-    a, b = [0] * 20, [0] * 20
-    r = S.paired(a, b, resamples=100).to_dict() | {"bound": bound, "upper": upper, "ci_low": bound, "ci_high": upper}
-    return {"id": "H1", "kind": "non_inferiority", "margin": 0.1, "result": r, "length_notes": []}
-
-
-def test_a_length_caution_when_the_adjusted_difference_would_change_the_verdict():
-    bias = length_planted(True)
-    entry = bias["comparisons"][0]
-    assert entry["raw_difference"] == pytest.approx(0.75)  # 2 - (30 x 1 + 10 x 2) / 40
-    assert entry["length_adjusted_difference"] == pytest.approx(0.0, abs=1e-9)  # length explains it all
-    c = comparison(0.30, 0.9)  # "superior" on the raw scores
-    length_check([c], bias)
+def test_the_length_caution_is_computed_on_the_hypothesis_own_pairs():
+    """A planted length-paying judge on a subset hypothesis: over the subset's pairs the difference at equal length is
+    0 (by hand: d = slope x log-length difference exactly), so the subset's "superior" gets a length caution; the
+    adjustment over every answer of both arms (the earlier caution's basis) moves the subset's decision interval by
+    too little to change it: the two disagree, and the caution follows the subset."""
+    sc, answers, qs = length_paying_subset()
+    hs = Hypothesis(id="Hs", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1, alpha=0.025,
+                    subset=("s",))
+    c = compare(hs, analysis(), qs, sc, cells("base", "trained"), S02)
+    assert c["verdict"] == "superior" and c["result"]["diff"] == pytest.approx(0.75)
+    style_check(c, hs, ("length",), sc, answers)
+    st = c["style"]
+    assert st["n"] == 20 and st["raw"] == pytest.approx(0.75) and st["adjusted"] == pytest.approx(0.0, abs=1e-12)
+    assert st["slopes"]["length"] == pytest.approx(1 / (math.log(61) - math.log(11)))
     assert len(c["length_notes"]) == 1
-    note = c["length_notes"][0]
-    assert "is +0.000 instead of +0.750" in note and '"not shown" instead of "superior"' in note
-    assert "Spearman ρ +1.000" in note  # the score is a monotone function of the length
-    # the same length bias, but a decision far from any threshold: no caution
-    far = comparison(0.95, 1.2)
-    length_check([far], bias)
-    assert far["length_notes"] == []
+    assert "over this hypothesis's 20 pairs, adjusted for length the difference is +0.000" in c["length_notes"][0]
+    assert '"not shown" instead of "superior"' in c["length_notes"][0]
+    # the earlier basis: every answer of both arms, score on arm and log length
+    points = [(r.arm, "Q8_0", len(r.text.split()), int(sc[(r.arm, "Q8_0")][r.question_id])) for r in answers]
+    everywhere = length_bias(points, [("Hs", "base", "trained", "Q8_0")])["comparisons"][0]
+    shift = everywhere["length_adjusted_difference"] - everywhere["raw_difference"]
+    r = c["result"]
+    moved = r | {"bound": r["bound"] + shift, "upper": r["upper"] + shift, "tests": None}
+    assert S.decide(S.Paired(**moved), "non_inferiority", 0.1).verdict == "superior"
 
 
-def test_no_length_caution_without_length_bias():
-    bias = length_planted(False)
-    assert bias["length_spearman"] is None  # every score equal: no correlation to speak of
-    c = comparison(0.02, 0.5)
-    length_check([c], bias)
-    assert c["length_notes"] == []
+def test_no_length_caution_far_from_the_threshold_or_without_length_differences():
+    sc, answers, qs = length_paying_subset()
+    everything = Hypothesis(id="H", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1,
+                            alpha=0.025)
+    c = compare(everything, analysis(), qs, sc, cells("base", "trained"), S02)
+    style_check(c, everything, ("length",), sc, answers)
+    assert c["verdict"] == "superior" and c["style"]["adjusted"] > 0.1 and c["length_notes"] == []
+    same = [answer(r.arm, r.question_id, 10) for r in answers]  # no length difference: nothing to adjust
+    c = compare(everything, analysis(), qs, sc, cells("base", "trained"), S02)
+    style_check(c, everything, ("length",), sc, same)
+    assert c["style"]["covariates"] == [] and c["length_notes"] == []
 
 
 # ---------------------------------------------------------------- quantisation caution
@@ -337,3 +359,66 @@ def test_bad_analysis_settings_are_refused_naming_the_field(tmp_path, line, fiel
 def test_registered_analysis_defaults():
     a = Analysis()
     assert (a.rule, a.min_clusters, a.calibration_sims, a.calibration_ceiling) == ("score", 10, 200, None)
+
+
+# ---------------------------------------------------------------- panel rules
+
+
+def panel_exp():
+    """Arms base (family fam-a) and trained (fam-b); judges: kin (fam-b), other (gpt), plain (no family)."""
+    models = {m: SimpleNamespace(family=f) for m, f in (("ma", "fam-a"), ("mb", "fam-b"), ("mk", "fam-b"),
+                                                        ("mo", "gpt"), ("mp", None))}
+    arms = {"base": SimpleNamespace(model="ma"), "trained": SimpleNamespace(model="mb")}
+    judges = [SimpleNamespace(name=n, model=m) for n, m in (("kin", "mk"), ("other", "mo"), ("plain", "mp"))]
+    return SimpleNamespace(models=models, arm=arms.__getitem__, judges=judges)
+
+
+def test_unrelated_mean_averages_only_the_judges_sharing_no_family_with_either_arm():
+    from judge.bias_checks import unrelated_scores
+
+    by_judge = {"kin": scores([Fraction(0)] * 3, [Fraction(2)] * 3),
+                "other": scores([Fraction(1), Fraction(0), Fraction(2)], [Fraction(1), Fraction(1), Fraction(2)]),
+                "plain": scores([Fraction(2), Fraction(0)], [Fraction(0), Fraction(1)])}
+    got = unrelated_scores(panel_exp(), H, by_judge)
+    # other and plain on the questions both scored (q00, q01); kin (trained's family) left out
+    assert got == {("base", "Q8_0"): {"q00": Fraction(3, 2), "q01": Fraction(0)},
+                   ("trained", "Q8_0"): {"q00": Fraction(1, 2), "q01": Fraction(1)}}
+
+
+def test_all_agree_claims_only_what_every_judge_claims():
+    from judge.bias_checks import panel_verdict
+
+    sp = {"judges": {"kin": {"verdict": "superior"}, "other": {"verdict": "not shown"}}}
+    c = {"verdict": "superior"}
+    assert panel_verdict("all-agree", c, sp) == ("inconclusive", 'panel rule all-agree: the judges disagree '
+                                                 '(kin "superior", other "not shown")')
+    agree = {"judges": {"kin": {"verdict": "superior"}, "other": {"verdict": "superior"}}}
+    assert panel_verdict("all-agree", c, agree) is None
+    assert panel_verdict("primary", c, sp) is None and panel_verdict("all-agree", c, None) is None
+
+
+# ---------------------------------------------------------------- test-retest
+
+
+def test_retest_counts_flips_per_judge_and_names_a_decision_the_retests_change():
+    from judge.bias_checks import retest_section
+
+    def v(judge, label, score, status="scored"):
+        return SimpleNamespace(judge=judge, label=label, kind="single", status=status, score=score)
+
+    first = [v("p", f"L{i}", 1) for i in range(6)] + [v("o", f"L{i}", 2) for i in range(6)]
+    again = ([v("p", "L0", 2), v("p", "L1", 1), v("p", "L2", 0), v("p", "L3", None, "unscored")]
+             + [v("o", f"L{i}", 2) for i in range(3)])
+    seen = []
+
+    def redecide(swap):
+        seen.append(swap)
+        return {"H1": "not shown", "H2": "superior"}
+
+    out = retest_section(again, first, (0, 1, 2), 1, redecide, "p", {"H1": "superior", "H2": "superior"})
+    p, o = out["judges"]["p"], out["judges"]["o"]
+    assert (p["drawn"], p["n"], p["flips"], p["flip_rate"]) == (4, 3, 2, 2 / 3)  # the unscored retest is not a pair
+    assert (o["drawn"], o["n"], o["flips"]) == (3, 3, 0)
+    assert seen == [{"L0": 2, "L1": 1, "L2": 0}] and out["replaced"] == 3  # only the primary judge's scored retests
+    assert out["decisions_changed"] == [{"id": "H1", "verdict": "superior", "with_retests": "not shown"}]
+    assert retest_section([], first, (0, 1, 2), 1, redecide, "p", {}) is None

@@ -120,10 +120,12 @@ def test_one_cluster_is_inconclusive_with_an_undefined_clustered_se_and_a_length
     assert h1["result"]["diff"] == 0.5
     bias = numbers["judges"]["length_bias"]["openai"]["comparisons"][0]
     assert bias["raw_difference"] == 0.5 and abs(bias["length_adjusted_difference"]) < 1e-9  # all of it is length
-    assert len(h1["length_notes"]) == 1 and "is +0.000 instead of +0.500" in h1["length_notes"][0]
+    note = h1["length_notes"][0]  # over the hypothesis's own 20 pairs: the difference at equal length is 0
+    assert len(h1["length_notes"]) == 1 and "20 pairs, adjusted for length the difference is +0.000" in note
+    assert "instead of +0.500" in note and h1["style"]["adjusted"] == pytest.approx(0, abs=1e-9)
     report = (out / "report.md").read_text()
     assert "clustered SE undefined (one cluster)" in report and "cluster bootstrap over 1 clusters" in report
-    assert "**Length caution:** the primary judge's scores follow answer length" in report
+    assert "**Length caution:** over this hypothesis's 20 pairs, adjusted for length" in report
 
     # the calibration is recomputed by verify: a changed count is named by both paths
     h1["calibration"]["claims"] += 1

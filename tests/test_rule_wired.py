@@ -230,18 +230,26 @@ def test_calibration_is_computed_with_the_registered_rule():
 
 
 def test_a_length_caution_under_the_score_rule():
-    """The length caution moves the decision interval by the length adjustment and decides again; under the score
-    rule too (its interval is its test inverted): +1 on 30 of 40 questions is superior, and moved by the planted
-    -0.75 that length explains it is not shown."""
-    from test_decisions import length_planted
+    """The length caution moves the decision interval by the style adjustment over the hypothesis's own pairs and
+    decides again; under the score rule too (its interval is its test inverted): +1 on 30 of 40 questions is
+    superior, and with every +1 a pair where b wrote 60 words and a 10 (length explains it all) it is not shown."""
+    from types import SimpleNamespace
 
-    from judge.analysis import length_check
+    from judge.bias_checks import style_check
+    from registration.prereg import Hypothesis
 
-    p = S.paired([0] * 40, [1] * 30 + [0] * 10, resamples=200, alpha=ALPHA, margin=0.1, rule="score",
-                 scale=Scale(0, 2))
-    c = {"id": "H1", "kind": "non_inferiority", "margin": 0.1, "result": p.to_dict(), "length_notes": []}
-    assert S.decide(p, "non_inferiority", 0.1).verdict == "superior" and p.bound - 0.75 < -0.1
-    length_check([c], length_planted(True))
+    a, b = [0] * 40, [1] * 30 + [0] * 10
+    p = S.paired(a, b, resamples=200, alpha=ALPHA, margin=0.1, rule="score", scale=Scale(0, 2))
+    ids = [f"q{i:02d}" for i in range(40)]
+    c = {"id": "H1", "kind": "non_inferiority", "margin": 0.1, "result": p.to_dict(), "length_notes": [],
+         "paired_questions": ids}
+    assert S.decide(p, "non_inferiority", 0.1).verdict == "superior"
+    h = Hypothesis(id="H1", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1, alpha=ALPHA)
+    sc = {("base", "Q8_0"): dict(zip(ids, a, strict=True)), ("trained", "Q8_0"): dict(zip(ids, b, strict=True))}
+    answers = [SimpleNamespace(arm=arm, quant="Q8_0", question_id=q, status="ok",
+                               text=" ".join(["w"] * (60 if arm == "trained" and i < 30 else 10)))
+               for i, q in enumerate(ids) for arm in ("base", "trained")]
+    style_check(c, h, ("length",), sc, answers)
     assert len(c["length_notes"]) == 1 and '"not shown" instead of "superior"' in c["length_notes"][0]
 
 

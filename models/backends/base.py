@@ -49,12 +49,15 @@ class Request:
     `attempt` numbers the tries of one verdict: a retry asks the same prompt again, and with a
     provider-default seed nothing else tells its call apart from the first, which the call cache
     would then answer. It is not sent; it is in `to_dict` (the cache key) only from 2 on, so the
-    keys of first attempts made before it existed still match."""
+    keys of first attempts made before it existed still match. `retest` numbers a verdict asked again to measure
+    the judge's test-retest reliability ([judge] retest): likewise never sent, in the key only above 0, so a
+    retest is a call of its own that the cache cannot answer with the original."""
 
     messages: tuple[tuple[str, str], ...]
     generation: Generation
     schema: str | None = None
     attempt: int = 1
+    retest: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -64,6 +67,8 @@ class Request:
         }
         if self.attempt > 1:
             d["attempt"] = self.attempt
+        if self.retest > 0:
+            d["retest"] = self.retest
         return d
 
 

@@ -1,0 +1,269 @@
+"""`judge verify`'s own recomputation of the judge-bias numbers (judge.bias_checks), from the raw records read by
+hand: it imports nothing from judge.stats, judge.biases or judge.bias_checks, so a slip there cannot hide here.
+
+Recomputed: each judge's per-question means, its estimate and paired count on each hypothesis, whether it shares an
+arm's family, a same-family judge's lift and its percentile bootstrap interval (drawn with numpy's generator from the
+registered seed, as the main path draws), the style regression over each hypothesis's pairs by its normal equations
+(answer style counted by this module's own patterns), the test-retest flips and quadratic kappa, and the family:
+the procedure (Holm's steps, the fixed sequence and where it stopped) run again on the claims. A claim at the
+registered alpha is this path's own verdict; a claim at an adjusted alpha is the main path's (its `tests`), itself
+recomputed by the main path, and under the score rule checked against verify's own score test at that alpha
+(`forged_claims`): the family check is independent in its procedure and in every claim it lets stand. The
+per-judge intervals and verdicts, the kappa intervals and the caution texts are recomputed by the main path only.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core import jsonl
+
+# what each style covariate counts, written again here (the main path's patterns are judge.biases')
+_CITATION = re.compile(r"\b(?:Article|Section|Art\.|Rule|Clause)\s+\d+(?:\.\d+)*|§\s*\d+(?:\.\d+)*|\[\d+\]"
+                       r"|\b[A-Z]{2,}-\d+\b")
+_HEADER = re.compile(r"(?m)^ {0,3}#{1,6}(?:[ \t]|$)")
+_LIST_ITEM = re.compile(r"(?m)^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
+_CLAIMS = {"non_inferiority": ("non-inferior", "superior"), "superiority": ("superior",),
+           "equivalence": ("equivalent",)}
+
+
+def _style(text: str, covariate: str) -> float:
+    if covariate == "length":
+        return math.log(1 + len(text.split()))
+    pattern = {"headers": _HEADER, "list_items": _LIST_ITEM, "citations": _CITATION}[covariate]
+    return float(len(pattern.findall(text)))
+
+
+def _means(keys: dict[str, dict], verdicts: list[dict], judge: str) -> dict[tuple, dict[str, Fraction]]:
+    per: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for j in verdicts:
+        if j["judge"] == judge and j["status"] == "scored" and j["label"] in keys:
+            k = keys[j["label"]]
+            per[(k["arm"], k["quant"])][k["question_id"]].append(j["score"])
+    return {cell: {q: Fraction(sum(v), len(v)) for q, v in qs.items()} for cell, qs in per.items()}
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
+    """Gauss-Jordan with partial pivoting; None when singular."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for col in range(n):
+        piv = max(range(col, n), key=lambda r: abs(m[r][col]))
+        if abs(m[piv][col]) < 1e-12 * max(1.0, max(abs(x) for row in a for x in row)):
+            return None
+        m[col], m[piv] = m[piv], m[col]
+        for r in range(n):
+            if r != col:
+                f = m[r][col] / m[col][col]
+                m[r] = [x - f * y for x, y in zip(m[r], m[col], strict=True)]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+def _ols(y: list[float], xs: dict[str, list[float]], alpha: float) -> dict[str, Any]:
+    from scipy.stats import t as student_t
+
+    used = [c for c, v in xs.items() if any(x != 0 for x in v)]
+    n, p = len(y), 1 + len(used)
+    rows = [[1.0] + [xs[c][i] for c in used] for i in range(n)]
+    out: dict[str, Any] = {"n": n, "covariates": used, "raw": math.fsum(y) / n}
+    xtx = [[math.fsum(r[i] * r[j] for r in rows) for j in range(p)] for i in range(p)]
+    inv = [_solve(xtx, [float(i == j) for i in range(p)]) for j in range(p)] if n - p >= 1 else None
+    if inv is None or any(col is None for col in inv):
+        out["adjusted"] = None
+        return out
+    beta = [math.fsum(inv[j][i] * math.fsum(r[j] * yy for r, yy in zip(rows, y, strict=True)) for j in range(p))
+            for i in range(p)]
+    resid = [yy - math.fsum(b * x for b, x in zip(beta, r, strict=True)) for r, yy in zip(rows, y, strict=True)]
+    se = math.sqrt(math.fsum(e * e for e in resid) / (n - p) * inv[0][0])
+    t = float(student_t.ppf(1 - alpha, n - p))
+    out.update(adjusted=beta[0], se=se, df=n - p, ci_low=beta[0] - t * se, ci_high=beta[0] + t * se,
+               slopes=dict(zip(used, beta[1:], strict=True)))
+    return out
+
+
+def _kappa(a: list[int], b: list[int], scale: list[int]) -> float | None:
+    n, pos = len(a), {v: i for i, v in enumerate(scale)}
+    ma = [sum(pos[x] == i for x in a) / n for i in range(len(scale))]
+    mb = [sum(pos[x] == i for x in b) / n for i in range(len(scale))]
+    num = math.fsum((pos[x] - pos[y]) ** 2 for x, y in zip(a, b, strict=True)) / n
+    den = math.fsum((i - j) ** 2 * ma[i] * mb[j] for i in range(len(scale)) for j in range(len(scale)))
+    return 1 - num / den if den else None
+
+
+def _family(method: str, comparisons: list[dict], stored: dict[str, dict]) -> tuple[dict, dict[str, dict]]:
+    """The family procedure run again. A claim at the registered alpha is this path's verdict; at another alpha the
+    main path's recorded test (none recorded: no claim)."""
+    ids = [c["id"] for c in comparisons]
+    alphas = {c["id"]: c["alpha"] for c in comparisons}
+
+    def claims(h: str, a: float) -> bool:
+        c = next(x for x in comparisons if x["id"] == h)
+        own = c["own_verdict"] in _CLAIMS[c["kind"]]
+        if a == alphas[h] or not own:
+            return own
+        recorded = [t for t in ((stored.get(h) or {}).get("family") or {}).get("tests", []) if t.get("alpha") == a]
+        return bool(recorded and recorded[0].get("claim"))
+
+    steps, stopped = {}, None
+    if method == "none":
+        steps = {h: {"tested_at": alphas[h], "claimed": claims(h, alphas[h]), "step": None} for h in ids}
+    elif method == "fixed-sequence":
+        for i, h in enumerate(ids):
+            if stopped is not None:
+                steps[h] = {"tested_at": None, "claimed": False, "step": i + 1}
+                continue
+            ok = claims(h, alphas[h])
+            steps[h] = {"tested_at": alphas[h], "claimed": ok, "step": i + 1}
+            stopped = None if ok else h
+    else:
+        left, step = list(ids), 0
+        steps = {h: {"tested_at": None, "claimed": False, "step": None} for h in ids}
+        while left:
+            step += 1
+            for h in left:
+                steps[h]["tested_at"] = alphas[h] / len(left)
+            won = [h for h in left if claims(h, alphas[h] / len(left))]
+            if not won:
+                break
+            for h in won:
+                steps[h].update(claimed=True, step=step)
+            left = [h for h in left if h not in won]
+    fam = {"method": method, "size": len(ids), "stopped_at": stopped,
+           "steps": [{"id": h, "alpha": alphas[h], **steps[h]} for h in ids]}
+    return fam, steps
+
+
+def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], questions: dict[str, list[str]],
+                  clusters: dict[str, str | None]) -> list[str]:
+    """Under the score rule, each claim the family recorded at an adjusted alpha must be one the score test makes
+    at that alpha by verify's own implementation (judge.score_check) on the primary judge's scores: a claim it
+    does not make is a finding. (Withdrawn claims may be the calibration's or the clusters', checked by the main
+    path.)"""
+    from . import score_check
+
+    if exp.analysis.rule != "score" or exp.judge_panel_rule != "primary":
+        return []
+    points = [int(v) for v in numbers["cells"][0]["score_counts"]] if numbers["cells"] else [0]
+    span = max(points) - min(points)
+    hyps = {h.id: h for h in exp.hypotheses}
+    out = []
+    for c in numbers["comparisons"]:
+        h = hyps[c["id"]]
+        a, b = means.get((h.a, h.quant), {}), means.get((h.b, h.quant), {})
+        ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a and q in b]
+        for t in (c.get("family") or {}).get("tests", []):
+            if not t.get("claim") or t.get("alpha") == c.get("alpha") or len(ids) < 2:
+                continue
+            units = ([("cluster", clusters[q]) if clusters.get(q) else ("question", q) for q in ids]
+                     if any(clusters.get(q) for q in ids) else None)
+            m = Fraction(repr(float(h.margin))) if h.margin else Fraction(0)
+            found = score_check.boundary_tests([b[q] - a[q] for q in ids], m, span, t["alpha"], units)
+            own = score_check.verdict(h.kind, h.margin, found) if found else "inconclusive"
+            if own not in _CLAIMS[h.kind]:
+                out.append(f"numbers.json comparisons[{c['id']}].family.tests: a claim ({t.get('verdict')!r}) at "
+                           f"one-sided α = {t['alpha']:.5g}, but verify's own score test there says {own!r}")
+    return out
+
+
+def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, list[str]], answers: list[dict],
+            verdicts: list[dict], ind: dict, clusters: dict[str, str | None]) -> list[str]:
+    """Add to `ind` (verify's independent numbers) this module's recomputation of the bias numbers, and give its
+    comparisons their verdict after the family adjustment; returns the findings of `forged_claims`."""
+    keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
+    single = [j for j in verdicts if (j.get("kind") or ("pairwise" if str(j["label"]).startswith("P") else "single"))
+              == "single"]
+    panel = numbers["judges"]["panel"]
+    means = {j: _means(keys, single, j) for j in panel}
+    families = {j.name: exp.models[j.model].family for j in exp.judges}
+    an = exp.analysis
+    hyps = {h.id: h for h in exp.hypotheses}
+    stored = {c["id"]: c for c in numbers["comparisons"]}
+    texts: dict[tuple, list[str]] = defaultdict(list)
+    for a in answers:
+        if a["status"] == "ok":
+            texts[(a["arm"], a["quant"], a["question_id"])].append(a.get("text") or "")
+    for entry in ind["comparisons"]:
+        h = hyps[entry["id"]]
+        wanted = [q for q, tags in questions.items() if all(t in tags for t in h.subset)]
+        arm_fams = [exp.models[exp.arm(x).model].family for x in (h.a, h.b)]
+        d = {}
+        for j in panel:
+            a_m, b_m = means[j].get((h.a, h.quant), {}), means[j].get((h.b, h.quant), {})
+            ids = [q for q in wanted if q in a_m and q in b_m]
+            if len(ids) >= 2:
+                d[j] = {q: float(b_m[q] - a_m[q]) for q in ids}
+        sp = None
+        if len(d) >= 2:
+            sp = {"judges": {j: {"family": families.get(j), "n": len(v),
+                                 "shares_family": bool(families.get(j)) and families.get(j) in arm_fams,
+                                 "estimate": math.fsum(v.values()) / len(v)} for j, v in d.items()}, "lifts": {}}
+            for j in sorted(d):
+                others = sorted(o for o in d if o != j)
+                common = sorted(set(d[j]).intersection(*(set(d[o]) for o in others)))
+                if not sp["judges"][j]["shares_family"] or len(common) < 2:
+                    continue
+                per_q = np.array([d[j][q] - math.fsum(d[o][q] for o in others) / len(others) for q in common])
+                idx = np.random.default_rng(an.seed).integers(0, len(common), size=(an.resamples, len(common)))
+                boot = per_q[idx].sum(axis=1) / len(common)
+                lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
+                own = math.fsum(d[j][q] for q in common) / len(common)
+                sp["lifts"][j] = {"judge": j, "others": others, "n": len(common), "estimate": own,
+                                  "lift": math.fsum(per_q) / len(common), "ci_low": lo, "ci_high": hi,
+                                  "others_estimate": own - math.fsum(per_q) / len(common)}
+        entry["self_preference"] = sp
+        s = stored.get(h.id) or {}
+        ids = entry["paired_questions"]
+        if s.get("result") is not None and exp.judge_panel_rule != "unrelated-mean":
+            primary = means[run["judge"]["primary"]]
+            y = [float(primary[(h.b, h.quant)][q] - primary[(h.a, h.quant)][q]) for q in ids]
+
+            def style(arm: str, q: str, c: str, quant: str = h.quant) -> float:
+                ts = texts.get((arm, quant, q)) or [""]
+                return math.fsum(_style(t, c) for t in ts) / len(ts)
+
+            xs = {c: [style(h.b, q, c) - style(h.a, q, c) for q in ids] for c in an.style}
+            entry["style"] = _ols(y, xs, h.alpha)
+        if exp.judge_panel_rule != "primary":  # decided on other scores than the primary judge's: main path only
+            entry.pop("result", None)
+            at = [t for t in (s.get("family") or {}).get("tests", []) if t.get("alpha") == h.alpha]
+            entry["verdict"] = at[0]["verdict"] if at else s.get("verdict")
+        entry["own_verdict"], entry["kind"], entry["alpha"] = entry["verdict"], h.kind, h.alpha
+    fam, steps = _family(an.family, ind["comparisons"], stored)
+    ind["family"] = fam
+    for entry in ind["comparisons"]:
+        st = steps[entry["id"]]
+        entry["family"] = {"method": an.family, "size": fam["size"], "stopped_at": fam["stopped_at"], **st}
+        if st["tested_at"] is None:
+            entry["verdict"] = "inconclusive"
+        elif st["tested_at"] != entry["alpha"] and entry["own_verdict"] in _CLAIMS[entry["kind"]]:
+            tests = [t for t in ((stored.get(entry["id"]) or {}).get("family") or {}).get("tests", [])
+                     if t.get("alpha") == st["tested_at"]]
+            entry["verdict"] = tests[0]["verdict"] if tests else "inconclusive"
+        for k in ("own_verdict", "kind", "alpha"):
+            entry.pop(k)
+    ind.setdefault("judges", {})
+    path = run_dir / "retests.jsonl"
+    if path.exists():
+        retests: dict[tuple, dict] = {}
+        for _, r in jsonl.read(path):
+            retests[(r["judge"], r["label"], r["retest"])] = r
+        first = {(j["judge"], j["label"]): j for j in single}
+        scale = sorted(int(v) for v in numbers["cells"][0]["score_counts"]) if numbers["cells"] else []
+        rows = {}
+        for name in sorted({k[0] for k in retests}):
+            mine = [r for k, r in retests.items() if k[0] == name]
+            pairs = [(first[(name, r["label"])]["score"], r["score"]) for r in mine if r["status"] == "scored"
+                     and first.get((name, r["label"]), {}).get("status") == "scored"]
+            flips = sum(x != y for x, y in pairs)
+            rows[name] = {"judge": name, "drawn": len(mine), "n": len(pairs), "flips": flips,
+                          "flip_rate": flips / len(pairs) if pairs else None,
+                          "kappa_quadratic": _kappa([x for x, _ in pairs], [y for _, y in pairs], scale)
+                          if len(pairs) >= 2 else None}
+        ind["judges"]["retest"] = {"judges": rows}
+    return forged_claims(numbers, exp, means[run["judge"]["primary"]], questions, clusters)

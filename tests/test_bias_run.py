@@ -1,0 +1,150 @@
+"""Judge biases end to end, against scripted HTTP judges: a panel of an unrelated judge and a judge of the trained
+arm's family that adds one point to every answer of that arm, and test-retest re-asks that the unrelated judge
+answers differently on a seeded third.
+
+The decision line carries both judges' estimates, the same-family judge's lift and a self-preference caution;
+`judge verify` passes the folder and fails it once the lift is edited; the flip rate is the share of re-asks the
+server flipped (a planted fact counted at the server) and lies within sampling error of 1/3; the family adjustment
+is on the decision line and in numbers.json. A resumed run asks nothing again, retests included.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+
+import pytest
+
+from registration.seal import seal
+
+from conftest import ROOT, cli, http_prereg
+from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
+
+pytestmark = pytest.mark.integration
+ENV = {"OPENAI_API_KEY": "sk-test"}
+
+
+def _prereg(url: str) -> str:
+    text = http_prereg("bias", f"{url}/v1", f"""[models.kin]
+backend = "openai"
+source = "kin-model"
+base_url = "{url}/v1"
+family = "fam-b"
+
+[models.arm-a]
+backend = "openai"
+source = "arm-a"
+base_url = "{url}/v1"
+family = "fam-a"
+
+[models.arm-b]
+backend = "openai"
+source = "arm-b"
+base_url = "{url}/v1"
+family = "fam-b"
+
+[[arms]]
+name = "alpha"
+model = "arm-a"
+quants = ["served"]
+generation = {{ temperature = 0.0, max_tokens = 64, seed = 0 }}
+
+[[arms]]
+name = "beta"
+model = "arm-b"
+quants = ["served"]
+generation = {{ temperature = 0.0, max_tokens = 64, seed = 0 }}
+""", [("H1", "alpha", "beta")])
+    text = text.replace('attempts = 2\n\n[judges.openai]', 'attempts = 2\npanel = "all-available"\nretest = 80\n\n'
+                        '[judges.openai]')
+    return text.replace('requires_env = "OPENAI_API_KEY"\n\n[analysis]',
+                        'requires_env = "OPENAI_API_KEY"\n\n[judges.kin]\nmodel = "kin"\n'
+                        'requires_env = "OPENAI_API_KEY"\n\n[analysis]')
+
+
+class Script:
+    """Arms answer "alpha qNN answer." / "beta qNN answer."; the judge of beta's family gives beta 2 and alpha 1;
+    the unrelated judge gives 1 to every answer, and a re-ask of a verdict it gave before is flipped to 2 with
+    probability 1/3 (seeded); the flips are counted here."""
+
+    def __init__(self):
+        self.asked: set[str] = set()
+        self.rng = random.Random(2026)
+        self.reasks = self.flips = 0
+
+    def __call__(self, seen: Seen) -> Step:
+        if seen.model in ("arm-a", "arm-b"):
+            qid = json.loads(next(line for line in (ROOT / "sealed/demo/sets/exam.jsonl").read_text().splitlines()
+                                  if json.loads(line)["question"] in seen.prompt))["id"]
+            return reply(f"{'alpha' if seen.model == 'arm-a' else 'beta'} {qid} answer.")
+        if seen.model == "kin-model":
+            return verdict({"rationale": "r", "score": 2 if "beta q" in seen.prompt else 1, "harmful": False})
+        score = 1
+        if seen.prompt in self.asked:
+            self.reasks += 1
+            if self.rng.random() < 1 / 3:
+                self.flips += 1
+                score = 2
+        self.asked.add(seen.prompt)
+        return verdict({"rationale": "r", "score": score, "harmful": False})
+
+
+@pytest.fixture(scope="module")
+def biased(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bias")
+    exp = root / "exp"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    script = Script()
+    env = {**ENV, "BLINDEVAL_CACHE": str(root / "cache")}
+    with ScriptedServer(script, models=("arm-a", "arm-b", "judge-model", "kin-model")) as server:
+        (exp / "prereg.toml").write_text(_prereg(server.url))
+        seal(exp)
+        out = root / "run"
+        args = ("judge", "run", "--exp", str(exp), "--arms", "--out", str(out), "--quiet")
+        r = cli(*args, env=env, timeout=600)
+        assert r.returncode in (0, 1), r.stderr
+        calls = len(server.seen)
+        again = cli(*args, env=env, timeout=600)  # resumed: every answer, verdict and retest is already there
+        assert again.returncode == r.returncode and len(server.seen) == calls, again.stderr
+        yield out, script, env
+
+
+def test_the_decision_line_shows_both_estimates_the_lift_and_the_caution_and_verify_checks_the_lift(biased, tmp_path):
+    out, _, env = biased
+    c = json.loads((out / "numbers.json").read_text())["comparisons"][0]
+    sp = c["self_preference"]
+    # planted: the unrelated judge scores both arms 1 (difference 0), the kin judge gives beta one point more
+    assert sp["judges"]["openai"]["estimate"] == 0 and sp["judges"]["kin"]["estimate"] == 1
+    assert sp["judges"]["kin"]["shares_family"] and not sp["judges"]["openai"]["shares_family"]
+    lift = sp["lifts"]["kin"]
+    assert (lift["lift"], lift["ci_low"], lift["ci_high"], lift["n"]) == (1, 1, 1, 40)
+    assert sp["judges"]["kin"]["verdict"] == "superior" and sp["judges"]["openai"]["verdict"] != "superior"
+    report = (out / "report.md").read_text()
+    assert "Judges: kin (fam-b, an arm's family) +1.000" in report and "openai (gpt) +0.000" in report
+    assert "lift of kin over openai: +1.000" in report
+    assert "**Self-preference caution:** judge kin shares the model family fam-b" in report
+    assert "Family: Holm over 1 registered hypotheses: tested at one-sided α = 0.025" in report
+    ok = cli("judge", "verify", str(out), env=env, timeout=300)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    edited = tmp_path / "edited"
+    shutil.copytree(out, edited)
+    numbers = json.loads((edited / "numbers.json").read_text())
+    numbers["comparisons"][0]["self_preference"]["lifts"]["kin"]["lift"] = 0.5
+    (edited / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    bad = cli("judge", "verify", str(edited), env=env, timeout=300)
+    assert bad.returncode != 0
+    assert "self_preference.lifts.kin.lift = 0.5, but the independent plain-Python recomputation gives 1.0" in (
+        bad.stdout + bad.stderr)
+
+
+def test_a_judge_flipping_a_seeded_third_of_re_asks_has_a_flip_rate_near_one_third(biased):
+    out, script, _ = biased
+    rt = json.loads((out / "numbers.json").read_text())["judges"]["retest"]
+    mine = rt["judges"]["openai"]
+    assert mine["drawn"] == mine["n"] == script.reasks == 80
+    assert mine["flips"] == script.flips  # the flips the server made, counted there
+    assert abs(mine["flip_rate"] - 1 / 3) <= 3 * math.sqrt(1 / 3 * 2 / 3 / 80)
+    assert mine["flip_ci95"][0] < 1 / 3 < mine["flip_ci95"][1]
+    assert rt["judges"]["kin"]["flips"] == 0 and rt["judges"]["kin"]["kappa_quadratic"] == 1
+    assert "- openai: 80 of 80 retests scored both times; flips" in (out / "report.md").read_text()
