@@ -54,10 +54,10 @@ KINDS = ("non_inferiority", "superiority", "equivalence")
 # The keys each table accepts (tests/test_readme.py checks README documents every one of them).
 EXPERIMENT_KEYS = ("name", "description", "seed", "sets")
 RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers", "gpu_layers", "batch", "flash_attn")
-JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop")
+JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop", "min_gold_agreement")
 JUDGE_TABLE_KEYS = ("model", "quant", "requires_env", "generation")
 ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "rule", "min_clusters", "calibration_sims",
-                 "calibration_ceiling")
+                 "calibration_ceiling", "judge_error")
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
 GOLD_KEYS = ("labels", "program")
@@ -70,6 +70,8 @@ TABLES = tuple(SHAPES)
 RULES = ("score", "bootstrap", "bootstrap_and_t")  # judge.stats.RULES: the decision rules a registration may name
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
+JUDGE_ERROR = ("report", "decide")  # what gold does to a decision: an interval beside it, or its bound
+AGREEMENT_RANGE = (-1.0, 1.0)  # quadratic-weighted kappa's range: where a min_gold_agreement floor may lie
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,9 @@ class Analysis:
     min_clusters: int = 10  # a set that declares clusters: fewer clusters than this in a comparison is inconclusive
     calibration_sims: int = 200  # data sets simulated at the boundary to measure each decision's false-claim rate
     calibration_ceiling: float | None = None  # above this simulated rate a claim is inconclusive; None: 2 * alpha
+    # "report": the prediction-powered (gold-corrected) interval is printed beside each decision, with a caution
+    # where it would decide otherwise; "decide": it is the decision's bound
+    judge_error: str = "report"
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,9 @@ class Experiment:
     audit: AuditGate | None
     runtime: Runtime
     gold: Gold | None = None  # [gold]: None when not registered
+    # [judge] min_gold_agreement: a floor on the lower bound of the deciding judge's quadratic-weighted kappa
+    # against gold (judge.judge_error); below it, or with no gold to measure it, a decision is inconclusive
+    min_gold_agreement: float | None = None
 
     def arm(self, name: str) -> ArmSpec:
         return next(a for a in self.arms if a.name == name)
@@ -277,6 +285,11 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
                 raise BadInput(file, f"[judge] scrub_drop names no default pattern {name!r}; the defaults: "
                                f"{', '.join(DEFAULT_SCRUB)}", field="scrub_drop")
         scrub = scrub_patterns(tuple(extra_scrub), tuple(drop))
+        floor = setting(jt, "min_gold_agreement", "number", file, "[judge]", None)
+        low, high = AGREEMENT_RANGE
+        if floor is not None and not low <= floor <= high:
+            raise BadInput(file, f"[judge] min_gold_agreement is a floor on a weighted kappa, which lies in "
+                           f"[{low:g}, {high:g}]; got {floor!r}", field="min_gold_agreement")
     judges = []
     for jname, t in (doc.get("judges") or {}).items():
         with table("judges", jname):
@@ -301,6 +314,7 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
         dir=exp_dir, name=name, seed=seed, sets=tuple(sets), models=models, adapters=adapters, arms=arms,
         rubric=rubric, judges=judges, judge_attempts=attempts, judge_mode=mode, judge_panel=panel, scrub=tuple(scrub),
         hypotheses=hyps, analysis=analysis, audit=audit, runtime=runtime, gold=gold,
+        min_gold_agreement=None if floor is None else float(floor),
     )
 
 
@@ -376,10 +390,14 @@ def _analysis(at: Any, file: Path, seed: int) -> Analysis:
     if ceiling is not None and not 0 < ceiling < 1:
         raise BadInput(file, f"{where} calibration_ceiling must be a number in (0, 1), not {ceiling!r}",
                        field="calibration_ceiling")
+    judge_error = setting(at, "judge_error", "string", file, where, "report")
+    if judge_error not in JUDGE_ERROR:
+        raise BadInput(file, f"{where} judge_error must be one of {', '.join(repr(x) for x in JUDGE_ERROR)}, not "
+                       f"{judge_error!r}", field="judge_error")
     return Analysis(resamples=resamples, method=method, seed=bounded(at, "seed", "integer", file, where, seed),
                     max_unscored=float(max_unscored), rule=rule, min_clusters=counts["min_clusters"],
                     calibration_sims=counts["calibration_sims"],
-                    calibration_ceiling=None if ceiling is None else float(ceiling))
+                    calibration_ceiling=None if ceiling is None else float(ceiling), judge_error=judge_error)
 
 
 def _audit(a: Any, file: Path, arms: dict[str, ArmSpec]) -> AuditGate:
