@@ -24,7 +24,7 @@ from core.records import ANSWER_KEY, JUDGMENT_KEY, AnswerRow, Judgment, KeyRow, 
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
 
-from . import stats
+from . import stats, validity
 from .agreement import agreement, length_bias
 from .pairwise import summarise
 from .rule import Scale, cluster_units
@@ -322,7 +322,10 @@ def amendments(exp: Experiment, first: str | None) -> list[dict[str, Any]]:
             for a in verify_amendments(exp.dir)]
 
 
-def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
+def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any],
+                    gold=None) -> dict[str, Any]:
+    """`gold`: the run's gold scores (judge.gold.gold_scores), when the experiment registers any: then the judge is
+    measured against them and each decision gets its gold-corrected interval (judge.validity)."""
     raw = load_raw(run_dir)
     answers, keys, pkeys, judgments = raw.answers, raw.keys, raw.pkeys, raw.judgments
     judge = run["judge"]["primary"]
@@ -337,6 +340,8 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     comparisons = [compare(h, exp, qmap, scores, cells, rubric_scale(exp, h, points)) for h in hyps]
     judges = judges_section(exp, panel, answers, keys, pkeys, judgments, hyps)
     length_check(comparisons, judges["length_bias"].get(judge))
+    checked = {} if gold is None else {"judge_validity": validity.apply(exp, gold, keys, judgments, panel, judge, hyps,
+                                                                        qmap, scores, comparisons)}
     return {
         "schema": 1,
         "experiment": exp.name,
@@ -350,6 +355,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "judge_totals": _judge_totals(judgments),
         "amendments": amendments(exp, raw.first_judgment),
         "judges": judges,
+        **checked,
     }
 
 

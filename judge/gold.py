@@ -360,3 +360,11 @@ def gold_scores(exp: Experiment, run_dir: Path) -> GoldSet:
     labels (labels/), each with its source and design. Bad input (exit 2, named) if any source is unreadable."""
     d = load(run_dir, exp.dir)
     return gold_set(exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key, Path(run_dir))
+
+
+def run_gold(exp: Experiment, run_dir: Path) -> GoldSet | None:
+    """The gold a results folder's numbers are computed with: None when the experiment registers no gold and nobody
+    labelled the run (its numbers then have no judge-validity section, as before gold existed)."""
+    if exp.gold is None and not labeller_files(Path(run_dir)):
+        return None
+    return gold_scores(exp, run_dir)
