@@ -133,7 +133,11 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
         return base | {"design": "convenience" if hand else None, "reason": why}
     design = "random_sample" if "random_sample" in designs else "complete_strata"
     c = ppi.correct(f, g, design=design, alpha=h.alpha, strata=strata, rule="guarded", step=STEP)
-    out = base | {"design": design, "reason": c.reason}
+    reason = c.reason
+    if complete and reason.startswith("the questions:"):  # the stratum None is what the complete strata leave
+        reason = reason.replace("the questions:", "the questions outside the complete strata "
+                                f"({', '.join(sorted(complete))}):", 1)
+    out = base | {"design": design, "reason": reason}
     if c.ppi is None:
         return out
     return out | {"ppi": _estimate(c.ppi), "gold_only": _estimate(c.gold_only),
