@@ -363,8 +363,11 @@ def gold_scores(exp: Experiment, run_dir: Path) -> GoldSet:
 
 
 def run_gold(exp: Experiment, run_dir: Path) -> GoldSet | None:
-    """The gold a results folder's numbers are computed with: None when the experiment registers no gold and nobody
-    labelled the run (its numbers then have no judge-validity section, as before gold existed)."""
-    if exp.gold is None and not labeller_files(Path(run_dir)):
+    """The gold a results folder's numbers are computed with: None when the experiment registers no gold, nobody
+    labelled the run and nothing registered asks for gold (its numbers then have no judge-validity section, as
+    before gold existed). A registered `min_gold_agreement` or `judge_error = "decide"` without gold gets an empty
+    set: there is nothing to measure the judge with, and the decisions say so."""
+    asks = exp.min_gold_agreement is not None or exp.analysis.judge_error == "decide"
+    if exp.gold is None and not labeller_files(Path(run_dir)) and not asks:
         return None
     return gold_scores(exp, run_dir)

@@ -95,7 +95,7 @@ def test_the_second_path_point_estimate_is_ppi_pys(d, fu):
 N = 30
 
 
-def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float | None = None):
+def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float | None = None, gold_on: bool = True):
     """Arm a's answers all judged 1 and worth 1; arm b's judged `judge_b[i]`, worth `gold_b[i]`; gold on every
     answer with `design`. One question per index, all tagged "all" (so gold covers the whole stratum)."""
     demo = load_experiment(ROOT / "sealed" / "demo")
@@ -118,8 +118,10 @@ def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float 
                                     status="scored", error=None, time=None, note="", design=design,
                                     stratum="all" if design == "complete_strata" else None, draw=None))
     complete = design == "complete_strata"
+    scores = scores if gold_on else []
     gold = GoldSet(scale=SCALE, answers=2 * N, scores=tuple(scores),
-                   strata=(GoldStratum("all", tuple(qmap), 2 * N, 2 * N, complete),), draws=(), program=None,
+                   strata=(GoldStratum("all", tuple(qmap), 2 * N, len(scores), complete and gold_on),), draws=(),
+                   program=None,
                    files=(), unmatched=())
     per = {("a", "Q"): {q: Fraction(1) for q in qmap},
            ("b", "Q"): {q: Fraction(judge_b[i]) for i, q in enumerate(qmap)}}
@@ -180,3 +182,11 @@ def test_a_judge_that_agrees_with_gold_passes_the_floor():
     section, c = planted(gold_b, gold_b, "complete_strata", floor=0.5)
     assert section["judges"][0]["agreement"]["kappa_low"] == 1.0
     assert c["verdict"] == "non-inferior"  # unchanged: the floor is met (and the corrected verdict is noted)
+
+
+@pytest.mark.parametrize("mode, floor", [("report", 0.2), ("decide", None)])
+def test_a_registered_floor_or_decide_without_any_gold_is_inconclusive_with_the_reason(mode, floor):
+    judge_b = [1] * N
+    section, c = planted(judge_b, judge_b, "complete_strata", mode=mode, floor=floor, gold_on=False)
+    assert section["judges"][0]["agreement"] is None and c["verdict"] == "inconclusive"
+    assert ("no gold to measure it" if floor else "no gold-corrected interval") in c["reason"]
