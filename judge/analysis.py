@@ -34,7 +34,7 @@ from core.records import (
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
 
-from . import stats
+from . import stats, validity
 from .agreement import agreement, length_bias
 from .bias_checks import apply_family, panel_verdict, retest_section, self_preference, style_check, unrelated_scores
 from .pairwise import summarise
@@ -337,7 +337,10 @@ def amendments(exp: Experiment, first: str | None) -> list[dict[str, Any]]:
             for a in verify_amendments(exp.dir)]
 
 
-def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any]) -> dict[str, Any]:
+def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any],
+                    gold=None) -> dict[str, Any]:
+    """`gold`: the run's gold scores (judge.gold.gold_scores), when the experiment registers any: then the judge is
+    measured against them and each decision gets its gold-corrected interval (judge.validity)."""
     raw = load_raw(run_dir)
     answers, keys, pkeys, judgments = raw.answers, raw.keys, raw.pkeys, raw.judgments
     judge = run["judge"]["primary"]
@@ -377,6 +380,8 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         judges["retest"] = retests
     family = apply_family(exp.analysis.family, comparisons,
                           lambda i, a: decide(hyps[i], decided_on(hyps[i]), alpha=a))
+    checked = {} if gold is None else {"judge_validity": validity.apply(exp, gold, keys, judgments, panel, judge, hyps,
+                                                                        qmap, scores, comparisons)}
     return {
         "schema": 1,
         "experiment": exp.name,
@@ -392,6 +397,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "judges": judges,
         "family": family,
         "panel_rule": rule,
+        **checked,
     }
 
 

@@ -2,7 +2,10 @@
 
 One row per answer and judge of single-answer grading (each key's current record under the retry
 rule): question, cluster, arm, quant, sample, the answer's text, judge, blinded label, the verdict's
-status and score, and the sha256 of the raw judge reply the verdict came from. An answer whose model
+status and score, the sha256 of the raw judge reply the verdict came from, and the answer's gold (judge.gold):
+`gold` the mean of its gold scores (empty where it has none), `gold_scores` how many there are (program, sealed
+labels and people's labels each count), `gold_design` how they were chosen (complete_strata, random_sample,
+convenience; several joined by "+"). An answer whose model
 call failed has one row with status `answer error`; an answer no judge has a verdict for yet has one
 row with status `not judged`. Pairwise verdicts compare two answers and are not in the table.
 
@@ -29,9 +32,10 @@ from registration.prereg import load_experiment
 from registration.questions import load_questions
 
 from .analysis import RAW_FILES, load_raw
+from .gold import run_gold
 
 COLUMNS = ("question", "cluster", "arm", "quant", "sample", "answer", "judge", "label", "status", "score",
-           "raw_sha256")
+           "raw_sha256", "gold", "gold_scores", "gold_design")
 FORMATS = ("csv", "parquet")
 FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r")  # OWASP's CSV-injection characters
 
@@ -56,6 +60,10 @@ def table(run_dir: Path, exp_dir: Path | None = None) -> pd.DataFrame:
     for j in raw.judgments:
         if j.kind == "single":
             verdicts.setdefault(j.label, []).append(j)
+    gold = run_gold(exp, run_dir)
+    golden: dict[str, list] = {}
+    for g in gold.scored if gold else ():
+        golden.setdefault(g.label, []).append(g)
     order = {q: i for i, q in enumerate(qids)}
     arm_order = {a: i for i, a in enumerate(arms)}
     answers = sorted((a for a in raw.answers if a.arm in arm_order and a.question_id in order),
@@ -65,6 +73,9 @@ def table(run_dir: Path, exp_dir: Path | None = None) -> pd.DataFrame:
         base = {"question": a.question_id, "cluster": clusters.get(a.question_id, a.question_id), "arm": a.arm,
                 "quant": a.quant, "sample": a.sample, "answer": a.text}
         label = by_row.get(a.row)
+        mine = golden.get(label, [])
+        base |= {"gold": sum(g.score for g in mine) / len(mine) if mine else None, "gold_scores": len(mine),
+                 "gold_design": "+".join(sorted({g.design for g in mine})) or None}
         judged = sorted(verdicts.get(label, []), key=lambda j: j.judge)
         if a.status != "ok" or not judged:
             rows.append({**base, "judge": None, "label": label, "score": None, "raw_sha256": None,
@@ -76,6 +87,8 @@ def table(run_dir: Path, exp_dir: Path | None = None) -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     df["sample"] = df["sample"].astype("int64")
     df["score"] = df["score"].astype("Int64")  # nullable: an unscored verdict has no score, never a zero
+    df["gold"] = df["gold"].astype("Float64")
+    df["gold_scores"] = df["gold_scores"].astype("int64")
     return df
 
 

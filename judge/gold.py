@@ -360,3 +360,14 @@ def gold_scores(exp: Experiment, run_dir: Path) -> GoldSet:
     labels (labels/), each with its source and design. Bad input (exit 2, named) if any source is unreadable."""
     d = load(run_dir, exp.dir)
     return gold_set(exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key, Path(run_dir))
+
+
+def run_gold(exp: Experiment, run_dir: Path) -> GoldSet | None:
+    """The gold a results folder's numbers are computed with: None when the experiment registers no gold, nobody
+    labelled the run and nothing registered asks for gold (its numbers then have no judge-validity section, as
+    before gold existed). A registered `min_gold_agreement` or `judge_error = "decide"` without gold gets an empty
+    set: there is nothing to measure the judge with, and the decisions say so."""
+    asks = exp.min_gold_agreement is not None or exp.analysis.judge_error == "decide"
+    if exp.gold is None and not labeller_files(Path(run_dir)) and not asks:
+        return None
+    return gold_scores(exp, run_dir)

@@ -60,11 +60,13 @@ from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_s
 from .bias_recheck import recheck as recheck_biases
 from .cost import costs
 from .folder import binding_findings
+from .gold import run_gold
 from .rederive import Replies, rederive
 from .report import render
 from .review_md import REVIEW, review_markdown
 from .rule import Scale
 from .runinfo import Scope, bound_scope, merged, registered
+from .validity_check import recompute as recompute_validity
 
 TOL = 1e-9
 
@@ -854,7 +856,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         problems += found + cache_problems
         unchecked += not_checked + cache_unchecked
     try:
-        main = compute_numbers(exp, all_q, run_dir, run)
+        gold = run_gold(exp, run_dir)
+        main = compute_numbers(exp, all_q, run_dir, run, gold)
     except BadRecord:  # a record missing a field cannot be read by either path: bad input, not a finding
         raise
     except BadInput as e:  # the main path refuses the raw files (e.g. the retry rule): nothing to compare with
@@ -886,6 +889,11 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     for c in ind["cells"]:
         ind["quant_check"]["means"][c["arm"]][c["quant"]] = c["mean"]
     problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")
+    if gold is not None:
+        blinded = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
+        check = recompute_validity(run, exp, gold, blinded, list(verdicts.last.values()), questions)
+        problems += diff_numbers(_subset_of(numbers, check), check,
+                                 "independent plain-Python recomputation of the judge's error")
     problems += cost_findings(run, run_dir, exp)
     review = published.review if published else (run_dir / REVIEW).is_file()
     expected_report = render(numbers, _json(run_dir / "run.json"), digest, review).splitlines()

@@ -32,7 +32,7 @@ from judge.analysis import anchor, compute_numbers, late_amendments, write_numbe
 from judge.blinding import blind, label_secret
 from judge.cost import costs
 from judge.folder import bind, commit, start_judging
-from judge.gold import check_gold
+from judge.gold import check_gold, run_gold
 from judge.judging import RETESTS, judge_all, retest_labels
 from judge.pairwise import pair_items
 from judge.plots import write_plots
@@ -268,7 +268,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
         "cost": costs(exp, arms, [j.name for j in panel], qids, run_dir),
     })
     write_text(run_json, json.dumps(run_info, indent=1) + "\n")
-    numbers = compute_numbers(exp, load_questions(exp.set_paths()), run_dir, run_info)
+    numbers = compute_numbers(exp, load_questions(exp.set_paths()), run_dir, run_info, run_gold(exp, run_dir))
     for a in late_amendments(numbers):
         raise BadInput(exp_dir / "amendments.jsonl", f"amendment {a['n']} is dated {a['date']}, after the first "
                        "judgment of this run: it cannot govern it (record it with `judge amend --post-hoc`)",

@@ -54,10 +54,11 @@ KINDS = ("non_inferiority", "superiority", "equivalence")
 # The keys each table accepts (tests/test_readme.py checks README documents every one of them).
 EXPERIMENT_KEYS = ("name", "description", "seed", "sets")
 RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers", "gpu_layers", "batch", "flash_attn")
-JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop", "panel_rule", "retest")
+JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop", "panel_rule", "retest",
+              "min_gold_agreement")
 JUDGE_TABLE_KEYS = ("model", "quant", "requires_env", "generation")
 ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "rule", "min_clusters", "calibration_sims",
-                 "calibration_ceiling", "family", "style")
+                 "calibration_ceiling", "family", "style", "judge_error")
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
 GOLD_KEYS = ("labels", "program")
@@ -81,6 +82,8 @@ FAMILIES = ("holm", "fixed-sequence", "none")
 # Style covariates a paired difference may be adjusted for, over a hypothesis's own pairs (judge.biases.style_counts):
 # answer length is always one of them.
 STYLES = ("length", "headers", "list_items", "citations")
+JUDGE_ERROR = ("report", "decide")  # what gold does to a decision: an interval beside it, or its bound
+AGREEMENT_RANGE = (-1.0, 1.0)  # quadratic-weighted kappa's range: where a min_gold_agreement floor may lie
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,9 @@ class Analysis:
     calibration_ceiling: float | None = None  # above this simulated rate a claim is inconclusive; None: 2 * alpha
     family: str = "holm"  # FAMILIES: how the registered hypotheses are adjusted as one family
     style: tuple[str, ...] = ("length",)  # STYLES the style caution adjusts for; length always first
+    # "report": the prediction-powered (gold-corrected) interval is printed beside each decision, with a caution
+    # where it would decide otherwise; "decide": it is the decision's bound
+    judge_error: str = "report"
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,9 @@ class Experiment:
     gold: Gold | None = None  # [gold]: None when not registered
     judge_panel_rule: str = "primary"  # PANEL_RULES: who decides when several judges scored
     judge_retest: int = 0  # verdicts of each judge asked again (a seeded draw of labels), for test-retest reliability
+    # [judge] min_gold_agreement: a floor on the lower bound of the deciding judge's quadratic-weighted kappa
+    # against gold (judge.judge_error); below it, or with no gold to measure it, a decision is inconclusive
+    min_gold_agreement: float | None = None
 
     def arm(self, name: str) -> ArmSpec:
         return next(a for a in self.arms if a.name == name)
@@ -297,6 +306,11 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
             raise BadInput(file, f"[judge] panel_rule must be one of {', '.join(repr(r) for r in PANEL_RULES)}, not "
                            f"{panel_rule!r}", field="panel_rule")
         retest = bounded(jt, "retest", "integer", file, "[judge]", 0)
+        floor = setting(jt, "min_gold_agreement", "number", file, "[judge]", None)
+        low, high = AGREEMENT_RANGE
+        if floor is not None and not low <= floor <= high:
+            raise BadInput(file, f"[judge] min_gold_agreement is a floor on a weighted kappa, which lies in "
+                           f"[{low:g}, {high:g}]; got {floor!r}", field="min_gold_agreement")
     judges = []
     for jname, t in (doc.get("judges") or {}).items():
         with table("judges", jname):
@@ -324,7 +338,7 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
         dir=exp_dir, name=name, seed=seed, sets=tuple(sets), models=models, adapters=adapters, arms=arms,
         rubric=rubric, judges=judges, judge_attempts=attempts, judge_mode=mode, judge_panel=panel, scrub=tuple(scrub),
         hypotheses=hyps, analysis=analysis, audit=audit, runtime=runtime, gold=gold, judge_panel_rule=panel_rule,
-        judge_retest=retest,
+        judge_retest=retest, min_gold_agreement=None if floor is None else float(floor),
     )
 
 
@@ -430,11 +444,15 @@ def _analysis(at: Any, file: Path, seed: int) -> Analysis:
                            f"{', '.join(STYLES)}", field="style")
     if len(set(style)) != len(style):
         raise BadInput(file, f"{where} style lists a covariate twice: {style}", field="style")
+    judge_error = setting(at, "judge_error", "string", file, where, "report")
+    if judge_error not in JUDGE_ERROR:
+        raise BadInput(file, f"{where} judge_error must be one of {', '.join(repr(x) for x in JUDGE_ERROR)}, not "
+                       f"{judge_error!r}", field="judge_error")
     return Analysis(resamples=resamples, method=method, seed=bounded(at, "seed", "integer", file, where, seed),
                     max_unscored=float(max_unscored), rule=rule, min_clusters=counts["min_clusters"],
                     calibration_sims=counts["calibration_sims"],
                     calibration_ceiling=None if ceiling is None else float(ceiling), family=family,
-                    style=tuple(s for s in STYLES if s == "length" or s in style))
+                    style=tuple(s for s in STYLES if s == "length" or s in style), judge_error=judge_error)
 
 
 def _audit(a: Any, file: Path, arms: dict[str, ArmSpec]) -> AuditGate:

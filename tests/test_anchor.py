@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from core import jsonl
 from judge.analysis import ANCHOR_FILES, anchor, compute_numbers, write_numbers
+from judge.gold import run_gold
 from judge.report import render
 from judge.review_md import write_review
 from judge.verify import Verification, verify
@@ -82,7 +83,7 @@ def _reanalyse(exp, out) -> None:
     """numbers.json and report.md recomputed with our own code, as a careful forger would."""
     info = json.loads((out / "run.json").read_text())
     e = load_experiment(exp)
-    write_numbers(compute_numbers(e, load_questions(e.set_paths()), out, info), out / "numbers.json")
+    write_numbers(compute_numbers(e, load_questions(e.set_paths()), out, info, run_gold(e, out)), out / "numbers.json")
     write_review(out, exp)
     (out / "report.md").write_text(render(json.loads((out / "numbers.json").read_text()), info, anchor(out)))
 

@@ -20,6 +20,7 @@ from core.records import AnswerRow
 from judge.analysis import anchor, compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
 from judge.cost import costs
+from judge.gold import run_gold
 from judge.judging import build_request, prompt_sha256
 from judge.rederive import expected_identity, identity_findings
 from judge.report import render
@@ -51,7 +52,7 @@ def reanalyse(out: Path) -> None:
     e = load_experiment(info["experiment_dir"])
     info["cost"] = costs(e, info["arms"], info["judge"]["panel"], set(info["question_ids"]), out)
     (out / "run.json").write_text(json.dumps(info, indent=1) + "\n")
-    numbers = compute_numbers(e, load_questions(e.set_paths()), out, info)
+    numbers = compute_numbers(e, load_questions(e.set_paths()), out, info, run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, e.dir)
     (out / "report.md").write_text(render(numbers, info, anchor(out)))

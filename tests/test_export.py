@@ -56,7 +56,7 @@ def test_csv_and_parquet_hold_the_same_tidy_table(small_run, tmp_path):
     p = pd.read_parquet(tmp_path / "t.parquet")
     c = pd.read_csv(tmp_path / "t.csv")
     assert list(p.columns) == ["question", "cluster", "arm", "quant", "sample", "answer", "judge", "label", "status",
-                               "score", "raw_sha256"]
+                               "score", "raw_sha256", "gold", "gold_scores", "gold_design"]
     # 4 arms x 2 quants x 3 questions, one judge: one row each (planted by the run's size)
     assert len(p) == len(c) == 24
     assert set(p.arm) == {"base", "trained", "glue-base", "glue-trained"} and set(p.quant) == {"Q8_0", "Q4_K_M"}

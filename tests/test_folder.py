@@ -24,6 +24,7 @@ import pytest
 from core import jsonl
 from judge.analysis import amendments as amendment_rows
 from judge.analysis import anchor, compute_numbers, write_numbers
+from judge.gold import run_gold
 from judge.report import render
 from judge.review_md import write_review
 from registration.prereg import load_experiment
@@ -425,7 +426,7 @@ def reanalyse(exp: Path, out: Path) -> None:
     """Recompute numbers.json and report.md from the raw files, as a careful forger would."""
     info = json.loads((out / "run.json").read_text())
     e = load_experiment(exp)
-    numbers = compute_numbers(e, load_questions(e.set_paths()), out, info)
+    numbers = compute_numbers(e, load_questions(e.set_paths()), out, info, run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, exp)
     (out / "report.md").write_text(render(numbers, info, anchor(out)))

@@ -240,21 +240,21 @@ def test_a_sample_is_drawn_recorded_and_every_answer_to_its_questions_asked_then
     human = [s for s in g.scores if s.source == "human"]
     assert {s.label for s in human} == wanted
     assert all(s.design == "random_sample" and s.draw == 0 and s.score == 1 and s.labeller == "bob" for s in human)
-    # the demo's program: one score for every answer; only the arithmetic and out-of-scope ones can be decided
+    # the demo's program: one score for every answer; it decides every arithmetic and out-of-scope one, no other
     program = [s for s in g.scores if s.source == "program"]
     assert {s.label for s in program} == set(keys) and all(s.origin == "gold.py:score" for s in program)
     tags = {q: set(exp_q["tags"]) for q, exp_q in questions(exp).items()}
     for s in program:
         assert (s.arm, s.quant, s.question_id) == (keys[s.label]["arm"], keys[s.label]["quant"],
                                                    keys[s.label]["question_id"])
-        if not tags[s.question_id] & {"arithmetic", "out_of_scope"}:
+        if tags[s.question_id] & {"arithmetic", "out_of_scope"}:
+            assert s.status == "scored" and s.score in (0, 2)
+        else:
             assert (s.status, s.score) == ("undecided", None)
     arithmetic = [s for s in program if "arithmetic" in tags[s.question_id]]
     assert arithmetic, "the small run's questions include an arithmetic one"
-    complete = all(s.status == "scored" for s in arithmetic) or all(
-        any(h.label == s.label for h in human) for s in arithmetic if s.status != "scored")
-    assert ("arithmetic" in g.complete_strata) == complete
-    assert {s.design for s in arithmetic} == {"complete_strata" if complete else "convenience"}
+    assert "arithmetic" in g.complete_strata
+    assert {(s.design, s.stratum) for s in arithmetic} == {("complete_strata", "arithmetic")}
 
 
 def questions(exp) -> dict[str, dict]:

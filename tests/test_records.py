@@ -17,6 +17,7 @@ from core import jsonl
 from core.errors import BadInput
 from core.records import AnswerRow, Judgment, KeyRow, PairKey, blinding_key
 from judge.analysis import compute_numbers
+from judge.gold import run_gold
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.seal import seal
@@ -110,7 +111,8 @@ def test_every_raw_record_has_a_type_and_a_version(helpfulness):
 
 def _numbers(exp, out) -> dict:
     run = json.loads((out / "run.json").read_text())
-    return compute_numbers(load_experiment(exp), load_questions(load_experiment(exp).set_paths()), out, run)
+    e = load_experiment(exp)
+    return compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out))
 
 
 def test_a_folder_written_before_records_carried_type_version_and_kind_reads_the_same(helpfulness, tmp_path):

@@ -154,6 +154,7 @@ def test_a_folder_decided_by_the_previous_default_fails_verify_until_judge_run_r
     recomputes with the registered rule only, names the cause and the remedy; `judge run` into the folder, with no
     model reachable, re-decides it without a call, and verify passes."""
     from judge.analysis import anchor, compute_numbers, write_numbers
+    from judge.gold import run_gold
     from judge.report import render
     from registration.prereg import load_experiment
     from registration.questions import load_questions
@@ -173,7 +174,7 @@ def test_a_folder_decided_by_the_previous_default_fails_verify_until_judge_run_r
     exp = load_experiment(exp_dir)
     old = replace(exp, analysis=replace(exp.analysis, rule="bootstrap_and_t"))
     run = json.loads((out / "run.json").read_text())
-    numbers = compute_numbers(old, load_questions(exp.set_paths()), out, run)
+    numbers = compute_numbers(old, load_questions(exp.set_paths()), out, run, run_gold(old, out))
     write_numbers(numbers, out / "numbers.json")
     (out / "report.md").write_text(render(numbers, run, anchor(out)))
     raw = {name: (out / name).read_bytes() for name in ("answers.jsonl", "judgments.jsonl", "blinding.jsonl")}

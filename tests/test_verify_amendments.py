@@ -14,6 +14,7 @@ import judge.verify
 import registration.seal
 from core import jsonl
 from judge.analysis import anchor, compute_numbers, write_numbers
+from judge.gold import run_gold
 from judge.report import render
 from judge.review_md import write_review
 from registration.prereg import load_experiment
@@ -56,7 +57,7 @@ def reanalyse(exp, out):
     """Recompute numbers.json and report.md from the raw files, as a careful forger would after editing them."""
     run = json.loads((out / "run.json").read_text())
     e = load_experiment(exp)
-    numbers = compute_numbers(e, load_questions(e.set_paths()), out, run)
+    numbers = compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, exp)
     (out / "report.md").write_text(render(numbers, run, anchor(out)))

@@ -12,6 +12,7 @@ import judge.verify
 from core import jsonl
 from judge.analysis import ANCHOR_FILES, anchor, compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
+from judge.gold import run_gold
 from judge.judging import build_request, prompt_sha256
 from judge.report import render
 from judge.review_md import write_review
@@ -48,7 +49,7 @@ def reanalyse(out):
     """Recompute numbers.json and report.md from the raw files, as a careful forger would after editing them."""
     run = json.loads((out / "run.json").read_text())
     e = load_experiment(run["experiment_dir"])
-    numbers = compute_numbers(e, load_questions(e.set_paths()), out, run)
+    numbers = compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, e.dir)
     (out / "report.md").write_text(render(numbers, run, anchor(out)))

@@ -1,0 +1,202 @@
+"""How good is the judge: its error against gold, and each decision corrected for it (numbers.json's
+``judge_validity`` section and each comparison's ``judge_error`` entry).
+
+Composes judge.judge_error (agreement, confusion, offsets, the differential offset per hypothesis pair) and
+judge.ppi (the PPI++ estimate of a paired difference) on a run's gold scores (judge.gold.GoldSet, passed in by the
+caller: judge.gold reads results folders through judge.analysis, so this module takes the set, never reads it).
+
+Which gold may correct a decision (judge.ppi.DESIGNS): a gold score from a complete stratum or from a seeded random
+sample; a question's gold is used only when every answer of both arms to it (at the hypothesis's quant) has such a
+score. Hand-picked ("convenience") labels measure agreement only, and the decision line says so.
+
+``[analysis] judge_error``: "report" prints the corrected interval beside the decision, with a caution where its
+verdict differs; "decide" makes it the decision's bound (no corrected interval: inconclusive, with the reason).
+``[judge] min_gold_agreement``: the lower bound of the primary judge's quadratic-weighted kappa against gold must
+reach it, or the decision is inconclusive with the reason.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+from typing import Any
+
+from core.records import Judgment, KeyRow
+from registration.prereg import Experiment, Hypothesis
+from registration.questions import Question
+
+from . import judge_error, ppi, stats
+
+RESAMPLES = 2000  # bootstrap resamples of the agreement intervals (kappa and alpha re-use the same draws)
+ALPHA = 0.025  # the section's intervals are two-sided 95 %
+STEP = 1.0  # rule "guarded"'s pseudo-residual: one score point
+
+
+def _verdict(kind: str, margin: float, low: float, high: float) -> str:
+    """The registered rule on an interval (stats.claims: strict, a bound at the margin does not clear it)."""
+    if kind == "non_inferiority":
+        if stats.claims("superiority", margin, low, high):
+            return "superior"
+        return "non-inferior" if stats.claims(kind, margin, low, high) else "not shown"
+    if kind == "superiority":
+        return "superior" if stats.claims(kind, margin, low, high) else "not shown"
+    if stats.claims(kind, margin, low, high):
+        return "equivalent"
+    return "not equivalent" if low >= margin or high <= -margin else "inconclusive"
+
+
+def _judge_scores(keys: list[KeyRow], judgments: list[Judgment], judge: str) -> dict[str, int]:
+    labels = {k.label for k in keys}
+    return {j.label: j.score for j in judgments
+            if j.judge == judge and j.kind == "single" and j.status == "scored" and j.label in labels}
+
+
+def _question_means(values: dict[tuple[str, str, str], list]) -> dict[tuple[str, str, str], Fraction]:
+    return {k: Fraction(sum(v), len(v)) for k, v in values.items() if v}
+
+
+def judge_against_gold(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], judge: str,
+                       hyps: list[Hypothesis], qmap: dict[str, Question]) -> dict[str, Any]:
+    """One judge against every gold score of the answers it scored: agreement, confusion, offsets overall, per arm
+    and per hypothesis pair (the differential offset, per question, on questions whose every answer of both arms has
+    gold and a verdict)."""
+    by_label = {k.label: k for k in keys}
+    mine = _judge_scores(keys, judgments, judge)
+    rows = [(s, mine[s.label]) for s in gold.scored if s.label in mine]
+    out: dict[str, Any] = {"id": judge, "gold_scores": len(rows),
+                           "designs": {d: sum(s.design == d for s, _ in rows) for d in ppi.DESIGNS}}
+    if not rows:
+        return out | {"agreement": None, "pairs": []}
+    ag = judge_error.against_gold([j for _, j in rows], [s.score for s, _ in rows], gold.scale,
+                                  arms=[s.arm for s, _ in rows], alpha=ALPHA, resamples=RESAMPLES,
+                                  seed=exp.analysis.seed, clusters=[s.question_id for s, _ in rows])
+    agreement = ag.to_dict()
+    agreement["scale"] = list(ag.scale)
+    agreement["confusion"] = [list(r) for r in ag.confusion]
+    agreement["per_arm"] = [{"id": arm, "offset": o.to_dict() if o else None} for arm, o in ag.per_arm]
+    # per (arm, quant, question): the judge's and the gold's scores of the answers that have both
+    judged: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    golden: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for s, _ in rows:
+        golden[(s.arm, s.quant, s.question_id)].append(s.score)
+    for label, score in mine.items():
+        k = by_label[label]
+        judged[(k.arm, k.quant, k.question_id)].append(score)
+    covered = _covered(keys, {s.label for s, _ in rows} & set(mine))
+    jm, gm = _question_means(judged), _question_means(golden)
+    pairs = []
+    for h in hyps:
+        ids = [q.id for q in qmap.values() if all(t in q.tags for t in h.subset)
+               and all((arm, h.quant, q.id) in covered for arm in (h.a, h.b))]
+        d = judge_error.differential_offset([jm[(h.a, h.quant, q)] for q in ids], [gm[(h.a, h.quant, q)] for q in ids],
+                                            [jm[(h.b, h.quant, q)] for q in ids], [gm[(h.b, h.quant, q)] for q in ids],
+                                            alpha=ALPHA, resamples=exp.analysis.resamples, seed=exp.analysis.seed)
+        pairs.append({"id": h.id, "a": h.a, "b": h.b, "quant": h.quant, "questions": len(ids),
+                      "offset_difference": d.to_dict() if d else None})
+    return out | {"agreement": agreement, "pairs": pairs}
+
+
+def _covered(keys: list[KeyRow], labels: set[str]) -> set[tuple[str, str, str]]:
+    """(arm, quant, question) whose every blinded answer is in ``labels``."""
+    cells: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
+    for k in keys:
+        cells[(k.arm, k.quant, k.question_id)].append(k.label in labels)
+    return {c for c, v in cells.items() if all(v)}
+
+
+def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
+               qmap: dict[str, Question]) -> dict[str, Any]:
+    """The PPI++ estimate of one hypothesis's paired difference beside the judge-only one (judge.ppi.correct), on
+    the questions the decision paired; ``design`` says whether the gold may correct it."""
+    ids = comparison["paired_questions"]
+    usable = [s for s in gold.scored if s.design != "convenience"]
+    values: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for s in usable:
+        values[(s.arm, s.quant, s.question_id)].append(s.score)
+    covered = _covered(keys, {s.label for s in usable})
+    complete = set(gold.complete_strata)
+    a, b = scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {})
+    f, g, strata, designs = [], [], [], set()
+    for q in ids:
+        f.append(float(b[q] - a[q]))
+        if all((arm, h.quant, q) in covered for arm in (h.a, h.b)):
+            mb, ma = (Fraction(sum(values[(arm, h.quant, q)]), len(values[(arm, h.quant, q)])) for arm in (h.b, h.a))
+            g.append(float(mb - ma))
+            designs |= {s.design for s in usable if s.question_id == q and s.quant == h.quant and s.arm in (h.a, h.b)}
+        else:
+            g.append(None)
+        strata.append(next((t for t in qmap[q].tags if t in complete), None))
+    hand = any(s.design == "convenience" and s.question_id in set(ids) for s in gold.scored)
+    base = {"design": None, "ppi": None, "gold_only": None, "reason": "", "verdict": None, "caution": None}
+    if not designs:
+        why = ("the only gold on these questions was picked by hand (convenience): agreement only, no correction"
+               if hand else "no question of this comparison has gold on every answer of both arms")
+        return base | {"design": "convenience" if hand else None, "reason": why}
+    design = "random_sample" if "random_sample" in designs else "complete_strata"
+    c = ppi.correct(f, g, design=design, alpha=h.alpha, strata=strata, rule="guarded", step=STEP)
+    reason = c.reason
+    if complete and reason.startswith("the questions:"):  # the stratum None is what the complete strata leave
+        reason = reason.replace("the questions:", "the questions outside the complete strata "
+                                f"({', '.join(sorted(complete))}):", 1)
+    out = base | {"design": design, "reason": reason}
+    if c.ppi is None:
+        return out
+    return out | {"ppi": _estimate(c.ppi), "gold_only": _estimate(c.gold_only),
+                  "verdict": _verdict(h.kind, h.margin, c.ppi.low, c.ppi.high)}
+
+
+def _estimate(e: ppi.Estimate) -> dict[str, Any]:
+    d = e.to_dict()
+    d["strata"] = [{"id": "(rest)" if s["name"] is None else s["name"]} | s for s in d["strata"]]
+    return d
+
+
+def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], panel: list[str], primary: str,
+          hyps: list[Hypothesis], qmap: dict[str, Question], scores, comparisons: list[dict[str, Any]]) -> dict:
+    """The ``judge_validity`` section, and each comparison's ``judge_error`` entry, its verdict changed where the
+    registration says gold decides (``judge_error = "decide"``, ``min_gold_agreement``)."""
+    judges = [judge_against_gold(exp, gold, keys, judgments, name, hyps, qmap) for name in panel]
+    primary_ag = next(j["agreement"] for j in judges if j["id"] == primary)
+    mode, floor = exp.analysis.judge_error, exp.min_gold_agreement
+    by_id = {h.id: h for h in hyps}
+    for c in comparisons:
+        h = by_id[c["id"]]
+        e = {"mode": mode} | (correction(h, c, gold, keys, scores, qmap) if c["result"] is not None else
+                              {"design": None, "ppi": None, "gold_only": None, "verdict": None, "caution": None,
+                               "reason": "no judge-only result to correct"})
+        c["judge_error"] = e
+        if e["verdict"] is not None and e["verdict"] != c["verdict"] and mode == "report":
+            p = e["ppi"]
+            e["caution"] = (f"corrected for the judge's error against gold (PPI++, {e['design'].replace('_', ' ')}), "
+                            f"the estimate is {p['estimate']:+.3f} with one-sided bound {p['low']:+.4f}, which would "
+                            f"say \"{e['verdict']}\" instead of \"{c['verdict']}\": the judge's error may decide this")
+        if mode == "decide" and c["result"] is not None and c["verdict"] != "inconclusive":
+            if e["ppi"] is None:
+                c.update(verdict="inconclusive", reason=f"judge_error = \"decide\" and no gold-corrected interval: "
+                                                        f"{e['reason']}")
+            else:
+                p = e["ppi"]
+                c.update(verdict=e["verdict"],
+                         reason=f"judge_error = \"decide\": the gold-corrected (PPI++) one-sided bound "
+                                f"{p['low']:+.4f} (estimate {p['estimate']:+.4f}, {p['labelled']} of "
+                                f"{p['questions']} questions with gold) decides: {e['verdict']}")
+        if floor is not None and c["verdict"] != "inconclusive":
+            low = primary_ag["kappa_low"] if primary_ag else None
+            if low is None or low < floor:
+                said = "no gold to measure it" if primary_ag is None else (
+                    "undefined" if low is None else f"{low:.3f}")
+                c.update(verdict="inconclusive",
+                         reason=f"the primary judge's agreement with gold (lower bound of the quadratic-weighted "
+                                f"kappa: {said}) is below the registered min_gold_agreement {floor:g}")
+    return {"gold": _gold_summary(gold), "judges": judges, "primary": primary, "mode": mode,
+            "min_gold_agreement": floor}
+
+
+def _gold_summary(gold) -> dict[str, Any]:
+    scored = gold.scored
+    return {"answers": gold.answers, "with_gold": len({s.label for s in scored}), "scores": len(scored),
+            "undecided": sum(s.status == "undecided" for s in gold.scores), "errors": len(gold.errors),
+            "sources": {src: sum(s.source == src for s in scored) for src in ("labels", "program", "human")},
+            "designs": {d: sum(s.design == d for s in scored) for d in ppi.DESIGNS},
+            "complete_strata": list(gold.complete_strata), "program": gold.program,
+            "draws": [{"labeller": d.labeller, "seed": d.seed, "n": d.n, "picked": list(d.picked)}
+                      for d in gold.draws]}
