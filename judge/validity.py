@@ -132,7 +132,7 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
                if hand else "no question of this comparison has gold on every answer of both arms")
         return base | {"design": "convenience" if hand else None, "reason": why}
     design = "random_sample" if "random_sample" in designs else "complete_strata"
-    c = ppi.correct(f, g, design=design, alpha=h.alpha, strata=strata, rule="guarded", step=STEP)
+    c = ppi.correct(f, g, design=design, alpha=tested_at(h, comparison), strata=strata, rule="guarded", step=STEP)
     reason = c.reason
     if complete and reason.startswith("the questions:"):  # the stratum None is what the complete strata leave
         reason = reason.replace("the questions:", "the questions outside the complete strata "
@@ -142,6 +142,12 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
         return out
     return out | {"ppi": _estimate(c.ppi), "gold_only": _estimate(c.gold_only),
                   "verdict": _verdict(h.kind, h.margin, c.ppi.low, c.ppi.high)}
+
+
+def tested_at(h: Hypothesis, comparison: dict[str, Any]) -> float:
+    """The one-sided alpha the family of hypotheses tests this one at (judge.bias_checks.apply_family), else its
+    own: the corrected interval is held to the level the judge-only decision is."""
+    return (comparison.get("family") or {}).get("tested_at") or h.alpha
 
 
 def _estimate(e: ppi.Estimate) -> dict[str, Any]:

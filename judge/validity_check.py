@@ -114,9 +114,10 @@ def verdict(kind: str, margin: float, low: float, high: float) -> str:
 
 
 def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
-              questions: dict[str, list[str]]) -> dict[str, Any]:
+              questions: dict[str, list[str]], alphas: dict[str, float]) -> dict[str, Any]:
     """The recomputed fields, shaped as numbers.json holds them (for verify's diff). `keys`: blinding.jsonl's
-    records by label; `verdicts`: each verdict's current record; `questions`: the run's question ids -> tags."""
+    records by label; `verdicts`: each verdict's current record; `questions`: the run's question ids -> tags;
+    `alphas`: the level the family tests each hypothesis at (verify recomputes the family by its own path)."""
     scored = [s for s in gold.scores if s.status == "scored"]
     hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
     scale = list(gold.scale)
@@ -148,7 +149,8 @@ def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
             pairs = [_pair(h, mine, golden, have, by_cell, questions) for h in hyps]
             entry["pairs"] = pairs
         judges.append(entry)
-    comparisons = [{"id": h.id, "judge_error": _correction(h, run, gold, scored, keys, by_cell, verdicts, questions)}
+    comparisons = [{"id": h.id, "judge_error": _correction(h, run, gold, scored, keys, by_cell, verdicts, questions,
+                                                                alphas.get(h.id) or h.alpha)}
                    for h in hyps]
     return {"judge_validity": {"judges": judges}, "comparisons": comparisons}
 
@@ -174,7 +176,7 @@ def _pair(h, mine: dict[str, int], golden, have: set[str], by_cell, questions) -
             "offset_difference": {"mean": float(sum(diffs) / len(diffs))} if len(ids) > 1 else None}
 
 
-def _correction(h, run: dict, gold, scored, keys, by_cell, verdicts, questions) -> dict[str, Any]:
+def _correction(h, run: dict, gold, scored, keys, by_cell, verdicts, questions, alpha: float) -> dict[str, Any]:
     primary = run["judge"]["primary"]
     per: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for j in verdicts:
@@ -214,6 +216,6 @@ def _correction(h, run: dict, gold, scored, keys, by_cell, verdicts, questions) 
         if not labelled or (len(labelled) < len(rows) and (design == "complete_strata" or len(labelled) < 2)):
             return {"design": design, "ppi": None}
         split[name] = ([g for _, g in labelled], [f for f, _ in labelled], [f for f, g in rows if g is None])
-    p = guarded(split, h.alpha, gold_only=False)
-    return {"design": design, "ppi": p, "gold_only": guarded(split, h.alpha, gold_only=True),
+    p = guarded(split, alpha, gold_only=False)
+    return {"design": design, "ppi": p, "gold_only": guarded(split, alpha, gold_only=True),
             "verdict": verdict(h.kind, h.margin, p["low"], p["high"])}

@@ -891,7 +891,9 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")
     if gold is not None:
         blinded = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
-        check = recompute_validity(run, exp, gold, blinded, list(verdicts.last.values()), questions)
+        alphas = {c.get("id"): (c.get("family") or {}).get("tested_at") for c in numbers.get("comparisons", [])
+                  if isinstance(c, dict)}  # checked against verify's own family recomputation
+        check = recompute_validity(run, exp, gold, blinded, list(verdicts.last.values()), questions, alphas)
         problems += diff_numbers(_subset_of(numbers, check), check,
                                  "independent plain-Python recomputation of the judge's error")
     problems += cost_findings(run, run_dir, exp)

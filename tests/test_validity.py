@@ -95,7 +95,8 @@ def test_the_second_path_point_estimate_is_ppi_pys(d, fu):
 N = 30
 
 
-def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float | None = None, gold_on: bool = True):
+def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float | None = None, gold_on: bool = True,
+            family_alpha: float | None = None):
     """Arm a's answers all judged 1 and worth 1; arm b's judged `judge_b[i]`, worth `gold_b[i]`; gold on every
     answer with `design`. One question per index, all tagged "all" (so gold covers the whole stratum)."""
     demo = load_experiment(ROOT / "sealed" / "demo")
@@ -127,6 +128,8 @@ def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float 
            ("b", "Q"): {q: Fraction(judge_b[i]) for i, q in enumerate(qmap)}}
     comparison = {"id": "H", "result": {"diff": float(sum(judge_b) - N) / N}, "verdict": "non-inferior",
                   "reason": "the judge alone", "paired_questions": list(qmap)}
+    if family_alpha is not None:
+        comparison["family"] = {"tested_at": family_alpha}
     section = validity.apply(exp, gold, keys, judgments, ["j"], "j", [h], qmap, per, [comparison])
     return section, comparison
 
@@ -144,6 +147,20 @@ def test_a_judge_kinder_to_one_arm_is_measured_and_corrected():
     e = c["judge_error"]
     assert e["ppi"]["estimate"] == pytest.approx(-10 / N)  # gold on every question: the gold mean exactly
     assert c["verdict"] == "non-inferior" and e["verdict"] == "not shown" and "would say" in e["caution"]
+
+
+def test_the_corrected_interval_is_held_to_the_level_the_family_tests_the_hypothesis_at():
+    gold_b = [0 if i % 3 == 0 else 1 for i in range(N)]
+    judge_b = [min(2, g + 1) for g in gold_b]
+    _, alone = planted(judge_b, gold_b, "complete_strata")
+    _, in_family = planted(judge_b, gold_b, "complete_strata", family_alpha=0.025 / 4)
+    d = [float(b - 1) for b in judge_b]
+    g = [float(b - 1) for b in gold_b]
+    for c, alpha in ((alone, 0.025), (in_family, 0.025 / 4)):
+        want = ppi.correct(d, g, design="complete_strata", alpha=alpha, strata=["all"] * N, rule="guarded",
+                           step=validity.STEP)
+        assert c["judge_error"]["ppi"]["low"] == pytest.approx(want.ppi.low)
+    assert in_family["judge_error"]["ppi"]["low"] < alone["judge_error"]["ppi"]["low"]
 
 
 def test_decide_makes_the_corrected_bound_the_verdict():
