@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import stats
+from .stats.agreement import cohen_kappa, kappa_bootstrap, krippendorff_alpha
 
 
 def _finite(x: float) -> float | None:
@@ -38,8 +38,8 @@ def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: i
                 continue
             a = [scores[x][lab] for lab in both]
             b = [scores[y][lab] for lab in both]
-            kappa = _finite(stats.cohen_kappa(a, b, weights="quadratic", labels=scale))
-            boots = stats.kappa_bootstrap(a, b, scale, "quadratic", 1000, seed)
+            kappa = _finite(cohen_kappa(a, b, weights="quadratic", labels=scale))
+            boots = kappa_bootstrap(a, b, scale, "quadratic", 1000, seed)
             boots = boots[np.isfinite(boots)]
             ci = [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))] if boots.size > 100 else None
             out["pairs"].append({"judges": [x, y], "answers": len(both),
@@ -49,7 +49,7 @@ def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: i
                       if sum(lab in scores[j] for j in judges) >= 2)
     out["pairable_answers"] = len(pairable)
     matrix = [[scores[j].get(lab, float("nan")) for lab in pairable] for j in judges]
-    out["krippendorff_alpha_ordinal"] = _finite(stats.krippendorff_alpha(matrix, level="ordinal")) if pairable else None
+    out["krippendorff_alpha_ordinal"] = _finite(krippendorff_alpha(matrix, level="ordinal")) if pairable else None
     return out
 
 

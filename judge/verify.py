@@ -5,13 +5,13 @@ Four checks, each naming what no longer matches:
    against the experiment folder; run.json's registered part (scope, judges, settings: judge.runinfo) against
    binding.json and the registration, whose values every later check uses instead of run.json's; and the sha256 of
    every raw file numbers.json was computed from;
-2. every number in numbers.json, recomputed twice: by the main analysis and by a separate,
-   plain-Python path (own loops for means and counts; exact per-question means; stats.check_paired
-   for the bootstrap, or cluster bootstrap, on the same resamples in exact Fractions; judge.score_check,
-   its own implementation of the score rule; its own verdicts, count of registered clusters and
-   calibration ceiling). Decisions are recomputed with the rule the registration names (the default when
-   it names none), never with one recorded in the folder. The calibration itself (thousands of
-   simulated decisions) is recomputed from that path's own inputs by stats.calibrate, seeded, and the
+2. every number in numbers.json, recomputed twice: by the main analysis and by a separate, plain-Python path
+   (own loops for means and counts here; exact per-question means; every statistic by judge.second_path, which
+   imports nothing of the main path's decision code: the bootstrap, or cluster bootstrap, on the same resamples
+   drawn again in exact Fractions, its own implementation of the score rule, its own verdicts; here the count of
+   registered clusters and the calibration ceiling). Decisions are recomputed with the rule the registration names
+   (the default when it names none), never with one recorded in the folder. The calibration itself (thousands of
+   simulated decisions) is recomputed from that path's own inputs by judge.stats.calibration, seeded, and the
    power figures (mde, n_for_margin) by the main path only;
 3. report.md, re-rendered from the verified numbers and compared line by line;
 4. the raw files themselves, re-derived from the rawest evidence they hold, and checked complete against the
@@ -43,8 +43,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from arms.folder import BINDING, read_binding, registration
 from core import jsonl
 from core.errors import BadInput, BadRecord
@@ -54,14 +52,15 @@ from registration.questions import load_questions
 from registration.rubric import load_rubric, rubric_dir
 from registration.seal import verify_seal
 
-from . import score_check, stats
+from . import second_path
 from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_sha256
 from .cost import costs
 from .folder import binding_findings
 from .rederive import Replies, rederive
 from .report import render
-from .rule import Scale
 from .runinfo import Scope, bound_scope, merged, registered
+from .stats.calibration import calibrate
+from .stats.rule import Scale
 
 TOL = 1e-9
 
@@ -143,17 +142,6 @@ def diff_numbers(stored: dict, recomputed: dict, label: str) -> list[str]:
         elif not _same(s[k], r[k]):
             out.append(f"numbers.json {k} = {s[k]!r}, but the {label} gives {r[k]!r}")
     return out
-
-
-def _clustered_se(d: list[float], labels: list[str]) -> float | None:
-    """Miller's cluster-robust SE of the mean difference; None with one cluster, where it is undefined."""
-    if len(set(labels)) < 2:
-        return None
-    mean = math.fsum(d) / len(d)
-    sums: dict[str, float] = defaultdict(float)
-    for x, c in zip(d, labels, strict=False):
-        sums[c] += x - mean
-    return math.sqrt(math.fsum(v * v for v in sums.values())) / len(d)
 
 
 @dataclass(frozen=True)
@@ -292,29 +280,10 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     def check(a_m: dict, b_m: dict, ids: list[str], alpha: float, margin: float, h) -> dict | None:
         if len(ids) < 2:
             return None
-        a, b = [a_m[q] for q in ids], [b_m[q] for q in ids]
-        units = [(y - x, 1) for x, y in zip(a, b, strict=False)]
-        if labels(ids):
-            grouped: dict[tuple, list] = {}
-            for (x, _), c in zip(units, labels(ids), strict=False):
-                grouped.setdefault(c, [Fraction(0), 0])
-                grouped[c][0] += x
-                grouped[c][1] += 1
-            units = [(v[0], v[1]) for v in grouped.values()]
-        res = stats.resample_counts(units, an["resamples"], an["seed"])
-        out = stats.check_paired(a, b, res, an["method"], alpha, margin=margin, clusters=labels(ids),
-                                 rule="bootstrap" if rule == "score" else rule, step=(hi - lo) / 2)
-        out["rule"], out["scale"], out["tests"] = rule, [lo, hi, max(exp.arm(h.a).samples, exp.arm(h.b).samples)], None
-        if rule == "score":
-            d = [y - x for x, y in zip(a, b, strict=False)]
-            m = Fraction(repr(float(margin))) if margin else Fraction(0)
-            out["tests"] = score_check.boundary_tests(d, m, hi - lo, alpha, labels(ids))
-            if out["tests"]:
-                out["bound"] = score_check.lower_bound(d, hi - lo, alpha, labels(ids))
-                out["upper"] = -score_check.lower_bound([-x for x in d], hi - lo, alpha, labels(ids))
-            else:
-                out["bound"], out["upper"] = float(lo - hi), float(hi - lo)
-        return out
+        return second_path.comparison([a_m[q] for q in ids], [b_m[q] for q in ids], alpha=alpha, margin=margin,
+                                      rule=rule, method=an["method"], resamples=an["resamples"], seed=an["seed"],
+                                      scale=(lo, hi, max(exp.arm(h.a).samples, exp.arm(h.b).samples)),
+                                      labels=labels(ids))
 
     for s in numbers["subsets"]:
         h = next(h for h in exp.hypotheses if h.id == s["hypothesis"])
@@ -336,11 +305,10 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
             entry["result"] = {k: v for k, v in chk.items() if k in (c.get("result") or {})}
             lab = labels(ids)
             entry["clusters"] = registered(ids)
-            entry["clustered_se"] = (_clustered_se([float(b_m[q] - a_m[q]) for q in ids], lab)
+            entry["clustered_se"] = (second_path.clustered_se([float(b_m[q] - a_m[q]) for q in ids], lab)
                                      if lab and len(set(lab)) > 1 else None)
-            bound, upper = chk["bound"], chk["upper"]
             cap = exp.analysis.calibration_ceiling
-            cal = stats.calibrate([a_m[q] for q in ids], [b_m[q] for q in ids], h.kind, h.margin, alpha=h.alpha,
+            cal = calibrate([a_m[q] for q in ids], [b_m[q] for q in ids], h.kind, h.margin, alpha=h.alpha,
                                   method=an["method"], resamples=an["resamples"], rule=rule,
                                   sims=exp.analysis.calibration_sims, seed=an["seed"],
                                   ceiling=float(cap) if cap is not None else 2 * h.alpha, clusters=lab,
@@ -351,18 +319,8 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                 cc = next(x for x in out["cells"] if x["arm"] == arm and x["quant"] == h.quant)
                 miss = cc["answer_errors"] + cc["unscored"] + cc["judge_errors"]
                 rates.append(miss / cc["answers"] if cc["answers"] else 1.0)
-            if rule == "score":
-                verdict = score_check.verdict(h.kind, h.margin, chk["tests"])
-            elif h.kind == "equivalence":
-                verdict = ("equivalent" if bound > -h.margin and upper < h.margin else
-                           "not equivalent" if bound >= h.margin or upper <= -h.margin else "inconclusive")
-            elif bound > 0:
-                verdict = "superior"
-            elif h.kind == "non_inferiority" and bound > -h.margin:
-                verdict = "non-inferior"
-            else:
-                verdict = "not shown"
-            claim = verdict in ("non-inferior", "superior", "equivalent")
+            verdict = second_path.verdict(h.kind, h.margin, chk)
+            claim = second_path.claims(h.kind, verdict)
             too_few = lab is not None and entry["clusters"] < exp.analysis.min_clusters
             miscalibrated = claim and cal.rate > cal.ceiling
             entry["verdict"] = ("inconclusive" if max(rates) > an["max_unscored"] or too_few or miscalibrated
@@ -370,108 +328,6 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         else:
             entry["verdict"] = "inconclusive"
         out["comparisons"].append(entry)
-    return out
-
-
-def _ranks(xs: list[float]) -> list[float]:
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    ranks = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for t in range(i, j + 1):
-            ranks[order[t]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def _pearson(x: list[float], y: list[float]) -> float | None:
-    mx, my = math.fsum(x) / len(x), math.fsum(y) / len(y)
-    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(x, y, strict=False))
-    sxx, syy = math.fsum((a - mx) ** 2 for a in x), math.fsum((b - my) ** 2 for b in y)
-    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
-
-
-def _solve3(a: list[list[float]], b: list[float]) -> list[float] | None:
-    """Gaussian elimination with partial pivoting for the 3x3 normal equations."""
-    m = [row[:] + [v] for row, v in zip(a, b, strict=False)]
-    for c in range(3):
-        p = max(range(c, 3), key=lambda r: abs(m[r][c]))
-        if abs(m[p][c]) < 1e-12:
-            return None
-        m[c], m[p] = m[p], m[c]
-        for r in range(3):
-            if r != c:
-                f = m[r][c] / m[c][c]
-                m[r] = [x - f * y for x, y in zip(m[r], m[c], strict=False)]
-    return [m[i][3] / m[i][i] for i in range(3)]
-
-
-def _kappa_quadratic(a: list[int], b: list[int], scale: list[int]) -> float | None:
-    n, k = len(a), len(scale)
-    pos = {v: i for i, v in enumerate(scale)}
-    obs = [[0.0] * k for _ in range(k)]
-    for x, y in zip(a, b, strict=False):
-        obs[pos[x]][pos[y]] += 1 / n
-    ra = [sum(row) for row in obs]
-    cb = [sum(obs[i][j] for i in range(k)) for j in range(k)]
-    w = [[(i - j) ** 2 for j in range(k)] for i in range(k)]
-    num = math.fsum(w[i][j] * obs[i][j] for i in range(k) for j in range(k))
-    den = math.fsum(w[i][j] * ra[i] * cb[j] for i in range(k) for j in range(k))
-    return 1 - num / den if den else None
-
-
-def _percentile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    pos = q / 100 * (len(xs) - 1)
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def _alpha_ordinal(matrix: list[list[int | None]]) -> float | None:
-    """Krippendorff's alpha, ordinal metric, over every pairable rating (None: the rater did not rate the unit)."""
-    values = sorted({v for row in matrix for v in row if v is not None})
-    if len(values) < 2:
-        return None
-    idx = {v: i for i, v in enumerate(values)}
-    k = len(values)
-    o = [[0.0] * k for _ in range(k)]
-    for u in range(len(matrix[0])):
-        col = [row[u] for row in matrix if row[u] is not None]
-        for i in range(len(col)):
-            for j in range(len(col)):
-                if i != j:
-                    o[idx[col[i]]][idx[col[j]]] += 1 / (len(col) - 1)
-    n_c = [sum(row) for row in o]
-    n = sum(n_c)
-
-    def d2(c: int, e: int) -> float:
-        lo, hi = min(c, e), max(c, e)
-        return (sum(n_c[lo:hi + 1]) - (n_c[c] + n_c[e]) / 2) ** 2
-
-    observed = math.fsum(o[c][e] * d2(c, e) for c in range(k) for e in range(k))
-    expected = math.fsum(n_c[c] * n_c[e] * d2(c, e) for c in range(k) for e in range(k))
-    return 1 - (n - 1) * observed / expected if expected else None
-
-
-def _kappa_boots(a: list[int], b: list[int], scale: list[int], seed: int) -> list[float]:
-    """Quadratic kappa on the analysis's 1,000 resamples (the same indices, from its seed), tables by np.add.at."""
-    pos = {v: i for i, v in enumerate(scale)}
-    k, n = len(scale), len(a)
-    ia, ib = np.array([pos[v] for v in a]), np.array([pos[v] for v in b])
-    w = (np.arange(k)[:, None] - np.arange(k)[None, :]) ** 2
-    rng, out = np.random.default_rng(seed), []
-    for start in range(0, 1000, 50):
-        draws = np.stack([rng.integers(0, n, n) for _ in range(min(50, 1000 - start))])
-        tables = np.zeros((draws.shape[0], k, k))
-        np.add.at(tables, (np.repeat(np.arange(draws.shape[0]), n), ia[draws].ravel(), ib[draws].ravel()), 1 / n)
-        for t in tables:
-            ra, cb = t.sum(1), t.sum(0)
-            den = float((w * np.outer(ra, cb)).sum())
-            out.append(1 - float((w * t).sum()) / den if den else float("nan"))
     return out
 
 
@@ -498,7 +354,8 @@ def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[
         pts = [(k["arm"], k["quant"], len(text.get(k["row"], "").split()), sc) for k, sc in rows]
         lb: dict[str, Any] = {"answers": len(pts), "comparisons": []}
         if len(pts) >= 3 and len({p[2] for p in pts}) > 1 and len({p[3] for p in pts}) > 1:
-            lb["length_spearman"] = _pearson(_ranks([p[2] for p in pts]), _ranks([p[3] for p in pts]))
+            lb["length_spearman"] = second_path.pearson(second_path.ranks([p[2] for p in pts]),
+                                                        second_path.ranks([p[3] for p in pts]))
         for h in hyps:
             sel = [(p[0] == h.b, math.log1p(p[2]), p[3]) for p in pts if p[1] == h.quant and p[0] in (h.a, h.b)]
             sa, sb = [s for isb, _, s in sel if not isb], [s for isb, _, s in sel if isb]
@@ -508,7 +365,7 @@ def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[
                 xs = [[1.0, float(isb), ll] for isb, ll, _ in sel]
                 xtx = [[math.fsum(x[i] * x[j] for x in xs) for j in range(3)] for i in range(3)]
                 xty = [math.fsum(x[i] * s for x, (_, _, s) in zip(xs, sel, strict=False)) for i in range(3)]
-                beta = _solve3(xtx, xty)
+                beta = second_path.solve3(xtx, xty)
                 entry["length_adjusted_difference"] = beta[1] if beta else None
             lb["comparisons"].append(entry)
         out["length_bias"][name] = lb
@@ -538,16 +395,16 @@ def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[
                 both = sorted(set(scored[x]) & set(scored[y]))
                 a, b = [scored[x][lab] for lab in both], [scored[y][lab] for lab in both]
                 if len(a) >= 2:
-                    boots = [k for k in _kappa_boots(a, b, scale, exp.analysis.seed) if math.isfinite(k)]
+                    boots = [k for k in second_path.kappa_boots(a, b, scale, exp.analysis.seed) if math.isfinite(k)]
                     agree.append({"judges": [x, y], "answers": len(a),
                                   "exact_agreement": sum(p == q for p, q in zip(a, b, strict=False)) / len(a),
-                                  "kappa_quadratic": _kappa_quadratic(a, b, scale),
-                                  "kappa_ci95": ([_percentile(boots, 2.5), _percentile(boots, 97.5)]
+                                  "kappa_quadratic": second_path.kappa_quadratic(a, b, scale),
+                                  "kappa_ci95": ([second_path.percentile(boots, q) for q in (2.5, 97.5)]
                                                  if len(boots) > 100 else None)})
         pairable = sorted(lab for lab in set().union(*(scored[j] for j in names))
                           if sum(lab in scored[j] for j in names) >= 2)
         out["agreement"] = {"answers": len(common), "pairs": agree, "pairable_answers": len(pairable),
-                            "krippendorff_alpha_ordinal": _alpha_ordinal(
+                            "krippendorff_alpha_ordinal": second_path.alpha_ordinal(
                                 [[scored[j].get(lab) for lab in pairable] for j in names]) if pairable else None}
     return out
 
