@@ -309,10 +309,10 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                                      if lab and len(set(lab)) > 1 else None)
             cap = exp.analysis.calibration_ceiling
             cal = calibrate([a_m[q] for q in ids], [b_m[q] for q in ids], h.kind, h.margin, alpha=h.alpha,
-                                  method=an["method"], resamples=an["resamples"], rule=rule,
-                                  sims=exp.analysis.calibration_sims, seed=an["seed"],
-                                  ceiling=float(cap) if cap is not None else 2 * h.alpha, clusters=lab,
-                                  scale=Scale(*chk["scale"]))
+                            method=an["method"], resamples=an["resamples"], rule=rule,
+                            sims=exp.analysis.calibration_sims, seed=an["seed"],
+                            ceiling=float(cap) if cap is not None else 2 * h.alpha, clusters=lab,
+                            scale=Scale(*chk["scale"]))
             entry["calibration"] = cal.to_dict()
             rates = []
             for arm in (h.a, h.b):

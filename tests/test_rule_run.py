@@ -153,7 +153,7 @@ def test_a_folder_decided_by_the_previous_default_fails_verify_until_judge_run_r
     """A folder whose registration names no rule, decided by the previous default (`bootstrap_and_t`): verify
     recomputes with the registered rule only, names the cause and the remedy; `judge run` into the folder, with no
     model reachable, re-decides it without a call, and verify passes."""
-    from judge.analysis import compute_numbers, write_numbers
+    from judge.analysis import anchor, compute_numbers, write_numbers
     from judge.report import render
     from registration.prereg import load_experiment
     from registration.questions import load_questions
@@ -175,7 +175,7 @@ def test_a_folder_decided_by_the_previous_default_fails_verify_until_judge_run_r
     run = json.loads((out / "run.json").read_text())
     numbers = compute_numbers(old, load_questions(exp.set_paths()), out, run)
     write_numbers(numbers, out / "numbers.json")
-    (out / "report.md").write_text(render(numbers, run))
+    (out / "report.md").write_text(render(numbers, run, anchor(out)))
     raw = {name: (out / name).read_bytes() for name in ("answers.jsonl", "judgments.jsonl", "blinding.jsonl")}
 
     bad = cli("judge", "verify", str(out), timeout=600)

@@ -9,6 +9,8 @@ import krippendorff
 import numpy as np
 import pytest
 import scipy.stats as st
+from hypothesis import given, settings
+from hypothesis import strategies as st_
 
 from judge import second_path
 from judge.stats.agreement import cohen_kappa, kappa_bootstrap, krippendorff_alpha
@@ -364,6 +366,18 @@ def test_check_paired_refuses_resamples_of_other_data():
     a, b = np.zeros(10), np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0], dtype=float)
     with pytest.raises(ValueError):
         second_path.check_paired(a, b, resample_counts(units(differences(b, a)), 100, 0), "percentile", 0.05)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st_.lists(st_.tuples(st_.integers(-6, 6), st_.integers(1, 3), st_.integers(1, 4)), min_size=1, max_size=25),
+       st_.integers(1, 50), st_.integers(0, 2**32 - 1))
+def test_the_second_path_draws_the_main_paths_resamples_by_its_own_code(parts, resamples, seed):
+    """verify decides on the resamples it draws itself (second_path.draw) and must draw exactly the main path's
+    (resample_counts): units of K-sample means (sum, questions), clustered or not, in any order."""
+    unit_list = [(Fraction(x, k), m) for x, k, m in parts]
+    kinds, counts = resample_counts(unit_list, resamples, seed)
+    own_kinds, own_counts = second_path.draw(unit_list, resamples, seed)
+    assert own_kinds == kinds and np.array_equal(own_counts, counts)
 
 
 def test_resample_counts_match_index_resampling_in_distribution():
