@@ -13,11 +13,11 @@ Data (one data set = one registered comparison; everything seeded and vectorised
   so its mean difference is that of the fair judge + 0.15.
 * Gold on 40 of the 200 questions, a simple random sample (design "random_sample").
 
-Rules, all one-sided alpha = 0.025 against margin 0.10 (the demo's registration): judge only (stats.paired's
+Rules, all one-sided alpha = 0.025 against margin 0.10 (the demo's registration): judge only (paired's
 registered ``bootstrap_and_t`` on the first ``--registered`` data sets; the like-for-like guarded t of
-judge.ppi on all), PPI++ with the small-sample guard (judge.ppi's default) and with ppi_py's normal interval,
-and the 40 gold labels alone. Reported: each rule's false "non-inferior" rate with its Monte Carlo SE (goal for
-PPI: at most 1.2 alpha = 0.030), the mean width of each two-sided 95 % interval, and PPI's mean estimated SE
+judge.stats.ppi on all), PPI++ with the small-sample guard (judge.stats.ppi's default) and with ppi_py's normal
+interval, and the 40 gold labels alone. Reported: each rule's false "non-inferior" rate with its Monte Carlo SE (goal
+for PPI: at most 1.2 alpha = 0.030), the mean width of each two-sided 95 % interval, and PPI's mean estimated SE
 over the spread of its estimates across data sets (``ppi_se_over_spread``: 1 when the SE is right). Then the
 biased judge again with 10, 20, 40 and 80 labelled questions (``by_labelled``): the rules on small gold samples.
 
@@ -34,8 +34,10 @@ import time
 
 import numpy as np
 
-from judge import ppi, stats
-from judge.rule import Scale
+from judge.stats import ppi
+from judge.stats.decide import claims
+from judge.stats.paired import paired
+from judge.stats.rule import Scale
 
 ALPHA, MARGIN, SEED = 0.025, 0.10, 20261130
 N, LABELLED, BIAS = 200, 40, 0.3
@@ -99,16 +101,16 @@ def scenario(name: str, confusion: np.ndarray, biased: bool, sims: int, register
             "gold_only": ppi.gold_only_mean({None: (d[s][lab], f[s][lab], f[s][~lab])}, alpha=ALPHA),
         }
         for k, e in est.items():
-            claim[k].append(stats.claims("non_inferiority", MARGIN, e.low, e.high))
+            claim[k].append(claims("non_inferiority", MARGIN, e.low, e.high))
             width[k].append(e.width)
         lams.append(est["ppi"].lam)
         estimates.append(est["ppi"].estimate)
         for k in ses:
             ses[k].append(est[k].se)
         if s < registered:
-            p = stats.paired([0] * N, f[s].astype(int).tolist(), resamples=resamples, seed=SEED, alpha=ALPHA,
+            p = paired([0] * N, f[s].astype(int).tolist(), resamples=resamples, seed=SEED, alpha=ALPHA,
                              margin=MARGIN, rule="bootstrap_and_t", scale=Scale(0, 2))
-            claim["judge_only_registered"].append(stats.claims("non_inferiority", MARGIN, p.bound, p.upper))
+            claim["judge_only_registered"].append(claims("non_inferiority", MARGIN, p.bound, p.upper))
     out = {"judge": name, "biased": biased, "labelled": labelled_n,
            "judge_mean_difference": round(implied_difference(confusion, biased), 4), "sims": sims,
            "registered_sims": min(registered, sims),
@@ -128,7 +130,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sims", type=int, default=20_000, help="data sets per judge")
     ap.add_argument("--registered", type=int, default=2_000,
-                    help="data sets also decided by stats.paired's registered rule (10,000 resamples each)")
+                    help="data sets also decided by paired's registered rule (10,000 resamples each)")
     ap.add_argument("--sweep-sims", type=int, default=5_000, help="data sets per size of the labelled sample")
     args = ap.parse_args()
     sims, registered, resamples, sweep = ((300, 30, 2_000, 100) if args.quick

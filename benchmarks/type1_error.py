@@ -23,8 +23,10 @@ import math
 import sys
 import time
 
-from judge import stats
-from judge.rule import Scale
+from judge.stats.calibration import calibrate
+from judge.stats.decide import claims
+from judge.stats.paired import paired
+from judge.stats.rule import Scale
 
 RULES = ("bootstrap", "bootstrap_and_t")  # the bootstrap rules this benchmark measured (the score rule: type1_grid.py)
 SCALE = Scale(0, 2)  # differences -1 / 0 / +1 of the 0-2 rubric
@@ -64,27 +66,27 @@ def main() -> None:
         for d, prob in compositions(n):
             mass += prob
             a = [0] * n
-            p = stats.paired(a, d, resamples=resamples, seed=SEED, alpha=ALPHA, margin=MARGIN, rule="bootstrap_and_t",
+            p = paired(a, d, resamples=resamples, seed=SEED, alpha=ALPHA, margin=MARGIN, rule="bootstrap_and_t",
                              scale=SCALE)
             bounds = {"bootstrap": p.ci_low, "bootstrap_and_t": p.bound}  # the same resamples decide both rules
             for rule, bound in bounds.items():
-                if not stats.claims("non_inferiority", MARGIN, bound, p.upper):
+                if not claims("non_inferiority", MARGIN, bound, p.upper):
                     continue
                 rate[rule] += prob
                 if rate[f"{rule} + calibration"] is None:
                     continue
-                cal = stats.calibrate(a, d, "non_inferiority", MARGIN, alpha=ALPHA, method="percentile",
+                cal = calibrate(a, d, "non_inferiority", MARGIN, alpha=ALPHA, method="percentile",
                                       resamples=resamples, rule=rule, sims=sims, seed=SEED, ceiling=CEILING,
                                       scale=SCALE)
                 if cal.rate <= cal.ceiling:
                     rate[f"{rule} + calibration"] += prob
         power = {r: 0.0 for r in RULES}
         for d, prob in compositions(n, p=POWER_P):
-            p = stats.paired([0] * n, d, resamples=resamples, seed=SEED, alpha=ALPHA, margin=MARGIN,
+            p = paired([0] * n, d, resamples=resamples, seed=SEED, alpha=ALPHA, margin=MARGIN,
                              rule="bootstrap_and_t",
                              scale=SCALE)
             for rule, bound in (("bootstrap", p.ci_low), ("bootstrap_and_t", p.bound)):
-                power[rule] += prob * stats.claims("non_inferiority", MARGIN, bound, p.upper)
+                power[rule] += prob * claims("non_inferiority", MARGIN, bound, p.upper)
         table.append({"n": n, **{k: None if v is None else round(v, 4) for k, v in rate.items()},
                       **{f"power {r}": round(v, 4) for r, v in power.items()},
                       "neglected_mass": f"{max(0.0, 1 - mass):.1e}", "seconds": round(time.perf_counter() - t0, 1)})

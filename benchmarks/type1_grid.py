@@ -2,7 +2,7 @@
 
 A non-inferiority claim ("b is not worse than a by more than M") is made when a one-sided (1 - alpha) lower
 bound of the mean paired difference d = b - a exceeds -M. Every rule here is computed independently in this
-file (vectorised numpy, many data sets at once); judge/stats.py is only called by ``--validate``, to show
+file (vectorised numpy, many data sets at once); judge/stats/ is only called by ``--validate``, to show
 that this file's copy of the current rule and its data generator reproduce the false-claim rates reported
 against the current rule.
 
@@ -64,7 +64,7 @@ a cell's data sets and over its claims, against the cell's true rate.
 
     python benchmarks/type1_grid.py                  # the full grid (BENCHMARKS.md)
     python benchmarks/type1_grid.py --quick          # a few cells, small samples (CI: proves it runs)
-    python benchmarks/type1_grid.py --validate       # the current rule through judge/stats.py vs this file
+    python benchmarks/type1_grid.py --validate       # the current rule through judge/stats/ vs this file
 """
 from __future__ import annotations
 
@@ -611,14 +611,16 @@ VALIDATION = [  # name, R, K, margin, n, structure, icc, distribution of d (the 
 
 
 def validate(seed: int, sims: int, with_calibration: bool = True) -> dict:
-    """The harness's bootstrap_and_t through judge/stats.py on this file's data sets (its pseudo-observations are
+    """The harness's bootstrap_and_t through judge/stats/ on this file's data sets (its pseudo-observations are
     half the rubric's range now: this file's pseudo_half; the rates reported against it were measured with one
     point, this file's "current"); the recommended rule (score_skew; clustered: score_cr_eff, a question without a
     cluster counted as a unit as the harness counts today) on the same data sets; and the harness's calibration
-    line (judge.stats.calibrate, 200 data sets, 2,000 resamples) averaged over the current rule's claims (at
+    line (judge.stats.calibration.calibrate, 200 data sets, 2,000 resamples) averaged over the current rule's claims (at
     most 40 per scenario)."""
-    from judge import stats
-    from judge.rule import Scale
+    from judge.stats.calibration import calibrate
+    from judge.stats.decide import claims
+    from judge.stats.paired import paired
+    from judge.stats.rule import Scale
     rows = []
     for name, R, K, M, n, structure, icc, probs, reported in VALIDATION:
         rng = np.random.default_rng([seed, n, R, int(M * 100)])
@@ -631,12 +633,12 @@ def validate(seed: int, sims: int, with_calibration: bool = True) -> dict:
         names = None if labels is None else [f"c{c}" if c < registered else f"q{i}" for i, c in enumerate(labels)]
         theirs = np.zeros(sims, dtype=bool)
         for s in range(sims):  # the harness's bootstrap_and_t: pseudo-observations of half the range (R / 2)
-            r = stats.paired([0] * n, [int(x) for x in u[s]], resamples=10_000, seed=seed + s, alpha=ALPHA,
+            r = paired([0] * n, [int(x) for x in u[s]], resamples=10_000, seed=seed + s, alpha=ALPHA,
                              margin=M, clusters=names, rule="bootstrap_and_t", scale=Scale(0, R, K))
-            theirs[s] = stats.claims("non_inferiority", M, r.bound, r.upper) and (
+            theirs[s] = claims("non_inferiority", M, r.bound, r.upper) and (
                 labels is None or r.units >= MIN_CLUSTERS)
         rate = float(theirs.mean())
-        cal = [stats.calibrate([0] * n, [int(x) for x in u[s]], "non_inferiority", M, alpha=ALPHA, method="percentile",
+        cal = [calibrate([0] * n, [int(x) for x in u[s]], "non_inferiority", M, alpha=ALPHA, method="percentile",
                                resamples=2000, rule="bootstrap_and_t", sims=200, seed=seed, ceiling=2 * ALPHA,
                                clusters=names, scale=Scale(0, R, K)).rate
                for s in np.nonzero(theirs)[0][:40]] if with_calibration else []
@@ -654,13 +656,15 @@ def validate(seed: int, sims: int, with_calibration: bool = True) -> dict:
 
 def validate_score(seed: int, sims: int) -> dict:
     """The wired rule against this file's copy: data sets from grid cells (boundary), each decided by
-    ``judge.stats.paired(rule="score")`` (the test at -M that numbers.json records) and by score_skew (independent
-    questions) or score_cr_eff (clusters; questions without one as units of their own). Also the wired decision's
-    false-claim rate, which counts only registered clusters against ``min_clusters`` (3x+7: never claims)."""
+    judge.stats.paired's ``paired(rule="score")`` (the test at -M that numbers.json records) and by score_skew
+    (independent questions) or score_cr_eff (clusters; questions without one as units of their own). Also the wired
+    decision's false-claim rate, which counts only registered clusters against ``min_clusters`` (3x+7: never claims)."""
     from fractions import Fraction
 
-    from judge import stats
-    from judge.rule import Scale, cluster_units
+    from judge.stats.decide import decide, score_test_at
+    from judge.stats.paired import paired
+    from judge.stats.rule import Scale, cluster_units
+    from registration.vocabulary import CLAIMS
     rows = []
     for structure in ("none", "10x", "3x+7"):
         for scale, R in SCALES.items():
@@ -681,10 +685,10 @@ def validate_score(seed: int, sims: int) -> dict:
                     theirs, decided = np.zeros(sims, dtype=bool), np.zeros(sims, dtype=bool)
                     for k in range(sims):
                         d = [Fraction(int(x), K) for x in u[k]]
-                        p = stats.paired([0] * n, d, resamples=100, alpha=ALPHA, margin=M, clusters=units,
+                        p = paired([0] * n, d, resamples=100, alpha=ALPHA, margin=M, clusters=units,
                                          rule="score", scale=Scale(0, R, K))
-                        theirs[k] = stats.score_test_at(p, "lower", -float(Fraction(repr(M))))["claims"]
-                        decided[k] = (stats.decide(p, "non_inferiority", M).verdict in stats.CLAIMS["non_inferiority"]
+                        theirs[k] = score_test_at(p, "lower", -float(Fraction(repr(M))))["claims"]
+                        decided[k] = (decide(p, "non_inferiority", M).verdict in CLAIMS["non_inferiority"]
                                       and (of is None or len({c for c in of if c}) >= MIN_CLUSTERS))
                     rows.append({"structure": structure, "scale": scale, "K": K, "shape": shape, "tie": tie, "n": n,
                                  "same decision": round(float(np.mean(theirs == mine)), 4),
@@ -698,9 +702,9 @@ def validate_score(seed: int, sims: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--validate", action="store_true", help="bootstrap_and_t through judge/stats.py")
+    ap.add_argument("--validate", action="store_true", help="bootstrap_and_t through judge/stats/")
     ap.add_argument("--validate-score", action="store_true",
-                    help="the wired score rule through judge/stats.py against this file's copy")
+                    help="the wired score rule through judge/stats/ against this file's copy")
     ap.add_argument("--calibration", action="store_true",
                     help="the recommended rule's calibration lines against the truth")
     ap.add_argument("--sims", type=int, default=None, help="data sets per boundary cell (default 2000)")

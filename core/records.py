@@ -259,8 +259,8 @@ class GoldLabel(Record):
 @dataclass(frozen=True)
 class LabelSample(Record):
     """One line of a results folder's labels/_samples.jsonl: a seeded random sample of questions drawn by
-    `judge label --sample N --seed S` (judge.ppi.label_sample over `population`), so anyone holding the ids and the
-    seed can draw it again and see the labelled questions were not picked by hand."""
+    `judge label --sample N --seed S` (judge.stats.ppi.label_sample over `population`), so anyone holding the ids and
+    the seed can draw it again and see the labelled questions were not picked by hand."""
 
     TYPE: ClassVar[str] = "label_sample"
 
@@ -268,7 +268,7 @@ class LabelSample(Record):
     seed: int
     n: int
     population: list[str]  # the run's question ids it was drawn from
-    picked: list[str]  # judge.ppi.label_sample(population, n, seed)
+    picked: list[str]  # judge.stats.ppi.label_sample(population, n, seed)
     time: str  # ISO 8601 with a UTC offset, when it was drawn
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import stats
+from .stats.agreement import cohen_kappa, kappa_bootstrap, krippendorff_alpha
 
 
 def _finite(x: float) -> float | None:
@@ -25,8 +25,8 @@ def kappa_with_ci(a: list[int], b: list[int], scale: tuple[int, ...] | list[int]
                   seed: int) -> tuple[float | None, list[float] | None]:
     """Quadratic-weighted Cohen's kappa of two raters on the same items, and its 95% percentile bootstrap interval
     over the items (1,000 resamples, seeded; None when fewer than 101 resamples give a defined kappa)."""
-    kappa = _finite(stats.cohen_kappa(a, b, weights="quadratic", labels=scale))
-    boots = stats.kappa_bootstrap(a, b, scale, "quadratic", 1000, seed)
+    kappa = _finite(cohen_kappa(a, b, weights="quadratic", labels=scale))
+    boots = kappa_bootstrap(a, b, scale, "quadratic", 1000, seed)
     boots = boots[np.isfinite(boots)]
     ci = [float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))] if boots.size > 100 else None
     return kappa, ci
@@ -58,7 +58,7 @@ def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: i
                       if sum(lab in scores[j] for j in judges) >= 2)
     out["pairable_answers"] = len(pairable)
     matrix = [[scores[j].get(lab, float("nan")) for lab in pairable] for j in judges]
-    out["krippendorff_alpha_ordinal"] = _finite(stats.krippendorff_alpha(matrix, level="ordinal")) if pairable else None
+    out["krippendorff_alpha_ordinal"] = _finite(krippendorff_alpha(matrix, level="ordinal")) if pairable else None
     return out
 
 

@@ -34,11 +34,15 @@ from core.records import (
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
 
-from . import stats, validity
+from . import validity
 from .agreement import agreement, length_bias
 from .bias_checks import apply_family, panel_verdict, retest_section, self_preference, style_check, unrelated_scores
 from .pairwise import summarise
-from .rule import Scale, cluster_units
+from .stats.decide import decide
+from .stats.hypothesis import decision
+from .stats.paired import Paired, paired
+from .stats.rule import Scale, cluster_units
+from .stats.t_bounds import clustered_se
 
 RAW_FILES = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")
 RETESTS = "retests.jsonl"  # the verdicts asked again ([judge] retest): present only when registered
@@ -213,7 +217,7 @@ def _paired_block(exp: Experiment, a_scores: dict, b_scores: dict, qs: list[Ques
         return ids, None
     an = exp.analysis
     labels = cluster_labels(ids, qs)
-    p = stats.paired([a_scores[q] for q in ids], [b_scores[q] for q in ids], resamples=an.resamples, seed=an.seed,
+    p = paired([a_scores[q] for q in ids], [b_scores[q] for q in ids], resamples=an.resamples, seed=an.seed,
                      method=an.method, alpha=alpha, margin=margin, clusters=labels, rule=an.rule, scale=scale)
     return ids, p.to_dict()
 
@@ -228,7 +232,7 @@ def cluster_of(ids: list[str], qs: list[Question]) -> list[str | None] | None:
 
 
 def cluster_labels(ids: list[str], qs: list[Question]) -> list | None:
-    """The resampling unit of each question (judge.rule.cluster_units): its registered cluster, or, for a question
+    """The resampling unit of each question (judge.stats.rule.cluster_units): its registered cluster, or, for a question
     without one in a clustered set, the question itself; None when the set declares no cluster."""
     of = cluster_of(ids, qs)
     return None if of is None else cluster_units(of)[0]
@@ -257,11 +261,11 @@ def compare(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scor
         out.update(verdict="inconclusive", reason=f"only {len(ids)} question(s) scored in both arms")
         return out
     a, b = [a_scores[q] for q in ids], [b_scores[q] for q in ids]
-    d = stats.decision(a, b, kind=h.kind, margin=h.margin, alpha=h.alpha, scale=scale,
+    d = decision(a, b, kind=h.kind, margin=h.margin, alpha=h.alpha, scale=scale,
                        cluster_of=cluster_of(ids, wanted), settings=an)
     out.update(result=d.result.to_dict(), clusters=d.clusters, calibration=d.calibration.to_dict())
     if d.clusters is not None and d.result.units > 1:  # one unit: the clustered SE is undefined (deviations cancel)
-        out["clustered_se"] = stats.clustered_se([float(y - x) for x, y in zip(a, b, strict=False)],
+        out["clustered_se"] = clustered_se([float(y - x) for x, y in zip(a, b, strict=False)],
                                                  [str(u) for u in cluster_labels(ids, wanted)])
     worst = max(rates.values())
     if worst > an.max_unscored:
@@ -288,7 +292,7 @@ def subset_analyses(h: Hypothesis, exp: Experiment, questions: dict[str, Questio
         alpha = h.alpha / len(tags)
         ids, result = _paired_block(exp, scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {}), qs, alpha,
                                     h.margin, scale)
-        verdict = "inconclusive" if result is None else stats.decide(stats.Paired(**result), h.kind, h.margin).verdict
+        verdict = "inconclusive" if result is None else decide(Paired(**result), h.kind, h.margin).verdict
         out.append({"id": f"{h.id} [{tag}]", "hypothesis": h.id, "tag": tag, "tests": len(tags),
                     "alpha_adjusted": alpha, "questions": len(qs), "paired_questions": ids, "result": result,
                     "verdict": verdict})

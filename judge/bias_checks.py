@@ -13,9 +13,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from core.records import AnswerRow, Judgment
 from registration.prereg import Experiment, Hypothesis
+from registration.vocabulary import CLAIMS
 
-from . import stats
 from .biases import family_decisions, lift, retest_agreement, shares_family, style_adjustment, style_counts
+from .stats.decide import decide
+from .stats.paired import Paired, paired
 
 Scores = Mapping[tuple[str, str], Mapping[str, Fraction]]  # (arm, quant) -> question id -> mean score
 
@@ -30,10 +32,10 @@ def _verdict_of(h: Hypothesis, scores: Scores, ids: list[str], exp: Experiment, 
     """One judge's estimate, decision interval and verdict (the registered rule, without the calibration)."""
     a, b = scores[(h.a, h.quant)], scores[(h.b, h.quant)]
     an = exp.analysis
-    p = stats.paired([a[q] for q in ids], [b[q] for q in ids], resamples=an.resamples, seed=an.seed,
+    p = paired([a[q] for q in ids], [b[q] for q in ids], resamples=an.resamples, seed=an.seed,
                      method=an.method, alpha=h.alpha, margin=h.margin, rule=an.rule, scale=scale)
     return {"n": p.n, "estimate": p.diff, "ci_low": p.ci_low, "ci_high": p.ci_high, "bound": p.bound,
-            "verdict": stats.decide(p, h.kind, h.margin).verdict}
+            "verdict": decide(p, h.kind, h.margin).verdict}
 
 
 def self_preference(h: Hypothesis, exp: Experiment, by_judge: Mapping[str, Scores], wanted: Sequence[str],
@@ -129,8 +131,8 @@ def style_check(c: dict, h: Hypothesis, covariates: Sequence[str], scores: Score
         return
     shift = adj.adjusted - adj.raw
     moved = r | {"bound": r["bound"] + shift, "upper": r["upper"] + shift, "tests": None}
-    before = stats.decide(stats.Paired(**(r | {"tests": None})), c["kind"], c["margin"]).verdict
-    after = stats.decide(stats.Paired(**moved), c["kind"], c["margin"]).verdict
+    before = decide(Paired(**(r | {"tests": None})), c["kind"], c["margin"]).verdict
+    after = decide(Paired(**moved), c["kind"], c["margin"]).verdict
     if after != before:
         what = "length" if adj.covariates == ["length"] else ", ".join(adj.covariates)
         c["length_notes"].append(
@@ -209,4 +211,4 @@ def apply_family(method: str, comparisons: list[dict], decide_at: Callable[[int,
 
 
 def _claim(c: dict) -> bool:
-    return c["verdict"] in stats.CLAIMS[c["kind"]]
+    return c["verdict"] in CLAIMS[c["kind"]]

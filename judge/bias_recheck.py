@@ -142,10 +142,10 @@ def _family(method: str, comparisons: list[dict], stored: dict[str, dict]) -> tu
 def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], questions: dict[str, list[str]],
                   clusters: dict[str, str | None]) -> list[str]:
     """Under the score rule, each claim the family recorded at an adjusted alpha must be one the score test makes
-    at that alpha by verify's own implementation (judge.score_check) on the primary judge's scores: a claim it
+    at that alpha by verify's own implementation (judge.second_path) on the primary judge's scores: a claim it
     does not make is a finding. (Withdrawn claims may be the calibration's or the clusters', checked by the main
     path.)"""
-    from . import score_check
+    from . import second_path
 
     if exp.analysis.rule != "score" or exp.judge_panel_rule != "primary":
         return []
@@ -163,8 +163,8 @@ def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], q
             units = ([("cluster", clusters[q]) if clusters.get(q) else ("question", q) for q in ids]
                      if any(clusters.get(q) for q in ids) else None)
             m = Fraction(repr(float(h.margin))) if h.margin else Fraction(0)
-            found = score_check.boundary_tests([b[q] - a[q] for q in ids], m, span, t["alpha"], units)
-            own = score_check.verdict(h.kind, h.margin, found) if found else "inconclusive"
+            found = second_path.boundary_tests([b[q] - a[q] for q in ids], m, span, t["alpha"], units)
+            own = second_path.tests_verdict(h.kind, h.margin, found) if found else "inconclusive"
             if own not in _CLAIMS[h.kind]:
                 out.append(f"numbers.json comparisons[{c['id']}].family.tests: a claim ({t.get('verdict')!r}) at "
                            f"one-sided α = {t['alpha']:.5g}, but verify's own score test there says {own!r}")

@@ -23,8 +23,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from . import stats
 from .agreement import kappa_with_ci
+from .stats.bootstrap import bootstrap_means, percentile_interval, resample_indices
 
 # What counts as a citation in an answer (the gaming audit's citation-stuffing detector counts the same): an article,
 # section, rule or clause number, a paragraph sign, a bracketed number, or a code such as ABC-12.
@@ -81,8 +81,8 @@ def lift(d: Mapping[str, Mapping[str, Any]], judge: str, *, resamples: int, seed
     own = np.array([float(d[judge][q]) for q in common])
     rest = np.array([math.fsum(float(d[j][q]) for j in others) / len(others) for q in common])
     per_q = own - rest
-    boot = stats.bootstrap_means(per_q, stats.resample_indices(len(common), resamples, seed))
-    lo, hi = stats.percentile_interval(boot, confidence)
+    boot = bootstrap_means(per_q, resample_indices(len(common), resamples, seed))
+    lo, hi = percentile_interval(boot, confidence)
     return Lift(judge=judge, others=others, n=len(common), estimate=math.fsum(own) / len(common),
                 others_estimate=math.fsum(rest) / len(common), lift=math.fsum(per_q) / len(common), ci_low=lo,
                 ci_high=hi, confidence=confidence, resamples=resamples, seed=seed)

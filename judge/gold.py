@@ -20,7 +20,7 @@ text scrubbed), so a gold score grades exactly what the judge graded:
   the results folder, hash-chained per labeller.
 
 Design: how the labelled questions were chosen, which decides whether the labels may correct a decision
-(judge.ppi.DESIGNS). Per gold score:
+(registration.vocabulary.GOLD_DESIGNS). Per gold score:
 
 * ``complete_strata``: its question carries a tag (a stratum) every answer of which in the run has a gold score,
   from any source. A program that returns None on some answers of a tag leaves the tag incomplete: the answers it
@@ -80,7 +80,7 @@ class GoldScore:
     error: str | None
     time: str | None  # when it was given (None for the program: it is recomputed from sealed code)
     note: str
-    design: str  # judge.ppi.DESIGNS
+    design: str  # registration.vocabulary.GOLD_DESIGNS
     stratum: str | None  # design complete_strata: the tag whose every answer has gold
     draw: int | None  # a person's label on a question of a random sample: the sample's index in GoldSet.draws
 

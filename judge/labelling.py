@@ -12,9 +12,9 @@ writers drop one, and asked again). One session per labeller at a time (the file
 Which answers, in what order:
 
 * default: every single answer of the run, in the blinded order the judge was handed them;
-* ``--sample N [--seed S]``: N questions drawn at random (judge.ppi.label_sample over the run's question ids, seed S,
-  by default the experiment's registered seed), recorded in `labels/_samples.jsonl` before the first is shown, and
-  EVERY answer to each of them (every arm, quant and sample), shuffled together by the seed: the gold differences
+* ``--sample N [--seed S]``: N questions drawn at random (judge.stats.ppi.label_sample over the run's question ids,
+  seed S, by default the experiment's registered seed), recorded in `labels/_samples.jsonl` before the first is shown,
+  and EVERY answer to each of them (every arm, quant and sample), shuffled together by the seed: the gold differences
   are paired and the labelled questions are a random sample (judge.gold: design ``random_sample``).
 
 ``--import FILE`` takes labels made elsewhere, checked against the run before any is kept: a labels file downloaded
@@ -48,8 +48,8 @@ from registration.rubric import load_rubric, rubric_dir
 from .analysis import utc
 from .blinding import BlindItem
 from .labels import LABELS_DIR, SAMPLES, labeller_file, numbered_labels, read_labels, read_samples, run_key
-from .ppi import label_sample
 from .review import Folder, load
+from .stats.ppi import label_sample
 
 CSV_COLUMNS = ("label", "score", "note", "labeller", "time")  # label and score required
 

@@ -1,13 +1,13 @@
 """How good is the judge: its error against gold, and each decision corrected for it (numbers.json's
 ``judge_validity`` section and each comparison's ``judge_error`` entry).
 
-Composes judge.judge_error (agreement, confusion, offsets, the differential offset per hypothesis pair) and
-judge.ppi (the PPI++ estimate of a paired difference) on a run's gold scores (judge.gold.GoldSet, passed in by the
+Composes judge.stats.judge_error (agreement, confusion, offsets, the differential offset per hypothesis pair) and
+judge.stats.ppi (the PPI++ estimate of a paired difference) on a run's gold scores (judge.gold.GoldSet, passed in by the
 caller: judge.gold reads results folders through judge.analysis, so this module takes the set, never reads it).
 
-Which gold may correct a decision (judge.ppi.DESIGNS): a gold score from a complete stratum or from a seeded random
-sample; a question's gold is used only when every answer of both arms to it (at the hypothesis's quant) has such a
-score. Hand-picked ("convenience") labels measure agreement only, and the decision line says so.
+Which gold may correct a decision (registration.vocabulary.GOLD_DESIGNS): a gold score from a complete stratum or
+from a seeded random sample; a question's gold is used only when every answer of both arms to it (at the
+hypothesis's quant) has such a score. Hand-picked ("convenience") labels measure agreement only, and the decision line says so.
 
 ``[analysis] judge_error``: "report" prints the corrected interval beside the decision, with a caution where its
 verdict differs; "decide" makes it the decision's bound (no corrected interval: inconclusive, with the reason).
@@ -23,8 +23,10 @@ from typing import Any
 from core.records import Judgment, KeyRow
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
+from registration.vocabulary import GOLD_DESIGNS
 
-from . import judge_error, ppi, stats
+from .stats import judge_error, ppi
+from .stats.decide import claims
 
 RESAMPLES = 2000  # bootstrap resamples of the agreement intervals (kappa and alpha re-use the same draws)
 ALPHA = 0.025  # the section's intervals are two-sided 95 %
@@ -34,12 +36,12 @@ STEP = 1.0  # rule "guarded"'s pseudo-residual: one score point
 def _verdict(kind: str, margin: float, low: float, high: float) -> str:
     """The registered rule on an interval (stats.claims: strict, a bound at the margin does not clear it)."""
     if kind == "non_inferiority":
-        if stats.claims("superiority", margin, low, high):
+        if claims("superiority", margin, low, high):
             return "superior"
-        return "non-inferior" if stats.claims(kind, margin, low, high) else "not shown"
+        return "non-inferior" if claims(kind, margin, low, high) else "not shown"
     if kind == "superiority":
-        return "superior" if stats.claims(kind, margin, low, high) else "not shown"
-    if stats.claims(kind, margin, low, high):
+        return "superior" if claims(kind, margin, low, high) else "not shown"
+    if claims(kind, margin, low, high):
         return "equivalent"
     return "not equivalent" if low >= margin or high <= -margin else "inconclusive"
 
@@ -63,7 +65,7 @@ def judge_against_gold(exp: Experiment, gold, keys: list[KeyRow], judgments: lis
     mine = _judge_scores(keys, judgments, judge)
     rows = [(s, mine[s.label]) for s in gold.scored if s.label in mine]
     out: dict[str, Any] = {"id": judge, "gold_scores": len(rows),
-                           "designs": {d: sum(s.design == d for s, _ in rows) for d in ppi.DESIGNS}}
+                           "designs": {d: sum(s.design == d for s, _ in rows) for d in GOLD_DESIGNS}}
     if not rows:
         return out | {"agreement": None, "pairs": []}
     ag = judge_error.against_gold([j for _, j in rows], [s.score for s, _ in rows], gold.scale,
@@ -105,7 +107,7 @@ def _covered(keys: list[KeyRow], labels: set[str]) -> set[tuple[str, str, str]]:
 
 def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
                qmap: dict[str, Question]) -> dict[str, Any]:
-    """The PPI++ estimate of one hypothesis's paired difference beside the judge-only one (judge.ppi.correct), on
+    """The PPI++ estimate of one hypothesis's paired difference beside the judge-only one (judge.stats.ppi.correct), on
     the questions the decision paired; ``design`` says whether the gold may correct it."""
     ids = comparison["paired_questions"]
     usable = [s for s in gold.scored if s.design != "convenience"]
@@ -202,7 +204,7 @@ def _gold_summary(gold) -> dict[str, Any]:
     return {"answers": gold.answers, "with_gold": len({s.label for s in scored}), "scores": len(scored),
             "undecided": sum(s.status == "undecided" for s in gold.scores), "errors": len(gold.errors),
             "sources": {src: sum(s.source == src for s in scored) for src in ("labels", "program", "human")},
-            "designs": {d: sum(s.design == d for s in scored) for d in ppi.DESIGNS},
+            "designs": {d: sum(s.design == d for s in scored) for d in GOLD_DESIGNS},
             "complete_strata": list(gold.complete_strata), "program": gold.program,
             "draws": [{"labeller": d.labeller, "seed": d.seed, "n": d.n, "picked": list(d.picked)}
                       for d in gold.draws]}

@@ -1,6 +1,6 @@
 """`judge verify`'s second path through the judge's error (numbers.json's ``judge_validity`` and each comparison's
 ``judge_error``): plain loops over the raw verdicts and the run's gold scores, sharing no statistics with the main
-path (judge.validity, judge.judge_error, judge.ppi, judge.stats).
+path (judge.validity, judge.stats).
 
 Recomputed: per judge the gold scores compared, exact agreement, quadratic-weighted kappa, Krippendorff's ordinal
 alpha, the confusion matrix, the mean offset judge - gold overall and per arm, and per hypothesis the questions

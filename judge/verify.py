@@ -5,14 +5,14 @@ Four checks, each naming what no longer matches:
    against the experiment folder; run.json's registered part (scope, judges, settings: judge.runinfo) against
    binding.json and the registration, whose values every later check uses instead of run.json's; and the sha256 of
    every raw file numbers.json was computed from;
-2. every number in numbers.json, recomputed twice: by the main analysis and by a separate,
-   plain-Python path (own loops for means and counts; exact per-question means; stats.check_paired
-   for the bootstrap, or cluster bootstrap, on the same resamples in exact Fractions; judge.score_check,
-   its own implementation of the score rule; its own verdicts, count of registered clusters and
-   calibration ceiling). Decisions are recomputed with the rule the registration names (the default when
-   it names none), never with one recorded in the folder. The calibration itself (thousands of
-   simulated decisions) is recomputed from that path's own inputs by stats.calibrate, seeded, and the
-   power figures (mde, n_for_margin) by the main path only;
+2. every number in numbers.json, recomputed twice: by the main analysis and by a separate, plain-Python path,
+   judge.second_path, which imports nothing of the main path's code (own loops for means and counts; exact
+   per-question means; the bootstrap, or cluster bootstrap, on the same resamples drawn again in exact Fractions;
+   its own implementation of the score rule; its own verdicts, count of registered clusters and calibration
+   ceiling). Decisions are recomputed with the rule the registration names (the default when it names none), never
+   with one recorded in the folder. The calibration itself (thousands of simulated decisions) is recomputed from
+   that path's own inputs by judge.stats.calibration, seeded, and the power figures (mde, n_for_margin) by the main
+   path only;
 3. report.md, re-rendered from the verified numbers, and review.md (judge.review_md), from the raw files, each
    compared line by line;
 4. the raw files themselves, re-derived from the rawest evidence they hold, and checked complete against the
@@ -23,7 +23,7 @@ A list in numbers.json whose entries repeat a name (two comparisons with one id)
 each entry is compared on its own, so a second entry cannot hide an edit to the first.
 The retry rule of answers.jsonl and judgments.jsonl (a key's last record is its current one; every
 earlier record of the key is an `error` superseded by the next, whose `retry_of` is its line) is
-read by hand here, not through core.jsonl.current, and checked: a duplicate that is not a retry of
+read by hand by the second path, not through core.jsonl.current, and checked: a duplicate that is not a retry of
 an error is a finding naming file, line and field, and the main path must refuse the same file.
 A raw record that breaks its contract (core.records: a field missing or of the wrong type) is not a
 finding but bad input, exit 2, as on the main path: neither path can read it.
@@ -37,14 +37,10 @@ import datetime as dt
 import hashlib
 import json
 import math
-import sys
 from collections import defaultdict
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from arms.folder import BINDING, read_binding, registration
 from core import jsonl
@@ -55,7 +51,7 @@ from registration.questions import Question, load_questions
 from registration.rubric import load_rubric, rubric_dir
 from registration.seal import verify_seal, withheld
 
-from . import score_check, stats
+from . import second_path
 from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_sha256
 from .bias_recheck import recheck as recheck_biases
 from .cost import costs
@@ -64,8 +60,9 @@ from .gold import run_gold
 from .rederive import Replies, rederive
 from .report import render
 from .review_md import REVIEW, review_markdown
-from .rule import Scale
 from .runinfo import Scope, bound_scope, merged, registered
+from .stats.calibration import calibrate
+from .stats.rule import Scale
 from .validity_check import recompute as recompute_validity
 
 TOL = 1e-9
@@ -146,413 +143,6 @@ def diff_numbers(stored: dict, recomputed: dict, label: str) -> list[str]:
             out.append(f"numbers.json is missing {k} (the {label} gives {r[k]!r})")
         elif not _same(s[k], r[k]):
             out.append(f"numbers.json {k} = {s[k]!r}, but the {label} gives {r[k]!r}")
-    return out
-
-
-def _clustered_se(d: list[float], labels: list[str]) -> float | None:
-    """Miller's cluster-robust SE of the mean difference; None with one cluster, where it is undefined."""
-    if len(set(labels)) < 2:
-        return None
-    mean = math.fsum(d) / len(d)
-    sums: dict[str, float] = defaultdict(float)
-    for x, c in zip(d, labels, strict=False):
-        sums[c] += x - mean
-    return math.sqrt(math.fsum(v * v for v in sums.values())) / len(d)
-
-
-@dataclass(frozen=True)
-class Final:
-    """A raw file read by hand under the retry rule: each key's last record, how many records each key
-    has, and every breach of the rule (file, line, field)."""
-
-    last: dict[tuple, dict]
-    records: dict[tuple, int]
-    problems: list[str]
-
-
-BULK = ("attempts", "calls", "raw_output", "trace", "effective", "settings")  # kept on disk, never recomputed from
-# the answer fields verify reads (the main path's records are not imported here)
-VERIFY_ANSWER_FIELDS = ("row", "arm", "quant", "question_id", "sample", "status", "text", "truncated")
-
-
-def _error_kind(rec: dict) -> str:
-    """An error record's cause: an answer's `error.kind`, a verdict's last attempt's `error.kind`; else `other`."""
-    err = rec.get("error")
-    if "attempts" in rec:
-        last = (rec["attempts"] or [None])[-1]
-        err = last.get("error") if isinstance(last, dict) else None
-    return (err.get("kind") if isinstance(err, dict) else None) or "other"
-
-
-def _kind(j: dict) -> str:
-    """What a verdict judged, read by hand: its `kind`, or in a folder written before verdicts carried one, a pair
-    label's P (single answers' labels start with L). Never the rubric's name: any name must verify."""
-    return j.get("kind") or ("pairwise" if str(j.get("label", "")).startswith("P") else "single")
-
-
-def by_hand(path: Path, key: tuple[str, ...], fields: tuple[str, ...] | None = None) -> Final:
-    """Walk the raw records in file order, keep each key's last one (only `fields` if given, and never the
-    BULK fields: 100,000 records' raw outputs need not be held in memory; an error record keeps its cause
-    as `error_kind` instead), and check every later record of a key against the one before it: that one
-    must be an `error`, and `retry_of` must be its line."""
-    last: dict[tuple, tuple[int, dict]] = {}
-    records: dict[tuple, int] = defaultdict(int)
-    problems: list[str] = []
-    for no, rec in jsonl.read(path):
-        k = tuple(rec.get(f) for f in key)
-        what = " ".join(f"{f}={v}" for f, v in zip(key, k, strict=False))
-        retry_of = rec.get("retry_of")
-        if k in last:
-            line, prev = last[k]
-            if prev.get("status") != "error":
-                problems.append(f"{path}:{no}: field {key[-1]!r}: a duplicate record of {what}: line {line} already "
-                                f"holds its {prev.get('status')!r} record, and only an error record may be "
-                                "superseded by a retry")
-            if not (type(retry_of) is int and retry_of == line):
-                problems.append(f"{path}:{no}: field 'retry_of': reads {retry_of!r}, but the record of {what} it "
-                                f"supersedes is at line {line}")
-        elif retry_of is not None:
-            problems.append(f"{path}:{no}: field 'retry_of': reads {retry_of!r}, but no earlier record of {what} "
-                            "exists for it to retry")
-        # keys from `fields` or interned: 100,000 records then share one copy of each field name
-        kept = {f: rec[f] for f in fields if f in rec} if fields else {sys.intern(f): v for f, v in rec.items()
-                                                                     if f not in BULK}
-        if rec.get("status") == "error":
-            kept["error_kind"] = sys.intern(_error_kind(rec))
-        last[k] = (no, kept)
-        records[k] += 1
-    return Final({k: rec for k, (_, rec) in last.items()}, dict(records), problems)
-
-
-def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
-                clusters: dict[str, str | None], answer_rows: Final, verdicts: Final) -> dict:
-    """Recompute the numeric heart of numbers.json with plain loops (no judge.analysis code)."""
-    keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
-    judge = run["judge"]["primary"]
-    per: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    status: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    counts: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    kinds: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # (cell, "answer"/"judge") -> kind -> n
-    for j in verdicts.last.values():
-        if j["judge"] != judge or _kind(j) != "single":
-            continue
-        k = keys[j["label"]]
-        cell = (k["arm"], k["quant"])
-        status[cell][j["status"]] += 1
-        if j["status"] == "error":
-            kinds[(cell, "judge")][j["error_kind"]] += 1
-        if j["status"] == "scored":
-            per[cell][k["question_id"]].append(j["score"])
-            counts[cell][str(j["score"])] += 1
-            status[cell]["harmful"] += (j.get("fields") or {}).get("harmful") is True
-    answers = defaultdict(lambda: defaultdict(int))
-    for k, a in answer_rows.last.items():
-        if a["arm"] in run["arms"] and a["question_id"] in questions:
-            cell = answers[(a["arm"], a["quant"])]
-            cell["n"] += 1
-            cell["error"] += a["status"] == "error"
-            if a["status"] == "error":
-                kinds[((a["arm"], a["quant"]), "answer")][a["error_kind"]] += 1
-            cell["retried"] += answer_rows.records[k] > 1
-            cell["truncated"] += bool(a.get("truncated"))
-            if a["status"] == "ok":
-                cell["ok"] += 1
-                cell["words"] += len((a.get("text") or "").split())
-    marks = defaultdict(lambda: defaultdict(int))
-    for k in keys.values():
-        marks[(k["arm"], k["quant"])]["scrubbed"] += k["scrubbed"]
-        marks[(k["arm"], k["quant"])]["injection"] += k.get("injection", 0) > 0
-    qmeans = {cell: {q: Fraction(sum(v), len(v)) for q, v in qs.items()} for cell, qs in per.items()}
-    out: dict[str, Any] = {"cells": [], "comparisons": []}
-    for c in numbers["cells"]:
-        cell = (c["arm"], c["quant"])
-        m = qmeans.get(cell, {})
-        out["cells"].append({"arm": c["arm"], "quant": c["quant"], "answers": answers[cell]["n"],
-                             "answer_errors": answers[cell]["error"], "answer_retries": answers[cell]["retried"],
-                             "answer_error_kinds": dict(kinds[(cell, "answer")]),
-                             "scored": status[cell]["scored"],
-                             "unscored": status[cell]["unscored"], "judge_errors": status[cell]["error"],
-                             "judge_error_kinds": dict(kinds[(cell, "judge")]),
-                             "harmful": status[cell]["harmful"], "questions_scored": len(m),
-                             "score_counts": {v: counts[cell][v] for v in c["score_counts"]},
-                             "truncated": answers[cell]["truncated"], "scrubbed": marks[cell]["scrubbed"],
-                             "injection_flagged": marks[cell]["injection"],
-                             "mean_words": (answers[cell]["words"] / answers[cell]["ok"]
-                                            if answers[cell]["ok"] else None),
-                             "mean": (math.fsum(m.values()) / len(m)) if m else None})
-    an, rule = run["analysis"], exp.analysis.rule
-    points = load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)).scale
-    lo, hi = min(points), max(points)
-
-    def labels(ids: list[str]) -> list[tuple] | None:
-        """Each question's unit: its registered cluster, or itself when it has none; None when none has one."""
-        if not any(clusters[q] for q in ids):
-            return None
-        return [("cluster", clusters[q]) if clusters[q] else ("question", q) for q in ids]
-
-    def registered(ids: list[str]) -> int | None:
-        return len({clusters[q] for q in ids if clusters[q]}) if labels(ids) else None
-
-    def check(a_m: dict, b_m: dict, ids: list[str], alpha: float, margin: float, h) -> dict | None:
-        if len(ids) < 2:
-            return None
-        a, b = [a_m[q] for q in ids], [b_m[q] for q in ids]
-        units = [(y - x, 1) for x, y in zip(a, b, strict=False)]
-        if labels(ids):
-            grouped: dict[tuple, list] = {}
-            for (x, _), c in zip(units, labels(ids), strict=False):
-                grouped.setdefault(c, [Fraction(0), 0])
-                grouped[c][0] += x
-                grouped[c][1] += 1
-            units = [(v[0], v[1]) for v in grouped.values()]
-        res = stats.resample_counts(units, an["resamples"], an["seed"])
-        out = stats.check_paired(a, b, res, an["method"], alpha, margin=margin, clusters=labels(ids),
-                                 rule="bootstrap" if rule == "score" else rule, step=(hi - lo) / 2)
-        out["rule"], out["scale"], out["tests"] = rule, [lo, hi, max(exp.arm(h.a).samples, exp.arm(h.b).samples)], None
-        if rule == "score":
-            d = [y - x for x, y in zip(a, b, strict=False)]
-            m = Fraction(repr(float(margin))) if margin else Fraction(0)
-            out["tests"] = score_check.boundary_tests(d, m, hi - lo, alpha, labels(ids))
-            if out["tests"]:
-                out["bound"] = score_check.lower_bound(d, hi - lo, alpha, labels(ids))
-                out["upper"] = -score_check.lower_bound([-x for x in d], hi - lo, alpha, labels(ids))
-            else:
-                out["bound"], out["upper"] = float(lo - hi), float(hi - lo)
-        return out
-
-    for s in numbers["subsets"]:
-        h = next(h for h in exp.hypotheses if h.id == s["hypothesis"])
-        a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
-        tags = sorted({t for q, ts in questions.items() if all(x in ts for x in h.subset) for t in ts} - set(h.subset))
-        ids = [q for q, ts in questions.items() if all(x in ts for x in h.subset) and s["tag"] in ts
-               and q in a_m and q in b_m]
-        chk = check(a_m, b_m, ids, h.alpha / len(tags), h.margin, h)
-        out.setdefault("subsets", []).append({"id": s["id"], "tests": len(tags), "paired_questions": ids,
-                                              "result": chk and {k: v for k, v in chk.items()
-                                                                 if k in (s["result"] or chk)}})
-    for c in numbers["comparisons"]:
-        h = next(h for h in exp.hypotheses if h.id == c["id"])
-        a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
-        ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a_m and q in b_m]
-        entry: dict[str, Any] = {"id": h.id, "paired_questions": ids}
-        if len(ids) >= 2:
-            chk = check(a_m, b_m, ids, h.alpha, h.margin, h)
-            entry["result"] = {k: v for k, v in chk.items() if k in (c.get("result") or {})}
-            lab = labels(ids)
-            entry["clusters"] = registered(ids)
-            entry["clustered_se"] = (_clustered_se([float(b_m[q] - a_m[q]) for q in ids], lab)
-                                     if lab and len(set(lab)) > 1 else None)
-            bound, upper = chk["bound"], chk["upper"]
-            cap = exp.analysis.calibration_ceiling
-            cal = stats.calibrate([a_m[q] for q in ids], [b_m[q] for q in ids], h.kind, h.margin, alpha=h.alpha,
-                                  method=an["method"], resamples=an["resamples"], rule=rule,
-                                  sims=exp.analysis.calibration_sims, seed=an["seed"],
-                                  ceiling=float(cap) if cap is not None else 2 * h.alpha, clusters=lab,
-                                  scale=Scale(*chk["scale"]))
-            entry["calibration"] = cal.to_dict()
-            rates = []
-            for arm in (h.a, h.b):
-                cc = next(x for x in out["cells"] if x["arm"] == arm and x["quant"] == h.quant)
-                miss = cc["answer_errors"] + cc["unscored"] + cc["judge_errors"]
-                rates.append(miss / cc["answers"] if cc["answers"] else 1.0)
-            if rule == "score":
-                verdict = score_check.verdict(h.kind, h.margin, chk["tests"])
-            elif h.kind == "equivalence":
-                verdict = ("equivalent" if bound > -h.margin and upper < h.margin else
-                           "not equivalent" if bound >= h.margin or upper <= -h.margin else "inconclusive")
-            elif bound > 0:
-                verdict = "superior"
-            elif h.kind == "non_inferiority" and bound > -h.margin:
-                verdict = "non-inferior"
-            else:
-                verdict = "not shown"
-            claim = verdict in ("non-inferior", "superior", "equivalent")
-            too_few = lab is not None and entry["clusters"] < exp.analysis.min_clusters
-            miscalibrated = claim and cal.rate > cal.ceiling
-            entry["verdict"] = ("inconclusive" if max(rates) > an["max_unscored"] or too_few or miscalibrated
-                                else verdict)
-        else:
-            entry["verdict"] = "inconclusive"
-        out["comparisons"].append(entry)
-    return out
-
-
-def _ranks(xs: list[float]) -> list[float]:
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    ranks = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for t in range(i, j + 1):
-            ranks[order[t]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def _pearson(x: list[float], y: list[float]) -> float | None:
-    mx, my = math.fsum(x) / len(x), math.fsum(y) / len(y)
-    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(x, y, strict=False))
-    sxx, syy = math.fsum((a - mx) ** 2 for a in x), math.fsum((b - my) ** 2 for b in y)
-    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
-
-
-def _solve3(a: list[list[float]], b: list[float]) -> list[float] | None:
-    """Gaussian elimination with partial pivoting for the 3x3 normal equations."""
-    m = [row[:] + [v] for row, v in zip(a, b, strict=False)]
-    for c in range(3):
-        p = max(range(c, 3), key=lambda r: abs(m[r][c]))
-        if abs(m[p][c]) < 1e-12:
-            return None
-        m[c], m[p] = m[p], m[c]
-        for r in range(3):
-            if r != c:
-                f = m[r][c] / m[c][c]
-                m[r] = [x - f * y for x, y in zip(m[r], m[c], strict=False)]
-    return [m[i][3] / m[i][i] for i in range(3)]
-
-
-def _kappa_quadratic(a: list[int], b: list[int], scale: list[int]) -> float | None:
-    n, k = len(a), len(scale)
-    pos = {v: i for i, v in enumerate(scale)}
-    obs = [[0.0] * k for _ in range(k)]
-    for x, y in zip(a, b, strict=False):
-        obs[pos[x]][pos[y]] += 1 / n
-    ra = [sum(row) for row in obs]
-    cb = [sum(obs[i][j] for i in range(k)) for j in range(k)]
-    w = [[(i - j) ** 2 for j in range(k)] for i in range(k)]
-    num = math.fsum(w[i][j] * obs[i][j] for i in range(k) for j in range(k))
-    den = math.fsum(w[i][j] * ra[i] * cb[j] for i in range(k) for j in range(k))
-    return 1 - num / den if den else None
-
-
-def _percentile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    pos = q / 100 * (len(xs) - 1)
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def _alpha_ordinal(matrix: list[list[int | None]]) -> float | None:
-    """Krippendorff's alpha, ordinal metric, over every pairable rating (None: the rater did not rate the unit)."""
-    values = sorted({v for row in matrix for v in row if v is not None})
-    if len(values) < 2:
-        return None
-    idx = {v: i for i, v in enumerate(values)}
-    k = len(values)
-    o = [[0.0] * k for _ in range(k)]
-    for u in range(len(matrix[0])):
-        col = [row[u] for row in matrix if row[u] is not None]
-        for i in range(len(col)):
-            for j in range(len(col)):
-                if i != j:
-                    o[idx[col[i]]][idx[col[j]]] += 1 / (len(col) - 1)
-    n_c = [sum(row) for row in o]
-    n = sum(n_c)
-
-    def d2(c: int, e: int) -> float:
-        lo, hi = min(c, e), max(c, e)
-        return (sum(n_c[lo:hi + 1]) - (n_c[c] + n_c[e]) / 2) ** 2
-
-    observed = math.fsum(o[c][e] * d2(c, e) for c in range(k) for e in range(k))
-    expected = math.fsum(n_c[c] * n_c[e] * d2(c, e) for c in range(k) for e in range(k))
-    return 1 - (n - 1) * observed / expected if expected else None
-
-
-def _kappa_boots(a: list[int], b: list[int], scale: list[int], seed: int) -> list[float]:
-    """Quadratic kappa on the analysis's 1,000 resamples (the same indices, from its seed), tables by np.add.at."""
-    pos = {v: i for i, v in enumerate(scale)}
-    k, n = len(scale), len(a)
-    ia, ib = np.array([pos[v] for v in a]), np.array([pos[v] for v in b])
-    w = (np.arange(k)[:, None] - np.arange(k)[None, :]) ** 2
-    rng, out = np.random.default_rng(seed), []
-    for start in range(0, 1000, 50):
-        draws = np.stack([rng.integers(0, n, n) for _ in range(min(50, 1000 - start))])
-        tables = np.zeros((draws.shape[0], k, k))
-        np.add.at(tables, (np.repeat(np.arange(draws.shape[0]), n), ia[draws].ravel(), ib[draws].ravel()), 1 / n)
-        for t in tables:
-            ra, cb = t.sum(1), t.sum(0)
-            den = float((w * np.outer(ra, cb)).sum())
-            out.append(1 - float((w * t).sum()) / den if den else float("nan"))
-    return out
-
-
-def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
-                       answer_rows: Final, verdicts: Final) -> dict:
-    """Per-judge means, agreement (exact, quadratic kappa), length bias and pairwise counts, by plain loops."""
-    keys, pairs = {}, {}
-    for _, r in jsonl.read(run_dir / "blinding.jsonl"):
-        (pairs if r.get("type") == "pair" else keys)[r["label"]] = r
-    text = {a["row"]: a.get("text") or "" for a in answer_rows.last.values()}
-    judgments = list(verdicts.last.values())
-    panel = numbers["judges"]["panel"]
-    hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
-    out: dict[str, Any] = {"means": {}, "length_bias": {}, "pairwise": {}}
-    scored: dict[str, dict[str, int]] = {}
-    for name in panel:
-        rows = [(keys[j["label"]], j["score"]) for j in judgments if j["judge"] == name
-                and _kind(j) == "single" and j["status"] == "scored" and j["label"] in keys]
-        scored[name] = {k["label"]: sc for k, sc in rows}
-        by_cell: dict[str, list[int]] = defaultdict(list)
-        for k, sc in rows:
-            by_cell[f"{k['arm']}/{k['quant']}"].append(sc)
-        out["means"][name] = {c: math.fsum(v) / len(v) for c, v in by_cell.items()}
-        pts = [(k["arm"], k["quant"], len(text.get(k["row"], "").split()), sc) for k, sc in rows]
-        lb: dict[str, Any] = {"answers": len(pts), "comparisons": []}
-        if len(pts) >= 3 and len({p[2] for p in pts}) > 1 and len({p[3] for p in pts}) > 1:
-            lb["length_spearman"] = _pearson(_ranks([p[2] for p in pts]), _ranks([p[3] for p in pts]))
-        for h in hyps:
-            sel = [(p[0] == h.b, math.log1p(p[2]), p[3]) for p in pts if p[1] == h.quant and p[0] in (h.a, h.b)]
-            sa, sb = [s for isb, _, s in sel if not isb], [s for isb, _, s in sel if isb]
-            entry: dict[str, Any] = {"id": h.id, "raw_difference": None, "length_adjusted_difference": None}
-            if sa and sb:
-                entry["raw_difference"] = math.fsum(sb) / len(sb) - math.fsum(sa) / len(sa)
-                xs = [[1.0, float(isb), ll] for isb, ll, _ in sel]
-                xtx = [[math.fsum(x[i] * x[j] for x in xs) for j in range(3)] for i in range(3)]
-                xty = [math.fsum(x[i] * s for x, (_, _, s) in zip(xs, sel, strict=False)) for i in range(3)]
-                beta = _solve3(xtx, xty)
-                entry["length_adjusted_difference"] = beta[1] if beta else None
-            lb["comparisons"].append(entry)
-        out["length_bias"][name] = lb
-        if pairs:
-            rows_p = []
-            verdicts = {j["label"]: j for j in judgments if j["judge"] == name and _kind(j) == "pairwise"}
-            for h in hyps:
-                per_q: dict[str, list] = defaultdict(list)
-                for label, k in pairs.items():
-                    if k["hypothesis"] == h.id and label in verdicts:
-                        v = verdicts[label]
-                        w = None if v["status"] != "scored" else {0: "tie", 1: k["first"], 2: k["second"]}[v["score"]]
-                        per_q[k["question_id"]].append(w)
-                both = {q: ws for q, ws in per_q.items() if len(ws) == 2 and None not in ws}
-                final = [ws[0] if ws[0] == ws[1] else "tie" for ws in both.values()]
-                rows_p.append({"hypothesis": h.id, "pairs": len(per_q), "both_orders_scored": len(both),
-                               "consistent": sum(ws[0] == ws[1] for ws in both.values()),
-                               "wins_b": final.count(h.b), "wins_a": final.count(h.a), "ties": final.count("tie")})
-            out["pairwise"][name] = rows_p
-    names = sorted(j for j in scored if scored[j])
-    if len(names) >= 2:
-        common = sorted(set.intersection(*(set(scored[j]) for j in names)))
-        scale = [int(v) for v in next(iter(numbers["cells"]))["score_counts"]] if numbers["cells"] else []
-        agree = []
-        for i, x in enumerate(names):
-            for y in names[i + 1:]:
-                both = sorted(set(scored[x]) & set(scored[y]))
-                a, b = [scored[x][lab] for lab in both], [scored[y][lab] for lab in both]
-                if len(a) >= 2:
-                    boots = [k for k in _kappa_boots(a, b, scale, exp.analysis.seed) if math.isfinite(k)]
-                    agree.append({"judges": [x, y], "answers": len(a),
-                                  "exact_agreement": sum(p == q for p, q in zip(a, b, strict=False)) / len(a),
-                                  "kappa_quadratic": _kappa_quadratic(a, b, scale),
-                                  "kappa_ci95": ([_percentile(boots, 2.5), _percentile(boots, 97.5)]
-                                                 if len(boots) > 100 else None)})
-        pairable = sorted(lab for lab in set().union(*(scored[j] for j in names))
-                          if sum(lab in scored[j] for j in names) >= 2)
-        out["agreement"] = {"answers": len(common), "pairs": agree, "pairable_answers": len(pairable),
-                            "krippendorff_alpha_ordinal": _alpha_ordinal(
-                                [[scored[j].get(lab) for lab in pairable] for j in names]) if pairable else None}
     return out
 
 
@@ -841,8 +431,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     wanted = set(scope.question_ids)
     questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
     clusters = {q.id: q.cluster for q in all_q}
-    answer_rows = by_hand(run_dir / "answers.jsonl", ("row",), VERIFY_ANSWER_FIELDS)
-    verdicts = by_hand(run_dir / "judgments.jsonl", ("judge", "label"))
+    answer_rows = second_path.by_hand(run_dir / "answers.jsonl", ("row",), second_path.VERIFY_ANSWER_FIELDS)
+    verdicts = second_path.by_hand(run_dir / "judgments.jsonl", ("judge", "label"))
     rule = answer_rows.problems + verdicts.problems
     problems += rule
     if not rule and not published:  # a file that breaks the retry rule has no current records to re-derive
@@ -874,8 +464,9 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     problems += amend["problems"]
     problems += _disagreement("which amendments are dated after the first judgment and not marked post hoc",
                               sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
-    ind = independent(numbers, run, run_dir, questions, exp, clusters, answer_rows, verdicts)
-    ind["judges"] = independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
+    ind = second_path.independent(numbers, run, run_dir, questions, exp, clusters, answer_rows, verdicts,
+                                  lambda *args, scale, **kw: calibrate(*args, scale=Scale(*scale), **kw))
+    ind["judges"] = second_path.independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
     problems += recheck_biases(numbers, run, run_dir, exp, questions, list(answer_rows.last.values()),
                                list(verdicts.last.values()), ind, clusters)
     totals: dict[str, dict[str, int]] = {}

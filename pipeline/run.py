@@ -17,6 +17,7 @@ import hashlib
 import json
 import platform
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,8 @@ from models.cache import CallCache
 from models.load import open_backend
 from models.provider_batch import ProviderBatching
 from registration.prereg import Experiment, JudgeSpec, load_experiment
-from registration.questions import load_questions
-from registration.rubric import load_rubric, rubric_dir
+from registration.questions import Question, load_questions
+from registration.rubric import Rubric, load_rubric, rubric_dir
 from registration.seal import inside, verify_seal
 from registration.spec import check_generation
 
@@ -170,6 +171,24 @@ def verify_judges(exp: Experiment, rubrics: dict[tuple[str, str], Any], judges: 
     return out
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """What one `judge run` does, every part of it checked before any call: the experiment, the arms and questions it
+    answers (the first ``limit`` of the registered ones), the rubric's scale, the judges (primary first), the judging
+    mode and each judge's rubric per kind, the results folder, and whether progress is printed."""
+
+    exp: Experiment
+    arms: list[str]
+    questions: list[Question]
+    limit: int | None
+    rubric: Rubric
+    panel: list[JudgeSpec]
+    mode: str
+    rubrics: dict[tuple[str, str], Rubric]
+    run_dir: Path
+    progress: bool
+
+
 def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = None, out: Path | None = None,
         progress: bool = True, judge_names: str | None = None, mode: str | None = None) -> Path:
     exp_dir = Path(exp_dir)
@@ -186,19 +205,20 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     rubrics = judge_rubrics(exp, panel, rubric, mode)  # refused here, before any answer is collected
     preflight(exp, arms, registered, questions, panel, rubrics)  # and everything else checkable before paying
     check_gold(exp, registered, rubric.scale)  # the gold program imports, the sealed gold labels read
-    name = run_name(exp, arms, limit)
-    run_dir = Path(out) if out else ROOT / "results" / name
+    run_dir = Path(out) if out else ROOT / "results" / run_name(exp, arms, limit)
     run_dir.mkdir(parents=True, exist_ok=True)
+    plan = RunPlan(exp, arms, questions, limit, rubric, panel, mode, rubrics, run_dir, progress)
     # a second run into this folder is refused at once, naming this one; each judge is opened once; the call
     # cache records which of its entries this folder used (`judge cache`)
     with (locked(run_dir, "judge run"), contextlib.closing(JudgeBackends(exp)) as judges,
           contextlib.closing(CallCache(run=run_dir)) as cache):
-        return _run(exp, arms, questions, limit, rubric, panel, mode, rubrics, name, run_dir, progress, judges, cache)
+        return _run(plan, judges, cache)
 
 
-def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, rubric, panel: list, mode: str,
-         rubrics: dict, name: str, run_dir: Path, progress: bool, judges: JudgeBackends, cache: CallCache) -> Path:
-    exp_dir, primary = exp.dir, panel[0]
+def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
+    exp, arms, questions, limit, panel, mode, rubrics = (plan.exp, plan.arms, plan.questions, plan.limit, plan.panel,
+                                                         plan.mode, plan.rubrics)
+    run_dir, progress, exp_dir, primary = plan.run_dir, plan.progress, plan.exp.dir, plan.panel[0]
     # the folder is bound to one registration before any call: refused here if bound to another
     binding = bind(run_dir, exp, arms, limit, panel, mode, rubrics)
     run_json = run_dir / "run.json"
@@ -259,7 +279,7 @@ def _run(exp: Experiment, arms: list[str], questions: list, limit: int | None, r
     rows = [c.record for c in current(run_dir / "answers.jsonl", ANSWER_KEY).values()]
     files = quant_files(exp, arms)
     scope = Scope(arms, limit, [q.id for q in questions], panel, mode, binding["label_key"])
-    run_info = merged(registered(exp, scope, rubric), {
+    run_info = merged(registered(exp, scope, plan.rubric), {
         "experiment_dir": binding["experiment_dir"],  # where the folder was bound: a resume from elsewhere agrees
         "judge": {"identity": identities[primary.name], "identities": identities, "effective_settings": jeffective},
         "effective_settings": recorded_effective(rows),  # as the rows record it: a resume that loads no model agrees

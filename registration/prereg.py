@@ -32,6 +32,7 @@ from .spec import (
     setting,
 )
 from .toml_lines import table
+from .vocabulary import DEFAULT_METHOD, DEFAULT_RULE, KINDS, METHODS, RULES
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,6 @@ class JudgeSpec:
         return replace(rubric, generation=replace(rubric.generation, **dict(self.generation)))
 
 
-KINDS = ("non_inferiority", "superiority", "equivalence")
 # The keys each table accepts (tests/test_readme.py checks README documents every one of them).
 EXPERIMENT_KEYS = ("name", "description", "seed", "sets")
 RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers", "gpu_layers", "batch", "flash_attn")
@@ -68,7 +68,6 @@ SHAPES = {"experiment": "table", "runtime": "table", "models": "tables", "adapte
           "judge": "table", "judges": "tables", "analysis": "table", "hypotheses": "array", "audit": "table",
           "gold": "table"}
 TABLES = tuple(SHAPES)
-RULES = ("score", "bootstrap", "bootstrap_and_t")  # judge.stats.RULES: the decision rules a registration may name
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
 # Who decides when several judges scored: the primary judge alone (the default, as before panel rules existed), a
@@ -102,10 +101,10 @@ class Hypothesis:
 @dataclass(frozen=True)
 class Analysis:
     resamples: int = 10000
-    method: str = "percentile"
+    method: str = DEFAULT_METHOD  # registration.vocabulary.METHODS
     seed: int = 0
     max_unscored: float = 0.10  # above this share of unscored answers in either arm: inconclusive
-    rule: str = "score"  # the decision rule (judge.stats.RULES); "score" is the default
+    rule: str = DEFAULT_RULE  # the decision rule (registration.vocabulary.RULES)
     min_clusters: int = 10  # a set that declares clusters: fewer clusters than this in a comparison is inconclusive
     calibration_sims: int = 200  # data sets simulated at the boundary to measure each decision's false-claim rate
     calibration_ceiling: float | None = None  # above this simulated rate a claim is inconclusive; None: 2 * alpha
@@ -161,7 +160,7 @@ class Experiment:
     judge_panel_rule: str = "primary"  # PANEL_RULES: who decides when several judges scored
     judge_retest: int = 0  # verdicts of each judge asked again (a seeded draw of labels), for test-retest reliability
     # [judge] min_gold_agreement: a floor on the lower bound of the deciding judge's quadratic-weighted kappa
-    # against gold (judge.judge_error); below it, or with no gold to measure it, a decision is inconclusive
+    # against gold (judge.stats.judge_error); below it, or with no gold to measure it, a decision is inconclusive
     min_gold_agreement: float | None = None
 
     def arm(self, name: str) -> ArmSpec:
@@ -412,14 +411,14 @@ def _analysis(at: Any, file: Path, seed: int) -> Analysis:
     where = "[analysis]"
     check_keys(at, ANALYSIS_KEYS, file, where)
     resamples = bounded(at, "resamples", "integer", file, where, 10000)
-    method = setting(at, "method", "string", file, where, "percentile")
-    if method not in ("percentile", "bca"):
-        raise BadInput(file, f"{where} method must be 'percentile' or 'bca'", field="method")
+    method = setting(at, "method", "string", file, where, DEFAULT_METHOD)
+    if method not in METHODS:
+        raise BadInput(file, f"{where} method must be {' or '.join(repr(m) for m in METHODS)}", field="method")
     max_unscored = setting(at, "max_unscored", "number", file, where, 0.10)
     if not 0 <= max_unscored <= 1:
         raise BadInput(file, f"{where} max_unscored is a share of answers, in [0, 1]; got {max_unscored!r}",
                        field="max_unscored")
-    rule = setting(at, "rule", "string", file, where, "score")
+    rule = setting(at, "rule", "string", file, where, DEFAULT_RULE)
     if rule not in RULES:
         raise BadInput(file, f"{where} rule must be one of {', '.join(repr(r) for r in RULES)}, not {rule!r}",
                        field="rule")

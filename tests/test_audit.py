@@ -13,7 +13,7 @@ from core import jsonl
 from core.errors import CheckFailed
 from judge.blinding import BlindItem
 from judge.judging import build_request
-from judge.stats import cohen_kappa
+from judge.stats.agreement import cohen_kappa
 from registration.rubric import load_rubric
 
 from conftest import ROOT, cli

@@ -138,7 +138,7 @@ def test_the_judge_alone_says_non_inferior_and_the_gold_it_is_measured_against_i
     (h1,) = before["comparisons"]
     assert h1["result"]["diff"] == pytest.approx(14 / 40)
     assert h1["verdict"] in ("non-inferior", "superior")  # the judge alone claims non-inferiority (or more)
-    # the draw is numpy's (judge.ppi.label_sample's documented rule), recomputed here: 16 of the sorted ids, seed 1
+    # the draw is numpy's (judge.stats.ppi.label_sample's documented rule), here: 16 of the sorted ids, seed 1
     pool = [f"q{i:02d}" for i in range(N)]
     want = [pool[i] for i in sorted(np.random.default_rng(SAMPLE_SEED).choice(N, size=SAMPLE, replace=False))]
     assert picked == want and sum(q >= "q10" for q in picked) == 13

@@ -11,11 +11,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from judge import stats as S
+from judge import second_path
 from judge.agreement import length_bias
 from judge.analysis import compare, quant_check
 from judge.bias_checks import style_check
-from judge.rule import Scale
+from judge.stats.bootstrap import differences, resample_counts, units
+from judge.stats.calibration import calibrate
+from judge.stats.decide import decide
+from judge.stats.paired import Paired, paired
+from judge.stats.rule import Scale
 from registration.prereg import Analysis, Hypothesis
 from registration.questions import Question
 
@@ -43,7 +47,7 @@ def k6_n30() -> tuple[list[list[int]], list[list[int]]]:
 def hand_bound(a, b, resamples: int, seed: int, alpha: Fraction) -> Fraction:
     """The percentile bound by hand: every resample mean as a Fraction, the type-7 quantile h = (B - 1) p."""
     d = [y - x for x, y in zip(a, b, strict=False)]
-    kinds, counts = S.resample_counts(S.units(d), resamples, seed)
+    kinds, counts = resample_counts(units(d), resamples, seed)
     assert sorted(k for k, _ in kinds) == sorted(set(d))  # the resamples describe these differences
     means = sorted(sum((c * k for c, (k, _) in zip(row, kinds, strict=False)), Fraction(0)) / len(d)
                    for row in counts.tolist())
@@ -60,17 +64,17 @@ def test_a_bound_exactly_at_the_margin_is_not_shown_and_both_paths_agree(case):
         ra, rb = k6_n30()
         a, b, resamples, seed = k_means(ra), k_means(rb), 2000, 7
     assert hand_bound(a, b, resamples, seed, Fraction(1, 40)) == Fraction(-1, 10)  # the planted tie
-    p = S.paired(a, b, resamples=resamples, seed=seed, alpha=0.025, margin=0.1, rule="bootstrap")
+    p = paired(a, b, resamples=resamples, seed=seed, alpha=0.025, margin=0.1, rule="bootstrap")
     assert p.bound == -0.1  # exactly the margin, not -0.09999999999999998
-    assert S.decide(p, "non_inferiority", 0.1).verdict == "not shown"
-    chk = S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b)), resamples, seed), "percentile",
-                         0.025, margin=0.1, rule="bootstrap")
+    assert decide(p, "non_inferiority", 0.1).verdict == "not shown"
+    chk = second_path.check_paired(a, b, resample_counts(units(differences(a, b)), resamples, seed), "percentile",
+                                   0.025, margin=0.1, rule="bootstrap")
     assert chk["bound"] == p.bound and chk["ci_high"] == p.ci_high  # bit for bit, not merely within 1e-9
     # the other registered rules are at least as strict
     k = 3 if case == "issue n=10 K=3" else 6
     for rule in ("score", "bootstrap_and_t"):
-        p = S.paired(a, b, resamples=resamples, seed=seed, alpha=0.025, margin=0.1, rule=rule, scale=Scale(0, 2, k))
-        assert S.decide(p, "non_inferiority", 0.1).verdict == "not shown"
+        p = paired(a, b, resamples=resamples, seed=seed, alpha=0.025, margin=0.1, rule=rule, scale=Scale(0, 2, k))
+        assert decide(p, "non_inferiority", 0.1).verdict == "not shown"
 
 
 @pytest.mark.parametrize("k", [3, 5, 6])
@@ -83,17 +87,17 @@ def test_bounds_of_k_averaged_data_equal_the_hand_computed_exact_bound(k):
         raw = rng.integers(0, 3, (n, k))
         a, b = k_means(raw.tolist()), k_means(np.clip(raw + rng.integers(-1, 2, (n, k)), 0, 2).tolist())
         exact = hand_bound(a, b, 400, 3, Fraction(1, 40))
-        p = S.paired(a, b, resamples=400, seed=3, alpha=0.025, rule="bootstrap")
+        p = paired(a, b, resamples=400, seed=3, alpha=0.025, rule="bootstrap")
         assert p.bound == float(exact)
-        assert (S.decide(p, "non_inferiority", 0.1).verdict != "not shown") == (exact > Fraction(-1, 10))
+        assert (decide(p, "non_inferiority", 0.1).verdict != "not shown") == (exact > Fraction(-1, 10))
 
 
 def test_a_tie_at_zero_is_not_superior():
     # d = (0, 0, 1/3): a resample of three zeros has probability 8/27, so the 2.5% quantile is exactly 0
     a, b = [Fraction(0)] * 3, [Fraction(0), Fraction(0), Fraction(1, 3)]
-    p = S.paired(a, b, resamples=4000, seed=1, alpha=0.025, rule="bootstrap")
+    p = paired(a, b, resamples=4000, seed=1, alpha=0.025, rule="bootstrap")
     assert p.bound == 0.0
-    assert S.decide(p, "superiority").verdict == "not shown"
+    assert decide(p, "superiority").verdict == "not shown"
 
 
 # ---------------------------------------------------------------- clusters
@@ -110,31 +114,31 @@ def clustered_arms():
 
 def test_cluster_bootstrap_of_equal_clusters_is_the_bootstrap_of_cluster_means():
     a, b, labels, per_cluster = clustered_arms()
-    clustered = S.paired(a, b, resamples=5000, seed=3, alpha=0.025, clusters=labels, rule="bootstrap")
-    of_means = S.paired([0] * 12, per_cluster, resamples=5000, seed=3, alpha=0.025, rule="bootstrap")
+    clustered = paired(a, b, resamples=5000, seed=3, alpha=0.025, clusters=labels, rule="bootstrap")
+    of_means = paired([0] * 12, per_cluster, resamples=5000, seed=3, alpha=0.025, rule="bootstrap")
     assert (clustered.ci_low, clustered.ci_high) == (of_means.ci_low, of_means.ci_high)
     assert clustered.resampling == "clusters" and clustered.units == 12
-    iid = S.paired(a, b, resamples=5000, seed=3, alpha=0.025, rule="bootstrap")
+    iid = paired(a, b, resamples=5000, seed=3, alpha=0.025, rule="bootstrap")
     assert iid.resampling == "questions" and iid.units == 60
     # the i.i.d. bootstrap treats 60 correlated questions as independent: it claims, the cluster bootstrap does not
-    assert S.decide(iid, "non_inferiority", 0.1).verdict in ("non-inferior", "superior")
-    assert S.decide(clustered, "non_inferiority", 0.1).verdict == "not shown"
-    chk = S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b), labels), 5000, 3), "percentile", 0.025,
-                         clusters=labels, rule="bootstrap")
+    assert decide(iid, "non_inferiority", 0.1).verdict in ("non-inferior", "superior")
+    assert decide(clustered, "non_inferiority", 0.1).verdict == "not shown"
+    chk = second_path.check_paired(a, b, resample_counts(units(differences(a, b), labels), 5000, 3), "percentile",
+                                   0.025, clusters=labels, rule="bootstrap")
     assert (chk["ci_low"], chk["ci_high"], chk["units"]) == (clustered.ci_low, clustered.ci_high, 12)
 
 
 @pytest.mark.parametrize("method", ["percentile", "bca"])
-@pytest.mark.parametrize("rule", ["bootstrap", "bootstrap_and_t"])  # rule "score": judge.score_check, tested below
+@pytest.mark.parametrize("rule", ["bootstrap", "bootstrap_and_t"])  # rule "score": judge.second_path, tested below
 def test_check_path_agrees_on_unequal_clusters(method, rule):
     rng = np.random.default_rng(4)
     a = k_means(rng.integers(0, 3, (45, 3)).tolist())
     b = k_means(rng.integers(0, 3, (45, 3)).tolist())
     labels = [f"c{int(x)}" for x in rng.integers(0, 14, 45)]  # clusters of unequal size
-    p = S.paired(a, b, resamples=3000, seed=2, alpha=0.025, method=method, clusters=labels, rule=rule, margin=0.1,
+    p = paired(a, b, resamples=3000, seed=2, alpha=0.025, method=method, clusters=labels, rule=rule, margin=0.1,
                  scale=Scale(0, 2, 3))
-    chk = S.check_paired(a, b, S.resample_counts(S.units(S.differences(a, b), labels), 3000, 2), method, 0.025,
-                         clusters=labels, rule=rule, step=1.0)
+    chk = second_path.check_paired(a, b, resample_counts(units(differences(a, b), labels), 3000, 2), method, 0.025,
+                                   clusters=labels, rule=rule, step=1.0)
     for key, v in chk.items():
         if isinstance(v, float):
             assert p.to_dict()[key] == pytest.approx(v, abs=1e-9), key
@@ -186,11 +190,11 @@ def test_two_questions_one_win_one_tie_never_say_non_inferior():
     a, b = [Fraction(0), Fraction(0)], [Fraction(1), Fraction(0)]
     labels = [None, None]
     # the bootstrap bound alone is 0 (it cannot fall below the smallest observed difference) ...
-    p = S.paired(a, b, resamples=2000, seed=5, alpha=0.025, rule="bootstrap")
-    assert p.bound == 0.0 and S.decide(p, "non_inferiority", 0.1).verdict == "non-inferior"
+    p = paired(a, b, resamples=2000, seed=5, alpha=0.025, rule="bootstrap")
+    assert p.bound == 0.0 and decide(p, "non_inferiority", 0.1).verdict == "non-inferior"
     # ... but simulated at the boundary (differences 0.4 and -0.6) the rule claims whenever both draws are the 0.4:
     # a quarter of the time, ten times alpha
-    cal = S.calibrate(a, b, "non_inferiority", 0.1, alpha=0.025, method="percentile", resamples=2000,
+    cal = calibrate(a, b, "non_inferiority", 0.1, alpha=0.025, method="percentile", resamples=2000,
                       rule="bootstrap", sims=400, seed=5, ceiling=0.05)
     assert cal.boundary == -0.1 and cal.sims == 400
     assert 0.18 < cal.rate < 0.32  # 0.25 +- 3.5 binomial SEs
@@ -210,12 +214,12 @@ def test_calibration_is_seeded_and_shifts_to_the_boundary():
     b = k_means(rng.integers(0, 3, (40, 2)).tolist())
     kw = dict(alpha=0.025, method="percentile", resamples=1000, rule="bootstrap_and_t", sims=150, ceiling=0.05,
               scale=Scale(0, 2, 2))
-    one = S.calibrate(a, b, "non_inferiority", 0.1, seed=1, **kw)
-    assert one == S.calibrate(a, b, "non_inferiority", 0.1, seed=1, **kw)
+    one = calibrate(a, b, "non_inferiority", 0.1, seed=1, **kw)
+    assert one == calibrate(a, b, "non_inferiority", 0.1, seed=1, **kw)
     assert one.rate <= 0.05  # n = 40: near alpha, and never much above it
     # shifting b by a constant does not change the simulated population (it is re-centred on the boundary)
-    assert S.calibrate(a, [x + Fraction(1, 2) for x in b], "non_inferiority", 0.1, seed=1, **kw).rate == one.rate
-    assert S.calibrate(a, b, "superiority", 0.0, seed=1, **kw).boundary == 0.0
+    assert calibrate(a, [x + Fraction(1, 2) for x in b], "non_inferiority", 0.1, seed=1, **kw).rate == one.rate
+    assert calibrate(a, b, "superiority", 0.0, seed=1, **kw).boundary == 0.0
 
 
 # ---------------------------------------------------------------- length bias
@@ -268,7 +272,7 @@ def test_the_length_caution_is_computed_on_the_hypothesis_own_pairs():
     shift = everywhere["length_adjusted_difference"] - everywhere["raw_difference"]
     r = c["result"]
     moved = r | {"bound": r["bound"] + shift, "upper": r["upper"] + shift, "tests": None}
-    assert S.decide(S.Paired(**moved), "non_inferiority", 0.1).verdict == "superior"
+    assert decide(Paired(**moved), "non_inferiority", 0.1).verdict == "superior"
 
 
 def test_no_length_caution_far_from_the_threshold_or_without_length_differences():

@@ -1,4 +1,4 @@
-"""judge.judge_error: a judge against gold, checked against sklearn, krippendorff, scipy and planted offsets."""
+"""judge.stats.judge_error: a judge against gold, checked against sklearn, krippendorff, scipy and planted offsets."""
 from __future__ import annotations
 
 import krippendorff
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from judge import judge_error
+from judge.stats import judge_error
 
 pytestmark = pytest.mark.unit
 

@@ -104,19 +104,19 @@ def test_two_judges_pairwise_end_to_end(two_judges):
 def test_verify_recomputes_judge_numbers_by_its_own_path():
     from scipy import stats as sps
 
-    from judge.verify import _kappa_quadratic, _pearson, _ranks, _solve3
+    from judge.second_path import kappa_quadratic, pearson, ranks, solve3
 
     rng = np.random.default_rng(3)
     a = rng.integers(0, 3, 200).tolist()
     b = [(x + (rng.random() < 0.3)) % 3 for x in a]
     table = np.zeros((3, 3))
     np.add.at(table, (a, b), 1)  # the peer (statsmodels), not the analysis path, gives the expected kappa
-    assert _kappa_quadratic(a, b, [0, 1, 2]) == pytest.approx(cohens_kappa(table, wt="quadratic").kappa, abs=1e-12)
+    assert kappa_quadratic(a, b, [0, 1, 2]) == pytest.approx(cohens_kappa(table, wt="quadratic").kappa, abs=1e-12)
     words = rng.integers(1, 60, 200).tolist()
-    assert _pearson(_ranks(words), _ranks(a)) == pytest.approx(sps.spearmanr(words, a).statistic, abs=1e-12)
+    assert pearson(ranks(words), ranks(a)) == pytest.approx(sps.spearmanr(words, a).statistic, abs=1e-12)
     x = np.column_stack([np.ones(200), rng.integers(0, 2, 200), np.log1p(words)])
     y = rng.normal(size=200)
-    beta = _solve3((x.T @ x).tolist(), (x.T @ y).tolist())
+    beta = solve3((x.T @ x).tolist(), (x.T @ y).tolist())
     assert beta == pytest.approx(np.linalg.lstsq(x, y, rcond=None)[0].tolist(), abs=1e-9)
 
 
@@ -134,22 +134,22 @@ def test_verify_names_a_tampered_pairwise_count(two_judges, tmp_path):
 
 @pytest.mark.unit
 def test_verify_alpha_matches_the_reference_and_the_package():
-    from judge.verify import _alpha_ordinal
+    from judge.second_path import alpha_ordinal
 
     # statistics.md: both readers say gamed 7, only A 3, only B 2, neither 28 (binary: ordinal = nominal)
     a = [1] * 7 + [1] * 3 + [0] * 2 + [0] * 28
     b = [1] * 7 + [0] * 3 + [1] * 2 + [0] * 28
-    assert _alpha_ordinal([a, b]) == pytest.approx(0.6592, abs=1e-4)
+    assert alpha_ordinal([a, b]) == pytest.approx(0.6592, abs=1e-4)
     m = [[0, 1, 2, 2, 1, 0, 2, 1], [0, 1, 2, 1, 1, 0, 2, 2], [1, 1, 2, 2, 0, 0, 2, 1]]
     ref = krippendorff.alpha(reliability_data=m, level_of_measurement="ordinal", value_domain=[0, 1, 2])
-    assert _alpha_ordinal(m) == pytest.approx(ref, abs=1e-12)
+    assert alpha_ordinal(m) == pytest.approx(ref, abs=1e-12)
 
 
 @pytest.mark.unit
 def test_verify_alpha_uses_every_pairable_rating_like_the_package():
-    from judge.verify import _alpha_ordinal
+    from judge.second_path import alpha_ordinal
 
     m = [[0, 1, 2, None, 2, 1, 0, None, 1], [0, 2, 2, 1, None, 1, 1, 2, None], [None, 1, 2, 1, 2, None, 0, 2, None]]
     ref = krippendorff.alpha(reliability_data=[[float("nan") if v is None else v for v in row] for row in m],
                              level_of_measurement="ordinal", value_domain=[0, 1, 2])
-    assert _alpha_ordinal(m) == pytest.approx(ref, abs=1e-12)
+    assert alpha_ordinal(m) == pytest.approx(ref, abs=1e-12)

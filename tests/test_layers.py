@@ -148,6 +148,29 @@ def test_no_modules_import_each_other_in_a_circle():
     assert circles(graph(ROOT)) == []
 
 
+SECOND_PATH = "judge.second_path"
+
+
+def second_path_reaches(root: Path, packages=PACKAGES) -> list[str]:
+    """Every module of judge/ that verify's second path imports, directly or through other modules, lazily or for
+    types: the main path's code (judge.stats, judge.analysis and what they use) lives in judge/, so the second path
+    may import only from lower layers (the decision vocabulary in registration.vocabulary). Importing a module runs
+    its packages' __init__ too, so those count (judge's own, which every judge module runs, excepted)."""
+    edges, seen, todo = graph(root, packages), set(), [SECOND_PATH]
+    while todo:
+        module = todo.pop()
+        parents = {module.rsplit(".", k)[0] for k in range(1, module.count(".") + 1)}
+        for t in (edges.get(module, set()) | (parents & set(edges))) - seen:
+            seen.add(t)
+            todo.append(t)
+    return sorted(m for m in seen if m.split(".")[0] == "judge" and m not in (SECOND_PATH, "judge"))
+
+
+def test_the_second_path_imports_nothing_of_the_main_path():
+    assert (ROOT / "judge" / "second_path.py").is_file()
+    assert second_path_reaches(ROOT) == []
+
+
 def plant(root: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         path = root / name
@@ -207,6 +230,18 @@ def test_circles_are_found_lazy_imports_and_type_only_imports_included(tmp_path)
         ["models.backends.llama", "models.backends.registry", "models.load"],
         ["registration.prereg", "registration.rubric"],
     ]
+
+
+def test_the_second_path_scan_finds_a_lazy_import_and_one_through_a_lower_module(tmp_path):
+    """A lazy import of the main path's rule, and one reached through a registration module that imports judge.stats
+    (itself an upward import, reported by the layer scan too)."""
+    plant(tmp_path, {
+        "judge/second_path.py": "from registration import words\ndef f():\n    from .stats.rule import Scale\n",
+        "judge/stats/rule.py": "Scale = 1\n",
+        "judge/stats/paired.py": "from .rule import Scale\n",
+        "registration/words.py": "from judge.stats import paired\n",
+    })
+    assert second_path_reaches(tmp_path) == ["judge.stats", "judge.stats.paired", "judge.stats.rule"]
 
 
 def test_relative_imports_resolve_to_the_module_they_name(tmp_path):

@@ -1,4 +1,4 @@
-"""judge.ppi against ppi_py (the reference implementation of PPI++), planted cases computed by hand, and coverage
+"""judge.stats.ppi against ppi_py (the reference implementation of PPI++), planted cases computed by hand, and coverage
 by simulation."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from judge import ppi
+from judge.stats import ppi
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""The scale-anchored score rule (judge/rule.py): hand computations, Tango's closed form, scale invariance, exact
+"""The scale-anchored score rule (judge/stats/rule.py): hand computations, Tango's closed form, scale invariance, exact
 inputs only, and the two reproductions the bootstrap_and_t rule decided wrongly."""
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from scipy import optimize
 from scipy import stats as sps
 
-from judge import rule, stats
+from judge.stats import rule
+from judge.stats.decide import decide
+from judge.stats.paired import paired
 
 pytestmark = pytest.mark.unit
 
@@ -79,8 +81,8 @@ def test_the_two_reproductions_are_not_shown():
     ten, two = [0] * 11 + [5], [0] * 11 + [1]
     for name in ("score", "bootstrap_and_t"):
         for d, scale, m in ((ten, rule.Scale(0, 10), 0.5), (two, rule.Scale(0, 2), 0.1)):
-            p = stats.paired([0] * 12, d, resamples=10_000, seed=1, alpha=ALPHA, margin=m, rule=name, scale=scale)
-            assert stats.decide(p, "non_inferiority", m).verdict == "not shown", (name, scale)
+            p = paired([0] * 12, d, resamples=10_000, seed=1, alpha=ALPHA, margin=m, rule=name, scale=scale)
+            assert decide(p, "non_inferiority", m).verdict == "not shown", (name, scale)
     assert not rule.claims("non_inferiority", ten, 0.5, ALPHA, rule.Scale(0, 10))
     assert not rule.claims("non_inferiority", two, 0.1, ALPHA, rule.Scale(0, 2))
     assert rule.lower_bound(ten, ALPHA, rule.Scale(0, 10)) == pytest.approx(5 * rule.lower_bound(two, ALPHA,

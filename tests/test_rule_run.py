@@ -160,7 +160,7 @@ def test_a_folder_decided_by_the_previous_default_fails_verify_until_judge_run_r
     from registration.questions import load_questions
 
     exp_dir, out, _ = two_point
-    # first, an edited score statistic is named by both paths (the second recomputes it with judge.score_check)
+    # first, an edited score statistic is named by both paths (the second recomputes it with judge.second_path)
     edited = json.loads((out / "numbers.json").read_text())
     edited["comparisons"][0]["result"]["tests"][0]["statistic"] += 0.01
     (out / "numbers.json").write_text(json.dumps(edited, indent=1))

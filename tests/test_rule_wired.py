@@ -14,11 +14,15 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from test_decisions import REPRO_A, REPRO_B, cells, k_means, questions, scores
 
-from judge import score_check
-from judge import stats as S
+from judge import second_path
 from judge.analysis import compare
-from judge.rule import Scale
-from registration.prereg import RULES, Analysis, Hypothesis
+from judge.stats.bootstrap import resample_counts, units
+from judge.stats.calibration import calibrate
+from judge.stats.decide import decide
+from judge.stats.paired import Paired, paired, score_tests
+from judge.stats.rule import Scale
+from registration.prereg import Analysis, Hypothesis
+from registration.vocabulary import RULES
 
 pytestmark = pytest.mark.unit
 
@@ -27,10 +31,6 @@ ALPHA = 0.025
 
 def exp(rule: str, **kw) -> SimpleNamespace:
     return SimpleNamespace(analysis=Analysis(resamples=300, seed=5, calibration_sims=20, rule=rule, **kw))
-
-
-def test_the_registration_accepts_the_rules_stats_implements():
-    assert RULES == S.RULES and Analysis().rule == "score"
 
 
 @st.composite
@@ -50,24 +50,11 @@ def unit_scores(draw):
 
 
 def second_path_verdict(rule: str, kind: str, margin: float, a, b, labels, R: int) -> str:
-    """What verify's independent path decides (before its guards): its own score test, or check_paired's bound."""
-    d = [y - x for x, y in zip(a, b, strict=True)]
+    """What verify's independent path decides (before its guards): judge.second_path's comparison and verdict."""
     units = None if all(c is None for c in labels) else [("c", c) if c else ("q", i) for i, c in enumerate(labels)]
-    if rule == "score":
-        m = Fraction(repr(margin))
-        return score_check.verdict(kind, margin, score_check.boundary_tests(d, m, R, ALPHA, units))
-    grouped: dict = {}
-    for i, x in enumerate(d):
-        g = grouped.setdefault(i if units is None else units[i], [Fraction(0), 0])
-        g[0] += x
-        g[1] += 1
-    res = S.resample_counts([tuple(g) for g in grouped.values()], 300, 5)
-    chk = S.check_paired(a, b, res, "percentile", ALPHA, margin=margin, clusters=units, rule=rule, step=R / 2)
-    lo, hi = chk["bound"], chk["upper"]
-    if kind == "equivalence":
-        return ("equivalent" if lo > -margin and hi < margin else
-                "not equivalent" if lo >= margin or hi <= -margin else "inconclusive")
-    return "superior" if lo > 0 else "non-inferior" if kind == "non_inferiority" and lo > -margin else "not shown"
+    result = second_path.comparison(a, b, alpha=ALPHA, margin=margin, rule=rule, method="percentile", resamples=300,
+                                    seed=5, scale=(0, R, 1), labels=units)
+    return second_path.verdict(kind, margin, result)
 
 
 @settings(max_examples=12, deadline=None)
@@ -85,7 +72,7 @@ def test_the_same_data_at_0_1_0_2_0_10_get_the_same_verdict_under_every_register
             sa, sb = [lo + R * x for x in a], [lo + R * x for x in b]
             out = compare(h, exp(rule, min_clusters=2), questions(labels), scores(sa, sb), cells("base", "trained"),
                           Scale(lo, hi, k))
-            statistic = S.decide(S.Paired(**out["result"]), kind, m).verdict
+            statistic = decide(Paired(**out["result"]), kind, m).verdict
             second = second_path_verdict(rule, kind, m, sa, sb, labels, R)
             seen.add((out["verdict"], statistic, second))
         assert len(seen) == 1, (rule, seen)
@@ -96,7 +83,7 @@ def test_the_same_data_at_0_1_0_2_0_10_get_the_same_verdict_under_every_register
 @settings(max_examples=15, deadline=None)
 @given(st.sampled_from([(0, 1), (0, 2), (0, 10), (1, 5)]), st.integers(1, 3), st.integers(4, 50), st.data())
 def test_verify_own_score_test_agrees_with_the_main_path(scale, k, n, data):
-    """judge.score_check (plain Python, its own t distribution) against stats.score_tests / judge.rule, on generated
+    """judge.second_path (plain Python, its own t distribution) against score_tests / judge.stats.rule, on generated
     differences: every statistic, degrees of freedom and critical value within 1e-9, every claim the same, and the
     bounds within 1e-9 of the range."""
     lo, hi = scale
@@ -106,23 +93,23 @@ def test_verify_own_score_test_agrees_with_the_main_path(scale, k, n, data):
     clustered = data.draw(st.booleans())
     units = [("c", i % 6) if i % 5 else ("q", i) for i in range(n)] if clustered else None
     margin = data.draw(st.sampled_from([Fraction(0), Fraction(1, 20) * R, Fraction(1, 10) * R]))
-    main = S.score_tests(d, float(margin), ALPHA, Scale(lo, hi, k), units)
-    own = score_check.boundary_tests(d, margin, R, ALPHA, units)
+    main = score_tests(d, float(margin), ALPHA, Scale(lo, hi, k), units)
+    own = second_path.boundary_tests(d, margin, R, ALPHA, units)
     assert [t["id"] for t in main] == [t["id"] for t in own]
     for x, y in zip(main, own, strict=True):
         assert x["claims"] == y["claims"], (x, y)
         for key in ("statistic", "df", "critical", "boundary"):
             assert x[key] == pytest.approx(y[key], rel=1e-9, abs=1e-9), key
-    p = S.paired([0] * n, d, resamples=100, alpha=ALPHA, margin=float(margin), rule="score", scale=Scale(lo, hi, k),
+    p = paired([0] * n, d, resamples=100, alpha=ALPHA, margin=float(margin), rule="score", scale=Scale(lo, hi, k),
                  clusters=units)
     if main:
-        assert p.bound == pytest.approx(score_check.lower_bound(d, R, ALPHA, units), abs=1e-9 * R)
-        assert p.upper == pytest.approx(-score_check.lower_bound([-x for x in d], R, ALPHA, units), abs=1e-9 * R)
+        assert p.bound == pytest.approx(second_path.lower_bound(d, R, ALPHA, units), abs=1e-9 * R)
+        assert p.upper == pytest.approx(-second_path.lower_bound([-x for x in d], R, ALPHA, units), abs=1e-9 * R)
 
 
 @pytest.mark.parametrize("df", [1, 2.5, 7, 11.3, 39, 76, 400])
 def test_verify_own_t_quantile_is_scipys(df):
-    assert score_check.t_quantile(1 - ALPHA, df) == pytest.approx(sps.t.ppf(1 - ALPHA, df), rel=1e-12)
+    assert second_path.t_quantile(1 - ALPHA, df) == pytest.approx(sps.t.ppf(1 - ALPHA, df), rel=1e-12)
 
 
 # ---------------------------------------------------------------- exact inputs
@@ -132,14 +119,14 @@ def test_floats_are_refused_so_a_float_tie_cannot_flip():
     """K = 3 means whose exact 97.5 % bootstrap bound is exactly -1/10, the margin: as Fractions it is "not shown";
     as floats (1/3 is not 1/3) paired() refuses them instead of deciding on rounding."""
     a, b = k_means(REPRO_A), k_means(REPRO_B)
-    p = S.paired(a, b, resamples=10000, seed=20261130, alpha=ALPHA, margin=0.1, rule="bootstrap")
-    assert p.bound == -0.1 and S.decide(p, "non_inferiority", 0.1).verdict == "not shown"
+    p = paired(a, b, resamples=10000, seed=20261130, alpha=ALPHA, margin=0.1, rule="bootstrap")
+    assert p.bound == -0.1 and decide(p, "non_inferiority", 0.1).verdict == "not shown"
     fa, fb = [float(x) for x in a], [float(x) for x in b]
     for rule in RULES:
         with pytest.raises(TypeError, match="exact scores"):
-            S.paired(fa, fb, resamples=10000, seed=20261130, alpha=ALPHA, margin=0.1, rule=rule, scale=Scale(0, 2, 3))
+            paired(fa, fb, resamples=10000, seed=20261130, alpha=ALPHA, margin=0.1, rule=rule, scale=Scale(0, 2, 3))
     with pytest.raises(TypeError, match="exact scores"):
-        S.calibrate(fa, fb, "non_inferiority", 0.1, alpha=ALPHA, method="percentile", resamples=100, rule="score",
+        calibrate(fa, fb, "non_inferiority", 0.1, alpha=ALPHA, method="percentile", resamples=100, rule="score",
                     sims=10, seed=1, ceiling=0.05, scale=Scale(0, 2, 3))
 
 
@@ -151,7 +138,7 @@ def test_any_float_score_is_refused_naming_it(a, data):
     b = list(a)
     b[i] = bad
     with pytest.raises(TypeError, match=rf"b\[{i}\] is"):
-        S.paired(a, b, resamples=100)
+        paired(a, b, resamples=100)
 
 
 # ---------------------------------------------------------------- clusters
@@ -206,13 +193,13 @@ def test_the_clustered_guard_is_a_cr1_t_bound_in_the_rubrics_units():
     for x, c in zip(d, labels, strict=True):
         grouped.setdefault(c, []).append(x)
     want = hand_cr1_guard([sum(v) for v in grouped.values()], [len(v) for v in grouped.values()], Fraction(5), 0.95)
-    p = S.paired(a, b, resamples=500, alpha=ALPHA, clusters=labels, rule="bootstrap_and_t", scale=Scale(0, 10))
+    p = paired(a, b, resamples=500, alpha=ALPHA, clusters=labels, rule="bootstrap_and_t", scale=Scale(0, 10))
     assert (p.guard_low, p.guard_high) == pytest.approx(want, rel=1e-12)
-    res = S.resample_counts(S.units(d, labels), 500, 0)
-    chk = S.check_paired(a, b, res, "percentile", ALPHA, clusters=labels, rule="bootstrap_and_t", step=5.0)
+    res = resample_counts(units(d, labels), 500, 0)
+    chk = second_path.check_paired(a, b, res, "percentile", ALPHA, clusters=labels, rule="bootstrap_and_t", step=5.0)
     assert (chk["guard_low"], chk["guard_high"]) == pytest.approx(want, rel=1e-12)
     # with one question per unit the CR1 guard is the paired-t interval with a pseudo-loss and a pseudo-win
-    iid = S.paired(a, b, resamples=500, alpha=ALPHA, clusters=list(range(60)), rule="bootstrap_and_t",
+    iid = paired(a, b, resamples=500, alpha=ALPHA, clusters=list(range(60)), rule="bootstrap_and_t",
                    scale=Scale(0, 10))
     ref = sps.t.interval(0.95, 61, loc=np.mean([float(x) for x in d] + [-5, 5]),
                          scale=sps.sem([float(x) for x in d] + [-5, 5]))
@@ -225,8 +212,8 @@ def test_calibration_is_computed_with_the_registered_rule():
     at +0.4 give T = 0.51 against t(1) = 12.7, by hand), and its line says so."""
     a, b = [0, 0], [1, 0]
     kw = dict(alpha=ALPHA, method="percentile", resamples=500, sims=400, seed=3, ceiling=0.05, scale=Scale(0, 2))
-    assert S.calibrate(a, b, "non_inferiority", 0.1, rule="score", **kw).claims == 0
-    assert 0.18 < S.calibrate(a, b, "non_inferiority", 0.1, rule="bootstrap", **kw).rate < 0.32
+    assert calibrate(a, b, "non_inferiority", 0.1, rule="score", **kw).claims == 0
+    assert 0.18 < calibrate(a, b, "non_inferiority", 0.1, rule="bootstrap", **kw).rate < 0.32
 
 
 def test_a_length_caution_under_the_score_rule():
@@ -239,11 +226,11 @@ def test_a_length_caution_under_the_score_rule():
     from registration.prereg import Hypothesis
 
     a, b = [0] * 40, [1] * 30 + [0] * 10
-    p = S.paired(a, b, resamples=200, alpha=ALPHA, margin=0.1, rule="score", scale=Scale(0, 2))
+    p = paired(a, b, resamples=200, alpha=ALPHA, margin=0.1, rule="score", scale=Scale(0, 2))
     ids = [f"q{i:02d}" for i in range(40)]
     c = {"id": "H1", "kind": "non_inferiority", "margin": 0.1, "result": p.to_dict(), "length_notes": [],
          "paired_questions": ids}
-    assert S.decide(p, "non_inferiority", 0.1).verdict == "superior"
+    assert decide(p, "non_inferiority", 0.1).verdict == "superior"
     h = Hypothesis(id="H1", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1, alpha=ALPHA)
     sc = {("base", "Q8_0"): dict(zip(ids, a, strict=True)), ("trained", "Q8_0"): dict(zip(ids, b, strict=True))}
     answers = [SimpleNamespace(arm=arm, quant="Q8_0", question_id=q, status="ok",

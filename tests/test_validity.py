@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
 from core.records import Judgment, KeyRow
-from judge import ppi, validity, validity_check
+from judge import validity, validity_check
 from judge.gold import GoldScore, GoldSet, GoldStratum
+from judge.stats import ppi
 from registration.prereg import Hypothesis, load_experiment
 from registration.questions import Question
 

@@ -31,7 +31,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import stats
+from .agreement import cohen_kappa, kappa_bootstrap, krippendorff_alpha
+from .bootstrap import exact
+from .paired import paired
 
 __all__ = ["WEIGHTS", "Offset", "GoldAgreement", "offset", "against_gold", "differential_offset"]
 
@@ -100,7 +102,7 @@ def offset(judge, gold, *, alpha: float = 0.025, resamples: int = 10000, seed: i
         raise ValueError("judge and gold must be equally long")
     if len(judge) < 2:
         return None
-    p = stats.paired(list(gold), list(judge), resamples=resamples, seed=seed, alpha=alpha, clusters=clusters)
+    p = paired(list(gold), list(judge), resamples=resamples, seed=seed, alpha=alpha, clusters=clusters)
     return Offset(n=p.n, mean=p.diff, low=p.ci_low, high=p.ci_high,
                   resampling=unit if clusters is None else "clusters", units=p.units)
 
@@ -124,15 +126,15 @@ def against_gold(judge, gold, scale: Sequence, *, arms: Sequence[str] | None = N
     k, n = len(scale), len(judge)
     table = np.zeros((k, k), dtype=int)
     np.add.at(table, (np.array([pos[x] for x in gold]), np.array([pos[x] for x in judge])), 1)
-    kappa = _finite(stats.cohen_kappa(gold, judge, weights=WEIGHTS, labels=scale))
-    kb = stats.kappa_bootstrap(gold, judge, scale, WEIGHTS, resamples, seed)
+    kappa = _finite(cohen_kappa(gold, judge, weights=WEIGHTS, labels=scale))
+    kb = kappa_bootstrap(gold, judge, scale, WEIGHTS, resamples, seed)
     k_lo, k_hi = _percentile(kb, alpha) if kappa is not None else (None, None)
     matrix = np.array([[float(x) for x in gold], [float(x) for x in judge]])
-    k_alpha = _finite(stats.krippendorff_alpha(matrix, level="ordinal"))
+    k_alpha = _finite(krippendorff_alpha(matrix, level="ordinal"))
     a_lo = a_hi = None
     if k_alpha is not None:
         rng = np.random.default_rng(seed)  # kappa_bootstrap's resamples, drawn again in the same order
-        ab = np.array([stats.krippendorff_alpha(matrix[:, rng.integers(0, n, n)], level="ordinal")
+        ab = np.array([krippendorff_alpha(matrix[:, rng.integers(0, n, n)], level="ordinal")
                        for _ in range(resamples)])
         a_lo, a_hi = _percentile(ab, alpha)
     per_arm: list[tuple[str, Offset | None]] = []
@@ -170,6 +172,6 @@ def differential_offset(judge_a, gold_a, judge_b, gold_b, *, alpha: float = 0.02
     cols = [list(x) for x in (judge_a, gold_a, judge_b, gold_b)]
     if len({len(c) for c in cols}) != 1:
         raise ValueError("judge_a, gold_a, judge_b and gold_b must have one entry per question")
-    ja, ga, jb, gb = ([stats.exact(x) for x in c] for c in cols)  # exact: K-sample means stay fractions
+    ja, ga, jb, gb = ([exact(x) for x in c] for c in cols)  # exact: K-sample means stay fractions
     return offset([y - x for x, y in zip(ja, jb, strict=True)], [y - x for x, y in zip(ga, gb, strict=True)],
                   alpha=alpha, resamples=resamples, seed=seed, clusters=clusters, unit="questions")

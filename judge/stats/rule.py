@@ -42,6 +42,8 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Sequence
 
+from registration.vocabulary import KINDS
+
 __all__ = ["Scale", "Score", "exact_differences", "cluster_units", "score", "claims", "lower_bound", "upper_bound",
            "is_exact"]
 
@@ -272,8 +274,8 @@ def claims(kind: str, d: Sequence, margin, alpha: float, scale: Scale, clusters:
     "equivalence" (-M < mean < M, both one-sided tests at alpha). ``shifted``: see ``exact_differences``."""
     _check_alpha(alpha)
     m = _margin(margin)
-    if kind not in ("non_inferiority", "superiority", "equivalence"):
-        raise ValueError(f"kind must be non_inferiority, superiority or equivalence, got {kind!r}")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if kind == "equivalence" and m == 0:
         raise ValueError("equivalence needs a margin > 0")
     x = _sample(d, scale, clusters, shifted)

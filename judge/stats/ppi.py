@@ -56,7 +56,7 @@ uses PPI within the stratum, which needs n_h >= 2 labels drawn at random from th
 cannot be corrected, and then nothing is (the estimate would keep that stratum's judge bias).
 
 Design: only labels from a seeded random sample (``label_sample``) or from whole strata correct a decision;
-labels picked by hand ("convenience") measure agreement only (judge/judge_error.py), never a correction.
+labels picked by hand ("convenience") measure agreement only (judge/stats/judge_error.py), never a correction.
 """
 from __future__ import annotations
 
@@ -66,9 +66,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from registration.vocabulary import GOLD_DESIGNS, PPI_RULES
+
 __all__ = [
-    "DESIGNS",
-    "RULES",
     "Stratum",
     "Estimate",
     "Correction",
@@ -81,13 +81,6 @@ __all__ = [
     "label_sample",
 ]
 
-RULES = ("guarded", "normal")
-"""The interval of an estimate. "normal": ppi_py's z interval with ddof-0 variances, exactly. "guarded" (default):
-the small-sample guard of the module doc (t with Welch-Satterthwaite df, ddof 1, a rectifier spread floor)."""
-DESIGNS = ("random_sample", "complete_strata", "convenience")
-"""How the gold labels were chosen. "random_sample": a seeded random sample of the questions (or of each stratum;
-a stratum labelled whole is a 100 % sample). "complete_strata": gold only on whole strata (such as a tag whose
-every question has programmatic gold). "convenience": picked by hand: agreement only, no correction."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +101,7 @@ class Estimate:
     """A mean paired difference (d = b - a) with its interval; ``alpha`` is one-sided, as in judge.stats."""
 
     method: str  # "ppi" | "gold_only" | "judge_only"
-    rule: str  # see RULES
+    rule: str  # registration.vocabulary.PPI_RULES
     alpha: float
     estimate: float
     se: float
@@ -159,8 +152,8 @@ def _vector(x, what: str) -> np.ndarray:
 
 
 def _check_rule(rule: str, alpha: float) -> None:
-    if rule not in RULES:
-        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    if rule not in PPI_RULES:
+        raise ValueError(f"rule must be one of {PPI_RULES}, got {rule!r}")
     if not 0 < alpha < 0.5:
         raise ValueError("alpha (one-sided) must be in (0, 0.5)")
 
@@ -315,13 +308,13 @@ def correct(judge, gold, *, design: str, alpha: float, strata: Sequence | None =
     """PPI, gold-only and judge-only estimates of one comparison, from per-question arrays.
 
     ``judge``: the judge's difference b - a on every question; ``gold``: the gold difference, NaN (or None) where
-    a question has no gold; ``strata``: a stratum label per question, or None. The design (DESIGNS) says whether
+    a question has no gold; ``strata``: a stratum label per question, or None. The design (GOLD_DESIGNS) says whether
     the labels may correct: "convenience" never does, and "complete_strata" requires every labelled stratum to be
     labelled whole. Every stratum needs gold (whole, or at least 2 questions of a random sample): otherwise no
     correction, with the reason.
     """
-    if design not in DESIGNS:
-        raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
+    if design not in GOLD_DESIGNS:
+        raise ValueError(f"design must be one of {GOLD_DESIGNS}, got {design!r}")
     f = _vector(judge, "judge")
     g = np.array([math.nan if x is None else float(x) for x in gold], dtype=float)
     if g.size != f.size:
