@@ -7,7 +7,8 @@ caller: judge.gold reads results folders through judge.analysis, so this module 
 
 Which gold may correct a decision (registration.vocabulary.GOLD_DESIGNS): a gold score from a complete stratum or
 from a seeded random sample; a question's gold is used only when every answer of both arms to it (at the
-hypothesis's quant) has such a score. Hand-picked ("convenience") labels measure agreement only, and the decision line says so.
+hypothesis's quant) has such a score. Hand-picked ("convenience") labels measure agreement only, and the
+decision line says so.
 
 ``[analysis] judge_error``: "report" prints the corrected interval beside the decision, with a caution where its
 verdict differs; "decide" makes it the decision's bound (no corrected interval: inconclusive, with the reason).
