@@ -3,7 +3,7 @@ same-family judge's lift (self-preference), the style adjustment over the hypoth
 reliability of each judge, and the family adjustment of the registered hypotheses.
 
 judge.analysis calls these on the records it has read; the statistics are judge.biases' pure functions, and
-judge.bias_recheck recomputes every number here by a path of its own for `judge verify`.
+judge.second_path.biases recomputes every number here by a path of its own for `judge verify`.
 """
 from __future__ import annotations
 

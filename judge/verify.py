@@ -51,9 +51,7 @@ from registration.questions import Question, load_questions
 from registration.rubric import load_rubric, rubric_dir
 from registration.seal import verify_seal, withheld
 
-from . import second_path
 from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_sha256
-from .bias_recheck import recheck as recheck_biases
 from .cost import costs
 from .folder import binding_findings
 from .gold import run_gold
@@ -61,9 +59,11 @@ from .rederive import Replies, rederive
 from .report import render
 from .review_md import REVIEW, review_markdown
 from .runinfo import Scope, bound_scope, merged, registered
+from .second_path import decisions as second_path
+from .second_path.biases import recheck as recheck_biases
+from .second_path.judge_error import recompute as recompute_validity
 from .stats.calibration import calibrate
 from .stats.rule import Scale
-from .validity_check import recompute as recompute_validity
 
 TOL = 1e-9
 

@@ -1,4 +1,4 @@
-"""verify's own path for the judge-bias numbers (judge.bias_recheck) against peers: its style regression against
+"""verify's own path for the judge-bias numbers (judge.second_path.biases) against peers: its style regression against
 statsmodels' OLS, its test-retest kappa against scikit-learn, its Holm procedure against statsmodels'
 multipletests, and the main path's family against it on the same claims."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judge.bias_checks import apply_family
-from judge.bias_recheck import _family, _kappa, _ols
+from judge.second_path.biases import _family, _kappa, _ols
 
 pytestmark = pytest.mark.unit
 
@@ -94,7 +94,7 @@ def test_a_claim_recorded_at_an_adjusted_alpha_that_verifys_own_score_test_does_
     from fractions import Fraction
     from types import SimpleNamespace
 
-    from judge.bias_recheck import forged_claims
+    from judge.second_path.biases import forged_claims
     from registration.prereg import Hypothesis
 
     qs = {f"q{i:02d}": [] for i in range(40)}

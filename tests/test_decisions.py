@@ -11,10 +11,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from judge import second_path
 from judge.agreement import length_bias
 from judge.analysis import compare, quant_check
 from judge.bias_checks import style_check
+from judge.second_path.decisions import decisions as second_path
 from judge.stats.bootstrap import differences, resample_counts, units
 from judge.stats.calibration import calibrate
 from judge.stats.decide import decide

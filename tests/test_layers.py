@@ -152,22 +152,25 @@ SECOND_PATH = "judge.second_path"
 
 
 def second_path_reaches(root: Path, packages=PACKAGES) -> list[str]:
-    """Every module of judge/ that verify's second path imports, directly or through other modules, lazily or for
-    types: the main path's code (judge.stats, judge.analysis and what they use) lives in judge/, so the second path
-    may import only from lower layers (the decision vocabulary in registration.vocabulary). Importing a module runs
-    its packages' __init__ too, so those count (judge's own, which every judge module runs, excepted)."""
-    edges, seen, todo = graph(root, packages), set(), [SECOND_PATH]
+    """Every module of judge/ outside the second path that the second path's modules import, directly or through
+    other modules, lazily or for types: the main path's code (judge.stats, judge.analysis and what they use) lives in
+    judge/, so the second path may import only its own modules and lower layers (the decision vocabulary in
+    registration.vocabulary). Importing a module runs its packages' __init__ too, so those count (judge's own,
+    which every judge module runs, excepted)."""
+    edges = graph(root, packages)
+    ours = {m for m in edges if m == SECOND_PATH or m.startswith(SECOND_PATH + ".")}
+    seen, todo = set(ours), sorted(ours)
     while todo:
         module = todo.pop()
         parents = {module.rsplit(".", k)[0] for k in range(1, module.count(".") + 1)}
         for t in (edges.get(module, set()) | (parents & set(edges))) - seen:
             seen.add(t)
             todo.append(t)
-    return sorted(m for m in seen if m.split(".")[0] == "judge" and m not in (SECOND_PATH, "judge"))
+    return sorted(m for m in seen - ours if m.split(".")[0] == "judge" and m != "judge")
 
 
 def test_the_second_path_imports_nothing_of_the_main_path():
-    assert (ROOT / "judge" / "second_path.py").is_file()
+    assert (ROOT / "judge" / "second_path" / "decisions.py").is_file()
     assert second_path_reaches(ROOT) == []
 
 
@@ -236,7 +239,8 @@ def test_the_second_path_scan_finds_a_lazy_import_and_one_through_a_lower_module
     """A lazy import of the main path's rule, and one reached through a registration module that imports judge.stats
     (itself an upward import, reported by the layer scan too)."""
     plant(tmp_path, {
-        "judge/second_path.py": "from registration import words\ndef f():\n    from .stats.rule import Scale\n",
+        "judge/second_path/decisions.py": "from registration import words\n",
+        "judge/second_path/biases.py": "from . import decisions\ndef f():\n    from ..stats.rule import Scale\n",
         "judge/stats/rule.py": "Scale = 1\n",
         "judge/stats/paired.py": "from .rule import Scale\n",
         "registration/words.py": "from judge.stats import paired\n",

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from test_decisions import REPRO_A, REPRO_B, cells, k_means, questions, scores
 
-from judge import second_path
 from judge.analysis import compare
+from judge.second_path.decisions import decisions as second_path
 from judge.stats.bootstrap import resample_counts, units
 from judge.stats.calibration import calibrate
 from judge.stats.decide import decide

@@ -1,5 +1,5 @@
 """The judge's error and the decisions it may change (judge.validity), and verify's second path through them
-(judge.validity_check), checked against sklearn, krippendorff, ppi_py, the main path and planted facts."""
+(judge.second_path.judge_error), checked against sklearn, krippendorff, ppi_py, the main path and planted facts."""
 from __future__ import annotations
 
 import math
@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
 from core.records import Judgment, KeyRow
-from judge import validity, validity_check
+from judge import validity
 from judge.gold import GoldScore, GoldSet, GoldStratum
+from judge.second_path import judge_error as validity_check
 from judge.stats import ppi
 from registration.prereg import Hypothesis, load_experiment
 from registration.questions import Question

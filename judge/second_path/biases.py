@@ -145,7 +145,7 @@ def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], q
     at that alpha by verify's own implementation (judge.second_path) on the primary judge's scores: a claim it
     does not make is a finding. (Withdrawn claims may be the calibration's or the clusters', checked by the main
     path.)"""
-    from . import second_path
+    from . import decisions as second_path
 
     if exp.analysis.rule != "score" or exp.judge_panel_rule != "primary":
         return []

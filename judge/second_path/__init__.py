@@ -1,0 +1,12 @@
+"""verify's second path: every number of numbers.json recomputed from the raw files by code of its own, in one package
+a reviewer reads. It imports nothing of the main path (judge.stats, judge.analysis, judge.validity, judge.biases;
+tests/test_layers.py follows its imports, lazy and indirect ones included), only lower layers.
+
+* ``decisions``: the raw files read by hand, every cell, comparison, subset and judge statistic, the bootstrap, the
+  score rule and the verdicts;
+* ``judge_error``: each judge against gold (agreement, confusion, offsets) and each decision's gold-corrected
+  (PPI++) interval;
+* ``biases``: self-preference, test-retest, the style regression and the family of hypotheses.
+
+judge.verify compares what these give with numbers.json.
+"""
