@@ -15,7 +15,7 @@ from scipy import stats as sps
 from test_decisions import REPRO_A, REPRO_B, cells, k_means, questions, scores
 
 from judge.analysis import compare
-from judge.second_path.decisions import decisions as second_path
+from judge.second_path import decisions as second_path
 from judge.stats.bootstrap import resample_counts, units
 from judge.stats.calibration import calibrate
 from judge.stats.decide import decide

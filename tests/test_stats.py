@@ -12,7 +12,7 @@ import scipy.stats as st
 from hypothesis import given, settings
 from hypothesis import strategies as st_
 
-from judge.second_path.decisions import decisions as second_path
+from judge.second_path import decisions as second_path
 from judge.stats.agreement import cohen_kappa, kappa_bootstrap, krippendorff_alpha
 from judge.stats.bootstrap import (
     bca_interval,

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 from core.errors import BadInput
-from judge.second_path.decisions import decisions as second_path
+from judge.second_path import decisions as second_path
 from judge.stats.decide import decide
 from judge.stats.hypothesis import decision
 from judge.stats.paired import paired
