@@ -138,6 +138,26 @@ def test_the_decision_line_shows_both_estimates_the_lift_and_the_caution_and_ver
         bad.stdout + bad.stderr)
 
 
+def test_each_judges_interval_resamples_the_demo_clusters_and_verify_recomputes_it(biased, tmp_path):
+    """The demo's questions register clusters (10 clusters and 8 questions in the cluster "none"): each judge's
+    interval and the lift resample the 11 clusters, and verify's own path names an edited per-judge interval."""
+    out, _, env = biased
+    sp = json.loads((out / "numbers.json").read_text())["comparisons"][0]["self_preference"]
+    for v in [*sp["judges"].values(), sp["lifts"]["kin"]]:
+        assert (v["resampling"], v["units"]) == ("clusters", 11)
+    assert "Each judge's interval resamples whole clusters (kin: 11 units, openai: 11 units)" in (
+        out / "report.md").read_text()
+    edited = tmp_path / "edited"
+    shutil.copytree(out, edited)
+    numbers = json.loads((edited / "numbers.json").read_text())
+    numbers["comparisons"][0]["self_preference"]["judges"]["kin"]["ci_low"] = 0.5
+    (edited / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    bad = cli("judge", "verify", str(edited), env=env, timeout=300)
+    assert bad.returncode == 1
+    assert ("self_preference.judges.kin.ci_low = 0.5, but the independent plain-Python recomputation gives 1.0"
+            in bad.stdout + bad.stderr)
+
+
 def test_a_judge_flipping_a_seeded_third_of_re_asks_has_a_flip_rate_near_one_third(biased):
     out, script, _ = biased
     rt = json.loads((out / "numbers.json").read_text())["judges"]["retest"]
