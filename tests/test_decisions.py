@@ -14,7 +14,7 @@ import pytest
 from judge.agreement import length_bias
 from judge.analysis import compare, quant_check
 from judge.bias_checks import style_check
-from judge.second_path.decisions import decisions as second_path
+from judge.second_path import decisions as second_path
 from judge.stats.bootstrap import differences, resample_counts, units
 from judge.stats.calibration import calibrate
 from judge.stats.decide import decide
