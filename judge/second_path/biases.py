@@ -10,8 +10,9 @@ style regression over each hypothesis's pairs by its normal equations
 the procedure (Holm's steps, the fixed sequence and where it stopped) run again on the claims. A claim at the
 registered alpha is this path's own verdict; a claim at an adjusted alpha is the main path's (its `tests`), itself
 recomputed by the main path, and under the score rule checked against verify's own score test at that alpha
-(`forged_claims`): the family check is independent in its procedure and in every claim it lets stand. The kappa
-intervals and the caution texts are recomputed by the main path only.
+(`forged_claims`): the family check is independent in its procedure and in every claim it lets stand. Under the
+panel rule "all-agree" the decision is this path's own (inconclusive where its per-judge verdicts differ); under
+"unrelated-mean" the main path's. The kappa intervals and the caution texts are recomputed by the main path only.
 """
 from __future__ import annotations
 
@@ -271,7 +272,10 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
 
             xs = {c: [style(h.b, q, c) - style(h.a, q, c) for q in ids] for c in an.style}
             entry["style"] = _ols(y, xs, h.alpha)
-        if exp.judge_panel_rule != "primary":  # decided on other scores than the primary judge's: main path only
+        if exp.judge_panel_rule == "all-agree":  # the primary judge's decision stands only where every judge agrees
+            if sp is not None and len({v["verdict"] for v in sp["judges"].values()}) > 1:
+                entry["verdict"] = "inconclusive"
+        elif exp.judge_panel_rule != "primary":  # decided on other scores than the primary judge's: main path only
             entry.pop("result", None)
             at = [t for t in (s.get("family") or {}).get("tests", []) if t.get("alpha") == h.alpha]
             entry["verdict"] = at[0]["verdict"] if at else s.get("verdict")
