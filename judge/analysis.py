@@ -370,7 +370,8 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     judges = judges_section(exp, panel, answers, keys, pkeys, judgments, hyps)
     for h, c in zip(hyps, comparisons, strict=True):
         wanted_ids = [q.id for q in qmap.values() if all(t in q.tags for t in h.subset)]
-        c["self_preference"] = sp = self_preference(h, exp, by_judge, wanted_ids, rubric_scale(exp, h, points))
+        c["self_preference"] = sp = self_preference(h, exp, by_judge, wanted_ids, rubric_scale(exp, h, points),
+                                                    {q.id: q.cluster for q in qmap.values()})
         if (by_panel := panel_verdict(rule, c, sp)) is not None:
             c["verdict"], c["reason"] = by_panel[0], f"{by_panel[1]}; {judge} alone: {c['reason']}"
         style_check(c, h, exp.analysis.style, decided_on(h), answers)

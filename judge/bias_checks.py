@@ -15,7 +15,7 @@ from core.records import AnswerRow, Judgment
 from registration.prereg import Experiment, Hypothesis
 from registration.vocabulary import CLAIMS
 
-from .biases import family_decisions, lift, retest_agreement, shares_family, style_adjustment, style_counts
+from .biases import family_decisions, lift, retest_agreement, shares_family, style_adjustment, style_counts, unit_labels
 from .stats.decide import decide
 from .stats.paired import Paired, paired
 
@@ -28,32 +28,36 @@ def subset_ids(h: Hypothesis, scores: Scores, wanted: Sequence[str]) -> list[str
     return [q for q in wanted if q in a and q in b]
 
 
-def _verdict_of(h: Hypothesis, scores: Scores, ids: list[str], exp: Experiment, scale) -> dict[str, Any]:
-    """One judge's estimate, decision interval and verdict (the registered rule, without the calibration)."""
+def _verdict_of(h: Hypothesis, scores: Scores, ids: list[str], exp: Experiment, scale,
+                clusters: Mapping[str, str | None]) -> dict[str, Any]:
+    """One judge's estimate, decision interval and verdict (the registered rule, without the calibration and the
+    minimum number of clusters), resampled as the decision is: whole clusters when the questions have them."""
     a, b = scores[(h.a, h.quant)], scores[(h.b, h.quant)]
     an = exp.analysis
     p = paired([a[q] for q in ids], [b[q] for q in ids], resamples=an.resamples, seed=an.seed,
-                     method=an.method, alpha=h.alpha, margin=h.margin, rule=an.rule, scale=scale)
+               method=an.method, alpha=h.alpha, margin=h.margin, rule=an.rule, scale=scale,
+               clusters=unit_labels(ids, clusters))
     return {"n": p.n, "estimate": p.diff, "ci_low": p.ci_low, "ci_high": p.ci_high, "bound": p.bound,
-            "verdict": decide(p, h.kind, h.margin).verdict}
+            "verdict": decide(p, h.kind, h.margin).verdict, "resampling": p.resampling, "units": p.units}
 
 
 def self_preference(h: Hypothesis, exp: Experiment, by_judge: Mapping[str, Scores], wanted: Sequence[str],
-                    scale) -> dict[str, Any] | None:
+                    scale, clusters: Mapping[str, str | None]) -> dict[str, Any] | None:
     """Each judge's estimate on this hypothesis, and the lift of each judge sharing a registered model family with an
     arm (against the others); None unless two or more judges scored it. A caution when the verdict differs by judge
-    and a same-family judge is among them. Each judge's interval resamples questions one by one (clusters are the
-    decision's business)."""
+    and a same-family judge is among them. `clusters`: question id -> registered cluster (or None); the intervals
+    resample whole clusters when the questions have them, as the decisions do."""
     families = {j.name: exp.models[j.model].family for j in exp.judges}
     arm_families = [exp.models[exp.arm(x).model].family for x in (h.a, h.b)]
     scored = {j: s for j, s in by_judge.items() if len(subset_ids(h, s, wanted)) >= 2}
     if len(scored) < 2:
         return None
     judges = {j: {"family": families.get(j), "shares_family": shares_family(families.get(j), arm_families),
-                  **_verdict_of(h, s, subset_ids(h, s, wanted), exp, scale)} for j, s in sorted(scored.items())}
+                  **_verdict_of(h, s, subset_ids(h, s, wanted), exp, scale, clusters)}
+              for j, s in sorted(scored.items())}
     d = {j: {q: s[(h.b, h.quant)][q] - s[(h.a, h.quant)][q] for q in subset_ids(h, s, wanted)}
          for j, s in scored.items()}
-    lifts = {j: lift(d, j, resamples=exp.analysis.resamples, seed=exp.analysis.seed)
+    lifts = {j: lift(d, j, resamples=exp.analysis.resamples, seed=exp.analysis.seed, clusters=clusters)
              for j in sorted(scored) if judges[j]["shares_family"]}
     out = {"judges": judges, "lifts": {j: x.to_dict() for j, x in lifts.items() if x is not None}, "notes": []}
     verdicts = {v["verdict"] for v in judges.values()}
@@ -66,8 +70,13 @@ def self_preference(h: Hypothesis, exp: Experiment, by_judge: Mapping[str, Score
                 f"judge {x['judge']} shares the model family {own['family']} with an arm and estimates "
                 f"{own['estimate']:+.3f} (\"{own['verdict']}\"), where {rest}; its lift over the others is "
                 f"{x['lift']:+.3f} (95% paired bootstrap CI {x['ci_low']:+.3f} to {x['ci_high']:+.3f}, "
-                f"{x['n']} questions): the verdict differs by judge")
+                f"{x['n']} questions{_over(x)}): the verdict differs by judge")
     return out
+
+
+def _over(x: Mapping[str, Any]) -> str:
+    """What a clustered interval resampled, for the caution (nothing when it resampled questions)."""
+    return f", resampling {x['units']} units by cluster" if x["resampling"] == "clusters" else ""
 
 
 def panel_verdict(rule: str, c: dict, sp: dict[str, Any] | None) -> tuple[str, str] | None:

@@ -3,7 +3,8 @@ family of registered hypotheses. Pure functions; judge.analysis puts their resul
 
 - Self-preference: a judge that shares a model family with an arm may favour it. With several judges, each
   judge's estimate on the same questions, and a judge's *lift*: its per-question difference minus the mean of the
-  other judges' on the same question, averaged, with a percentile bootstrap interval over questions (`lift`).
+  other judges' on the same question, averaged, with a percentile bootstrap interval over questions, or over whole
+  clusters when the question set registers them (`lift`).
 - Test-retest: a verdict asked again (`[judge] retest`) either repeats the first or flips. The flip rate with its
   exact (Clopper-Pearson) interval, and the quadratic-weighted Cohen's kappa between test and retest with the
   bootstrap interval the judges' agreement uses (`retest_agreement`).
@@ -24,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .agreement import kappa_with_ci
-from .stats.bootstrap import bootstrap_means, percentile_interval, resample_indices
+from .stats.bootstrap import decimal, draw_counts, exact, exact_interval, tally, units
 
 # What counts as a citation in an answer (the gaming audit's citation-stuffing detector counts the same): an article,
 # section, rule or clause number, a paragraph sign, a bracketed number, or a code such as ABC-12.
@@ -55,37 +56,56 @@ class Lift:
     estimate: float  # the judge's mean difference b - a on those questions
     others_estimate: float  # the mean, over the other judges, of their mean difference on the same questions
     lift: float  # estimate - others_estimate
-    ci_low: float  # percentile bootstrap interval of the lift over questions
+    ci_low: float  # percentile bootstrap interval of the lift over the resampling units
     ci_high: float
     confidence: float
     resamples: int
     seed: int
+    resampling: str  # what the bootstrap resamples: "questions", or "clusters" of questions
+    units: int  # how many questions, or clusters (a question without a cluster counts as one), it resamples
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def lift(d: Mapping[str, Mapping[str, Any]], judge: str, *, resamples: int, seed: int,
-         confidence: float = 0.95) -> Lift | None:
+         confidence: float = 0.95, clusters: Mapping[str, Any] | None = None) -> Lift | None:
     """`d`: judge -> question id -> that judge's paired difference b - a (exact or float). The lift of `judge` over
     the others on the questions every judge scored; None with fewer than two such questions or no other judge.
 
     Per question, lift_q = d[judge][q] - mean over the other judges of d[other][q]; the lift is their mean, and its
-    interval the percentile bootstrap of that mean over questions (`resamples` draws of the questions, seeded)."""
+    interval the percentile bootstrap of that mean, drawn by the decisions' seeded scheme (judge.stats.bootstrap
+    `units`, `tally`, `draw_counts`, `exact_interval`). `clusters` (question id -> registered cluster, None for a
+    question without one): when any of the questions has one, whole clusters are resampled and a question without
+    one is a unit of its own, as the decisions resample."""
     others = sorted(j for j in d if j != judge)
     if judge not in d or not others:
         return None
     common = sorted(set(d[judge]).intersection(*(set(d[j]) for j in others)))
     if len(common) < 2:
         return None
-    own = np.array([float(d[judge][q]) for q in common])
-    rest = np.array([math.fsum(float(d[j][q]) for j in others) / len(others) for q in common])
-    per_q = own - rest
-    boot = bootstrap_means(per_q, resample_indices(len(common), resamples, seed))
-    lo, hi = percentile_interval(boot, confidence)
-    return Lift(judge=judge, others=others, n=len(common), estimate=math.fsum(own) / len(common),
-                others_estimate=math.fsum(rest) / len(common), lift=math.fsum(per_q) / len(common), ci_low=lo,
-                ci_high=hi, confidence=confidence, resamples=resamples, seed=seed)
+    own = [exact(d[judge][q]) for q in common]
+    rest = [sum(exact(d[j][q]) for j in others) / len(others) for q in common]
+    per_q = [x - y for x, y in zip(own, rest, strict=True)]
+    labels = unit_labels(common, clusters)
+    unit_list = units(per_q, labels)
+    kinds, freq = tally(unit_list)
+    lo, hi = exact_interval(kinds, freq, draw_counts(freq, resamples, seed), (1 - decimal(confidence)) / 2,
+                            "percentile")
+    n = len(common)
+    return Lift(judge=judge, others=others, n=n, estimate=float(sum(own) / n), others_estimate=float(sum(rest) / n),
+                lift=float(sum(per_q) / n), ci_low=float(lo), ci_high=float(hi), confidence=confidence,
+                resamples=resamples, seed=seed, resampling="questions" if labels is None else "clusters",
+                units=len(unit_list))
+
+
+def unit_labels(ids: Sequence[str], clusters: Mapping[str, Any] | None) -> list[tuple] | None:
+    """Each question's resampling unit: its registered cluster, or the question itself when it has none; None when
+    none of `ids` has a cluster (the questions are then resampled one by one)."""
+    of = [(clusters or {}).get(q) or None for q in ids]
+    if not any(of):
+        return None
+    return [("cluster", c) if c else ("question", q) for q, c in zip(ids, of, strict=True)]
 
 
 def shares_family(judge_family: str | None, arm_families: Sequence[str | None]) -> bool:

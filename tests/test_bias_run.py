@@ -138,6 +138,26 @@ def test_the_decision_line_shows_both_estimates_the_lift_and_the_caution_and_ver
         bad.stdout + bad.stderr)
 
 
+def test_each_judges_interval_resamples_the_demo_clusters_and_verify_recomputes_it(biased, tmp_path):
+    """The demo's questions register clusters (10 clusters and 8 questions in the cluster "none"): each judge's
+    interval and the lift resample the 11 clusters, and verify's own path names an edited per-judge interval."""
+    out, _, env = biased
+    sp = json.loads((out / "numbers.json").read_text())["comparisons"][0]["self_preference"]
+    for v in [*sp["judges"].values(), sp["lifts"]["kin"]]:
+        assert (v["resampling"], v["units"]) == ("clusters", 11)
+    assert "Each judge's interval resamples whole clusters (kin: 11 units, openai: 11 units)" in (
+        out / "report.md").read_text()
+    edited = tmp_path / "edited"
+    shutil.copytree(out, edited)
+    numbers = json.loads((edited / "numbers.json").read_text())
+    numbers["comparisons"][0]["self_preference"]["judges"]["kin"]["ci_low"] = 0.5
+    (edited / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    bad = cli("judge", "verify", str(edited), env=env, timeout=300)
+    assert bad.returncode == 1
+    assert ("self_preference.judges.kin.ci_low = 0.5, but the independent plain-Python recomputation gives 1.0"
+            in bad.stdout + bad.stderr)
+
+
 def test_a_judge_flipping_a_seeded_third_of_re_asks_has_a_flip_rate_near_one_third(biased):
     out, script, _ = biased
     rt = json.loads((out / "numbers.json").read_text())["judges"]["retest"]
@@ -148,3 +168,32 @@ def test_a_judge_flipping_a_seeded_third_of_re_asks_has_a_flip_rate_near_one_thi
     assert mine["flip_ci95"][0] < 1 / 3 < mine["flip_ci95"][1]
     assert rt["judges"]["kin"]["flips"] == 0 and rt["judges"]["kin"]["kappa_quadratic"] == 1
     assert "- openai: 80 of 80 retests scored both times; flips" in (out / "report.md").read_text()
+
+
+def test_verify_decides_an_all_agree_panel_by_its_own_per_judge_verdicts(tmp_path):
+    """Under `panel_rule = "all-agree"` the judges disagree (kin "superior", openai not): the decision is inconclusive,
+    and verify's own path, which decides each judge, names a verdict edited to the primary judge's alone (in the
+    family's tests too, which verify's path otherwise takes from the main path under a panel rule)."""
+    exp = tmp_path / "exp"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    env = {**ENV, "BLINDEVAL_CACHE": str(tmp_path / "cache")}
+    with ScriptedServer(Script(), models=("arm-a", "arm-b", "judge-model", "kin-model")) as server:
+        (exp / "prereg.toml").write_text(_prereg(server.url).replace("retest = 80\n", 'panel_rule = "all-agree"\n'))
+        seal(exp)
+        out = tmp_path / "run"
+        r = cli("judge", "run", "--exp", str(exp), "--arms", "--out", str(out), "--quiet", env=env, timeout=600)
+        assert r.returncode in (0, 1), r.stderr
+    c = json.loads((out / "numbers.json").read_text())["comparisons"][0]
+    assert c["verdict"] == "inconclusive" and "panel rule all-agree: the judges disagree" in c["reason"]
+    ok = cli("judge", "verify", str(out), env=env, timeout=300)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    numbers = json.loads((out / "numbers.json").read_text())
+    c = numbers["comparisons"][0]
+    c["verdict"] = c["self_preference"]["judges"]["openai"]["verdict"]  # the primary judge's alone, edited throughout
+    for t in c["family"]["tests"]:
+        t["verdict"] = c["verdict"]
+    (out / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    bad = cli("judge", "verify", str(out), env=env, timeout=300)
+    assert bad.returncode == 1
+    found = [line for line in (bad.stdout + bad.stderr).splitlines() if "comparisons[H1].verdict = " in line]
+    assert any("but the independent plain-Python recomputation gives 'inconclusive'" in line for line in found), found

@@ -3,13 +3,16 @@ hand: it imports nothing from judge.stats, judge.biases or judge.bias_checks, so
 
 Recomputed: each judge's per-question means, its estimate and paired count on each hypothesis, whether it shares an
 arm's family, a same-family judge's lift and its percentile bootstrap interval (drawn with numpy's generator from the
-registered seed, as the main path draws), the style regression over each hypothesis's pairs by its normal equations
+registered seed, by the decisions' scheme, whole clusters when the question set registers them), each judge's
+interval and verdict by verify's own decision code (judge.second_path.decisions) on the same resampling units, the
+style regression over each hypothesis's pairs by its normal equations
 (answer style counted by this module's own patterns), the test-retest flips and quadratic kappa, and the family:
 the procedure (Holm's steps, the fixed sequence and where it stopped) run again on the claims. A claim at the
 registered alpha is this path's own verdict; a claim at an adjusted alpha is the main path's (its `tests`), itself
 recomputed by the main path, and under the score rule checked against verify's own score test at that alpha
-(`forged_claims`): the family check is independent in its procedure and in every claim it lets stand. The
-per-judge intervals and verdicts, the kappa intervals and the caution texts are recomputed by the main path only.
+(`forged_claims`): the family check is independent in its procedure and in every claim it lets stand. Under the
+panel rule "all-agree" the decision is this path's own (inconclusive where its per-judge verdicts differ); under
+"unrelated-mean" the main path's. The kappa intervals and the caution texts are recomputed by the main path only.
 """
 from __future__ import annotations
 
@@ -20,9 +23,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from core import jsonl
+from registration.rubric import load_rubric, rubric_dir
 
 # what each style covariate counts, written again here (the main path's patterns are judge.biases')
 _CITATION = re.compile(r"\b(?:Article|Section|Art\.|Rule|Clause)\s+\d+(?:\.\d+)*|§\s*\d+(?:\.\d+)*|\[\d+\]"
@@ -94,6 +96,53 @@ def _kappa(a: list[int], b: list[int], scale: list[int]) -> float | None:
     num = math.fsum((pos[x] - pos[y]) ** 2 for x, y in zip(a, b, strict=True)) / n
     den = math.fsum((i - j) ** 2 * ma[i] * mb[j] for i in range(len(scale)) for j in range(len(scale)))
     return 1 - num / den if den else None
+
+
+def _labels(ids: list[str], clusters: dict[str, str | None]) -> list[tuple] | None:
+    """Each question's resampling unit: its registered cluster, or itself when it has none; None when none has one."""
+    if not any(clusters.get(q) for q in ids):
+        return None
+    return [("cluster", clusters[q]) if clusters.get(q) else ("question", q) for q in ids]
+
+
+def judge_decision(h, exp, means: dict[tuple, dict[str, Fraction]], ids: list[str],
+                    clusters: dict[str, str | None]) -> dict[str, Any]:
+    """One judge's estimate, interval and verdict on a hypothesis by verify's own decision code (judge.second_path
+    .decisions), resampled as its decision is: whole clusters when the questions have them."""
+    from . import decisions as second_path
+
+    a, b = means[(h.a, h.quant)], means[(h.b, h.quant)]
+    an = exp.analysis
+    points = load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)).scale
+    chk = second_path.comparison([a[q] for q in ids], [b[q] for q in ids], alpha=h.alpha, margin=h.margin,
+                                 rule=an.rule, method=an.method, resamples=an.resamples, seed=an.seed,
+                                 scale=(min(points), max(points), max(exp.arm(h.a).samples, exp.arm(h.b).samples)),
+                                 labels=_labels(ids, clusters))
+    return {"n": chk["n"], "estimate": chk["diff"], "ci_low": chk["ci_low"], "ci_high": chk["ci_high"],
+            "bound": chk["bound"], "verdict": second_path.verdict(h.kind, h.margin, chk),
+            "resampling": chk["resampling"], "units": chk["units"]}
+
+
+def judge_lift(d: dict[str, dict[str, Fraction]], j: str, others: list[str], common: list[str],
+          clusters: dict[str, str | None], resamples: int, seed: int) -> dict[str, Any]:
+    """Judge j's lift over the others, exactly, and its 95% percentile interval on resamples drawn by the decisions'
+    scheme (judge.second_path.decisions.draw: whole clusters when the questions have them), each resample's mean
+    taken by check_paired's own loop."""
+    from . import decisions as second_path
+
+    per_q = [d[j][q] - sum(d[o][q] for o in others) / len(others) for q in common]
+    labels = _labels(common, clusters)
+    groups: dict[Any, list] = {}
+    for i, x in enumerate(per_q):
+        g = groups.setdefault(i if labels is None else labels[i], [Fraction(0), 0])
+        g[0] += x
+        g[1] += 1
+    drawn = second_path.draw([(s, m) for s, m in groups.values()], resamples, seed)
+    chk = second_path.check_paired([0] * len(per_q), per_q, drawn, "percentile", 0.025, clusters=labels)
+    n, own = len(common), sum(d[j][q] for q in common) / len(common)
+    return {"judge": j, "others": others, "n": n, "estimate": float(own), "lift": float(sum(per_q) / n),
+            "others_estimate": float(own - sum(per_q) / n), "ci_low": chk["ci_low"], "ci_high": chk["ci_high"],
+            "resampling": chk["resampling"], "units": chk["units"]}
 
 
 def _family(method: str, comparisons: list[dict], stored: dict[str, dict]) -> tuple[dict, dict[str, dict]]:
@@ -197,25 +246,19 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
             a_m, b_m = means[j].get((h.a, h.quant), {}), means[j].get((h.b, h.quant), {})
             ids = [q for q in wanted if q in a_m and q in b_m]
             if len(ids) >= 2:
-                d[j] = {q: float(b_m[q] - a_m[q]) for q in ids}
+                d[j] = {q: b_m[q] - a_m[q] for q in ids}
         sp = None
         if len(d) >= 2:
-            sp = {"judges": {j: {"family": families.get(j), "n": len(v),
+            sp = {"judges": {j: {"family": families.get(j),
                                  "shares_family": bool(families.get(j)) and families.get(j) in arm_fams,
-                                 "estimate": math.fsum(v.values()) / len(v)} for j, v in d.items()}, "lifts": {}}
+                                 **judge_decision(h, exp, means[j], list(v), clusters)} for j, v in d.items()},
+                  "lifts": {}}
             for j in sorted(d):
                 others = sorted(o for o in d if o != j)
                 common = sorted(set(d[j]).intersection(*(set(d[o]) for o in others)))
                 if not sp["judges"][j]["shares_family"] or len(common) < 2:
                     continue
-                per_q = np.array([d[j][q] - math.fsum(d[o][q] for o in others) / len(others) for q in common])
-                idx = np.random.default_rng(an.seed).integers(0, len(common), size=(an.resamples, len(common)))
-                boot = per_q[idx].sum(axis=1) / len(common)
-                lo, hi = (float(x) for x in np.percentile(boot, [2.5, 97.5]))
-                own = math.fsum(d[j][q] for q in common) / len(common)
-                sp["lifts"][j] = {"judge": j, "others": others, "n": len(common), "estimate": own,
-                                  "lift": math.fsum(per_q) / len(common), "ci_low": lo, "ci_high": hi,
-                                  "others_estimate": own - math.fsum(per_q) / len(common)}
+                sp["lifts"][j] = judge_lift(d, j, others, common, clusters, an.resamples, an.seed)
         entry["self_preference"] = sp
         s = stored.get(h.id) or {}
         ids = entry["paired_questions"]
@@ -229,7 +272,10 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
 
             xs = {c: [style(h.b, q, c) - style(h.a, q, c) for q in ids] for c in an.style}
             entry["style"] = _ols(y, xs, h.alpha)
-        if exp.judge_panel_rule != "primary":  # decided on other scores than the primary judge's: main path only
+        if exp.judge_panel_rule == "all-agree":  # the primary judge's decision stands only where every judge agrees
+            if sp is not None and len({v["verdict"] for v in sp["judges"].values()}) > 1:
+                entry["verdict"] = "inconclusive"
+        elif exp.judge_panel_rule != "primary":  # decided on other scores than the primary judge's: main path only
             entry.pop("result", None)
             at = [t for t in (s.get("family") or {}).get("tests", []) if t.get("alpha") == h.alpha]
             entry["verdict"] = at[0]["verdict"] if at else s.get("verdict")
