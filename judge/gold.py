@@ -32,8 +32,8 @@ Design: how the labelled questions were chosen, which decides whether the labels
 * ``convenience``: anything else (hand-picked answers, a sealed file, a program's scores on an incomplete stratum):
   agreement only, never a correction.
 
-`gold_scores(exp, run_dir)` is the one entry point for a results folder; `gold_set` builds the same from parts
-already loaded.
+`gold_scores(exp, run_dir)` is the one entry point for a results folder (`folder_gold` for one already loaded);
+`gold_set` builds the same from parts already loaded.
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ from registration.toml_lines import KeyLines
 from .analysis import utc
 from .blinding import BlindItem, label_for, label_secret
 from .labels import labeller_files, numbered_labels, read_samples, run_key
-from .review import load
+from .review import Folder, load
 
 SOURCES = ("labels", "program", "human")  # the order scores of one answer are listed in
 STATUSES = ("scored", "undecided", "error")
@@ -358,8 +358,12 @@ def _strata(items: list[BlindItem], questions: dict[str, Question],
 def gold_scores(exp: Experiment, run_dir: Path) -> GoldSet:
     """Every gold score of a results folder's single answers: sealed labels files, the gold program and people's
     labels (labels/), each with its source and design. Bad input (exit 2, named) if any source is unreadable."""
-    d = load(run_dir, exp.dir)
-    return gold_set(exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key, Path(run_dir))
+    return folder_gold(load(run_dir, exp.dir))
+
+
+def folder_gold(d: Folder) -> GoldSet:
+    """`gold_scores` of a folder already loaded (judge.review.load): review.md and review.html read the same."""
+    return gold_set(d.exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key, d.run_dir)
 
 
 def run_gold(exp: Experiment, run_dir: Path) -> GoldSet | None:

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from core.errors import BadInput
 from core.records import AnswerRow, Judgment, PairKey
@@ -23,6 +23,18 @@ from registration.rubric import load_rubric, rubric_dir
 from .analysis import RAW_FILES, Raw, load_raw
 from .blinding import BlindItem, blind, label_secret
 from .labels import run_key
+
+
+class GoldShown(Protocol):
+    """What the join shows of a gold score (judge.gold.GoldScore: judge.gold reads folders through this module, so
+    the join is handed the scores, never reads them)."""
+
+    source: str
+    origin: str
+    labeller: str
+    score: int | None
+    status: str
+    error: str | None
 
 
 @dataclass(frozen=True)
@@ -43,10 +55,21 @@ class Answer:
     truncated: bool
     error: dict[str, Any] | str | None  # the answer call's failure
     verdicts: tuple[Judgment, ...]  # its single-answer verdicts (each judge's current one), in panel order
-    gold: int | None = None  # a gold score for this answer, where one is recorded (none is yet; the page filters on it)
+    gold: tuple[GoldShown, ...] = ()  # its gold scores from every source (judge.gold), scored or not, SOURCES order
 
     def score(self, judge: str) -> int | None:
         return next((v.score for v in self.verdicts if v.judge == judge and v.status == "scored"), None)
+
+    @property
+    def gold_scored(self) -> tuple[int, ...]:
+        """Its gold scores that are scores: a program's undecided answer or error is none."""
+        return tuple(g.score for g in self.gold if g.status == "scored")
+
+    @property
+    def gold_mean(self) -> Fraction | None:
+        """The mean of its gold scores, exact, as judge.export takes an answer's gold; None without one."""
+        s = self.gold_scored
+        return Fraction(sum(s), len(s)) if s else None
 
     @property
     def flagged(self) -> bool:
@@ -189,13 +212,9 @@ def _json(path: Path) -> Any:
     return doc
 
 
-def review(run_dir: Path, exp_dir: Path | None = None) -> Review:
-    """Every registered hypothesis of the run, each question of its subset with both arms' answers and verdicts."""
-    return joined(load(run_dir, exp_dir))
-
-
-def joined(d: Folder) -> Review:
-    """The join itself, on a folder already loaded (judge.review_md reads the gold scores of the same load)."""
+def joined(d: Folder, gold: dict[str, list[GoldShown]]) -> Review:
+    """Every registered hypothesis of a loaded folder, each question of its subset with both arms' answers, their
+    verdicts and their gold scores (`gold`: by blinded label, judge.gold.folder_gold of the same load)."""
     numbers = _json(d.run_dir / "numbers.json") if (d.run_dir / "numbers.json").is_file() else None
     panel = list(d.run["judge"].get("panel") or [d.run["judge"].get("primary")])
     judges = tuple(panel + sorted({j.judge for j in d.raw.judgments} - set(panel)))
@@ -213,7 +232,7 @@ def joined(d: Folder) -> Review:
         cells.setdefault((a.arm, a.quant, a.question_id), []).append(Answer(
             a.row, a.arm, a.quant, a.question_id, a.sample, a.status, a.text, shown.get(label), label,
             k.scrubbed if k else 0, k.injection if k else 0, a.truncated, a.error,
-            tuple(single.get(label, ())) if label else ()))
+            tuple(single.get(label, ())) if label else (), tuple(gold.get(label, ())) if label else ()))
     hyps = []
     for h in (h for h in d.exp.hypotheses if h.a in d.run["arms"] and h.b in d.run["arms"]):
         pairs = []

@@ -5,12 +5,13 @@ questions on which the two arms' scores differ, the largest difference first (by
 ties, then the questions an arm has no score on, at most MAX_QUESTIONS of them (review.html has every question).
 Each entry gives the question, its reference, both arms' answers (and the text the judge read, where blinding
 changed it), each judge's score, rationale and any unscored reason, and the flags: identity text scrubbed,
-grader-directed text, length, truncation and the gold scores of the registered sources.
+grader-directed text, length, truncation and the answer's gold scores (their mean and count where several
+are scores).
 
 It is rendered from the join judge.review makes of the raw files (one join for this file and review.html), the
-sealed questions, the registered gold sources (judge.gold, without the labels people add after the run, which are
-not evidence of the run) and numbers.json's hypothesis definitions only. `judge run` writes it; `judge verify`
-renders it again and compares line by line, like report.md.
+sealed questions, every gold score judge.gold reads (sealed labels files, the gold program, and the labels people
+gave the run in labels/, as the numbers count them) and numbers.json's hypothesis definitions only. `judge run`
+writes it; `judge verify` renders it again and compares line by line, like report.md.
 
 Every text that comes from a model, a judge, a question set or a registration is untrusted: a multi-line text is
 shown in a fenced code block whose fence is longer than any run of backticks inside it, a name or id in an inline
@@ -28,7 +29,7 @@ from typing import Any
 from core.atomic import write_text
 from core.records import Judgment
 
-from .gold import GoldScore, gold_set
+from .gold import GoldScore, folder_gold
 from .review import Answer, HypothesisPairs, Pair, Review, joined, load
 
 REVIEW = "review.md"
@@ -75,8 +76,8 @@ def ordered(h: HypothesisPairs, judge: str) -> tuple[list[Pair], list[Pair], lis
     return differ, ties, unpaired
 
 
-def render_review(r: Review, gold: dict[str, list[GoldScore]], limit: int = MAX_QUESTIONS) -> str:
-    """review.md from the join (judge.review.joined) and the gold scores by blinded label."""
+def render_review(r: Review, limit: int = MAX_QUESTIONS) -> str:
+    """review.md from the join (judge.review.joined), gold scores included."""
     run, primary = r.run, r.run["judge"]["primary"]
     definitions = {c.get("id"): c for c in (r.numbers or {}).get("comparisons", []) if isinstance(c, dict)}
     out = [f"# Review: {code(run.get('experiment') or run['name'])}, run {code(run['name'])}", "",
@@ -86,19 +87,29 @@ def render_review(r: Review, gold: dict[str, list[GoldScore]], limit: int = MAX_
            f"{code(primary)}: the mean of arm b's scored samples minus arm a's.", "",
            "Questions, references, answers and the judges' words are shown verbatim in code blocks, never read as "
            "Markdown; an answer the judge read otherwise (normalised, identity text scrubbed) is shown as it read "
-           "it too. Gold scores are those of the registered sources (sealed labels files, the gold program); labels "
-           "people add after the run (`judge label`) are not evidence of the run and are not here.", "",
+           "it too. " + _gold_sources(r), "",
            "Written by `judge run` from the raw files, the sealed questions and the hypotheses' definitions in "
            "numbers.json; `judge verify` renders it again and compares it line by line.", ""]
     if not r.hypotheses:
         out += ["No registered hypothesis compares two arms of this run.", ""]
     for h in r.hypotheses:
-        out += _hypothesis(h, definitions.get(h.id, {}), primary, r.judges, gold, limit)
+        out += _hypothesis(h, definitions.get(h.id, {}), primary, r.judges, limit)
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+def _gold_sources(r: Review) -> str:
+    """Where the gold scores come from. A run nobody labelled keeps the sentence review.md had before people's labels
+    were shown in it, so a folder written then still renders line for line."""
+    if not any(g.source == "human" for h in r.hypotheses for p in h.pairs for a in p.answers for g in a.gold):
+        return ("Gold scores are those of the registered sources (sealed labels files, the gold program); labels "
+                "people add after the run (`judge label`) are not evidence of the run and are not here.")
+    return ("Gold scores are those of every source: the registered ones (sealed labels files, the gold program) and "
+            "the labels people gave the run (`judge label`, in labels/), as the numbers count them; where an answer "
+            "has several, their mean and count come first.")
+
+
 def _hypothesis(h: HypothesisPairs, c: dict[str, Any], primary: str, judges: tuple[str, ...],
-                gold: dict[str, list[GoldScore]], limit: int) -> list[str]:
+                limit: int) -> list[str]:
     differ, ties, unpaired = ordered(h, primary)
     shown = (differ + ties + unpaired)[:limit]
     kind = str(c.get("kind", "")).replace("_", "-")
@@ -114,12 +125,11 @@ def _hypothesis(h: HypothesisPairs, c: dict[str, Any], primary: str, judges: tup
             f"both arms by {code(primary)}. Shown here: {len(shown)}" + (
                 f"; the other {more} are in review.html (`python -m judge view RESULTS_DIR`)." if more else "."), ""]
     for n, p in enumerate(shown, start=1):
-        out += _question(n, h, p, primary, judges, gold)
+        out += _question(n, h, p, primary, judges)
     return out
 
 
-def _question(n: int, h: HypothesisPairs, p: Pair, primary: str, judges: tuple[str, ...],
-              gold: dict[str, list[GoldScore]]) -> list[str]:
+def _question(n: int, h: HypothesisPairs, p: Pair, primary: str, judges: tuple[str, ...]) -> list[str]:
     q, d = p.question, p.difference(primary)
     what = f"{code(h.b)} − {code(h.a)} = {number(d)}" if d is not None else "not paired (an arm has no score)"
     out = [f"### {n}. {code(q.id)}: {what}", ""]
@@ -135,7 +145,7 @@ def _question(n: int, h: HypothesisPairs, p: Pair, primary: str, judges: tuple[s
         if not answers:
             out += [f"Arm {side}, {code(h.a if side == 'a' else h.b)}: no answer row.", ""]
         for a in answers:
-            out += _answer(side, a, judges, gold.get(a.label or "", []))
+            out += _answer(side, a, judges)
     for k, v in p.pairwise:
         first = f"{code(k.first)} shown first"
         if v.status == "scored":
@@ -147,7 +157,7 @@ def _question(n: int, h: HypothesisPairs, p: Pair, primary: str, judges: tuple[s
     return out
 
 
-def _answer(side: str, a: Answer, judges: tuple[str, ...], gold: list[GoldScore]) -> list[str]:
+def _answer(side: str, a: Answer, judges: tuple[str, ...]) -> list[str]:
     out = [f"#### Arm {side}: {code(a.arm)}, sample {a.sample}" + (f", label {code(a.label)}" if a.label else ""), ""]
     if a.status != "ok":
         out += [f"Status {code(a.status)}: the model call failed, so it was never judged. Its error:", "",
@@ -157,7 +167,7 @@ def _answer(side: str, a: Answer, judges: tuple[str, ...], gold: list[GoldScore]
     words = len((a.text or "").split())
     flags = [f"{words} words", "truncated" if a.truncated else "not truncated",
              f"identity text scrubbed: {a.scrubbed}", f"grader-directed text: {a.injection}",
-             "gold: " + ("; ".join(_gold(g) for g in gold) if gold else "none")]
+             "gold: " + _golds(a)]
     out += ["Flags: " + ", ".join(flags) + ".", "", block(a.text or ""), ""]
     if a.shown is not None and a.shown != a.text:
         out += ["As the judge read it (normalised, identity text scrubbed):", "", block(a.shown), ""]
@@ -187,16 +197,38 @@ def _words(v: Judgment) -> list[str]:
     return out
 
 
+def _golds(a: Answer) -> str:
+    """An answer's gold scores, each with its source and where it was read; where several are scores, their mean
+    and count first, with the sources they come from."""
+    if not a.gold:
+        return "none"
+    each = "; ".join(_gold(g) for g in a.gold)
+    if len(a.gold_scored) < 2:
+        return each
+    sources = ", ".join(dict.fromkeys(g.source for g in a.gold if g.status == "scored"))
+    return f"mean {code(mean(a.gold_mean))} of {len(a.gold_scored)} scores ({sources}): {each}"
+
+
+def mean(x: Fraction) -> str:
+    """A mean score, exact where it is an integer: 2, 1.500."""
+    return str(x.numerator) if x.denominator == 1 else f"{float(x):.3f}"
+
+
 def _gold(g: GoldScore) -> str:
     what = {"scored": lambda: code(g.score), "undecided": lambda: "undecided"}.get(g.status, lambda: "error")()
     return f"{what} ({g.source} {code(g.origin)})" + (f": {code(g.error)}" if g.error else "")
 
 
 def review_markdown(run_dir: Path, exp_dir: Path | None = None) -> str:
-    """review.md of a results folder: one load of its raw files for the join and the gold scores."""
+    """review.md of a results folder."""
+    return render_review(folder_review(run_dir, exp_dir))
+
+
+def folder_review(run_dir: Path, exp_dir: Path | None = None) -> Review:
+    """The join of a results folder with every gold score of its answers, from one load of its raw files: what
+    review.md and review.html show."""
     d = load(run_dir, exp_dir)
-    gold = gold_set(d.exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key).by_label()
-    return render_review(joined(d), gold)
+    return joined(d, folder_gold(d).by_label())
 
 
 def write_review(run_dir: Path, exp_dir: Path | None = None) -> Path:

@@ -6,10 +6,12 @@ opens from disk in any browser. Every value is untrusted text: the JSON is escap
 its <script> element, and the page builds its DOM with text nodes only, never from HTML.
 
 Review mode shows the decisions table (numbers.json) and, for each hypothesis, its questions (judge.review)
-with filters and sorting. Blind mode (`--blind`) is generated from the blinded projection alone
-(judge.review.blind_view): labels, questions, references and the answers as the judge read them, in the
-blinded order; the file holds no arm, model, quant or judge. A person scores each answer there and downloads a
-labels file (core.records.HumanLabel), which judge.labels checks.
+with filters and sorting, each answer with its gold scores from every source (judge.gold). Blind mode (`--blind`)
+is generated from the blinded projection alone (judge.review.blind_view): labels, questions, references and the
+answers as the judge read them, in the blinded order; the file holds no arm, model, quant or judge, and no gold
+score: the page is for labelling, and a gold score shown beside an answer would anchor the person labelling it.
+A person scores each answer there and downloads a labels file (core.records.HumanLabel), which judge.labels
+checks.
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ from core.atomic import write_text
 from core.errors import BadInput
 from core.records import HumanLabel, Judgment
 
-from .review import Answer, BlindView, Review, blind_view, review
+from .review import Answer, BlindView, Review, blind_view
+from .review_md import folder_review
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 GENERATOR = "blindeval judge view"  # in every page's <meta name="generator">: only such a file is overwritten
@@ -81,8 +84,19 @@ def _verdict(j: Judgment) -> dict[str, Any]:
 def _answer(a: Answer) -> dict[str, Any]:
     return {"arm": a.arm, "quant": a.quant, "sample": a.sample, "label": a.label, "status": a.status,
             "text": a.text, "shown": a.shown if a.shown != a.text else None, "scrubbed": a.scrubbed,
-            "injection": a.injection, "truncated": a.truncated, "error": a.error, "gold": a.gold,
+            "injection": a.injection, "truncated": a.truncated, "error": a.error, "gold": _gold(a),
             "verdicts": [_verdict(v) for v in a.verdicts]}
+
+
+def _gold(a: Answer) -> dict[str, Any] | None:
+    """An answer's gold scores (judge.gold, every source): their mean and count, the sources they come from, and
+    each one; None where it has none."""
+    if not a.gold:
+        return None
+    return {"mean": _float(a.gold_mean), "count": len(a.gold_scored),
+            "sources": list(dict.fromkeys(g.source for g in a.gold if g.status == "scored")),
+            "scores": [{"source": g.source, "origin": g.origin, "labeller": g.labeller, "score": g.score,
+                        "status": g.status, "error": g.error} for g in a.gold]}
 
 
 def review_data(r: Review) -> dict[str, Any]:
@@ -102,7 +116,7 @@ def review_data(r: Review) -> dict[str, Any]:
                 "unscored": {j: p.unscored(j) for j in r.judges},
                 "disagreement": any(a.disagreement for a in p.answers),
                 "flagged": any(a.flagged for a in p.answers),
-                "gold": any(a.gold is not None for a in p.answers),
+                "gold": any(a.gold_scored for a in p.answers),
                 "pairwise": [{"first": k.first, "second": k.second, **_verdict(v)} for k, v in p.pairwise],
             })
     run = r.run
@@ -146,7 +160,7 @@ def view(run_dir: Path, blind: bool = False, out: Path | None = None, exp_dir: P
     if blind:
         data = blind_data(blind_view(run_dir, exp_dir))
     else:
-        r = review(run_dir, exp_dir)
+        r = folder_review(run_dir, exp_dir)
         if r.numbers is None:
             raise BadInput(run_dir / "numbers.json", "missing: the run has not finished, so there are no decisions "
                            "to show (re-run `judge run` to finish it)")

@@ -26,11 +26,12 @@ from judge.bundle import publish, verify_bundle
 from judge.gold import GoldScore
 from judge.report import render
 from judge.review import Answer, HypothesisPairs, Pair, Review
-from judge.review_md import MAX_QUESTIONS, block, code, render_review
-from judge.verify import verify
+from judge.review_md import MAX_QUESTIONS, block, code, render_review, review_markdown, write_review
+from judge.verify import review_findings, verify
+from judge.view import view
 from registration.questions import Question, load_questions
 
-from conftest import ROOT
+from conftest import ROOT, cli
 from support.scripted_server import ScriptedServer
 
 PARSER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
@@ -98,17 +99,18 @@ def verdict(judge: str, label: str, qid: str, score: int | None, rationale: str 
 
 
 def answer(arm: str, qid: str, label: str, text: str, verdicts: tuple[Judgment, ...], sample: int = 0,
-           shown_as: str | None = None, status: str = "ok", error: str | None = None) -> Answer:
+           shown_as: str | None = None, status: str = "ok", error: str | None = None,
+           gold: tuple[GoldScore, ...] = ()) -> Answer:
     return Answer(f"row-{arm}-{qid}-{sample}", arm, "Q8_0", qid, sample, status, text if status == "ok" else None,
                   (shown_as if shown_as is not None else text) if status == "ok" else None, label, 1, 2, False,
-                  error, verdicts)
+                  error, verdicts, gold)
 
 
 def run_record(primary: str) -> dict:
     return {"name": "demo-run", "experiment": "demo", "judge": {"primary": primary}}
 
 
-def hostile_review(s: dict) -> tuple[Review, dict[str, list[GoldScore]]]:
+def hostile_review(s: dict) -> Review:
     """One hypothesis, two questions, every text of them from `s`: answers, shown text, question, reference, tags,
     ids, arm, judge and hypothesis names, rationales, an unscored reason, an answer's error, a pairwise verdict and
     gold scores."""
@@ -117,20 +119,22 @@ def hostile_review(s: dict) -> tuple[Review, dict[str, list[GoldScore]]]:
     q2 = Question(s["qid2"], s["question2"], None, (), None, "exam.jsonl", 2)
     a1 = answer(a, q1.id, s["label1"], s["text1"], (verdict(j1, s["label1"], q1.id, 0, s["why1"]),
                                                     verdict(j2, s["label1"], q1.id, None, error=s["err1"])),
-                shown_as=s["shown1"])
+                shown_as=s["shown1"], gold=(
+                    GoldScore(s["label1"], "r", a, "Q8_0", q1.id, 0, "program", s["origin"], s["origin"], None,
+                              "error", s["err3"], None, "", "convenience", None, None),))
     b1 = answer(b, q1.id, s["label2"], s["text2"], (verdict(j1, s["label2"], q1.id, 2, s["why2"]),
-                                                    verdict(j2, s["label2"], q1.id, 1, s["why3"])))
+                                                    verdict(j2, s["label2"], q1.id, 1, s["why3"])), gold=(
+                    GoldScore(s["label2"], "r", b, "Q8_0", q1.id, 0, "labels", s["origin"], "ann", 2, "scored",
+                              None, None, "", "convenience", None, None),
+                    GoldScore(s["label2"], "r", b, "Q8_0", q1.id, 0, "human", s["origin"], s["origin"], 1, "scored",
+                              None, None, s["why1"], "convenience", None, None)))
     pairwise = ((PairKey(s["label3"], "H", q1.id, "Q8_0", a, b), verdict(j1, s["label3"], q1.id, 2, s["why4"])),)
     a2 = answer(a, q2.id, s["label4"], "", (), status="error", error=s["err2"])
     b2 = answer(b, q2.id, s["label5"], s["text3"], (verdict(j1, s["label5"], q2.id, 1, s["why5"]),))
     pairs = (Pair("H", q1, (a1,), (b1,), pairwise), Pair("H", q2, (a2,), (b2,)))
     h = HypothesisPairs(s["hid"], s["htext"], a, b, "Q8_0", (s["tag1"],), pairs)
     numbers = {"comparisons": [{"id": s["hid"], "kind": "non_inferiority", "margin": 0.1, "alpha": 0.025}]}
-    gold = {s["label1"]: [GoldScore(s["label1"], "r", a, "Q8_0", q1.id, 0, "program", s["origin"], s["origin"], None,
-                                    "error", s["err3"], None, "", "convenience", None, None)],
-            s["label2"]: [GoldScore(s["label2"], "r", b, "Q8_0", q1.id, 0, "labels", s["origin"], "ann", 2, "scored",
-                                    None, None, "", "convenience", None, None)]}
-    return Review(run_record(j1), numbers, (j1, j2), (0, 1, 2), (h,)), gold
+    return Review(run_record(j1), numbers, (j1, j2), (0, 1, 2), (h,))
 
 
 FIELDS = ("arm_a", "arm_b", "judge1", "judge2", "qid1", "qid2", "question1", "question2", "reference1", "tag1", "tag2",
@@ -153,8 +157,8 @@ def test_no_text_in_a_review_can_change_the_structure_of_review_md(s):
     words = {v: (f"Zq{i:04d}" if v else "") for i, v in enumerate(dict.fromkeys(s.values()))}
     plain = {f: words[v] for f, v in s.items()}
     back = {w: v for v, w in words.items() if w}
-    md = render_review(*hostile_review(s))
-    reference = render_review(*hostile_review(plain))
+    md = render_review(hostile_review(s))
+    reference = render_review(hostile_review(plain))
     assert skeleton(md) == skeleton(reference)
     got, want = shown(md), shown(reference)
     assert [k for k, _ in got] == [k for k, _ in want]
@@ -200,7 +204,7 @@ def headings(md: str, tag: str) -> list[str]:
 @pytest.mark.unit
 def test_questions_come_largest_difference_first_then_ties_then_unpaired():
     r, order = plant()
-    md = render_review(r, {})
+    md = render_review(r)
     assert [h.split("`")[1] for h in headings(md, "h3")] == order
     assert headings(md, "h3")[4] == "5. `q9`: `trained` − `base` = +0.500"  # the mean of b's samples minus a's
     assert "9 questions: 5 differ, 2 tied, 2 without a score of both arms by `j`. Shown here: 9." in md
@@ -209,11 +213,61 @@ def test_questions_come_largest_difference_first_then_ties_then_unpaired():
 @pytest.mark.unit
 def test_a_long_run_shows_the_largest_differences_and_points_to_review_html_for_the_rest():
     r, order = plant()
-    md = render_review(r, {}, limit=4)
+    md = render_review(r, limit=4)
     assert [h.split("`")[1] for h in headings(md, "h3")] == order[:4]
     assert "Shown here: 4; the other 5 are in review.html (`python -m judge view RESULTS_DIR`)." in md
     assert MAX_QUESTIONS == 20  # the registered cap, documented in README.md
-    assert f"at most {MAX_QUESTIONS} per hypothesis" in render_review(r, {})
+    assert f"at most {MAX_QUESTIONS} per hypothesis" in render_review(r)
+
+
+def gold(label: str, source: str, origin: str, score: int | None, status: str = "scored") -> GoldScore:
+    return GoldScore(label, "r", "arm", "Q8_0", "q1", 0, source, origin, origin, score, status, None, None, "",
+                     "convenience", None, None)
+
+
+def one_answer_review(golds: tuple[GoldScore, ...]) -> Review:
+    q = Question("q1", "question?", "reference", (), None, "exam.jsonl", 1)
+    a = answer("base", "q1", "La", "a says", (verdict("j", "La", "q1", 1, "why"),))
+    b = answer("trained", "q1", "Lb", "b says", (verdict("j", "Lb", "q1", 2, "why"),), gold=golds)
+    h = HypothesisPairs("H1", "", "base", "trained", "Q8_0", (), (Pair("H1", q, (a,), (b,)),))
+    return Review(run_record("j"), {"comparisons": []}, ("j",), (0, 1, 2), (h,))
+
+
+def flags(md: str) -> list[str]:
+    return [t.content for t in parse(md) if t.type == "inline" and t.content.startswith("Flags: ")]
+
+
+OLD_GOLD_SENTENCE = ("Gold scores are those of the registered sources (sealed labels files, the gold program); labels "
+                     "people add after the run (`judge label`) are not evidence of the run and are not here.")
+
+
+@pytest.mark.unit
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["labels", "program", "human"]), st.sampled_from([0, 1, 2, None])),
+                max_size=5))
+def test_an_answer_shows_every_gold_score_and_their_mean_and_count_where_several_are_scores(planted):
+    golds = tuple(gold("Lb", source, f"{source}-{n}", score, "scored" if score is not None else "undecided")
+                  for n, (source, score) in enumerate(planted))
+    md = render_review(one_answer_review(golds))
+    a_flags, b_flags = flags(md)
+    assert a_flags.endswith(", gold: none.")  # arm a's answer has none planted
+    each = "; ".join(f"`{x}` ({source} `{source}-{n}`)" if x is not None else f"undecided ({source} `{source}-{n}`)"
+                     for n, (source, x) in enumerate(planted))
+    scored = [x for _, x in planted if x is not None]
+    if not planted:
+        want = "none"
+    elif len(scored) < 2:
+        want = each
+    else:  # the mean by hand, its sources in the order first scored
+        m = sum(scored) / len(scored)
+        shown = str(int(m)) if m == int(m) else f"{m:.3f}"
+        sources = ", ".join(dict.fromkeys(source for source, x in planted if x is not None))
+        want = f"mean `{shown}` of {len(scored)} scores ({sources}): {each}"
+    assert b_flags.endswith(f", gold: {want}."), b_flags
+    # the sentence on where gold comes from: as it was before people's labels were shown, unless one is here
+    people = any(source == "human" for source, _ in planted)
+    assert (OLD_GOLD_SENTENCE in md) is not people
+    assert ("the labels people gave the run (`judge label`, in labels/)" in md) is people
 
 
 # --- written by `judge run`, rendered again by `judge verify` ------------------------------------------------
@@ -298,6 +352,43 @@ def test_the_demo_writes_review_md_with_the_gold_its_program_gives(small_run):
             assert t.content.endswith(f"gold: {said} (program `gold.py:score`)."), (question.id, t.content)
             checked += 1
     assert checked == 4 * 2 * len(run["question_ids"])
+
+
+@pytest.mark.integration
+def test_a_label_a_person_gives_after_the_run_is_in_review_md_and_review_html_but_never_the_blind_page(planted_run,
+                                                                                                        tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(planted_run, out, ignore=shutil.ignore_patterns("*.html", "run.lock"))
+    before = (out / "review.md").read_text()
+    target = re.findall(r"^#### Arm [ab]: .*, label `(L[0-9a-f]+)`$", before, re.M)[1]  # an answer review.md shows
+    (tmp_path / "labels.csv").write_text(f"label,score,labeller,note\n{target},1,ann,planted\n")
+    assert cli("judge", "label", str(out), "--import", str(tmp_path / "labels.csv")).returncode == 0
+    line = next(n for n, rec in jsonl.read(out / "labels" / "ann.jsonl") if rec.get("label") == target)
+    said = f"`1` (human `labels/ann.jsonl:{line}`)"
+    assert said not in before
+    # verify renders review.md from the labels the folder holds: the stale one differs where the label is shown
+    exp_dir = Path(json.loads((out / "run.json").read_text())["experiment_dir"])
+    stale, _ = review_findings(out, exp_dir)
+    assert stale and all(f.startswith("review.md line ") for f in stale)
+    md = review_markdown(out)
+    tokens = parse(md)
+    heading = next(i for i, t in enumerate(tokens) if t.type == "inline" and t.content.endswith(f"label `{target}`"))
+    flags_line = next(t.content for t in tokens[heading:] if t.type == "inline" and t.content.startswith("Flags: "))
+    assert said in flags_line, flags_line
+    assert md.count(said) == 1 and "the labels people gave the run (`judge label`, in labels/)" in md
+    write_review(out)
+    assert review_findings(out, exp_dir) == ([], [])
+    # the review page shows it on that answer; the blind page, for labelling, holds no gold at all
+    page = view(out).read_text()
+    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S).group(1))
+    shown_gold = next(a["gold"] for a in data["answers"].values() if a["label"] == target)
+    assert {"source": "human", "origin": f"labels/ann.jsonl:{line}", "labeller": "ann", "score": 1,
+            "status": "scored", "error": None} in shown_gold["scores"]
+    blind = view(out, blind=True).read_text()
+    blind_data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', blind,
+                                      re.S).group(1))
+    assert all("gold" not in item for item in blind_data["items"]) and "gold" not in blind_data
+    assert "labels/ann.jsonl" not in blind and "gold" not in blind.lower()
 
 
 def _demo_gold():

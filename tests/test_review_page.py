@@ -24,6 +24,7 @@ from judge.blinding import scrub
 from judge.labelling import check_labels
 from judge.view import view
 from registration.prereg import load_experiment
+from registration.questions import load_questions
 
 from conftest import cli
 
@@ -284,6 +285,9 @@ def test_the_blind_page_names_no_arm_model_quant_or_judge_and_keeps_the_judges_o
         assert page.locator(".item").count() == len(data["items"])
         assert problems == []
     assert named("\n".join(t for t in dom if t not in seen), names) == []
+    # nor any gold score, though the demo's program gives some of these answers one: the page is for labelling, and a
+    # gold score beside an answer would anchor the person labelling it
+    assert "gold" not in json.dumps(rest).lower() and [t for t in dom if t not in seen and "gold" in t.lower()] == []
     # the names are really there to be found: the review page of the same run shows them
     review = view(small_run, out=tmp_path / "review.html").read_text()
     assert set(run["arms"]) <= set(named(review, names))
@@ -337,4 +341,44 @@ def test_the_pages_chain_rule_is_arms_jsonl_link(small_run, browser, tmp_path):
         same()
         for n in (0, 1, 55, 56, 63, 64, 65, 119, 120, 1000):  # the SHA-256 padding's block boundaries, in bytes
             assert page.evaluate("t => sha256(t)", "a" * n) == hashlib.sha256(b"a" * n).hexdigest()
+        assert problems == []
+
+
+def test_the_demo_programs_gold_is_on_its_arithmetic_and_out_of_scope_answers_only(small_run, browser, tmp_path):
+    """The demo's gold program decides exactly the answers to questions tagged arithmetic or out_of_scope (its
+    docstring's promise, checked here by calling its source on each answer as the judge read it): those answers show
+    its score, no other answer shows one, and the `gold available` filter keeps exactly their questions."""
+    from test_review_md import _demo_gold
+
+    program = _demo_gold()
+    page_file = view(small_run, out=tmp_path / "review.html")
+    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page_file.read_text(),
+                                re.S).group(1))
+    run = json.loads((small_run / "run.json").read_text())
+    exp = load_experiment(Path(run["experiment_dir"]))
+    questions = {q.id: q for q in load_questions(exp.set_paths())}
+    strata = {"arithmetic", "out_of_scope"}
+    qtags = tags(small_run)
+    want: dict[str, int | None] = {}
+    for row in data["rows"]:
+        q = questions[row["question"]]
+        for rid in row["a"] + row["b"]:
+            a = data["answers"][rid]
+            got = program(q, q.reference, a["shown"] if a["shown"] is not None else a["text"])
+            assert (got is not None) == bool(strata & set(qtags[q.id])), (q.id, got)
+            want[a["label"]] = got
+            if got is None:
+                assert a["gold"]["count"] == 0 and a["gold"]["mean"] is None, a["gold"]
+            else:
+                assert (a["gold"]["count"], a["gold"]["mean"], a["gold"]["sources"]) == (1, got, ["program"])
+    assert {v is None for v in want.values()} == {True, False}  # both kinds are in the run: the check bites
+    with_gold = sorted({(r["hypothesis"], r["question"]) for r in data["rows"] if strata & set(qtags[r["question"]])})
+    with opened(browser, page_file) as (page, problems):
+        page.check("#f-gold")
+        assert sorted((h, q) for h, q, _ in shown_rows(page)) == with_gold
+        first = page.locator("details.pair").first
+        first.click()
+        for card in first.locator(".answer").all():
+            g = want[card.get_attribute("data-label")]
+            assert card.locator(".gold").text_content().startswith(f"gold: {g} (program)"), g
         assert problems == []

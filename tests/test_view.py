@@ -128,3 +128,37 @@ def test_a_run_json_field_of_the_wrong_type_exits_2_naming_it(tmp_path, capsys, 
     assert main(["view", str(tmp_path), "--blind"]) == 2
     err = capsys.readouterr().err
     assert f"{tmp_path / 'run.json'}: field '{field}':" in err and "Traceback" not in err, err
+
+
+def test_each_answer_carries_its_gold_and_a_row_is_gold_available_only_with_a_gold_score():
+    """review.html's data from a planted review: an answer's gold is the mean and count of its scored gold (by hand:
+    (2 + 1) / 2), with every score; a question whose answers have no gold score (none, or only a program's
+    undecided) is not `gold available`."""
+    from test_review_md import answer, gold, run_record, verdict
+
+    from judge.review import HypothesisPairs, Pair, Review
+    from judge.view import review_data
+    from registration.questions import Question
+
+    planted = {"q1": (gold("Lq1b", "program", "gold.py:score", 2), gold("Lq1b", "human", "labels/ann.jsonl:3", 1)),
+               "q2": (gold("Lq2b", "program", "gold.py:score", None, "undecided"),),
+               "q3": ()}
+    pairs = []
+    for qid, golds in planted.items():
+        q = Question(qid, "question?", None, (), None, "exam.jsonl", 1)
+        a = answer("base", qid, f"L{qid}a", "a", (verdict("j", f"L{qid}a", qid, 1),))
+        b = answer("trained", qid, f"L{qid}b", "b", (verdict("j", f"L{qid}b", qid, 2),), gold=golds)
+        pairs.append(Pair("H1", q, (a,), (b,)))
+    r = Review(run_record("j"), {"comparisons": []}, ("j",), (0, 1, 2),
+               (HypothesisPairs("H1", "", "base", "trained", "Q8_0", (), tuple(pairs)),))
+    data = review_data(r)
+    assert {row["question"]: row["gold"] for row in data["rows"]} == {"q1": True, "q2": False, "q3": False}
+    got = {a["label"]: a["gold"] for a in data["answers"].values()}
+    assert got["Lq1b"] == {"mean": 1.5, "count": 2, "sources": ["program", "human"], "scores": [
+        {"source": "program", "origin": "gold.py:score", "labeller": "gold.py:score", "score": 2, "status": "scored",
+         "error": None},
+        {"source": "human", "origin": "labels/ann.jsonl:3", "labeller": "labels/ann.jsonl:3", "score": 1,
+         "status": "scored", "error": None}]}
+    assert got["Lq2b"]["count"] == 0 and got["Lq2b"]["mean"] is None and got["Lq2b"]["scores"][0]["status"] == \
+        "undecided"
+    assert got["Lq3b"] is None and all(got[f"L{q}a"] is None for q in planted)
