@@ -24,9 +24,11 @@ from core.records import AnswerRow, Judgment, row_id
 from judge.analysis import anchor, compute_numbers, write_numbers
 from judge.blinding import blind, label_secret
 from judge.folder import bind, commit, start_judging
+from judge.gold import run_gold
 from judge.judging import build_request, prompt_sha256
 from judge.plots import write_plots
 from judge.report import render
+from judge.review_md import write_review
 from judge.runinfo import Scope, merged, registered
 from judge.verify import verify
 from models.backends.llama_cpp import EXTRA_SAMPLING
@@ -124,13 +126,14 @@ def main() -> None:
         # the demo registers both quants; restrict hypotheses to what was written
         timings = {}
         t0 = time.perf_counter()
-        numbers = compute_numbers(e, load_questions(e.set_paths()), run_dir, run)
+        numbers = compute_numbers(e, load_questions(e.set_paths()), run_dir, run, run_gold(e, run_dir))
         timings["numbers_s"] = time.perf_counter() - t0
         write_numbers(numbers, run_dir / "numbers.json")
         t0 = time.perf_counter()
         write_plots(numbers, run_dir)
         timings["plots_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
+        write_review(run_dir, exp)
         (run_dir / "report.md").write_text(render(numbers, run, anchor(run_dir)))
         timings["report_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
