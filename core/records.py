@@ -60,6 +60,12 @@ def _contract(cls: type) -> tuple[tuple[str, Any, bool, Any], ...]:
                   _accepted(hints[f.name])) for f in fields(cls) if f.name != "written")
 
 
+@cache
+def _nested(cls: type) -> dict[str, tuple[Any, Any, bool]]:
+    """Of an Entry class's fields: (the Entry it holds, the Entry its list holds, whether it is a list of str)."""
+    return {name: (_one_entry(hint), _entry_type(hint), _of_str(hint)) for name, hint, _, _ in _contract(cls)}
+
+
 def _type_name(hint: Any) -> str:
     return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
 
@@ -69,21 +75,22 @@ def _checked(cls: type, values: dict[str, Any], file: str | Path, line: int | No
     """The contract fields of `values`, each present (or defaulted) and of its type; BadRecord naming file, line and
     field (`prefix` + its name) otherwise. A list of records (list[Comparison]) is read entry by entry."""
     kept = {}
+    nested = _nested(cls) if issubclass(cls, Entry) else {}
     for name, hint, required, accepted in _contract(cls):
         if name not in values:
             if required:
                 raise BadRecord(file, f"missing from {what}", line=line, field=prefix + name)
             continue
         v = values[name]
-        entry, one = _entry_type(hint), _one_entry(hint)
+        one, entry, of_str = nested.get(name, (None, None, False))
         if one is not None and (v is not None or hint is one):
             v = one.read(v, file, line, prefix + name)
         elif entry is not None and type(v) is list:
             v = [entry.read(x, file, line, f"{prefix}{name}[{i}]") for i, x in enumerate(v)]
         elif accepted and type(v) not in accepted[0] and not (type(v) is str and v in accepted[1]):
-            raise BadRecord(file, f"reads {v!r}, which is not of type {_type_name(hint)}", line=line,
+            raise BadRecord(file, f"reads {_short(v)}, which is not of type {_type_name(hint)}", line=line,
                             field=prefix + name)
-        elif issubclass(cls, Entry) and type(v) is list and _of_str(hint):
+        elif of_str and type(v) is list:
             for i, x in enumerate(v):
                 if type(x) is not str:
                     raise BadRecord(file, f"entry {i} reads {x!r}, which is not a str", line=line, field=prefix + name)
@@ -367,7 +374,7 @@ def _plain(v: Any) -> Any:
 
 def _short(v: Any) -> str:
     text = repr(v)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 class Document(Entry):
