@@ -115,10 +115,11 @@ def _one_entry(hint: Any) -> Any:
 
 def _entry_type(hint: Any) -> Any:
     """The Entry class of a field typed list[SomeEntry], else None."""
-    if typing.get_origin(hint) is list:
-        (arg,) = typing.get_args(hint) or (None,)
-        if isinstance(arg, type) and issubclass(arg, Entry):
-            return arg
+    for h in typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,):
+        if typing.get_origin(h) is list:
+            (arg,) = typing.get_args(h) or (None,)
+            if isinstance(arg, type) and issubclass(arg, Entry):
+                return arg
     return None
 
 
@@ -427,11 +428,32 @@ class RunJudge(Entry):
     quant: str | None = None
     rubric: str | None = None
     attempts: int | None = None
-    scrub: list[str] | None = None
-    warnings: list[str] | None = None
+    scrub: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     identity: dict[str, Any] | None = None
     identities: dict[str, Any] | None = None
     effective_settings: dict[str, Any] | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class CostRow(Entry):
+    """One arm's or judge's line of run.json's `cost` (judge.cost): tokens as the rows record them, and USD at the
+    registered prices (None without one)."""
+
+    WHAT: ClassVar[str] = "a cost row of run.json"
+
+    role: str
+    name: str
+    model: str
+    rows: int
+    input_tokens: int
+    output_tokens: int
+    batch_input_tokens: int
+    batch_output_tokens: int
+    usd: float | None
+    price_input: float | None = None
+    price_output: float | None = None
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -458,7 +480,7 @@ class RunInfo(Document):
     effective_settings: dict[str, Any] | None = None
     quant_files: dict[str, Any] | None = None
     audit_gate: str | None = None
-    cost: list[dict[str, Any]] | None = None
+    cost: list[CostRow] | None = None  # absent in folders written before costs were kept
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 

@@ -104,10 +104,10 @@ def _typed_fields(doc: dict[str, Any], cls: type, path: str = "") -> list[tuple[
         where = f"{path}.{name}" if path else name
         out.append((where, hint, required, doc, name))
         entry = next((h for h in _parts(hint) if isinstance(h, type) and issubclass(h, Entry)), None)
-        inner = typing.get_args(hint)[0] if typing.get_origin(hint) is list and typing.get_args(hint) else None
+        inner = next((typing.get_args(h)[0] for h in _parts(hint) if typing.get_origin(h) is list), None)
         if entry is not None and type(doc[name]) is dict:
             out += _typed_fields(doc[name], entry, where)
-        elif isinstance(inner, type) and issubclass(inner, Entry):
+        elif isinstance(inner, type) and issubclass(inner, Entry) and type(doc[name]) is list:
             for i, x in enumerate(doc[name]):
                 out += _typed_fields(x, inner, f"{where}[{i}]")
     return out
