@@ -26,7 +26,7 @@ from judge.__main__ import main
 
 pytestmark = pytest.mark.unit
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 PLAIN = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=4),
                      lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=3), inner,
                                                                                  max_size=2), max_leaves=4)
@@ -172,7 +172,7 @@ def _folder(tmp_path: Path, run: str, numbers: str) -> Path:
     return d
 
 
-@settings(SETTINGS, max_examples=25)
+@settings(SETTINGS, max_examples=15)
 @given(damage=_damaged(), run=_documents(RunInfo), numbers=_documents(Numbers),
        command=st.sampled_from(["verify", "export", "view", "publish"]))
 def test_every_command_refuses_a_damaged_document_with_exit_2_naming_file_and_field(
