@@ -14,6 +14,7 @@ the key's last record is its current one.
 from __future__ import annotations
 
 import hashlib
+import json
 import types
 import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -21,7 +22,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from .errors import BadRecord
+from . import jsonl
+from .errors import BadInput, BadRecord
 
 ANSWER_KEY = ("row",)  # the key of the retry rule: `row` is the hash of (arm, quant, question, sample)
 JUDGMENT_KEY = ("judge", "label")  # the key of the retry rule (single labels start L, pair labels P)
@@ -55,11 +57,70 @@ def _contract(cls: type) -> tuple[tuple[str, Any, bool, Any], ...]:
     the 100,000."""
     hints = typing.get_type_hints(cls)
     return tuple((f.name, hints[f.name], f.default is MISSING and f.default_factory is MISSING,
-                  _accepted(hints[f.name])) for f in fields(cls))
+                  _accepted(hints[f.name])) for f in fields(cls) if f.name != "written")
+
+
+@cache
+def _nested(cls: type) -> dict[str, tuple[Any, Any, bool]]:
+    """Of an Entry class's fields: (the Entry it holds, the Entry its list holds, whether it is a list of str)."""
+    return {name: (_one_entry(hint), _entry_type(hint), _of_str(hint)) for name, hint, _, _ in _contract(cls)}
 
 
 def _type_name(hint: Any) -> str:
     return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
+
+
+def _checked(cls: type, values: dict[str, Any], file: str | Path, line: int | None, prefix: str,
+             what: str) -> dict[str, Any]:
+    """The contract fields of `values`, each present (or defaulted) and of its type; BadRecord naming file, line and
+    field (`prefix` + its name) otherwise. A list of records (list[Comparison]) is read entry by entry."""
+    kept = {}
+    nested = _nested(cls) if issubclass(cls, Entry) else {}
+    for name, hint, required, accepted in _contract(cls):
+        if name not in values:
+            if required:
+                raise BadRecord(file, f"missing from {what}", line=line, field=prefix + name)
+            continue
+        v = values[name]
+        one, entry, of_str = nested.get(name, (None, None, False))
+        if one is not None and (v is not None or hint is one):
+            v = one.read(v, file, line, prefix + name)
+        elif entry is not None and type(v) is list:
+            v = [entry.read(x, file, line, f"{prefix}{name}[{i}]") for i, x in enumerate(v)]
+        elif accepted and type(v) not in accepted[0] and not (type(v) is str and v in accepted[1]):
+            raise BadRecord(file, f"reads {_short(v)}, which is not of type {_type_name(hint)}", line=line,
+                            field=prefix + name)
+        elif of_str and type(v) is list:
+            for i, x in enumerate(v):
+                if type(x) is not str:
+                    raise BadRecord(file, f"entry {i} reads {x!r}, which is not a str", line=line, field=prefix + name)
+        kept[name] = v
+    return kept
+
+
+def _of_str(hint: Any) -> bool:
+    """A field typed list[str] (or list[str] | None): its entries are checked too."""
+    return any(typing.get_origin(h) is list and typing.get_args(h) == (str,)
+               for h in (typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType)
+                         else (hint,)))
+
+
+def _one_entry(hint: Any) -> Any:
+    """The Entry class of a field typed SomeEntry or SomeEntry | None, else None."""
+    for h in typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,):
+        if isinstance(h, type) and issubclass(h, Entry):
+            return h
+    return None
+
+
+def _entry_type(hint: Any) -> Any:
+    """The Entry class of a field typed list[SomeEntry], else None."""
+    for h in typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,):
+        if typing.get_origin(h) is list:
+            (arg,) = typing.get_args(h) or (None,)
+            if isinstance(arg, type) and issubclass(arg, Entry):
+                return arg
+    return None
 
 
 class Record:
@@ -80,18 +141,7 @@ class Record:
                             f"version 1 to {cls.VERSION}", line=line, field="version")
         if d.get("type", cls.TYPE) != cls.TYPE:
             raise BadRecord(file, f"reads {d['type']!r}, expected {cls.TYPE!r}", line=line, field="type")
-        values = cls._upgrade(d)
-        kept = {}
-        for name, hint, required, accepted in _contract(cls):
-            if name not in values:
-                if required:
-                    raise BadRecord(file, f"missing from this {cls.TYPE} record", line=line, field=name)
-                continue
-            v = values[name]
-            if accepted and type(v) not in accepted[0] and not (type(v) is str and v in accepted[1]):
-                raise BadRecord(file, f"reads {v!r}, which is not of type {_type_name(hint)}", line=line, field=name)
-            kept[name] = v
-        return cls(**kept)
+        return cls(**_checked(cls, cls._upgrade(d), file, line, "", f"this {cls.TYPE} record"))
 
     @classmethod
     def _upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
@@ -287,3 +337,303 @@ class PublicQuestion(Record):
     cluster: str | None
     question_sha256: str
     reference_sha256: str | None  # None: the question has no reference
+
+
+# ----------------------------------------------------------------------------------------
+# run.json and numbers.json: whole JSON documents, read by the same rule as the raw records
+# ----------------------------------------------------------------------------------------
+
+
+class Entry:
+    """An object inside a JSON document (run.json's judge, a comparison of numbers.json): its contract fields checked
+    and typed by the raw records' rule (`_checked`), every other key kept as written (`written`), so that `to_dict`
+    gives back the object it was read from, key for key and in order, and a file rewritten through its contract is
+    the same bytes. A field absent from an older file stays absent."""
+
+    WHAT: ClassVar[str]
+    written: dict[str, Any]
+
+    @classmethod
+    def read(cls, d: Any, file: str | Path, line: int | None = None, prefix: str = ""):
+        """The entry `d` holds (at `prefix` in its file); BadRecord naming file and field if it breaks the contract."""
+        if type(d) is not dict:
+            raise BadRecord(file, f"reads {_short(d)}, which is not an object ({cls.WHAT})", line=line,
+                            field=prefix or None)
+        return cls(**_checked(cls, d, file, line, prefix + "." if prefix else "", cls.WHAT), written=dict(d))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.written)
+        for name, _, required, _ in _contract(type(self)):
+            if name in out or required:
+                out[name] = _plain(getattr(self, name))
+        return out
+
+
+def _plain(v: Any) -> Any:
+    return v.to_dict() if isinstance(v, Entry) else [_plain(x) for x in v] if type(v) is list else v
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+class Document(Entry):
+    """A whole JSON file (run.json, numbers.json). Its version is read from VERSION_KEY (absent: version 1, as a raw
+    record without `version`): a file of a later version than this blindeval reads is refused, never misread."""
+
+    VERSION: ClassVar[int] = 1
+    VERSION_KEY: ClassVar[str] = "version"
+
+    @classmethod
+    def from_dict(cls, d: Any, file: str | Path):
+        if type(d) is not dict:
+            raise BadRecord(file, f"holds {type(d).__name__} {_short(d)}, not the JSON object of {cls.WHAT}")
+        version = d.get(cls.VERSION_KEY, 1)
+        if type(version) is not int or not 1 <= version <= cls.VERSION:
+            raise BadRecord(file, f"reads {version!r}; this version of blindeval reads {cls.WHAT} of version 1 to "
+                            f"{cls.VERSION}", field=cls.VERSION_KEY)
+        return cls.read(d, file)
+
+    @classmethod
+    def read_file(cls, path: str | Path):
+        """The document in the file at `path`: BadInput naming the file and line if it is not JSON (a duplicate key
+        included), BadRecord naming the field if it breaks the contract."""
+        path = Path(path)
+        try:
+            doc = jsonl.loads(path.read_text(encoding="utf-8"))
+        except jsonl.DuplicateKey as e:
+            raise BadInput(path, "appears twice in one JSON object", field=e.key) from None
+        except json.JSONDecodeError as e:
+            raise BadInput(path, f"not valid JSON: {e.msg} (column {e.colno})", line=e.lineno) from None
+        except UnicodeDecodeError as e:
+            raise BadInput(path, f"not UTF-8 text: {e.reason} at byte {e.start}") from None
+        return cls.from_dict(doc, path)
+
+    def text(self) -> str:
+        """The file's text, as `judge run` writes it (indent 1, one newline at the end)."""
+        return json.dumps(self.to_dict(), indent=1) + "\n"
+
+
+@dataclass(frozen=True)
+class RunJudge(Entry):
+    """run.json's `judge`: the judges of the run (primary first) and what was read back from them."""
+
+    WHAT: ClassVar[str] = "run.json's judges"
+
+    primary: str | None = None  # always written; absent only in a record made by hand
+    panel: list[str] | None = None  # absent in folders written before judge panels: [primary]
+    mode: str | None = None  # single, pairwise or both; absent before pairwise judging: single
+    model: str | None = None
+    quant: str | None = None
+    rubric: str | None = None
+    attempts: int | None = None
+    scrub: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    identity: dict[str, Any] | None = None
+    identities: dict[str, Any] | None = None
+    effective_settings: dict[str, Any] | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class CostRow(Entry):
+    """One arm's or judge's line of run.json's `cost` (judge.cost): tokens as the rows record them, and USD at the
+    registered prices (None without one)."""
+
+    WHAT: ClassVar[str] = "a cost row of run.json"
+
+    role: str
+    name: str
+    model: str
+    rows: int
+    input_tokens: int
+    output_tokens: int
+    batch_input_tokens: int
+    batch_output_tokens: int
+    usd: float | None
+    price_input: float | None = None
+    price_output: float | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class RunInfo(Document):
+    """run.json (judge.runinfo builds its registered part, pipeline.run the rest). Fields that older folders lack
+    are optional; run.json carries no `version` key yet (absent is version 1), so its bytes, part of the anchor,
+    are those earlier versions wrote."""
+
+    WHAT: ClassVar[str] = "a run record (run.json)"
+
+    name: str
+    arms: list[str]
+    question_ids: list[str]
+    judge: RunJudge
+    experiment: str | None = None
+    seed: int | None = None
+    limit: int | None = None
+    hashes: dict[str, Any] | None = None
+    label_key: str | None = None
+    runtime: dict[str, Any] | None = None
+    analysis: dict[str, Any] | None = None
+    experiment_dir: str | None = None
+    effective_settings: dict[str, Any] | None = None
+    quant_files: dict[str, Any] | None = None
+    audit_gate: str | None = None
+    cost: list[CostRow] | None = None  # absent in folders written before costs were kept
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Result(Entry):
+    """A paired comparison's numbers (judge.stats.paired), in a comparison or a subset of numbers.json. Required:
+    what the report formats as numbers; the rest is typed when present."""
+
+    WHAT: ClassVar[str] = "a paired result of numbers.json"
+
+    n: int
+    diff: float
+    se: float
+    ci_low: float
+    ci_high: float
+    bound: float
+    sign_p: float
+    t_low: float
+    t_high: float
+    mde: float
+    confidence: float
+    corr: float | None
+    up: int
+    down: int
+    ties: int
+    n_for_margin: int | None
+    mean_a: float | None = None
+    mean_b: float | None = None
+    sd_diff: float | None = None
+    t_p: float | None = None
+    upper: float | None = None
+    method: str | None = None
+    rule: str | None = None
+    resampling: str | None = None
+    units: int | None = None
+    resamples: int | None = None
+    seed: int | None = None
+    guard_low: float | None = None
+    guard_high: float | None = None
+    scale: list[Any] | None = None
+    tests: list[dict[str, Any]] | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Cell(Entry):
+    """One (arm, quant) of numbers.json's `cells`: counts and the mean score."""
+
+    WHAT: ClassVar[str] = "a cell of numbers.json"
+
+    arm: str
+    quant: str
+    answers: int | None = None
+    answer_errors: int | None = None
+    answer_error_kinds: dict[str, Any] | None = None
+    answer_retries: int | None = None
+    truncated: int | None = None
+    scored: int | None = None
+    unscored: int | None = None
+    judge_errors: int | None = None
+    judge_error_kinds: dict[str, Any] | None = None
+    questions_scored: int | None = None
+    mean: float | None = None
+    harmful: int | None = None
+    scrubbed: int | None = None
+    injection_flagged: int | None = None
+    mean_words: float | None = None
+    score_counts: dict[str, Any] | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Subset(Entry):
+    """A registered hypothesis on one tag of its questions (secondary, exploratory), in numbers.json's `subsets`."""
+
+    WHAT: ClassVar[str] = "a subset of numbers.json"
+
+    id: str
+    alpha_adjusted: float
+    result: Result | None
+    verdict: str
+    hypothesis: str | None = None
+    tag: str | None = None
+    tests: int | None = None
+    questions: int | None = None
+    paired_questions: list[str] | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class JudgesSection(Entry):
+    """numbers.json's `judges`: each judge's means, length bias, pairwise consistency, and their agreement."""
+
+    WHAT: ClassVar[str] = "numbers.json's judges"
+
+    panel: list[str]
+    means: dict[str, Any]
+    length_bias: dict[str, Any]
+    pairwise: dict[str, Any] | None = None
+    agreement: dict[str, Any] | None = None
+    retest: dict[str, Any] | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Comparison(Entry):
+    """A registered hypothesis decided, in numbers.json's `comparisons`: what verify and the report read most."""
+
+    WHAT: ClassVar[str] = "a comparison of numbers.json"
+
+    id: str
+    text: str
+    a: str
+    b: str
+    quant: str
+    kind: str
+    margin: float
+    alpha: float
+    result: Result | None  # None: no paired question was scored
+    verdict: str
+    reason: str
+    subset: list[str] | None = None
+    questions_in_subset: int | None = None
+    paired_questions: list[str] | None = None
+    unscored_rate: dict[str, Any] | None = None
+    clusters: int | None = None
+    clustered_se: float | None = None
+    calibration: dict[str, Any] | None = None
+    family: dict[str, Any] | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Numbers(Document):
+    """numbers.json (judge.analysis.compute_numbers): its version is `schema`. Sections added since the first
+    version (family, panel_rule, judge_validity) are optional."""
+
+    WHAT: ClassVar[str] = "the numbers of a run (numbers.json)"
+    VERSION_KEY: ClassVar[str] = "schema"
+
+    experiment: str
+    judge: str
+    questions: int
+    raw_sha256: dict[str, Any]
+    cells: list[Cell]
+    comparisons: list[Comparison]
+    subsets: list[Subset]
+    quant_check: dict[str, Any]
+    judge_totals: dict[str, Any]
+    amendments: list[dict[str, Any]]
+    judges: JudgesSection
+    schema: int = 1
+    family: dict[str, Any] | None = None
+    panel_rule: str | None = None
+    judge_validity: dict[str, Any] | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

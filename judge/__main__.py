@@ -4,7 +4,6 @@ Exit 0 ok, 1 a gate/check failed, 2 bad input."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -121,7 +120,8 @@ def _command(args: argparse.Namespace) -> int:
         try:
             found = check(args.results, args.exp, [] if args.no_cache else args.cache, args.anchor)
         except (KeyError, TypeError, ValueError, AttributeError, StopIteration, jinja2.UndefinedError) as e:
-            # a tampered numbers.json, run.json or binding.json can break the structure itself: that is a finding
+            # run.json and numbers.json are read through their contracts (core.records: a damaged one is bad input);
+            # a tampered binding.json, or numbers.json below what its contract types, can break the structure itself
             found = Verification([f"the results folder no longer has the structure it was written with "
                                   f"({type(e).__name__}: {e})"], [], anchor(args.results))
         for line in found.checked:
@@ -227,10 +227,12 @@ def _mb(n: int) -> str:
 
 def _undecided(out: Path) -> int:
     """Exit 1, with one line per decision, when a registered decision is inconclusive for want of verdicts."""
+    from core.records import Numbers, RunInfo
+
     from .analysis import undecided
 
-    max_unscored = json.loads((out / "run.json").read_text())["analysis"]["max_unscored"]
-    lines = undecided(json.loads((out / "numbers.json").read_text()), max_unscored)
+    max_unscored = (RunInfo.read_file(out / "run.json").analysis or {})["max_unscored"]
+    lines = undecided(Numbers.read_file(out / "numbers.json").to_dict(), max_unscored)
     for line in lines:
         print(f"check failed: {line}", file=sys.stderr)
     return 1 if lines else 0

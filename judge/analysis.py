@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -27,6 +26,7 @@ from core.records import (
     AnswerRow,
     Judgment,
     KeyRow,
+    Numbers,
     PairKey,
     Retest,
     blinding_key,
@@ -448,7 +448,7 @@ def _judge_totals(judgments: list[Judgment]) -> dict[str, dict[str, int]]:
 
 
 def write_numbers(numbers: dict[str, Any], path: Path) -> None:
-    write_text(path, json.dumps(numbers, indent=1) + "\n")
+    write_text(path, Numbers.from_dict(numbers, path).text())
 
 
 def undecided(numbers: dict[str, Any], max_unscored: float) -> list[str]:

@@ -50,7 +50,7 @@ from typing import Any
 from arms.folder import BINDING, read_binding
 from core import jsonl
 from core.errors import BadInput
-from core.records import ANSWER_KEY, AnswerRow, KeyRow, PublicQuestion, blinding_key, row_id
+from core.records import ANSWER_KEY, AnswerRow, KeyRow, PublicQuestion, RunInfo, blinding_key, row_id
 from registration.prereg import Experiment, load_experiment
 from registration.questions import Question, load_questions
 from registration.seal import AMENDMENTS, MANIFEST, read_manifest, sealed_bytes, verify_seal
@@ -188,9 +188,7 @@ def publish(run_dir: Path, out: Path, exp_dir: Path | None = None) -> Path:
             raise BadInput(run_dir / name, "missing: not a finished results folder with an anchor (a folder written "
                            "before results folders were bound has none: a `judge run` into it writes it, repeating "
                            "no model call)")
-    run = _object(run_dir / "run.json")
-    if not isinstance(run.get("question_ids"), list) or not isinstance(run.get("name"), str):
-        raise BadInput(run_dir / "run.json", "not written by `judge run`", field="question_ids")
+    run = RunInfo.read_file(run_dir / "run.json").to_dict()
     if exp_dir is None and not isinstance(run.get("experiment_dir"), str):
         raise BadInput(run_dir / "run.json", "missing: the experiment folder is not recorded; pass it with --exp",
                        field="experiment_dir")

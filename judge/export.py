@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from core.atomic import replacing
 from core.errors import BadInput
+from core.records import RunInfo
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 
@@ -45,14 +45,12 @@ def table(run_dir: Path, exp_dir: Path | None = None) -> pd.DataFrame:
     for name in ("run.json", *RAW_FILES):
         if not (run_dir / name).is_file():
             raise BadInput(run_dir / name, "missing: not a results folder of `judge run`")
-    try:
-        run = json.loads((run_dir / "run.json").read_text())
-        arms, qids = run["arms"], run["question_ids"]
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise BadInput(run_dir / "run.json", f"not valid JSON: {e}") from None
-    except (KeyError, TypeError) as e:
-        raise BadInput(run_dir / "run.json", "missing: not written by `judge run`", field=str(e).strip("'")) from None
-    exp = load_experiment(Path(exp_dir or run["experiment_dir"]))
+    run = RunInfo.read_file(run_dir / "run.json")
+    arms, qids = run.arms, run.question_ids
+    if exp_dir is None and run.experiment_dir is None:
+        raise BadInput(run_dir / "run.json", "missing: the experiment folder is not recorded; pass it with --exp",
+                       field="experiment_dir")
+    exp = load_experiment(Path(exp_dir or run.experiment_dir))
     clusters = {q.id: q.cluster or q.id for q in load_questions(exp.set_paths())}
     raw = load_raw(run_dir)
     by_row = {k.row: k.label for k in raw.keys}

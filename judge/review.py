@@ -8,14 +8,13 @@ reference, the scrubbed answer) in the blinded order it was handed them, for a p
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol
 
 from core.errors import BadInput
-from core.records import AnswerRow, Judgment, PairKey
+from core.records import AnswerRow, Judgment, Numbers, PairKey, RunInfo
 from registration.prereg import Experiment, load_experiment
 from registration.questions import Question, load_questions
 from registration.rubric import load_rubric, rubric_dir
@@ -158,9 +157,6 @@ class Folder:
     label_key: str  # what every label derives from (the run's name in folders written before label keys)
 
 
-RUN_FIELDS = {"name": str, "arms": list, "question_ids": list, "judge": dict}  # what run.json must hold for a review
-RUN_FIELDS_SAID = {"name": "string", "arms": "list of arm names", "question_ids": "list of question ids",
-                   "judge": "table of the run's judges"}
 
 
 def load(run_dir: Path, exp_dir: Path | None = None) -> Folder:
@@ -170,13 +166,7 @@ def load(run_dir: Path, exp_dir: Path | None = None) -> Folder:
         raise BadInput(run_dir, "not a results folder (no such directory)")
     if not (run_dir / "run.json").is_file():
         raise BadInput(run_dir / "run.json", "missing: not a results folder written by `judge run`")
-    run = _json(run_dir / "run.json")
-    for key, kind in RUN_FIELDS.items():
-        if key not in run:
-            raise BadInput(run_dir / "run.json", "missing: not written by `judge run`", field=key)
-        if not isinstance(run[key], kind) or (kind is list and not all(isinstance(x, str) for x in run[key])):
-            raise BadInput(run_dir / "run.json", f"reads {run[key]!r}, which is not a {RUN_FIELDS_SAID[key]}",
-                           field=key)
+    run = RunInfo.read_file(run_dir / "run.json").to_dict()
     if exp_dir is None and not isinstance(run.get("experiment_dir"), str):
         raise BadInput(run_dir / "run.json", "missing: the experiment folder is not recorded; pass it with --exp",
                        field="experiment_dir")
@@ -202,20 +192,11 @@ def load(run_dir: Path, exp_dir: Path | None = None) -> Folder:
     return Folder(run_dir, run, exp, questions, raw, answers, items, scale, label_key)
 
 
-def _json(path: Path) -> Any:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise BadInput(path, f"not valid JSON: {e}") from None
-    if not isinstance(doc, dict):
-        raise BadInput(path, "must hold a JSON object")
-    return doc
-
-
 def joined(d: Folder, gold: dict[str, list[GoldShown]]) -> Review:
     """Every registered hypothesis of a loaded folder, each question of its subset with both arms' answers, their
     verdicts and their gold scores (`gold`: by blinded label, judge.gold.folder_gold of the same load)."""
-    numbers = _json(d.run_dir / "numbers.json") if (d.run_dir / "numbers.json").is_file() else None
+    path = d.run_dir / "numbers.json"
+    numbers = Numbers.read_file(path).to_dict() if path.is_file() else None
     panel = list(d.run["judge"].get("panel") or [d.run["judge"].get("primary")])
     judges = tuple(panel + sorted({j.judge for j in d.raw.judgments} - set(panel)))
     order = {name: i for i, name in enumerate(judges)}

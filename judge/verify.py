@@ -45,6 +45,7 @@ from typing import Any
 from arms.folder import BINDING, read_binding, registration
 from core import jsonl
 from core.errors import BadInput, BadRecord
+from core.records import Numbers, RunInfo
 from models.cache import cache_dir
 from registration.prereg import Experiment, load_experiment
 from registration.questions import Question, load_questions
@@ -305,15 +306,6 @@ def cost_findings(run: dict, run_dir: Path, exp) -> list[str]:
     return out
 
 
-def _json(path: Path) -> Any:
-    try:
-        return jsonl.loads(path.read_text())
-    except jsonl.DuplicateKey as e:
-        raise BadInput(path, "appears twice in one JSON object", field=e.key) from None
-    except json.JSONDecodeError as e:
-        raise BadInput(path, f"not valid JSON: {e}") from None
-
-
 @dataclass(frozen=True)
 class Verification:
     """What `judge verify` found: every mismatch (exit 1 if any), what it could not check (printed, never
@@ -396,7 +388,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     for name in ("run.json", "numbers.json", "report.md", *RAW_FILES):
         if not (run_dir / name).exists():
             raise BadInput(run_dir / name, "missing: not a finished results folder")
-    run, numbers = (_json(run_dir / name) for name in ("run.json", "numbers.json"))
+    run = as_written = RunInfo.read_file(run_dir / "run.json").to_dict()
+    numbers = Numbers.read_file(run_dir / "numbers.json").to_dict()
     exp_dir = Path(exp_dir or run["experiment_dir"])
     digest = published.anchor if published else anchor(run_dir)
     problems: list[str] = []
@@ -489,7 +482,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                                  "independent plain-Python recomputation of the judge's error")
     problems += cost_findings(run, run_dir, exp)
     review = published.review if published else (run_dir / REVIEW).is_file()
-    expected_report = render(numbers, _json(run_dir / "run.json"), digest, review).splitlines()
+    expected_report = render(numbers, as_written, digest, review).splitlines()
     actual = (run_dir / "report.md").read_text().splitlines()
     for i in range(max(len(expected_report), len(actual))):
         e = expected_report[i] if i < len(expected_report) else "<missing>"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
-import json
 import platform
 import sys
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from core import jsonl
 from core.atomic import write_text
 from core.errors import BadInput
 from core.jsonl import Appender, current, read
-from core.records import ANSWER_KEY, AnswerRow
+from core.records import ANSWER_KEY, AnswerRow, RunInfo
 from judge.analysis import anchor, compute_numbers, late_amendments, write_numbers
 from judge.blinding import blind, label_secret
 from judge.cost import costs
@@ -287,7 +286,7 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
         "audit_gate": audit_gate,
         "cost": costs(exp, arms, [j.name for j in panel], qids, run_dir),
     })
-    write_text(run_json, json.dumps(run_info, indent=1) + "\n")
+    write_text(run_json, RunInfo.from_dict(run_info, run_json).text())
     numbers = compute_numbers(exp, load_questions(exp.set_paths()), run_dir, run_info, run_gold(exp, run_dir))
     for a in late_amendments(numbers):
         raise BadInput(exp_dir / "amendments.jsonl", f"amendment {a['n']} is dated {a['date']}, after the first "
@@ -313,9 +312,10 @@ def _judges_as_recorded(run_json: Path, rubrics: dict, jstats: dict, identities:
     a verdict of that judge, else those already recorded (the ones its verdicts were made under), so a resume that
     judges nothing leaves run.json as it was, on whatever machine it runs."""
     try:
-        previous = json.loads(run_json.read_text()).get("judge", {}) if run_json.exists() else {}
-    except (json.JSONDecodeError, AttributeError) as e:
-        raise BadInput(run_json, f"not the run record `judge run` writes ({e}): move it away to resume") from None
+        previous = RunInfo.read_file(run_json).judge.to_dict() if run_json.exists() else {}
+    except BadInput as e:
+        raise BadInput(e.file, f"{e.message}: not the run record `judge run` writes; move it away to resume",
+                       line=e.line, field=e.field) from None
     wrote = {s["judge"] for s in jstats.values() if s["items"] > s["already_done"]}
     identities, jeffective = dict(identities), dict(jeffective)
     for name in identities:
