@@ -22,7 +22,7 @@ and scores), the time inside `llama_decode` (the rest is Python), and llama.cpp'
 step with k sequences (1 token each), which bounds what batching can gain on this machine.
 
     python benchmarks/batched_decoding.py            # the full figures (about 25 minutes on 2 shared cores)
-    python benchmarks/batched_decoding.py --quick    # CI: proves it runs (3 questions, batch 2, base at Q8_0)
+    python benchmarks/batched_decoding.py --quick    # CI: proves it runs (2 questions, batch 2, base at Q8_0)
 """
 from __future__ import annotations
 
@@ -271,7 +271,7 @@ def figures(total: dict, key: str, fields: tuple[str, ...]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="CI: 3 questions, batch 2, base at Q8_0 only")
+    p.add_argument("--quick", action="store_true", help="CI: 2 questions, batch 2, base at Q8_0 only")
     p.add_argument("--skip-judge", action="store_true", help="only the arms")
     p.add_argument("--batches", default="1,2,4,8,16", help="harness batch sizes for the arms (1 first)")
     p.add_argument("--judge-batches", default="1,8,16", help="harness batch sizes for the judge (1 first)")
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     batches = [int(b) for b in args.batches.split(",")]
     judge_batches = [int(b) for b in args.judge_batches.split(",")]
     if args.quick:
-        questions, arms, batches = questions[:3], [replace(exp.arm("base"), quants=("Q8_0",))], [1, 2]
+        questions, arms, batches = questions[:2], [replace(exp.arm("base"), quants=("Q8_0",))], [1, 2]
         judge_batches = batches
     assert batches[0] == judge_batches[0] == 1, "batch 1 first: the other sizes are compared with it"
     groups = [replace(a, quants=(q,)) for a in arms for q in a.quants]

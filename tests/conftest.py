@@ -16,13 +16,20 @@ ROOT = Path(__file__).resolve().parent.parent
 TIERS = ("unit", "integration", "slow")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Every test belongs to exactly one tier, so `pytest -m unit` is the whole fast tier and nothing hides."""
+    """Every test belongs to exactly one tier, so `pytest -m unit` is the whole fast tier and nothing hides.
+
+    Each test also runs in the xdist worker of its module (module fixtures are made once), except that every test
+    using the session's `small_run` goes to one worker, so that real run is made once, not once per worker."""
     wrong = [f"{item.nodeid}: {sorted(found) or 'none'}" for item in items
              if len(found := {m.name for m in item.iter_markers() if m.name in TIERS}) != 1]
     if wrong:
         raise pytest.UsageError("each test needs exactly one tier marker (" + ", ".join(TIERS) + "; "
                                 "module-level `pytestmark` or a decorator):\n  " + "\n  ".join(wrong))
+    for item in items:
+        group = "small_run" if "small_run" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session", autouse=True)
