@@ -16,6 +16,12 @@ ROOT = Path(__file__).resolve().parent.parent
 TIERS = ("unit", "integration", "slow")
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker more than the cores (at most 4). Much of a worker's time is spent waiting on a model
+    server, a subprocess or a poll, so a third worker on 2 cores keeps both busy; every model runs 1 thread."""
+    return min(4, (os.cpu_count() or 1) + 1)
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Every test belongs to exactly one tier, so `pytest -m unit` is the whole fast tier and nothing hides.
