@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judge.bias_checks import apply_family
-from judge.second_path.biases import _family, _kappa, _ols
+from judge.second_path.biases import _family, _ols
+from judge.second_path.decisions import kappa_quadratic
 
 pytestmark = pytest.mark.unit
 
@@ -40,7 +41,7 @@ def test_the_retest_kappa_is_sklearns(pairs):
     from sklearn.metrics import cohen_kappa_score
 
     a, b = [x for x, _ in pairs], [y for _, y in pairs]
-    got = _kappa(a, b, [0, 1, 2])
+    got = kappa_quadratic(a, b, [0, 1, 2])
     with np.errstate(all="ignore"):
         want = cohen_kappa_score(a, b, weights="quadratic", labels=[0, 1, 2])
     assert got == pytest.approx(want, abs=1e-9) if np.isfinite(want) else got is None

@@ -18,6 +18,7 @@ from sklearn.metrics import cohen_kappa_score
 from core.records import Judgment, KeyRow
 from judge import validity
 from judge.gold import GoldScore, GoldSet, GoldStratum
+from judge.second_path import decisions
 from judge.second_path import judge_error as validity_check
 from judge.stats import ppi
 from registration.prereg import Hypothesis, load_experiment
@@ -34,7 +35,7 @@ SCALE = (0, 1, 2)
 @given(st.lists(st.tuples(st.sampled_from(SCALE), st.sampled_from(SCALE)), min_size=2, max_size=40))
 def test_the_second_path_agreement_equals_sklearn_and_krippendorff(pairs):
     gold, judge = [g for g, _ in pairs], [j for _, j in pairs]
-    kappa = validity_check.kappa_quadratic(gold, judge, list(SCALE))
+    kappa = decisions.kappa_quadratic(gold, judge, list(SCALE))
     with np.errstate(all="ignore"):
         want = cohen_kappa_score(gold, judge, weights="quadratic", labels=list(SCALE))
     assert (kappa is None and not math.isfinite(want)) or kappa == pytest.approx(want, abs=1e-12)

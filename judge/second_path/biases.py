@@ -26,6 +26,8 @@ from typing import Any
 from core import jsonl
 from registration.rubric import load_rubric, rubric_dir
 
+from . import decisions as second_path
+
 # what each style covariate counts, written again here (the main path's patterns are judge.biases')
 _CITATION = re.compile(r"\b(?:Article|Section|Art\.|Rule|Clause)\s+\d+(?:\.\d+)*|§\s*\d+(?:\.\d+)*|\[\d+\]"
                        r"|\b[A-Z]{2,}-\d+\b")
@@ -89,15 +91,6 @@ def _ols(y: list[float], xs: dict[str, list[float]], alpha: float) -> dict[str, 
     return out
 
 
-def _kappa(a: list[int], b: list[int], scale: list[int]) -> float | None:
-    n, pos = len(a), {v: i for i, v in enumerate(scale)}
-    ma = [sum(pos[x] == i for x in a) / n for i in range(len(scale))]
-    mb = [sum(pos[x] == i for x in b) / n for i in range(len(scale))]
-    num = math.fsum((pos[x] - pos[y]) ** 2 for x, y in zip(a, b, strict=True)) / n
-    den = math.fsum((i - j) ** 2 * ma[i] * mb[j] for i in range(len(scale)) for j in range(len(scale)))
-    return 1 - num / den if den else None
-
-
 def _labels(ids: list[str], clusters: dict[str, str | None]) -> list[tuple] | None:
     """Each question's resampling unit: its registered cluster, or itself when it has none; None when none has one."""
     if not any(clusters.get(q) for q in ids):
@@ -109,8 +102,6 @@ def judge_decision(h, exp, means: dict[tuple, dict[str, Fraction]], ids: list[st
                     clusters: dict[str, str | None]) -> dict[str, Any]:
     """One judge's estimate, interval and verdict on a hypothesis by verify's own decision code (judge.second_path
     .decisions), resampled as its decision is: whole clusters when the questions have them."""
-    from . import decisions as second_path
-
     a, b = means[(h.a, h.quant)], means[(h.b, h.quant)]
     an = exp.analysis
     points = load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)).scale
@@ -128,8 +119,6 @@ def judge_lift(d: dict[str, dict[str, Fraction]], j: str, others: list[str], com
     """Judge j's lift over the others, exactly, and its 95% percentile interval on resamples drawn by the decisions'
     scheme (judge.second_path.decisions.draw: whole clusters when the questions have them), each resample's mean
     taken by check_paired's own loop."""
-    from . import decisions as second_path
-
     per_q = [d[j][q] - sum(d[o][q] for o in others) / len(others) for q in common]
     labels = _labels(common, clusters)
     groups: dict[Any, list] = {}
@@ -194,8 +183,6 @@ def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], q
     at that alpha by verify's own implementation (judge.second_path) on the primary judge's scores: a claim it
     does not make is a finding. (Withdrawn claims may be the calibration's or the clusters', checked by the main
     path.)"""
-    from . import decisions as second_path
-
     if exp.analysis.rule != "score" or exp.judge_panel_rule != "primary":
         return []
     points = [int(v) for v in numbers["cells"][0]["score_counts"]] if numbers["cells"] else [0]
@@ -309,7 +296,7 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
             flips = sum(x != y for x, y in pairs)
             rows[name] = {"judge": name, "drawn": len(mine), "n": len(pairs), "flips": flips,
                           "flip_rate": flips / len(pairs) if pairs else None,
-                          "kappa_quadratic": _kappa([x for x, _ in pairs], [y for _, y in pairs], scale)
-                          if len(pairs) >= 2 else None}
+                          "kappa_quadratic": second_path.kappa_quadratic([x for x, _ in pairs], [y for _, y in pairs],
+                                                                         scale) if len(pairs) >= 2 else None}
         ind["judges"]["retest"] = {"judges": rows}
     return forged_claims(numbers, exp, means[run["judge"]["primary"]], questions, clusters)

@@ -18,44 +18,14 @@ from typing import Any
 
 from scipy import stats as sps
 
+from . import decisions
+
 STEP = 1.0  # one score point: the guarded rule's pseudo-residual
 
 
-def kappa_quadratic(a: list[int], b: list[int], scale: list[int]) -> float | None:
-    """Cohen's kappa with quadratic weights, by the definition: 1 - sum w o / sum w e."""
-    n, k = len(a), len(scale)
-    pos = {v: i for i, v in enumerate(scale)}
-    obs = [[0.0] * k for _ in range(k)]
-    for x, y in zip(a, b, strict=True):
-        obs[pos[x]][pos[y]] += 1 / n
-    rows = [sum(r) for r in obs]
-    cols = [sum(obs[i][j] for i in range(k)) for j in range(k)]
-    num = math.fsum((i - j) ** 2 * obs[i][j] for i in range(k) for j in range(k))
-    den = math.fsum((i - j) ** 2 * rows[i] * cols[j] for i in range(k) for j in range(k))
-    return 1 - num / den if den else None
-
-
 def alpha_ordinal(a: list[int], b: list[int]) -> float | None:
-    """Krippendorff's alpha (ordinal metric) of two raters rating every unit, by the coincidence matrix."""
-    values = sorted(set(a) | set(b))
-    if len(values) < 2:
-        return None
-    idx = {v: i for i, v in enumerate(values)}
-    k = len(values)
-    o = [[0.0] * k for _ in range(k)]
-    for x, y in zip(a, b, strict=True):
-        o[idx[x]][idx[y]] += 1
-        o[idx[y]][idx[x]] += 1
-    nc = [sum(r) for r in o]
-    n = sum(nc)
-
-    def d2(c: int, e: int) -> float:
-        lo, hi = min(c, e), max(c, e)
-        return (sum(nc[lo:hi + 1]) - (nc[c] + nc[e]) / 2) ** 2
-
-    observed = math.fsum(o[c][e] * d2(c, e) for c in range(k) for e in range(k))
-    expected = math.fsum(nc[c] * nc[e] * d2(c, e) for c in range(k) for e in range(k))
-    return 1 - (n - 1) * observed / expected if expected else None
+    """Krippendorff's alpha (ordinal metric) of two raters rating every unit."""
+    return decisions.alpha_ordinal([list(a), list(b)])
 
 
 def _mean(xs) -> float:
@@ -138,7 +108,7 @@ def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
                 diffs = [x - s.score for s, x in rows if s.arm == arm]
                 per_arm.append({"id": arm, "offset": {"mean": _mean(diffs)} if len(diffs) > 1 else None})
             exact = sum(x == y for x, y in zip(g, j, strict=True)) / len(g)
-            entry["agreement"] = {"answers": len(rows), "exact": exact, "kappa": kappa_quadratic(g, j, scale),
+            entry["agreement"] = {"answers": len(rows), "exact": exact, "kappa": decisions.kappa_quadratic(g, j, scale),
                                   "krippendorff_alpha": alpha_ordinal(g, j), "confusion": confusion,
                                   "offset": {"mean": _mean([y - x for x, y in zip(g, j, strict=True)])}
                                   if len(g) > 1 else None, "per_arm": per_arm}
