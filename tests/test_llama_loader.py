@@ -16,6 +16,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core import crash
 from core.crash import signal_name
@@ -72,6 +74,42 @@ def test_otherwise_as_registered_and_auto_is_on(build, cpu):
     assert decide_extra_buffers("auto", build, flags).use is True
     assert decide_extra_buffers(True, build, flags).use is True
     assert decide_extra_buffers(False, build, flags).use is False
+
+
+OTHER_FEATURES = ["SSE3", "AVX", "AVX2", "F16C", "FMA", "AVX512", "AVX512_VNNI", "AVX512_BF16", "REPACK",
+                  "LLAMAFILE", "OPENMP"]
+OTHER_FLAGS = ["fpu", "sse2", "avx", "avx2", "avx512f", "avx512_bf16", "avx512_fp16", "avx_vnni", "fma"]
+
+
+@st.composite
+def simulated_machine(draw):
+    """A llama.cpp build (system info in any order, AMX_INT8 = 1, = 0 or absent, sometimes a GPU line before the
+    CPU one) and a CPU (/proc/cpuinfo or an ARM-style "Features" line, any subset of the AMX flags)."""
+    features = [(f, draw(st.sampled_from("01"))) for f in draw(st.lists(st.sampled_from(OTHER_FEATURES), unique=True))]
+    amx_build = draw(st.sampled_from([None, "0", "1"]))
+    if amx_build is not None:
+        features.insert(draw(st.integers(0, len(features))), ("AMX_INT8", amx_build))
+    info = "CPU : " + " | ".join(f"{k} = {v}" for k, v in features) + " | "
+    if draw(st.booleans()):
+        info = "CUDA : ARCHS = 890 | USE_GRAPHS = 1 | PEER_MAX_BATCH_SIZE = 128 | \n" + info
+    amx_flags = draw(st.lists(st.sampled_from(["amx_tile", "amx_int8", "amx_bf16"]), unique=True))
+    flags = draw(st.permutations(draw(st.lists(st.sampled_from(OTHER_FLAGS), unique=True)) + amx_flags))
+    key = draw(st.sampled_from(["flags", "Features"]))
+    cpuinfo = f"processor\t: 0\nvendor_id\t: GenuineIntel\n{key}\t\t: {' '.join(flags)}\n"
+    return info, cpuinfo, amx_build == "1", bool(amx_flags)
+
+
+@pytest.mark.unit
+@settings(max_examples=300, deadline=None)
+@given(machine=simulated_machine(), registered=st.sampled_from(["auto", True, False]))
+def test_on_any_simulated_build_and_cpu_extra_buffers_are_off_exactly_where_both_have_amx(machine, registered):
+    """The decision as a class: off whenever the build was compiled with AMX and the CPU reports any AMX flag
+    (whatever is registered), else as registered with "auto" meaning on; the two facts are recorded as planted."""
+    info, cpuinfo, build_amx, cpu_amx = machine
+    d = decide_extra_buffers(registered, info, cpu_flags(cpuinfo))
+    assert (d.build_amx, d.cpu_amx) == (build_amx, cpu_amx)
+    assert d.use is ((not (build_amx and cpu_amx)) and registered in ("auto", True))
+    assert ("SIGILL" in d.reason) is (build_amx and cpu_amx)
 
 
 @pytest.mark.unit
