@@ -53,9 +53,8 @@ from registration.questions import Question, load_questions
 from registration.seal import inside, sealed_bytes
 from registration.toml_lines import KeyLines
 
-from .analysis import utc
 from .blinding import BlindItem, label_for, label_secret
-from .labels import labeller_files, numbered_labels, read_samples, run_key
+from .labels import check_score_labeller_time, labeller_files, numbered_labels, read_samples, run_key
 from .review import Folder, load
 
 SOURCES = ("labels", "program", "human")  # the order scores of one answer are listed in
@@ -244,14 +243,7 @@ def read_gold_file(exp: Experiment, rel: str, questions: dict[str, Question], sc
         if len(g.answer_sha256) != 64 or g.answer_sha256.strip("0123456789abcdef"):
             raise BadInput(path, f"{g.answer_sha256!r} is not a sha256 (64 lowercase hex digits)", line=no,
                            field="answer_sha256")
-        if g.score not in scale:
-            raise BadInput(path, f"{g.score!r} is not on the rubric's scale {list(scale)}", line=no, field="score")
-        if not g.labeller.strip():
-            raise BadInput(path, "is empty: every gold label names who or what gave it", line=no, field="labeller")
-        try:
-            utc(g.time, path, "time")
-        except BadInput as e:
-            raise BadInput(path, e.message, line=no, field="time") from None
+        check_score_labeller_time(g, scale, path, no, "every gold label names who or what gave it")
         before = seen.setdefault((g.labeller, g.question_id, g.answer_sha256), no)
         if before != no:
             raise BadInput(path, f"{g.labeller!r} already gave this answer a gold score at line {before}", line=no,

@@ -23,6 +23,19 @@ from core.records import HumanLabel, LabelSample
 from .analysis import utc
 
 
+def check_score_labeller_time(label, scale, path: Path, no: int, who: str) -> None:
+    """A label's score on the rubric's scale, a labeller named (`who` says why), a UTC time: shared by the labels
+    people give (labels/*.jsonl) and the registered gold labels files (judge.gold)."""
+    if label.score not in scale:
+        raise BadInput(path, f"{label.score!r} is not on the rubric's scale {list(scale)}", line=no, field="score")
+    if not label.labeller.strip():
+        raise BadInput(path, f"is empty: {who}", line=no, field="labeller")
+    try:
+        utc(label.time, path, "time")
+    except BadInput as e:
+        raise BadInput(path, e.message, line=no, field="time") from None
+
+
 def run_key(label_key: str) -> str:
     """What a labels file names its run by: a hash of the run's label key, never the key itself, which derives
     every label (judge.blinding.label_secret): a blind page holding it could be un-blinded."""
@@ -81,14 +94,7 @@ def numbered_labels(path: Path, key: str, labels: frozenset[str] | set[str], sca
         if lab.label not in labels:
             raise BadInput(path, f"{lab.label!r} is not a blinded label of a single answer of this run", line=no,
                            field="label")
-        if lab.score not in scale:
-            raise BadInput(path, f"{lab.score!r} is not on the rubric's scale {list(scale)}", line=no, field="score")
-        if not lab.labeller.strip():
-            raise BadInput(path, "is empty: every label names who gave it", line=no, field="labeller")
-        try:
-            utc(lab.time, path, "time")
-        except BadInput as e:
-            raise BadInput(path, e.message, line=no, field="time") from None
+        check_score_labeller_time(lab, scale, path, no, "every label names who gave it")
         first = seen.setdefault((lab.labeller, lab.label), no)
         if first != no:
             raise BadInput(path, f"{lab.labeller!r} already labelled {lab.label} at line {first}", line=no,
