@@ -34,6 +34,7 @@ class GoldShown(Protocol):
     score: int | None
     status: str
     error: str | None
+    note: str  # what the labeller wrote beside the score ("" when nothing)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ ties, then the questions an arm has no score on, at most MAX_QUESTIONS of them (
 Each entry gives the question, its reference, both arms' answers (and the text the judge read, where blinding
 changed it), each judge's score, rationale and any unscored reason, and the flags: identity text scrubbed,
 grader-directed text, length, truncation and the answer's gold scores (their mean and count where several
-are scores).
+are scores; each with the note its labeller wrote, if any).
 
 It is rendered from the join judge.review makes of the raw files (one join for this file and review.html), the
 sealed questions, every gold score judge.gold reads (sealed labels files, the gold program, and the labels people
@@ -216,7 +216,8 @@ def mean(x: Fraction) -> str:
 
 def _gold(g: GoldScore) -> str:
     what = {"scored": lambda: code(g.score), "undecided": lambda: "undecided"}.get(g.status, lambda: "error")()
-    return f"{what} ({g.source} {code(g.origin)})" + (f": {code(g.error)}" if g.error else "")
+    return (f"{what} ({g.source} {code(g.origin)})" + (f": {code(g.error)}" if g.error else "")
+            + (f" note {code(g.note)}" if g.note else ""))
 
 
 def review_markdown(run_dir: Path, exp_dir: Path | None = None) -> str:

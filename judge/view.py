@@ -96,7 +96,7 @@ def _gold(a: Answer) -> dict[str, Any] | None:
     return {"mean": _float(a.gold_mean), "count": len(a.gold_scored),
             "sources": list(dict.fromkeys(g.source for g in a.gold if g.status == "scored")),
             "scores": [{"source": g.source, "origin": g.origin, "labeller": g.labeller, "score": g.score,
-                        "status": g.status, "error": g.error} for g in a.gold]}
+                        "status": g.status, "error": g.error, "note": g.note} for g in a.gold]}
 
 
 def review_data(r: Review) -> dict[str, Any]:

@@ -220,8 +220,8 @@ def test_a_long_run_shows_the_largest_differences_and_points_to_review_html_for_
     assert f"at most {MAX_QUESTIONS} per hypothesis" in render_review(r)
 
 
-def gold(label: str, source: str, origin: str, score: int | None, status: str = "scored") -> GoldScore:
-    return GoldScore(label, "r", "arm", "Q8_0", "q1", 0, source, origin, origin, score, status, None, None, "",
+def gold(label: str, source: str, origin: str, score: int | None, status: str = "scored", note: str = "") -> GoldScore:
+    return GoldScore(label, "r", "arm", "Q8_0", "q1", 0, source, origin, origin, score, status, None, None, note,
                      "convenience", None, None)
 
 
@@ -243,16 +243,17 @@ OLD_GOLD_SENTENCE = ("Gold scores are those of the registered sources (sealed la
 
 @pytest.mark.unit
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["labels", "program", "human"]), st.sampled_from([0, 1, 2, None])),
-                max_size=5))
+@given(st.lists(st.tuples(st.sampled_from(["labels", "program", "human"]), st.sampled_from([0, 1, 2, None]),
+                          st.text("ab1 ", max_size=6).map(str.strip)), max_size=5))
 def test_an_answer_shows_every_gold_score_and_their_mean_and_count_where_several_are_scores(planted):
-    golds = tuple(gold("Lb", source, f"{source}-{n}", score, "scored" if score is not None else "undecided")
-                  for n, (source, score) in enumerate(planted))
+    golds = tuple(gold("Lb", source, f"{source}-{n}", score, "scored" if score is not None else "undecided", note)
+                  for n, (source, score, note) in enumerate(planted))
     md = render_review(one_answer_review(golds))
     a_flags, b_flags = flags(md)
     assert a_flags.endswith(", gold: none.")  # arm a's answer has none planted
-    each = "; ".join(f"`{x}` ({source} `{source}-{n}`)" if x is not None else f"undecided ({source} `{source}-{n}`)"
-                     for n, (source, x) in enumerate(planted))
+    each = "; ".join((f"`{x}` ({source} `{source}-{n}`)" if x is not None else f"undecided ({source} `{source}-{n}`)")
+                     + (f" note `{note}`" if note else "") for n, (source, x, note) in enumerate(planted))
+    planted = [(source, x) for source, x, _ in planted]
     scored = [x for _, x in planted if x is not None]
     if not planted:
         want = "none"
@@ -374,7 +375,7 @@ def test_a_label_a_person_gives_after_the_run_is_in_review_md_and_review_html_bu
     tokens = parse(md)
     heading = next(i for i, t in enumerate(tokens) if t.type == "inline" and t.content.endswith(f"label `{target}`"))
     flags_line = next(t.content for t in tokens[heading:] if t.type == "inline" and t.content.startswith("Flags: "))
-    assert said in flags_line, flags_line
+    assert said + " note `planted`" in flags_line, flags_line  # the note the labeller wrote, beside the score
     assert md.count(said) == 1 and "the labels people gave the run (`judge label`, in labels/)" in md
     write_review(out)
     assert review_findings(out, exp_dir) == ([], [])
@@ -383,7 +384,7 @@ def test_a_label_a_person_gives_after_the_run_is_in_review_md_and_review_html_bu
     data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S).group(1))
     shown_gold = next(a["gold"] for a in data["answers"].values() if a["label"] == target)
     assert {"source": "human", "origin": f"labels/ann.jsonl:{line}", "labeller": "ann", "score": 1,
-            "status": "scored", "error": None} in shown_gold["scores"]
+            "status": "scored", "error": None, "note": "planted"} in shown_gold["scores"]
     blind = view(out, blind=True).read_text()
     blind_data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', blind,
                                       re.S).group(1))

@@ -3,6 +3,7 @@ small real run. Nothing downloads a browser: Playwright launches the system's ex
 (.ci/run). Every expected value is computed here from the raw files and numbers.json, not by judge.review."""
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import random
@@ -182,8 +183,12 @@ def plant(run_dir: Path, out: Path) -> tuple[Path, str]:
     return out, label
 
 
-def test_an_answer_and_a_judge_reply_of_html_render_as_text(small_run, browser, tmp_path):
+def test_an_answer_a_judge_reply_and_a_labellers_note_of_html_render_as_text(small_run, browser, tmp_path):
     run, label = plant(small_run, tmp_path / "run")
+    with (tmp_path / "labels.csv").open("w", newline="", encoding="utf-8") as f:  # a person's label, its note hostile
+        csv.writer(f).writerows([["label", "score", "labeller", "note"], [label, 1, "ann", HOSTILE]])
+    r = cli("judge", "label", str(run), "--import", str(tmp_path / "labels.csv"))
+    assert r.returncode == 0, r.stderr
     with opened(browser, view(run)) as (page, problems):
         page.select_option("#f-hyp", "H1-Q8_0")
         page.locator("details.pair[data-question=q01]").click()
@@ -191,6 +196,7 @@ def test_an_answer_and_a_judge_reply_of_html_render_as_text(small_run, browser, 
         card.locator("details.attempts").click()
         assert card.locator(".text").first.text_content() == HOSTILE
         assert card.locator("details.attempts .text").first.text_content() == HOSTILE
+        assert card.locator(".gold").text_content().endswith(f"(human labels/ann.jsonl:1) note: {HOSTILE}")
         assert page.evaluate("document.scripts.length") == 2  # the data and the page's own code, nothing planted
         assert page.locator("#rows b, #rows img, #rows script").count() == 0
         assert problems == []

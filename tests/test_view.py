@@ -140,7 +140,8 @@ def test_each_answer_carries_its_gold_and_a_row_is_gold_available_only_with_a_go
     from judge.view import review_data
     from registration.questions import Question
 
-    planted = {"q1": (gold("Lq1b", "program", "gold.py:score", 2), gold("Lq1b", "human", "labels/ann.jsonl:3", 1)),
+    planted = {"q1": (gold("Lq1b", "program", "gold.py:score", 2),
+                      gold("Lq1b", "human", "labels/ann.jsonl:3", 1, note="unsure")),
                "q2": (gold("Lq2b", "program", "gold.py:score", None, "undecided"),),
                "q3": ()}
     pairs = []
@@ -156,9 +157,9 @@ def test_each_answer_carries_its_gold_and_a_row_is_gold_available_only_with_a_go
     got = {a["label"]: a["gold"] for a in data["answers"].values()}
     assert got["Lq1b"] == {"mean": 1.5, "count": 2, "sources": ["program", "human"], "scores": [
         {"source": "program", "origin": "gold.py:score", "labeller": "gold.py:score", "score": 2, "status": "scored",
-         "error": None},
+         "error": None, "note": ""},
         {"source": "human", "origin": "labels/ann.jsonl:3", "labeller": "labels/ann.jsonl:3", "score": 1,
-         "status": "scored", "error": None}]}
+         "status": "scored", "error": None, "note": "unsure"}]}
     assert got["Lq2b"]["count"] == 0 and got["Lq2b"]["mean"] is None and got["Lq2b"]["scores"][0]["status"] == \
         "undecided"
     assert got["Lq3b"] is None and all(got[f"L{q}a"] is None for q in planted)
