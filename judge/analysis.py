@@ -245,7 +245,9 @@ def rubric_scale(exp: Experiment, h: Hypothesis, points: tuple[int, ...]) -> Sca
 
 
 def compare(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scores, cells,
-            scale: Scale) -> dict[str, Any]:
+            scale: Scale, gold_decides: bool = False) -> dict[str, Any]:
+    """One hypothesis decided on the judge's scores. ``gold_decides``: a gold-corrected interval will decide it
+    (``judge_error = "decide"`` with gold; judge.validity), so the judge-only calibration withdraws nothing."""
     an = exp.analysis
     a_scores, b_scores = scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {})
     wanted = [q for q in questions.values() if all(t in q.tags for t in h.subset)]
@@ -262,7 +264,7 @@ def compare(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scor
         return out
     a, b = [a_scores[q] for q in ids], [b_scores[q] for q in ids]
     d = decision(a, b, kind=h.kind, margin=h.margin, alpha=h.alpha, scale=scale,
-                       cluster_of=cluster_of(ids, wanted), settings=an)
+                       cluster_of=cluster_of(ids, wanted), settings=an, withdraw=not gold_decides)
     out.update(result=d.result.to_dict(), clusters=d.clusters, calibration=d.calibration.to_dict())
     if d.clusters is not None and d.result.units > 1:  # one unit: the clustered SE is undefined (deviations cancel)
         out["clustered_se"] = clustered_se([float(y - x) for x, y in zip(a, b, strict=False)],
@@ -362,9 +364,11 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     def decided_on(h: Hypothesis) -> dict:  # the scores that decide h under the registered panel rule
         return {**scores, **unrelated_scores(exp, h, by_judge)} if rule == "unrelated-mean" else scores
 
+    gold_decides = gold is not None and exp.analysis.judge_error == "decide"
+
     def decide(h: Hypothesis, s: dict, alpha: float | None = None) -> dict[str, Any]:
         return compare(h if alpha is None else replace(h, alpha=alpha), exp, qmap, s, cells,
-                       rubric_scale(exp, h, points))
+                       rubric_scale(exp, h, points), gold_decides)
 
     comparisons = [decide(h, decided_on(h)) for h in hyps]
     judges = judges_section(exp, panel, answers, keys, pkeys, judgments, hyps)

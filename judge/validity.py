@@ -24,9 +24,10 @@ from typing import Any
 from core.records import Judgment, KeyRow
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
-from registration.vocabulary import GOLD_DESIGNS
+from registration.vocabulary import CLAIMS, GOLD_DESIGNS
 
 from .stats import judge_error, ppi
+from .stats.calibration import calibrate_ppi
 from .stats.decide import claims
 
 RESAMPLES = 2000  # bootstrap resamples of the agreement intervals (kappa and alpha re-use the same draws)
@@ -106,10 +107,11 @@ def _covered(keys: list[KeyRow], labels: set[str]) -> set[tuple[str, str, str]]:
     return {c for c, v in cells.items() if all(v)}
 
 
-def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
-               qmap: dict[str, Question]) -> dict[str, Any]:
-    """The PPI++ estimate of one hypothesis's paired difference beside the judge-only one (judge.stats.ppi.correct), on
-    the questions the decision paired; ``design`` says whether the gold may correct it."""
+def _gold_differences(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
+                      qmap: dict[str, Question]) -> tuple[list, list, list, set[str], bool, set[str]]:
+    """Per question the decision paired: the judge's difference, the gold's (None where some answer of either arm
+    lacks usable gold) and the complete stratum it belongs to; the designs of the gold used, whether hand-picked
+    gold sits on these questions, and the complete strata."""
     ids = comparison["paired_questions"]
     usable = [s for s in gold.scored if s.design != "convenience"]
     values: dict[tuple[str, str, str], list[int]] = defaultdict(list)
@@ -129,12 +131,24 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
             g.append(None)
         strata.append(next((t for t in qmap[q].tags if t in complete), None))
     hand = any(s.design == "convenience" and s.question_id in set(ids) for s in gold.scored)
+    return f, g, strata, designs, hand, complete
+
+
+def _design(designs: set[str]) -> str:
+    return "random_sample" if "random_sample" in designs else "complete_strata"
+
+
+def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
+               qmap: dict[str, Question]) -> dict[str, Any]:
+    """The PPI++ estimate of one hypothesis's paired difference beside the judge-only one (judge.stats.ppi.correct), on
+    the questions the decision paired; ``design`` says whether the gold may correct it."""
+    f, g, strata, designs, hand, complete = _gold_differences(h, comparison, gold, keys, scores, qmap)
     base = {"design": None, "ppi": None, "gold_only": None, "reason": "", "verdict": None, "caution": None}
     if not designs:
         why = ("the only gold on these questions was picked by hand (convenience): agreement only, no correction"
                if hand else "no question of this comparison has gold on every answer of both arms")
         return base | {"design": "convenience" if hand else None, "reason": why}
-    design = "random_sample" if "random_sample" in designs else "complete_strata"
+    design = _design(designs)
     c = ppi.correct(f, g, design=design, alpha=tested_at(h, comparison), strata=strata, rule="guarded", step=STEP)
     reason = c.reason
     if complete and reason.startswith("the questions:"):  # the stratum None is what the complete strata leave
@@ -145,6 +159,20 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
         return out
     return out | {"ppi": _estimate(c.ppi), "gold_only": _estimate(c.gold_only),
                   "verdict": _verdict(h.kind, h.margin, c.ppi.low, c.ppi.high)}
+
+
+def ppi_calibration(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
+                    qmap: dict[str, Question]) -> dict[str, Any]:
+    """The calibration of the gold-corrected decision (judge.stats.calibration.calibrate_ppi), for a comparison
+    that has a corrected interval, at the level it is tested at; ``interval`` says whose calibration it is."""
+    f, g, strata, designs, _, _ = _gold_differences(h, comparison, gold, keys, scores, qmap)
+    parts, _ = ppi.split(f, g, design=_design(designs), strata=strata)
+    an = exp.analysis
+    alpha = tested_at(h, comparison)
+    cal = calibrate_ppi(parts, h.kind, h.margin, alpha=alpha, sims=an.calibration_sims, seed=an.seed,
+                        ceiling=an.calibration_ceiling if an.calibration_ceiling is not None else 2 * h.alpha,
+                        step=STEP)
+    return cal.to_dict() | {"interval": "ppi"}
 
 
 def tested_at(h: Hypothesis, comparison: dict[str, Any]) -> float:
@@ -184,10 +212,16 @@ def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], 
                                                         f"{e['reason']}")
             else:
                 p = e["ppi"]
+                c["calibration"] = cal = ppi_calibration(exp, h, c, gold, keys, scores, qmap)
                 c.update(verdict=e["verdict"],
                          reason=f"judge_error = \"decide\": the gold-corrected (PPI++) one-sided bound "
                                 f"{p['low']:+.4f} (estimate {p['estimate']:+.4f}, {p['labelled']} of "
                                 f"{p['questions']} questions with gold) decides: {e['verdict']}")
+                if e["verdict"] in CLAIMS[h.kind] and cal["rate"] > cal["ceiling"]:
+                    c.update(verdict="inconclusive",
+                             reason=f"{c['reason']}; but the corrected rule's false-claim rate simulated at the "
+                                    f"boundary is {cal['rate']:.3f} ({cal['claims']} of {cal['sims']} simulated "
+                                    f"data sets), above the registered ceiling {cal['ceiling']:.3f}: inconclusive")
         if floor is not None and c["verdict"] != "inconclusive":
             low = primary_ag["kappa_low"] if primary_ag else None
             if low is None or low < floor:

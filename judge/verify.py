@@ -12,7 +12,10 @@ Four checks, each naming what no longer matches:
    ceiling). Decisions are recomputed with the rule the registration names (the default when it names none), never
    with one recorded in the folder. The calibration itself (thousands of simulated decisions) is recomputed from
    that path's own inputs by judge.stats.calibration, seeded, and the power figures (mde, n_for_margin) by the main
-   path only;
+   path only. With gold, the judge's error is recomputed by judge.second_path.judge_error (agreement, offsets and
+   their bootstrap intervals, the corrected intervals), which then applies what the registration says the gold
+   does to the second path's own verdicts (``judge_error = "decide"`` with the corrected interval's calibration,
+   ``min_gold_agreement``) before they are compared;
 3. report.md, re-rendered from the verified numbers, and review.md (judge.review_md), from the raw files, each
    compared line by line;
 4. the raw files themselves, re-derived from the rawest evidence they hold, and checked complete against the
@@ -62,6 +65,7 @@ from .review_md import REVIEW, review_markdown
 from .runinfo import Scope, bound_scope, merged, registered
 from .second_path import decisions as second_path
 from .second_path.biases import recheck as recheck_biases
+from .second_path.judge_error import decide as decide_with_gold
 from .second_path.judge_error import recompute as recompute_validity
 from .stats.calibration import calibrate
 from .stats.rule import Scale
@@ -458,7 +462,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     problems += _disagreement("which amendments are dated after the first judgment and not marked post hoc",
                               sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
     ind = second_path.independent(numbers, run, run_dir, questions, exp, clusters, answer_rows, verdicts,
-                                  lambda *args, scale, **kw: calibrate(*args, scale=Scale(*scale), **kw))
+                                  lambda *args, scale, **kw: calibrate(*args, scale=Scale(*scale), **kw),
+                                  gold_decides=gold is not None and exp.analysis.judge_error == "decide")
     ind["judges"] = second_path.independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
     problems += recheck_biases(numbers, run, run_dir, exp, questions, list(answer_rows.last.values()),
                                list(verdicts.last.values()), ind, clusters)
@@ -472,14 +477,16 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     ind["quant_check"] = {"means": {c["arm"]: {} for c in ind["cells"]}}
     for c in ind["cells"]:
         ind["quant_check"]["means"][c["arm"]][c["quant"]] = c["mean"]
-    problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")
     if gold is not None:
         blinded = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
         alphas = {c.get("id"): (c.get("family") or {}).get("tested_at") for c in numbers.get("comparisons", [])
                   if isinstance(c, dict)}  # checked against verify's own family recomputation
-        check = recompute_validity(run, exp, gold, blinded, list(verdicts.last.values()), questions, alphas)
+        judged = list(verdicts.last.values())
+        check = recompute_validity(run, exp, gold, blinded, judged, questions, alphas)
+        decide_with_gold(ind["comparisons"], check, run, exp, gold, blinded, judged, questions, alphas)
         problems += diff_numbers(_subset_of(numbers, check), check,
                                  "independent plain-Python recomputation of the judge's error")
+    problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")
     problems += cost_findings(run, run_dir, exp)
     review = published.review if published else (run_dir / REVIEW).is_file()
     expected_report = render(numbers, as_written, digest, review).splitlines()

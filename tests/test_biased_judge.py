@@ -21,11 +21,14 @@ import json
 import random
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from judge.export import table
 from judge.gold import gold_scores
@@ -222,6 +225,7 @@ def test_verify_recomputes_the_judge_section_and_names_an_edited_number(report_m
     r = cli("judge", "verify", str(out), "--exp", str(exp), "--no-cache")
     assert r.returncode == 0, r.stdout + r.stderr
     for path, edit in ((("judge_validity", "judges", 0, "agreement", "kappa"), 0.01),
+                       (("judge_validity", "judges", 0, "agreement", "kappa_low"), 0.01),
                        (("comparisons", 0, "judge_error", "ppi", "estimate"), 0.01)):
         copy = tmp_path / "_".join(map(str, path))
         shutil.copytree(out, copy)
@@ -236,6 +240,53 @@ def test_verify_recomputes_the_judge_section_and_names_an_edited_number(report_m
         # both paths name it: the main path's recomputation and the plain-Python one
         assert any("recomputation from raw files" in p for p in named), problems
         assert any("plain-Python recomputation of the judge's error" in p for p in named), problems
+
+
+def _interval_leaves(numbers: dict) -> list[tuple]:
+    """Every bootstrap interval end of judge_validity: kappa's, alpha's, the offsets' overall, per arm and per pair."""
+    out = []
+    for i, j in enumerate(numbers["judge_validity"]["judges"]):
+        ag = ("judge_validity", "judges", i, "agreement")
+        out += [(*ag, k) for k in ("kappa_low", "kappa_high", "krippendorff_low", "krippendorff_high")]
+        out += [(*ag, "offset", k) for k in ("low", "high")]
+        out += [(*ag, "per_arm", a, "offset", k)
+                for a in range(len(j["agreement"]["per_arm"])) for k in ("low", "high")]
+        out += [("judge_validity", "judges", i, "pairs", p, "offset_difference", k)
+                for p in range(len(j["pairs"])) for k in ("low", "high")]
+    return out
+
+
+def _named(numbers: dict, path: tuple) -> str:
+    """How verify names a leaf: list entries by their id."""
+    out, node = "", numbers
+    for k in path:
+        node = node[k]
+        out += f"[{node['id']}]" if isinstance(k, int) else f".{k}" if out else k
+    return out
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.floats(1e-6, 0.5), min_size=12, max_size=12), st.lists(st.booleans(), min_size=12, max_size=12))
+def test_verify_names_every_edited_interval_of_the_judges_error_by_its_own_path(report_mode, deltas, signs):
+    exp, out, before, picked = report_mode
+    numbers = json.loads((out / "numbers.json").read_text())
+    leaves = _interval_leaves(numbers)
+    assert len(leaves) == 12  # one judge: kappa, alpha, the offset, two arms' offsets, one pair's, each two ends
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "out"
+        shutil.copytree(out, copy)
+        for path, delta, up in zip(leaves, deltas, signs, strict=True):
+            leaf = numbers
+            for k in path[:-1]:
+                leaf = leaf[k]
+            leaf[path[-1]] += delta if up else -delta
+        (copy / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+        problems = verify(copy, exp, caches=[]).problems
+    for path in leaves:
+        name = _named(numbers, path)
+        assert "judges[openai]" in name
+        assert any(p.startswith(f"numbers.json {name} = ") and "plain-Python recomputation of the judge's error" in p
+                   for p in problems), (name, problems)
 
 
 @pytest.fixture(scope="module")
@@ -254,3 +305,14 @@ def test_with_judge_error_decide_the_corrected_bound_decides(decide_mode):
     # with the random sample labelled, the corrected bound decides: the claim is not shown
     assert h1["verdict"] == "not shown" and 'judge_error = "decide"' in h1["reason"]
     assert h1["judge_error"]["caution"] is None
+
+
+def test_with_judge_error_decide_the_calibration_line_is_the_corrected_intervals_and_verify_agrees(decide_mode):
+    exp, out, before, picked = decide_mode
+    (h1,) = json.loads((out / "numbers.json").read_text())["comparisons"]
+    cal = h1["calibration"]
+    assert cal["interval"] == "ppi" and cal["boundary"] == -0.1 and cal["sims"] == 40
+    line = next(x for x in (out / "report.md").read_text().splitlines() if "Calibration" in x)
+    assert line.startswith("  Calibration of the gold-corrected (PPI++) interval, which decides: at a true difference "
+                           f"of -0.100 this rule claimed \"non-inferiority\" in {cal['claims']} of 40 ")
+    assert verify(out, exp, caches=[]).problems == []  # both paths decide by the corrected interval, and agree

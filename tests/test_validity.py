@@ -99,12 +99,13 @@ N = 30
 
 
 def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float | None = None, gold_on: bool = True,
-            family_alpha: float | None = None):
+            family_alpha: float | None = None, ceiling: float | None = None):
     """Arm a's answers all judged 1 and worth 1; arm b's judged `judge_b[i]`, worth `gold_b[i]`; gold on every
     answer with `design`. One question per index, all tagged "all" (so gold covers the whole stratum)."""
     demo = load_experiment(ROOT / "sealed" / "demo")
     h = Hypothesis(id="H", a="a", b="b", quant="Q", kind="non_inferiority", margin=0.1, alpha=0.025)
-    exp = replace(demo, analysis=replace(demo.analysis, judge_error=mode, resamples=200, seed=3),
+    exp = replace(demo, analysis=replace(demo.analysis, judge_error=mode, resamples=200, seed=3,
+                                         calibration_ceiling=ceiling),
                   min_gold_agreement=floor, hypotheses=[h])
     qmap = {f"q{i:02d}": Question(id=f"q{i:02d}", question="?", reference=None, tags=("all",), cluster=None,
                                    set="x.jsonl")
@@ -134,6 +135,11 @@ def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float 
     if family_alpha is not None:
         comparison["family"] = {"tested_at": family_alpha}
     section = validity.apply(exp, gold, keys, judgments, ["j"], "j", [h], qmap, per, [comparison])
+    section["second_path_inputs"] = (
+        {"arms": ["a", "b"], "judge": {"primary": "j", "panel": ["j"]}}, exp, gold,
+        {k.label: {"label": k.label, "arm": k.arm, "quant": k.quant, "question_id": k.question_id} for k in keys},
+        [{"judge": j.judge, "label": j.label, "status": j.status, "score": j.score, "kind": "single"}
+         for j in judgments], {q: ["all"] for q in qmap}, {})
     return section, comparison
 
 
@@ -210,3 +216,156 @@ def test_a_registered_floor_or_decide_without_any_gold_is_inconclusive_with_the_
     section, c = planted(judge_b, judge_b, "complete_strata", mode=mode, floor=floor, gold_on=False)
     assert section["judges"][0]["agreement"] is None and c["verdict"] == "inconclusive"
     assert ("no gold to measure it" if floor else "no gold-corrected interval") in c["reason"]
+
+
+# ----------------------------------------------------------------------------------------
+# The second path's bootstrap intervals, and the calibration of a gold-corrected decision
+# ----------------------------------------------------------------------------------------
+
+def _peer_intervals(gold, judge, seed: int, resamples: int, alpha: float = 0.025):
+    """The documented scheme computed with the peer libraries: resample r is the r-th
+    default_rng(seed).integers(0, n, n); sklearn's quadratic kappa and krippendorff's ordinal alpha on each; the
+    percentiles of the defined ones (none when fewer than half are defined)."""
+    rng, n = np.random.default_rng(seed), len(gold)
+    kappas, alphas = [], []
+    for _ in range(resamples):
+        idx = rng.integers(0, n, n)
+        g, j = [gold[i] for i in idx], [judge[i] for i in idx]
+        with np.errstate(all="ignore"):
+            kappas.append(cohen_kappa_score(g, j, weights="quadratic", labels=list(SCALE)))
+        alphas.append(krippendorff.alpha(reliability_data=[g, j], level_of_measurement="ordinal",
+                                         value_domain=list(SCALE)) if len(set(g) | set(j)) > 1 else math.nan)
+
+    def interval(values, defined: bool):
+        ok = np.array([v for v in values if math.isfinite(v)])
+        if not defined or ok.size == 0 or 2 * ok.size < len(values):
+            return None, None
+        return tuple(float(x) for x in np.percentile(ok, [100 * alpha, 100 * (1 - alpha)]))
+
+    with np.errstate(all="ignore"):
+        kappa_defined = math.isfinite(cohen_kappa_score(gold, judge, weights="quadratic", labels=list(SCALE)))
+    return interval(kappas, kappa_defined), interval(alphas, len(set(gold) | set(judge)) > 1)
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(SCALE), st.sampled_from(SCALE)), min_size=2, max_size=25),
+       st.integers(0, 2 ** 31))
+def test_the_second_path_agreement_intervals_are_the_peer_libraries_on_the_documented_draws(pairs, seed):
+    gold, judge = [g for g, _ in pairs], [j for _, j in pairs]
+    got = validity_check.agreement_intervals(gold, judge, list(SCALE), seed, resamples=80)
+    (k_lo, k_hi), (a_lo, a_hi) = _peer_intervals(gold, judge, seed, 80)
+    for ours, theirs in ((got["kappa_low"], k_lo), (got["kappa_high"], k_hi), (got["krippendorff_low"], a_lo),
+                         (got["krippendorff_high"], a_hi)):
+        assert (ours is None and theirs is None) or ours == pytest.approx(theirs, abs=1e-9)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(SCALE), st.sampled_from(SCALE), st.integers(0, 5)), min_size=2,
+                max_size=30), st.integers(0, 2 ** 31), st.booleans())
+def test_the_second_path_offsets_and_agreement_intervals_are_the_main_paths(rows, seed, clustered):
+    gold, judge = [g for g, _, _ in rows], [j for _, j, _ in rows]
+    clusters = [f"q{c}" for _, _, c in rows] if clustered else None
+    main = validity.judge_error.against_gold(judge, gold, SCALE, alpha=0.025, resamples=200, seed=seed,
+                                             clusters=clusters)
+    ours = validity_check.agreement_intervals(gold, judge, list(SCALE), seed, resamples=200)
+    for f in ("kappa_low", "kappa_high", "krippendorff_low", "krippendorff_high"):
+        theirs = getattr(main, f)
+        assert (ours[f] is None and theirs is None) or ours[f] == pytest.approx(theirs, abs=1e-9)
+    off = validity_check.offset(judge, gold, resamples=200, seed=seed, clusters=clusters)
+    assert off == pytest.approx(main.offset.to_dict(), abs=1e-12)
+
+
+def test_a_judge_one_point_above_gold_everywhere_has_the_offset_interval_of_one_point():
+    gold = [i % 2 for i in range(12)]
+    off = validity_check.offset([g + 1 for g in gold], gold, resamples=500, seed=1, clusters=None)
+    assert (off["mean"], off["low"], off["high"], off["units"]) == (1.0, 1.0, 1.0, 12)  # planted: every pair +1
+
+
+def _guarded_whole_stratum_rate(d, kind, margin, alpha, sims, seed):
+    """By hand, from the definitions: gold on every question (one complete stratum), so the corrected estimate is
+    the gold mean and rule "guarded" its t interval with two pseudo-residuals one point either side (n + 1
+    degrees of freedom). The world: d shifted to the boundary; each data set the documented draw
+    default_rng(seed).integers(0, n, n)."""
+    from scipy import stats as sps
+    d = np.asarray(d, dtype=float)
+    n = d.size
+    target = -margin if kind == "non_inferiority" else 0.0
+    shifted = d + (target - d.mean())
+    rng, hits = np.random.default_rng(seed), 0
+    for _ in range(sims):
+        x = shifted[rng.integers(0, n, n)]
+        se = math.sqrt((np.sum((x - x.mean()) ** 2) + 2.0) / (n + 1) / n)
+        low = x.mean() - sps.t.ppf(1 - alpha, n + 1) * se
+        hits += low > (-margin if kind == "non_inferiority" else 0.0)
+    return hits
+
+
+def test_under_decide_the_calibration_line_is_the_corrected_intervals():
+    gold_b = [2 if i % 4 == 0 else 1 for i in range(N)]  # the truth: b better by 8/30
+    judge_b = [max(0, g - 1) if i % 2 else g for i, g in enumerate(gold_b)]  # a judge harsh on b
+    _, c = planted(judge_b, gold_b, "complete_strata", mode="decide")
+    want = _guarded_whole_stratum_rate([g - 1 for g in gold_b], "non_inferiority", 0.1, 0.025, 200, 3)
+    assert c["calibration"] == {"boundary": -0.1, "sims": 200, "claims": want, "rate": want / 200,
+                                "ceiling": 0.05, "seed": 3, "interval": "ppi"}
+    assert c["verdict"] == c["judge_error"]["verdict"] == "superior"
+
+
+def test_under_decide_a_corrected_claim_above_the_ceiling_is_withdrawn_with_the_reason():
+    gold_b = [0] * 3 + [2] * 15 + [1] * (N - 18)  # b better by 12/30, with spread in both directions
+    judge_b = list(gold_b)
+    demo_ceiling = 0.001  # below any rate but zero: the corrected claim's own calibration must withdraw it
+    section, c = planted(judge_b, gold_b, "complete_strata", mode="decide", ceiling=demo_ceiling)
+    rate = _guarded_whole_stratum_rate([g - 1 for g in gold_b], "non_inferiority", 0.1, 0.025, 200, 3) / 200
+    assert rate > demo_ceiling and c["calibration"]["rate"] == rate
+    _, free = planted(judge_b, gold_b, "complete_strata", mode="decide")  # the registered default ceiling, 2 alpha
+    assert free["verdict"] == "superior"
+    assert c["verdict"] == "inconclusive" and "corrected rule's false-claim rate" in c["reason"]
+
+
+@st.composite
+def gold_strata(draw):
+    """One to three strata, each (gold, judge on the labelled, judge on the others), as ppi.split gives them."""
+    out = {}
+    for name in draw(st.lists(st.sampled_from([None, "t1", "t2"]), min_size=1, max_size=3, unique=True)):
+        d = draw(st.lists(st.integers(-2, 2), min_size=2, max_size=10))
+        fl = [x + draw(st.integers(-1, 1)) for x in d]
+        fu = draw(st.lists(st.integers(-2, 2), max_size=12))
+        out[name] = ([float(x) for x in d], [float(x) for x in fl], [float(x) for x in fu])
+    return dict(sorted(out.items(), key=lambda kv: str(kv[0])))
+
+
+@settings(max_examples=30, deadline=None)
+@given(gold_strata(), st.sampled_from(["non_inferiority", "superiority", "equivalence"]), st.integers(0, 2 ** 31))
+def test_the_second_path_calibration_of_a_corrected_decision_is_the_main_paths(split, kind, seed):
+    from judge.stats.calibration import calibrate_ppi
+    main = calibrate_ppi(split, kind, 0.2, alpha=0.025, sims=40, seed=seed, ceiling=0.05, step=1.0)
+    ours = validity_check.calibration(split, kind, 0.2, 0.025, 40, seed, 0.05)
+    assert ours == pytest.approx(main.to_dict() | {"interval": "ppi"})
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.integers(-2, 2), min_size=3, max_size=25), st.integers(0, 2 ** 31))
+def test_both_paths_calibrate_a_whole_stratum_as_the_hand_computation(d, seed):
+    from judge.stats.calibration import calibrate_ppi
+    split = {"all": ([float(x) for x in d], [float(x) for x in d], [])}
+    want = _guarded_whole_stratum_rate(d, "non_inferiority", 0.1, 0.025, 60, seed)
+    assert calibrate_ppi(split, "non_inferiority", 0.1, alpha=0.025, sims=60, seed=seed, ceiling=0.05,
+                         step=1.0).claims == want
+    assert validity_check.calibration(split, "non_inferiority", 0.1, 0.025, 60, seed, 0.05)["claims"] == want
+
+
+@pytest.mark.parametrize("mode, floor, ceiling, want", [("decide", None, None, "superior"),
+                                                        ("decide", None, 0.001, "inconclusive"),  # the ceiling
+                                                        ("report", 0.5, None, "non-inferior"),
+                                                        ("report", 0.99, None, "inconclusive")])  # the floor
+def test_the_second_path_does_to_its_own_verdict_what_the_gold_does_to_the_main_paths(mode, floor, ceiling, want):
+    gold_b = [0] * 3 + [2] * 15 + [1] * (N - 18)
+    judge_b = [min(2, g + (i % 3 == 0)) for i, g in enumerate(gold_b)]
+    section, c = planted(judge_b, gold_b, "complete_strata", mode=mode, floor=floor, ceiling=ceiling)
+    run, exp, gold, keys, judged, questions, alphas = section["second_path_inputs"]
+    check = validity_check.recompute(run, exp, gold, keys, judged, questions, alphas)
+    ours = [{"id": "H", "paired_questions": list(questions), "verdict": "non-inferior", "calibration": None}]
+    validity_check.decide(ours, check, run, exp, gold, keys, judged, questions, alphas)
+    assert ours[0]["verdict"] == c["verdict"] == want
+    if mode == "decide":
+        assert ours[0]["calibration"] == pytest.approx(c["calibration"])

@@ -289,11 +289,15 @@ def _exact(x) -> Fraction:
     return x if isinstance(x, Fraction) else Fraction(int(x)) if float(x).is_integer() else Fraction(float(x))
 
 
-def _pick(rows: list[list[int]], nums: list[int], sizes: list[int], scale: int, p: Fraction) -> Fraction:
-    """Exact type-7 quantile of the resample means at level p, textbook form h = (B - 1) p."""
-    means = sorted(Fraction(sum(c * x for c, x in zip(r, nums, strict=False)),
-                            sum(c * m for c, m in zip(r, sizes, strict=False)) * scale)
-                   for r in rows)
+def _sorted_means(rows: list[list[int]], nums: list[int], sizes: list[int], scale: int) -> list[Fraction]:
+    """Each resample's mean difference, exact, in ascending order."""
+    return sorted(Fraction(sum(c * x for c, x in zip(r, nums, strict=False)),
+                           sum(c * m for c, m in zip(r, sizes, strict=False)) * scale)
+                  for r in rows)
+
+
+def _pick(means: list[Fraction], p: Fraction) -> Fraction:
+    """Exact type-7 quantile of the sorted resample means at level p, textbook form h = (B - 1) p."""
     h = (len(means) - 1) * p
     lo = math.floor(h)
     if lo >= len(means) - 1:
@@ -389,7 +393,8 @@ def check_paired(a, b, resamples: tuple, method: str, alpha: float, margin: floa
                         adj.append(_ND.cdf(z0 + (z0 + z) / den) if den != 0 else float("nan"))
                     if all(math.isfinite(x) for x in adj):
                         levels = (Fraction(adj[0]), Fraction(adj[1]))
-        lo, hi = (_pick(rows, nums, sizes, scale, p) for p in levels)
+        means = _sorted_means(rows, nums, sizes, scale)
+        lo, hi = (_pick(means, p) for p in levels)
     ci_low, ci_high = float(lo), float(hi)
     bound, upper, g_low, g_high = ci_low, ci_high, None, None
     if rule == "bootstrap_and_t":
@@ -577,10 +582,13 @@ def by_hand(path: Path, key: tuple[str, ...], fields: tuple[str, ...] | None = N
 
 
 def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
-                clusters: dict[str, str | None], answer_rows: Final, verdicts: Final, calibration: Callable) -> dict:
+                clusters: dict[str, str | None], answer_rows: Final, verdicts: Final, calibration: Callable,
+                gold_decides: bool = False) -> dict:
     """Recompute the numeric heart of numbers.json with plain loops (no judge.analysis code). ``calibration`` is the
     one recomputation this path does not do by its own code (thousands of simulated decisions): judge.verify passes
-    the main path's judge.stats.calibration.calibrate, called here on this path's own inputs."""
+    the main path's judge.stats.calibration.calibrate, called here on this path's own inputs. ``gold_decides``: a
+    gold-corrected interval decides (``judge_error = "decide"`` with gold: judge_error.decide), so the judge-only
+    calibration withdraws no claim."""
     keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
     judge = run["judge"]["primary"]
     per: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -692,7 +700,7 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
             said = verdict(h.kind, h.margin, chk)
             claim = claims(h.kind, said)
             too_few = lab is not None and entry["clusters"] < exp.analysis.min_clusters
-            miscalibrated = claim and cal.rate > cal.ceiling
+            miscalibrated = claim and cal.rate > cal.ceiling and not gold_decides
             entry["verdict"] = ("inconclusive" if max(rates) > an["max_unscored"] or too_few or miscalibrated
                                 else said)
         else:

@@ -5,9 +5,24 @@ path (judge.validity, judge.stats).
 Recomputed: per judge the gold scores compared, exact agreement, quadratic-weighted kappa, Krippendorff's ordinal
 alpha, the confusion matrix, the mean offset judge - gold overall and per arm, and per hypothesis the questions
 and mean of the differential offset; per comparison the design, the PPI++ estimate (rule "guarded"), its standard
-error, interval and tuned lambda per stratum, the gold-only estimate and the corrected verdict. Not recomputed: the
-bootstrap intervals of agreement and offsets (resampling is the main path's; verify re-runs it). The gold scores
+error, interval and tuned lambda per stratum, the gold-only estimate and the corrected verdict. The gold scores
 themselves are read by judge.gold, the one reader of gold (the program is run from its sealed source).
+
+The bootstrap intervals, by this path's own loops on the resamples drawn again by their documented schemes, so the
+two paths agree to verify's tolerance (the draws are the same; only the last places of float sums may differ):
+
+* kappa and alpha: ``RESAMPLES`` resamples of the answers, resample r being the r-th call of
+  ``numpy.random.default_rng(seed).integers(0, n, n)``, both statistics on each; each interval the type-7
+  percentiles (alpha, 1 - alpha) of the resamples where the statistic is defined, none when fewer than half are;
+* the offsets: the paired bootstrap of the decisions (``decisions.draw``, ``decisions.check_paired``: counts per
+  distinct unit, numpy's multinomial from the seed, exact Fractions), gold as arm a and the judge as arm b; overall
+  and per arm over whole questions (the answers of one question are one cluster), ``RESAMPLES`` resamples; per
+  hypothesis pair over questions, the registered ``resamples``.
+
+Under ``[analysis] judge_error = "decide"`` a gold-corrected interval decides (``decide``): its calibration
+(``calibration``) is simulated by this path's own loop on the draws the main path documents
+(judge.stats.calibration.calibrate_ppi), its verdict replaces the judge-only one, and ``min_gold_agreement`` is
+checked against this path's own kappa interval.
 """
 from __future__ import annotations
 
@@ -16,11 +31,16 @@ from collections import defaultdict
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 from scipy import stats as sps
+
+from registration.vocabulary import CLAIMS
 
 from . import decisions
 
 STEP = 1.0  # one score point: the guarded rule's pseudo-residual
+RESAMPLES = 2000  # the agreement section's resamples (kappa, alpha and the offsets against gold)
+ALPHA = 0.025  # the section's intervals are two-sided 95 %
 
 
 def alpha_ordinal(a: list[int], b: list[int]) -> float | None:
@@ -83,6 +103,86 @@ def verdict(kind: str, margin: float, low: float, high: float) -> str:
     return "not equivalent" if low >= margin or high <= -margin else "inconclusive"
 
 
+def _table(g: list[int], j: list[int], scale: list[int]) -> list[list[int]]:
+    """Rows gold, columns judge: how many answers have each pair of scores."""
+    pos = {v: i for i, v in enumerate(scale)}
+    t = [[0] * len(scale) for _ in scale]
+    for x, y in zip(g, j, strict=True):
+        t[pos[x]][pos[y]] += 1
+    return t
+
+
+def kappa_of(t: list[list[int]]) -> float | None:
+    """Quadratic-weighted kappa of a contingency table (None: chance agreement is perfect)."""
+    k, n = len(t), sum(map(sum, t))
+    rows = [sum(r) for r in t]
+    cols = [sum(t[i][c] for i in range(k)) for c in range(k)]
+    observed = math.fsum((i - c) ** 2 * t[i][c] for i in range(k) for c in range(k)) / n
+    expected = math.fsum((i - c) ** 2 * rows[i] * cols[c] for i in range(k) for c in range(k)) / (n * n)
+    return 1 - observed / expected if expected else None
+
+
+def alpha_of(t: list[list[int]]) -> float | None:
+    """Krippendorff's ordinal alpha of two raters who rated every unit, from their contingency table: each unit
+    adds one coincidence (a, b) and one (b, a). A scale point nobody used adds nothing to the ordinal distances."""
+    k = len(t)
+    o = [[t[c][e] + t[e][c] for e in range(k)] for c in range(k)]
+    n_c = [sum(r) for r in o]
+    n = sum(n_c)
+
+    def d2(c: int, e: int) -> float:
+        lo, hi = min(c, e), max(c, e)
+        return (sum(n_c[lo:hi + 1]) - (n_c[c] + n_c[e]) / 2) ** 2
+
+    observed = math.fsum(o[c][e] * d2(c, e) for c in range(k) for e in range(k))
+    expected = math.fsum(n_c[c] * n_c[e] * d2(c, e) for c in range(k) for e in range(k))
+    return 1 - (n - 1) * observed / expected if expected else None
+
+
+def _percentiles(values: list[float | None], alpha: float) -> tuple[float | None, float | None]:
+    """Type-7 percentiles (alpha, 1 - alpha) of the defined values; none when fewer than half are defined."""
+    ok = [v for v in values if v is not None and math.isfinite(v)]
+    if not ok or 2 * len(ok) < len(values):
+        return None, None
+    return decisions.percentile(ok, 100 * alpha), decisions.percentile(ok, 100 * (1 - alpha))
+
+
+def agreement_intervals(g: list[int], j: list[int], scale: list[int], seed: int, resamples: int = RESAMPLES,
+                        alpha: float = ALPHA) -> dict[str, float | None]:
+    """Bootstrap intervals of kappa and alpha over answers: resample r draws the r-th
+    ``default_rng(seed).integers(0, n, n)``; both statistics on every resample (module doc)."""
+    n = len(g)
+    rng = np.random.default_rng(seed)
+    kappas, alphas = [], []
+    for _ in range(resamples):
+        idx = rng.integers(0, n, n).tolist()
+        t = _table([g[i] for i in idx], [j[i] for i in idx], scale)
+        kappas.append(kappa_of(t))
+        alphas.append(alpha_of(t))
+    whole = _table(g, j, scale)
+    k_lo, k_hi = _percentiles(kappas, alpha) if kappa_of(whole) is not None else (None, None)
+    a_lo, a_hi = _percentiles(alphas, alpha) if alpha_of(whole) is not None else (None, None)
+    return {"kappa_low": k_lo, "kappa_high": k_hi, "krippendorff_low": a_lo, "krippendorff_high": a_hi}
+
+
+def offset(judge: list, gold: list, *, resamples: int, seed: int, clusters: list | None = None,
+           unit: str = "answers", alpha: float = ALPHA) -> dict[str, Any] | None:
+    """Mean judge - gold with its paired bootstrap interval (gold as arm a, the judge as arm b), drawn and computed
+    by this path's decision code (decisions.draw, decisions.check_paired); None with fewer than 2 pairs."""
+    if len(judge) < 2:
+        return None
+    d = [Fraction(y) - Fraction(x) for x, y in zip(gold, judge, strict=True)]
+    groups: dict[Any, list] = {}
+    for i, x in enumerate(d):
+        acc = groups.setdefault(i if clusters is None else clusters[i], [Fraction(0), 0])
+        acc[0] += x
+        acc[1] += 1
+    r = decisions.check_paired(gold, judge, decisions.draw([tuple(v) for v in groups.values()], resamples, seed),
+                               "percentile", alpha, clusters=clusters)
+    return {"n": r["n"], "mean": r["diff"], "low": r["ci_low"], "high": r["ci_high"],
+            "resampling": unit if clusters is None else "clusters", "units": r["units"]}
+
+
 def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
               questions: dict[str, list[str]], alphas: dict[str, float]) -> dict[str, Any]:
     """The recomputed fields, shaped as numbers.json holds them (for verify's diff). `keys`: blinding.jsonl's
@@ -91,6 +191,7 @@ def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
     scored = [s for s in gold.scores if s.status == "scored"]
     hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
     scale = list(gold.scale)
+    seed, pair_resamples = exp.analysis.seed, exp.analysis.resamples
     judges = []
     by_cell: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for k in keys.values():
@@ -105,18 +206,22 @@ def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
             confusion = [[sum(1 for x, y in zip(g, j, strict=True) if (x, y) == (a, b)) for b in scale] for a in scale]
             per_arm = []
             for arm in sorted({s.arm for s, _ in rows}):
-                diffs = [x - s.score for s, x in rows if s.arm == arm]
-                per_arm.append({"id": arm, "offset": {"mean": _mean(diffs)} if len(diffs) > 1 else None})
+                mine_arm = [(s, x) for s, x in rows if s.arm == arm]
+                per_arm.append({"id": arm, "offset": offset([x for _, x in mine_arm], [s.score for s, _ in mine_arm],
+                                                            resamples=RESAMPLES, seed=seed,
+                                                            clusters=[s.question_id for s, _ in mine_arm])})
             exact = sum(x == y for x, y in zip(g, j, strict=True)) / len(g)
             entry["agreement"] = {"answers": len(rows), "exact": exact, "kappa": decisions.kappa_quadratic(g, j, scale),
                                   "krippendorff_alpha": alpha_ordinal(g, j), "confusion": confusion,
-                                  "offset": {"mean": _mean([y - x for x, y in zip(g, j, strict=True)])}
-                                  if len(g) > 1 else None, "per_arm": per_arm}
+                                  **agreement_intervals(g, j, scale, seed),
+                                  "offset": offset(j, g, resamples=RESAMPLES, seed=seed,
+                                                   clusters=[s.question_id for s, _ in rows]),
+                                  "per_arm": per_arm, "alpha": ALPHA, "resamples": RESAMPLES, "seed": seed}
             golden: dict[tuple, list[int]] = defaultdict(list)
             for s, _ in rows:
                 golden[(s.arm, s.quant, s.question_id)].append(s.score)
             have = {s.label for s, _ in rows}
-            pairs = [_pair(h, mine, golden, have, by_cell, questions) for h in hyps]
+            pairs = [_pair(h, mine, golden, have, by_cell, questions, pair_resamples, seed) for h in hyps]
             entry["pairs"] = pairs
         judges.append(entry)
     comparisons = [{"id": h.id, "judge_error": _correction(h, run, gold, scored, keys, by_cell, verdicts, questions,
@@ -135,18 +240,25 @@ def _whole(h, q: str, have: set[str], by_cell) -> bool:
                for arm in (h.a, h.b))
 
 
-def _pair(h, mine: dict[str, int], golden, have: set[str], by_cell, questions) -> dict[str, Any]:
+def _pair(h, mine: dict[str, int], golden, have: set[str], by_cell, questions, resamples: int,
+          seed: int) -> dict[str, Any]:
+    """The differential offset: per question, the judge's difference b - a against the gold's, each arm's score the
+    mean over its answers, with the paired bootstrap over questions."""
     ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and _whole(h, q, have, by_cell)]
-    diffs = []
+    judged_d, gold_d = [], []
     for q in ids:
         judged = {arm: _mean_of([mine[lab] for lab in by_cell[(arm, h.quant, q)]]) for arm in (h.a, h.b)}
-        diffs.append((judged[h.b] - _mean_of(golden[(h.b, h.quant, q)]))
-                     - (judged[h.a] - _mean_of(golden[(h.a, h.quant, q)])))
+        judged_d.append(judged[h.b] - judged[h.a])
+        gold_d.append(_mean_of(golden[(h.b, h.quant, q)]) - _mean_of(golden[(h.a, h.quant, q)]))
     return {"id": h.id, "questions": len(ids),
-            "offset_difference": {"mean": float(sum(diffs) / len(diffs))} if len(ids) > 1 else None}
+            "offset_difference": offset(judged_d, gold_d, resamples=resamples, seed=seed, unit="questions")}
 
 
-def _correction(h, run: dict, gold, scored, keys, by_cell, verdicts, questions, alpha: float) -> dict[str, Any]:
+def _gold_split(h, run: dict, gold, scored, keys, by_cell, verdicts,
+                questions) -> tuple[str | None, dict | None] | None:
+    """The design of the gold that may correct hypothesis h and the strata it corrects on (name -> gold, judge on
+    the labelled questions, judge on the others), None where it cannot; None altogether with fewer than 2 questions
+    paired."""
     primary = run["judge"]["primary"]
     per: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for j in verdicts:
@@ -157,7 +269,7 @@ def _correction(h, run: dict, gold, scored, keys, by_cell, verdicts, questions, 
     a, b = per[(h.a, h.quant)], per[(h.b, h.quant)]
     ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a and q in b]
     if len(ids) < 2:
-        return {}
+        return None
     usable = [s for s in scored if s.design != "convenience"]
     have = {s.label for s in usable}
     values: dict[tuple, list[int]] = defaultdict(list)
@@ -177,15 +289,88 @@ def _correction(h, run: dict, gold, scored, keys, by_cell, verdicts, questions, 
             designs |= designs_of[(h.a, h.quant, q)] | designs_of[(h.b, h.quant, q)]
         groups[next((t for t in questions[q] if t in complete), None)].append((f, g))
     if not designs:
-        return {"design": "convenience" if any(s.design == "convenience" and s.question_id in ids for s in scored)
-                else None, "ppi": None}
+        return ("convenience" if any(s.design == "convenience" and s.question_id in ids for s in scored) else None,
+                None)
     design = "random_sample" if "random_sample" in designs else "complete_strata"
     split = {}
     for name, rows in groups.items():
         labelled = [(f, g) for f, g in rows if g is not None]
         if not labelled or (len(labelled) < len(rows) and (design == "complete_strata" or len(labelled) < 2)):
-            return {"design": design, "ppi": None}
+            return design, None
         split[name] = ([g for _, g in labelled], [f for f, _ in labelled], [f for f, g in rows if g is None])
+    return design, split
+
+
+def _correction(h, run: dict, gold, scored, keys, by_cell, verdicts, questions, alpha: float) -> dict[str, Any]:
+    found = _gold_split(h, run, gold, scored, keys, by_cell, verdicts, questions)
+    if found is None:
+        return {}
+    design, split = found
+    if split is None:
+        return {"design": design, "ppi": None}
     p = guarded(split, alpha, gold_only=False)
     return {"design": design, "ppi": p, "gold_only": guarded(split, alpha, gold_only=True),
             "verdict": verdict(h.kind, h.margin, p["low"], p["high"])}
+
+
+def calibration(split: dict[Any, tuple[list[float], list[float], list[float]]], kind: str, margin: float,
+                alpha: float, sims: int, seed: int, ceiling: float) -> dict[str, Any]:
+    """The gold-corrected decision's false-claim rate simulated at the boundary, by this path's loop on the draws
+    judge.stats.calibration.calibrate_ppi documents: the strata in the order of their names as text; the gold
+    and judge differences shifted together so that the weighted gold mean is the boundary; per simulated data set
+    and stratum ``rng.integers(0, n, n + m)``, the first n labelled, the judge's differences of the rest unlabelled."""
+    parts = sorted(split.items(), key=lambda kv: str(kv[0]))
+    total = sum(len(d) + len(fu) for _, (d, _, fu) in parts)
+    gold_mean = math.fsum((len(d) + len(fu)) / total * _mean(d) for _, (d, _, fu) in parts)
+    observed = guarded(dict(parts), alpha, gold_only=False)["estimate"]
+    target = {"non_inferiority": -margin, "superiority": 0.0}.get(kind, -margin if observed <= 0 else margin)
+    shift = target - gold_mean
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(sims):
+        drawn = {}
+        for name, (d, fl, fu) in parts:
+            n = len(d)
+            idx = rng.integers(0, n, n + len(fu)).tolist()
+            drawn[name] = ([d[i] + shift for i in idx[:n]], [fl[i] + shift for i in idx[:n]],
+                           [fl[i] + shift for i in idx[n:]])
+        p = guarded(drawn, alpha, gold_only=False)
+        hits += verdict(kind, margin, p["low"], p["high"]) in CLAIMS[kind]
+    return {"boundary": float(target), "sims": sims, "claims": hits, "rate": hits / sims, "ceiling": float(ceiling),
+            "seed": seed, "interval": "ppi"}
+
+
+def decide(comparisons: list[dict], check: dict, run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
+           questions: dict[str, list[str]], alphas: dict[str, float]) -> None:
+    """What the gold does to this path's own verdicts (``comparisons``, after the family), as the registration says:
+    under ``judge_error = "decide"`` the corrected interval's verdict (inconclusive without one), with its
+    calibration and the ceiling's withdrawal; then ``min_gold_agreement`` against the lower end of the primary
+    judge's kappa interval recomputed here (``check``: ``recompute``'s result)."""
+    an, floor = exp.analysis, exp.min_gold_agreement
+    scored = [s for s in gold.scores if s.status == "scored"]
+    by_cell: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for k in keys.values():
+        by_cell[(k["arm"], k["quant"], k["question_id"])].append(k["label"])
+    corrected = {c["id"]: c["judge_error"] for c in check["comparisons"]}
+    primary = next((j.get("agreement") for j in check["judge_validity"]["judges"]
+                    if j["id"] == run["judge"]["primary"]), None)
+    hyps = {h.id: h for h in exp.hypotheses}
+    for c in comparisons:
+        h, e = hyps[c["id"]], corrected.get(c["id"]) or {}
+        if an.judge_error == "decide" and len(c["paired_questions"]) >= 2 and c["verdict"] != "inconclusive":
+            if e.get("ppi") is None:
+                c["verdict"] = "inconclusive"
+            else:
+                _, split = _gold_split(h, run, gold, scored, keys, by_cell, verdicts, questions)
+                cap = an.calibration_ceiling
+                cal = calibration(split, h.kind, h.margin, alphas.get(h.id) or h.alpha, an.calibration_sims, an.seed,
+                                  float(cap) if cap is not None else 2 * h.alpha)
+                c["calibration"] = cal
+                claim = e["verdict"] in CLAIMS[h.kind]
+                c["verdict"] = "inconclusive" if claim and cal["rate"] > cal["ceiling"] else e["verdict"]
+        if floor is not None and c["verdict"] != "inconclusive":
+            low = primary["kappa_low"] if primary else None
+            if low is None or low < floor:
+                c["verdict"] = "inconclusive"
+
+

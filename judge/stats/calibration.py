@@ -1,5 +1,7 @@
 """Calibration: how often the registered rule makes its claim on data like these simulated at the boundary of the
-hypothesis, computed with the decision's own rule (seeded, so verify recomputes it).
+hypothesis, computed with the decision's own rule (seeded, so verify recomputes it): ``calibrate`` for the
+judge-only decision, ``calibrate_ppi`` for the gold-corrected (PPI++) interval where it decides
+(``[analysis] judge_error = "decide"``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import ppi
 from . import rule as score_rule
 from .bootstrap import decimal, differences, exact_interval
 from .decide import claims
@@ -140,5 +143,38 @@ def _calibrate_score(shifted: list[Fraction], kind: str, m: Fraction, target: Fr
                     d += kinds[i]
                     unit += 1
             hits += _score_claims(kind, d, m, alpha, scale, None if clusters is None else labels)
+    return Calibration(boundary=float(target), sims=int(sims), claims=int(hits), rate=hits / sims,
+                       ceiling=float(ceiling), seed=int(seed))
+
+
+def calibrate_ppi(strata: dict[Any, tuple], kind: str, margin: float, *, alpha: float, sims: int, seed: int,
+                  ceiling: float, step: float) -> Calibration:
+    """The false-claim rate of the gold-corrected decision (stratified PPI++, rule "guarded"), simulated at the
+    boundary, for data like these.
+
+    ``strata``: ``ppi.split``'s (name -> gold, judge on the labelled questions, judge on the others), in its order.
+    The world simulated: in each stratum, the questions with gold, their gold and judge differences shifted
+    together by one amount so that the strata's weighted gold mean is exactly the boundary (-margin, 0 for
+    superiority; for equivalence the margin on the side of the estimate), the judge keeping the error it showed.
+    Each of ``sims`` data sets draws, stratum by stratum in order, ``rng.integers(0, n, n + m)`` from
+    ``numpy.random.default_rng(seed)`` (n labelled and m other questions, as observed): the first n are labelled,
+    the judge's differences of the other m stand for the questions without gold. Each is decided by the PPI++
+    interval at ``alpha`` and the registered rule's strict comparison.
+    """
+    parts = {k: tuple(np.asarray(x, dtype=float) for x in v) for k, v in strata.items()}
+    total = sum(d.size + fu.size for d, _, fu in parts.values())
+    gold_mean = math.fsum((d.size + fu.size) / total * float(np.mean(d)) for d, _, fu in parts.values())
+    observed = ppi.stratified_ppi_mean(parts, alpha=alpha, rule="guarded", step=step).estimate
+    target = {"non_inferiority": -margin, "superiority": 0.0}.get(kind, -margin if observed <= 0 else margin)
+    shift = target - gold_mean
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(sims):
+        drawn = {}
+        for name, (d, fl, fu) in parts.items():
+            idx = rng.integers(0, d.size, d.size + fu.size)
+            drawn[name] = (d[idx[:d.size]] + shift, fl[idx[:d.size]] + shift, fl[idx[d.size:]] + shift)
+        e = ppi.stratified_ppi_mean(drawn, alpha=alpha, rule="guarded", step=step)
+        hits += claims(kind, margin, e.low, e.high)
     return Calibration(boundary=float(target), sims=int(sims), claims=int(hits), rate=hits / sims,
                        ceiling=float(ceiling), seed=int(seed))

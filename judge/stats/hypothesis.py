@@ -30,14 +30,16 @@ class Decided:
 
 
 def decision(a, b, *, kind: str, margin: float, alpha: float, scale: Scale, cluster_of: Sequence | None,
-             settings) -> Decided:
+             settings, withdraw: bool = True) -> Decided:
     """Decide one registered hypothesis on its paired scores (a: reference arm, b: arm under test, exact).
 
     ``scale``: the rubric's scale and K; ``cluster_of``: each question's registered cluster (None or "" for a
     question without one; None for the whole list when the set declares none); ``settings``: the registered
     [analysis] (resamples, method, seed, rule, min_clusters, calibration_sims, calibration_ceiling). A question
     without a cluster in a clustered set is a unit of its own for resampling and variance, but only registered
-    clusters count towards ``min_clusters`` (``judge.stats.rule.cluster_units``).
+    clusters count towards ``min_clusters`` (``judge.stats.rule.cluster_units``). ``withdraw`` False: the
+    calibration does not govern this verdict, because a gold-corrected interval decides instead (judge.validity,
+    ``judge_error = "decide"``), with a calibration of its own.
     """
     labels, registered = None, None
     if cluster_of is not None and any(c not in (None, "") for c in cluster_of):
@@ -56,7 +58,7 @@ def decision(a, b, *, kind: str, margin: float, alpha: float, scale: Scale, clus
         verdict = "inconclusive"
         reason = (f"only {registered} cluster(s) of questions{why}, fewer than the registered minimum of "
                   f"{settings.min_clusters} for a clustered decision; the statistic alone would say: {d.verdict}")
-    elif d.verdict in CLAIMS[kind] and cal.rate > cal.ceiling:
+    elif withdraw and d.verdict in CLAIMS[kind] and cal.rate > cal.ceiling:
         verdict = "inconclusive"
         reason = (f"{d.reason}; but the rule's false-claim rate simulated at the boundary is {cal.rate:.3f} "
                   f"({cal.claims} of {cal.sims} simulated data sets), above the registered ceiling "

@@ -78,6 +78,7 @@ __all__ = [
     "gold_only_mean",
     "judge_only_mean",
     "correct",
+    "split",
     "label_sample",
 ]
 
@@ -325,30 +326,41 @@ def correct(judge, gold, *, design: str, alpha: float, strata: Sequence | None =
     if len(labels) != f.size:
         raise ValueError("strata must have one label per question")
     judge_only = judge_only_mean(f, alpha=alpha, rule=rule, step=step)
-
-    def none(reason: str) -> Correction:
+    parts, reason = split(f, g, design=design, strata=strata)
+    if not parts:
         return Correction(design, None, None, judge_only, reason)
+    ppi = stratified_ppi_mean(parts, alpha=alpha, lam=lam, rule=rule, step=step)
+    return Correction(design, ppi, gold_only_mean(parts, alpha=alpha, rule=rule, step=step), judge_only, "")
 
+
+def split(judge, gold, *, design: str, strata: Sequence | None = None) -> tuple[dict[Any, tuple], str]:
+    """The strata a correction is computed on, in the order of their names (as text): name -> (gold, judge on the
+    labelled questions, judge on the others); empty, with the reason, when the design or the gold cannot correct
+    (``correct``'s arguments and rules)."""
+    if design not in GOLD_DESIGNS:
+        raise ValueError(f"design must be one of {GOLD_DESIGNS}, got {design!r}")
+    f = _vector(judge, "judge")
+    g = np.array([math.nan if x is None else float(x) for x in gold], dtype=float)
+    labels = [None] * f.size if strata is None else list(strata)
     if design == "convenience":
-        return none("labels picked by hand: agreement only, no correction")
+        return {}, "labels picked by hand: agreement only, no correction"
     groups: dict[Any, list[int]] = {}
     for i, s in enumerate(labels):
         groups.setdefault(s, []).append(i)
-    split = {}
+    out = {}
     for name, idx in sorted(groups.items(), key=lambda kv: str(kv[0])):
         ix = np.array(idx)
         have = ~np.isnan(g[ix])
         n, size = int(have.sum()), ix.size
         where = "the questions" if name is None else f"stratum {name!r}"
         if n == 0:
-            return none(f"{where}: no gold on any of its {size} questions, so its judge bias cannot be corrected")
+            return {}, f"{where}: no gold on any of its {size} questions, so its judge bias cannot be corrected"
         if design == "complete_strata" and n < size:
-            return none(f"{where}: gold on {n} of {size} questions, not whole, under design complete_strata")
+            return {}, f"{where}: gold on {n} of {size} questions, not whole, under design complete_strata"
         if n < size and n < 2:
-            return none(f"{where}: gold on {n} of {size} questions; a random sample needs at least 2")
-        split[name] = (g[ix][have], f[ix][have], f[ix][~have])
-    ppi = stratified_ppi_mean(split, alpha=alpha, lam=lam, rule=rule, step=step)
-    return Correction(design, ppi, gold_only_mean(split, alpha=alpha, rule=rule, step=step), judge_only, "")
+            return {}, f"{where}: gold on {n} of {size} questions; a random sample needs at least 2"
+        out[name] = (g[ix][have], f[ix][have], f[ix][~have])
+    return out, ""
 
 
 def label_sample(ids: Sequence[str], n: int, seed: int) -> list[str]:
