@@ -2,8 +2,8 @@
 person sees each answer exactly as the judge saw it and nothing that names its system, a score off the scale is asked
 again, Ctrl-C stops, the same command resumes without asking a labelled answer again, the chain stays intact; labels
 made elsewhere are imported, checked against the run; a drawn sample is recorded and every answer to its questions is
-asked. Then the run's gold, through `gold_scores`: the demo's program on its arithmetic answers, people's labels with
-their design."""
+asked. Then the run's gold, through `gold_scores`: the demo's program on every answer, people's labels with their
+design."""
 from __future__ import annotations
 
 import hashlib
@@ -215,7 +215,7 @@ def test_a_sample_is_drawn_recorded_and_every_answer_to_its_questions_asked_then
     run_json = json.loads((run / "run.json").read_text())
     exp = load_experiment(Path(run_json["experiment_dir"]))
     # the draw, by numpy directly (judge.stats.ppi.label_sample's documented rule): 1 of the run's sorted question ids;
-    # seed 1 draws q02, a question of no stratum the program completes (q03, drawn by most seeds, is arithmetic)
+    # seed 1 draws q02 (in_context only, a stratum the demo's program completes)
     pool = sorted(run_json["question_ids"])
     picked = [pool[i] for i in sorted(np.random.default_rng(1).choice(len(pool), size=1, replace=False).tolist())]
     assert picked == ["q02"]
@@ -239,22 +239,24 @@ def test_a_sample_is_drawn_recorded_and_every_answer_to_its_questions_asked_then
     keys = {k["label"]: k for k in map(json.loads, (run / "blinding.jsonl").read_text().splitlines())}
     human = [s for s in g.scores if s.source == "human"]
     assert {s.label for s in human} == wanted
-    assert all(s.design == "random_sample" and s.draw == 0 and s.score == 1 and s.labeller == "bob" for s in human)
-    # the demo's program: one score for every answer; it decides every arithmetic and out-of-scope one, no other
+    # the draw is recorded on each of them; their design is the complete stratum the program makes of in_context,
+    # which a complete stratum takes before a draw (a draw outside complete strata: tests/test_gold.py)
+    assert all(s.design == "complete_strata" and s.stratum == "in_context" and s.draw == 0 and s.score == 1
+               and s.labeller == "bob" for s in human)
+    # the demo's program: one score for every answer, and it decides every one (arithmetic never 1)
     program = [s for s in g.scores if s.source == "program"]
     assert {s.label for s in program} == set(keys) and all(s.origin == "gold.py:score" for s in program)
     tags = {q: set(exp_q["tags"]) for q, exp_q in questions(exp).items()}
     for s in program:
         assert (s.arm, s.quant, s.question_id) == (keys[s.label]["arm"], keys[s.label]["quant"],
                                                    keys[s.label]["question_id"])
-        if tags[s.question_id] & {"arithmetic", "out_of_scope"}:
-            assert s.status == "scored" and s.score in (0, 2)
-        else:
-            assert (s.status, s.score) == ("undecided", None)
+        assert s.status == "scored" and s.score in ((0, 2) if "arithmetic" in tags[s.question_id] else (0, 1, 2))
     arithmetic = [s for s in program if "arithmetic" in tags[s.question_id]]
     assert arithmetic, "the small run's questions include an arithmetic one"
-    assert "arithmetic" in g.complete_strata
-    assert {(s.design, s.stratum) for s in arithmetic} == {("complete_strata", "arithmetic")}
+    assert g.complete_strata == ("arithmetic", "in_context")
+    # q03's tags are ["in_context", "arithmetic"]: its first complete tag is its stratum
+    assert questions(exp)["q03"]["tags"] == ["in_context", "arithmetic"]
+    assert {(s.design, s.stratum) for s in arithmetic} == {("complete_strata", "in_context")}
 
 
 def questions(exp) -> dict[str, dict]:

@@ -350,41 +350,56 @@ def test_the_pages_chain_rule_is_arms_jsonl_link(small_run, browser, tmp_path):
         assert problems == []
 
 
-def test_the_demo_programs_gold_is_on_its_arithmetic_and_out_of_scope_answers_only(small_run, browser, tmp_path):
-    """The demo's gold program decides exactly the answers to questions tagged arithmetic or out_of_scope (its
-    docstring's promise, checked here by calling its source on each answer as the judge read it): those answers show
-    its score, no other answer shows one, and the `gold available` filter keeps exactly their questions."""
+def test_the_demo_programs_gold_is_on_every_answer_and_the_gold_filter_keeps_the_questions_with_gold(small_run,
+                                                                                                   browser, tmp_path):
+    """The demo's gold program decides every answer (its docstring's promise, checked here by calling its source on
+    each answer as the judge read it): every answer shows its score. On a copy of the run whose experiment's program
+    is planted to leave q01 undecided, q01's answers show none and the `gold available` filter keeps exactly the
+    other questions."""
     from test_review_md import _demo_gold
 
+    from registration.seal import seal
+
     program = _demo_gold()
-    page_file = view(small_run, out=tmp_path / "review.html")
-    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page_file.read_text(),
-                                re.S).group(1))
+    qtags = tags(small_run)
     run = json.loads((small_run / "run.json").read_text())
     exp = load_experiment(Path(run["experiment_dir"]))
     questions = {q.id: q for q in load_questions(exp.set_paths())}
-    strata = {"arithmetic", "out_of_scope"}
-    qtags = tags(small_run)
-    want: dict[str, int | None] = {}
-    for row in data["rows"]:
-        q = questions[row["question"]]
-        for rid in row["a"] + row["b"]:
-            a = data["answers"][rid]
-            got = program(q, q.reference, a["shown"] if a["shown"] is not None else a["text"])
-            assert (got is not None) == bool(strata & set(qtags[q.id])), (q.id, got)
-            want[a["label"]] = got
-            if got is None:
-                assert a["gold"]["count"] == 0 and a["gold"]["mean"] is None, a["gold"]
-            else:
-                assert (a["gold"]["count"], a["gold"]["mean"], a["gold"]["sources"]) == (1, got, ["program"])
-    assert {v is None for v in want.values()} == {True, False}  # both kinds are in the run: the check bites
-    with_gold = sorted({(r["hypothesis"], r["question"]) for r in data["rows"] if strata & set(qtags[r["question"]])})
-    with opened(browser, page_file) as (page, problems):
-        page.check("#f-gold")
-        assert sorted((h, q) for h, q, _ in shown_rows(page)) == with_gold
-        first = page.locator("details.pair").first
-        first.click()
-        for card in first.locator(".answer").all():
-            g = want[card.get_attribute("data-label")]
-            assert card.locator(".gold").text_content().startswith(f"gold: {g} (program)"), g
-        assert problems == []
+    # the plant: the demo's program, but None on q01 (an experiment of its own, sealed; the run points at it)
+    planted_exp, planted = tmp_path / "exp", tmp_path / "run"
+    shutil.copytree(exp.dir, planted_exp)
+    (planted_exp / "gold.py").write_text((exp.dir / "gold.py").read_text() + (
+        "\n\n_decides = score\n\n\ndef score(question, reference, answer):\n"
+        "    return None if question.id == 'q01' else _decides(question, reference, answer)\n"))
+    seal(planted_exp)
+    shutil.copytree(small_run, planted, ignore=shutil.ignore_patterns("*.html", "run.lock"))
+    (planted / "run.json").write_text(json.dumps(run | {"experiment_dir": str(planted_exp)}))
+    assert "q01" in qtags and len(qtags) > 1
+    for run_dir, undecided in ((small_run, set()), (planted, {"q01"})):
+        page_file = view(run_dir, out=tmp_path / f"review-{run_dir.name}.html")
+        data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>',
+                                    page_file.read_text(), re.S).group(1))
+        want: dict[str, int | None] = {}
+        for row in data["rows"]:
+            q = questions[row["question"]]
+            for rid in row["a"] + row["b"]:
+                a = data["answers"][rid]
+                got = None if q.id in undecided else program(q, q.reference,
+                                                             a["shown"] if a["shown"] is not None else a["text"])
+                assert (got is None) == (q.id in undecided) and (got is None or got in (0, 1, 2)), (q.id, got)
+                want[a["label"]] = got
+                if got is None:
+                    assert a["gold"]["count"] == 0 and a["gold"]["mean"] is None, a["gold"]
+                else:
+                    assert (a["gold"]["count"], a["gold"]["mean"], a["gold"]["sources"]) == (1, got, ["program"])
+        assert {v is None for v in want.values()} == ({True, False} if undecided else {False})  # the plant took
+        with_gold = sorted({(r["hypothesis"], r["question"]) for r in data["rows"] if r["question"] not in undecided})
+        with opened(browser, page_file) as (page, problems):
+            page.check("#f-gold")
+            assert sorted((h, q) for h, q, _ in shown_rows(page)) == with_gold
+            first = page.locator("details.pair").first
+            first.click()
+            for card in first.locator(".answer").all():
+                g = want[card.get_attribute("data-label")]
+                assert card.locator(".gold").text_content().startswith(f"gold: {g} (program)"), g
+            assert problems == []

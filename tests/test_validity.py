@@ -13,11 +13,14 @@ import ppi_py
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from scipy.stats import t as scipy_t
 from sklearn.metrics import cohen_kappa_score
 
 from core.records import Judgment, KeyRow
 from judge import validity
 from judge.gold import GoldScore, GoldSet, GoldStratum
+from judge.report import TEMPLATES
 from judge.second_path import decisions
 from judge.second_path import judge_error as validity_check
 from judge.stats import ppi
@@ -99,17 +102,18 @@ N = 30
 
 
 def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float | None = None, gold_on: bool = True,
-            family_alpha: float | None = None, ceiling: float | None = None):
+            family_alpha: float | None = None, ceiling: float | None = None, strata: int = 1):
     """Arm a's answers all judged 1 and worth 1; arm b's judged `judge_b[i]`, worth `gold_b[i]`; gold on every
-    answer with `design`. One question per index, all tagged "all" (so gold covers the whole stratum)."""
+    answer with `design`. One question per index, all tagged "all" (so gold covers the whole stratum), or with
+    `strata` > 1 question i tagged "s{i % strata}"."""
     demo = load_experiment(ROOT / "sealed" / "demo")
     h = Hypothesis(id="H", a="a", b="b", quant="Q", kind="non_inferiority", margin=0.1, alpha=0.025)
     exp = replace(demo, analysis=replace(demo.analysis, judge_error=mode, resamples=200, seed=3,
                                          calibration_ceiling=ceiling),
                   min_gold_agreement=floor, hypotheses=[h])
-    qmap = {f"q{i:02d}": Question(id=f"q{i:02d}", question="?", reference=None, tags=("all",), cluster=None,
-                                   set="x.jsonl")
-            for i in range(N)}
+    tag = {f"q{i:02d}": "all" if strata == 1 else f"s{i % strata}" for i in range(N)}
+    qmap = {q: Question(id=q, question="?", reference=None, tags=(t,), cluster=None, set="x.jsonl")
+            for q, t in tag.items()}
     keys, judgments, scores = [], [], []
     for arm, judged, worth in (("a", [1] * N, [1] * N), ("b", judge_b, gold_b)):
         for i, q in enumerate(qmap):
@@ -121,11 +125,13 @@ def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float 
             scores.append(GoldScore(label=label, row=f"{arm}/{q}", arm=arm, quant="Q", question_id=q, sample=0,
                                     source="human", origin="labels/x.jsonl:1", labeller="x", score=worth[i],
                                     status="scored", error=None, time=None, note="", design=design,
-                                    stratum="all" if design == "complete_strata" else None, draw=None))
+                                    stratum=tag[q] if design == "complete_strata" else None, draw=None))
     complete = design == "complete_strata"
     scores = scores if gold_on else []
     gold = GoldSet(scale=SCALE, answers=2 * N, scores=tuple(scores),
-                   strata=(GoldStratum("all", tuple(qmap), 2 * N, len(scores), complete and gold_on),), draws=(),
+                   strata=tuple(GoldStratum(t, tuple(q for q in qmap if tag[q] == t), 2 * N // strata,
+                                            len(scores) // strata, complete and gold_on)
+                                for t in sorted(set(tag.values()))), draws=(),
                    program=None,
                    files=(), unmatched=())
     per = {("a", "Q"): {q: Fraction(1) for q in qmap},
@@ -216,6 +222,44 @@ def test_a_registered_floor_or_decide_without_any_gold_is_inconclusive_with_the_
     section, c = planted(judge_b, judge_b, "complete_strata", mode=mode, floor=floor, gold_on=False)
     assert section["judges"][0]["agreement"] is None and c["verdict"] == "inconclusive"
     assert ("no gold to measure it" if floor else "no gold-corrected interval") in c["reason"]
+
+
+@pytest.mark.parametrize("strata", [1, 2])
+def test_gold_on_every_question_is_the_gold_mean_with_golds_own_interval_and_the_line_says_so(strata):
+    """With gold on every question nothing is left for the judge to impute: the PPI++ estimate is the gold mean and
+    its interval the gold-only one, computed here by hand from the guarded rule (per stratum the gold differences'
+    ddof-1 spread with two pseudo-residuals of one point, Student t with Welch-Satterthwaite degrees of freedom);
+    the decision's line says so instead of presenting it as the judge's correction."""
+    gold_b = [0 if i % 3 == 0 else 1 for i in range(N)]
+    judge_b = [min(2, g + 1) for g in gold_b]  # a kinder judge: its scores must not move the interval
+    _, c = planted(judge_b, gold_b, "complete_strata", strata=strata)
+    e = c["judge_error"]
+    p, g = e["ppi"], e["gold_only"]
+    d = [float(x - 1) for x in gold_b]
+    assert e["design"] == "complete_strata" and p["labelled"] == p["questions"] == N
+    assert [s["lam"] for s in p["strata"]] == [None] * strata
+    assert p["estimate"] == pytest.approx(sum(d) / N)
+    assert (p["estimate"], p["se"], p["low"], p["high"]) == (g["estimate"], g["se"], g["low"], g["high"])
+    parts = []
+    for h in range(strata):
+        x = d[h::strata]
+        n, mean = len(x), sum(d[h::strata]) / len(x)
+        v = (sum((y - mean) ** 2 for y in x) + 2 * validity.STEP ** 2) / (n + 1)
+        parts.append(((n / N) ** 2 * v / n, n + 1))
+    var = sum(v for v, _ in parts)
+    df = var ** 2 / sum(v * v / k for v, k in parts)
+    low = sum(d) / N - scipy_t.ppf(1 - 0.025, df) * math.sqrt(var)
+    assert p["low"] == pytest.approx(low, abs=1e-12) and p["df"] == pytest.approx(df)
+    c["result"]["bound"] = -0.05
+    line = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined).get_template(
+        "gold_corrected.md.j2").render(c=c, je=e)
+    stratum = "1 stratum" if strata == 1 else f"{strata} strata"
+    assert line.startswith('Gold-corrected (complete strata; judge_error = "report"): PPI++ estimate '
+                           f'{p["estimate"]:+.3f}, CI [{p["low"]:+.3f}, {p["high"]:+.3f}], bound {p["low"]:+.3f} '
+                           f"with gold on all {N} questions ({stratum}): no question is left to the judge, so this is "
+                           "the gold mean with gold's own interval (the gold-only one), which the judge's scores do "
+                           "not narrow; judge only ")
+    assert "gold only [" not in line and "λ" not in line and line.endswith(f'corrected verdict "{e["verdict"]}".')
 
 
 # ----------------------------------------------------------------------------------------
