@@ -25,8 +25,8 @@ that is this gold's known blind spot, and a person can label over any answer (`j
   point"), none 0. A fact is stated when one of its forms appears:
   - a number (citations left out, the question's words repeated left out, as for arithmetic), followed within two
     words by one of its units where it has units ("72 hours" or "3 days" for q07, not "72 days"); where the question
-    names the unit ("how many minutes") or the number is an amount of crowns or a count, the number alone. Numbers
-    written as words ("two") are not read: such an answer is 0 or 1 where a person would give more.
+    names the unit ("how many minutes") or the number is an amount of crowns, a count or an age, the number alone.
+    Numbers written as words ("two") are not read: such an answer is 0 or 1 where a person would give more.
   - a phrase ("standard" bicycle, "Day Pass", "parent or guardian" for q22), none of them a word of the question.
   - the decision "No" of a yes/no question (DECISION): the answer opens with "No" (or says "The answer: No"), or
     negates one of the question's own verbs (no, not, never, cannot or n't followed within two words by one: "can't
@@ -169,10 +169,14 @@ def opens_with(answer: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
+def wrong_decision(question_id: str, answer: str) -> bool:
+    """The question asks for a decision (DECISION) and the answer opens with the other one."""
+    decision, said = DECISION.get(question_id), opens_with(answer)
+    return bool(decision and said and said != decision)
+
+
 def arithmetic(question_id: str, question: str, answer: str) -> int:
-    decision = DECISION.get(question_id)
-    said = opens_with(answer)
-    if decision and said and said != decision:
+    if wrong_decision(question_id, answer):
         return BOTTOM
     return TOP if Decimal(EXPECTED[question_id]) in stated(answer, question) else BOTTOM
 
@@ -194,9 +198,7 @@ def states(form: tuple, answer: str, question: str) -> bool:
 
 
 def key_facts(question_id: str, question: str, answer: str) -> int:
-    decision = DECISION.get(question_id)
-    said = opens_with(answer)
-    if decision and said and said != decision:
+    if wrong_decision(question_id, answer):
         return BOTTOM
     facts = KEY_FACTS[question_id]
     n = sum(any(states(form, answer, question) for form in fact) for fact in facts)
