@@ -73,7 +73,7 @@ name = "plain"
 model = "armmodel"
 quants = ["served"]
 {'glue = "glue.py:answer"' if glue else ''}
-generation = {{ temperature = 0.0, max_tokens = 24, seed = 0, system = "Answer in one short sentence." }}
+generation = {{ temperature = 0.0, max_tokens = 8, seed = 0, system = "Answer in one short sentence." }}
 
 [judge]
 rubric = "correctness"
