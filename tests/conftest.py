@@ -27,7 +27,8 @@ def pytest_collection_modifyitems(config, items):
     """Every test belongs to exactly one tier, so `pytest -m unit` is the whole fast tier and nothing hides.
 
     Each test also runs in the xdist worker of its module (module fixtures are made once), except that every test
-    using the session's `small_run` goes to one worker, so that real run is made once, not once per worker."""
+    using the session's `small_run` goes to one worker, so that real run is made once, not once per worker. The
+    groups are handed out longest first (_expected_seconds)."""
     wrong = [f"{item.nodeid}: {sorted(found) or 'none'}" for item in items
              if len(found := {m.name for m in item.iter_markers() if m.name in TIERS}) != 1]
     if wrong:
