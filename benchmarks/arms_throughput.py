@@ -17,7 +17,7 @@
    wall time ratio.
 
     python benchmarks/arms_throughput.py            # 12 questions, 3 repeats; ordering: 6 questions x K=3
-    python benchmarks/arms_throughput.py --quick    # CI: proves it runs (3 questions, 1 repeat)
+    python benchmarks/arms_throughput.py --quick    # CI: proves it runs (2 questions, 1 repeat, max_tokens 16)
 """
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ from registration.questions import load_questions
 
 GOAL = 0.95
 QUANT = "Q8_0"
+QUICK_MAX_TOKENS = 16
 
 
 def bare(model: str, arm, questions, threads: int) -> tuple[int, float]:
@@ -78,13 +79,14 @@ def sample_major(tasks):
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="CI: 3 questions, one repeat")
+    p.add_argument("--quick", action="store_true", help="CI: 2 questions, one repeat, max_tokens 16")
     args = p.parse_args(argv)
-    n, repeats, n_order, k = (3, 1, 2, 2) if args.quick else (12, 5, 6, 3)
+    n, repeats, n_order, k = (2, 1, 2, 2) if args.quick else (12, 5, 6, 3)
+    short = {"max_tokens": QUICK_MAX_TOKENS} if args.quick else {}  # CI checks that it runs, not the figures
     exp = load_experiment(DEMO)
     threads = exp.runtime.threads
     questions = load_questions(exp.set_paths())
-    base = replace(exp.arm("base"), quants=(QUANT,))
+    base = replace(exp.arm("base"), quants=(QUANT,), generation=replace(exp.arm("base").generation, **short))
     model = quant_file(exp.models[base.model], QUANT, exp.dir, exp.runtime).info.path
     result: dict = {"machine": f"{platform.machine()}, {platform.python_version()}", "threads": threads,
                     "model": Path(model).name, "questions": n, "max_tokens": base.generation.max_tokens}
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                       harness_overhead=round(statistics.median(overhead), 4))
 
         glue = replace(exp.arm("glue-base"), quants=(QUANT,), samples=k,
-                       generation=replace(exp.arm("glue-base").generation, temperature=0.7))
+                       generation=replace(exp.arm("glue-base").generation, temperature=0.7, **short))
         times = {}
         for name, order in (("sample_major", sample_major), ("prompt_order", prompt_order)):
             runs = [harness(exp, [glue], questions[:n_order], work, order=order)[1] for _ in range(min(repeats, 3))]

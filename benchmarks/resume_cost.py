@@ -5,7 +5,7 @@ both wall times and the model calls the second run made (from invocations.jsonl,
 
     python benchmarks/resume_cost.py                  # the whole demo: 320 answers + 320 verdicts
     python benchmarks/resume_cost.py --limit 5        # a quicker look
-    python benchmarks/resume_cost.py --quick          # CI: 2 questions of one arm, proves it runs
+    python benchmarks/resume_cost.py --quick          # CI: 1 question of one arm, proves it runs
 
 The call cache always starts empty. With --quick, the quant files, adapters and passed load probes already in
 the current cache (BLINDEVAL_CACHE) are hard-linked into it: deriving them again is not what CI checks here.
@@ -49,7 +49,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     arms = "base" if args.quick else ""
-    limit = 2 if args.quick else args.limit
+    limit = 1 if args.quick else args.limit
     with tempfile.TemporaryDirectory() as t:
         env = {**os.environ, "BLINDEVAL_CACHE": str(Path(t) / "cache")}
         if args.quick:

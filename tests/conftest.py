@@ -27,15 +27,32 @@ def pytest_collection_modifyitems(config, items):
     """Every test belongs to exactly one tier, so `pytest -m unit` is the whole fast tier and nothing hides.
 
     Each test also runs in the xdist worker of its module (module fixtures are made once), except that every test
-    using the session's `small_run` goes to one worker, so that real run is made once, not once per worker."""
+    using the session's `small_run` goes to one worker, so that real run is made once, not once per worker. The
+    groups are handed out longest first (_expected_seconds)."""
     wrong = [f"{item.nodeid}: {sorted(found) or 'none'}" for item in items
              if len(found := {m.name for m in item.iter_markers() if m.name in TIERS}) != 1]
     if wrong:
         raise pytest.UsageError("each test needs exactly one tier marker (" + ", ".join(TIERS) + "; "
                                 "module-level `pytestmark` or a decorator):\n  " + "\n  ".join(wrong))
+    groups = {}
     for item in items:
         group = "small_run" if "small_run" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+        groups.setdefault(group, []).append(item)
+    order = sorted(groups, key=lambda g: -_expected_seconds(groups[g]))  # stable: ties keep collection order
+    items[:] = [item for group in order for item in groups[group]]
+
+
+# rough seconds per test of each tier in a suite run on 2 shared cores (a model process, a server, a CLI run)
+TIER_SECONDS = {"unit": 0.05, "integration": 3.0, "slow": 10.0}
+
+
+def _expected_seconds(items) -> float:
+    """What a group of tests is expected to take, from its tiers. Groups go to the xdist workers longest first
+    (pyproject.toml turns off xdist's own order, most tests first), so a long group with few tests is not what
+    the last worker is still running while the others are done; the many short unit modules fill in at the end.
+    Within a group the tests keep their order."""
+    return sum(TIER_SECONDS[next(m.name for m in item.iter_markers() if m.name in TIERS)] for item in items)
 
 
 @pytest.fixture(scope="session", autouse=True)

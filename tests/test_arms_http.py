@@ -34,6 +34,7 @@ from support.scripted_server import ScriptedServer, fail, reply
 pytestmark = pytest.mark.integration
 
 QUESTIONS = 2  # the same ids, schema and settings on every backend: the count is not the point
+MAX_TOKENS = 16  # nor the answers' length: the demo's 64 only made each greedy answer longer
 @pytest.fixture(scope="module")
 def servers(llama_server, tmp_path_factory):
     """Two llama-servers on the demo's Q8_0 file: the session's base, and the base with the demo adapter (the
@@ -47,14 +48,16 @@ def servers(llama_server, tmp_path_factory):
 
 
 def _demo_arms_on(models: dict[str, ModelSpec] | None, quant: str) -> tuple[list[ArmSpec], dict[str, ModelSpec]]:
-    """The demo's four arms at one quant; with `models`, base/trained point at served models instead."""
+    """The demo's four arms at one quant, answers cut at MAX_TOKENS; with `models`, base/trained point at served
+    models instead."""
     exp = load_experiment(DEMO)
     arms = []
     for a in exp.arms:
+        a = replace(a, quants=(quant,), generation=replace(a.generation, max_tokens=MAX_TOKENS))
         if models is None:
-            arms.append(replace(a, quants=(quant,)))
+            arms.append(a)
         else:
-            arms.append(replace(a, quants=(quant,), adapters=(), model="trained" if a.adapters else "base"))
+            arms.append(replace(a, adapters=(), model="trained" if a.adapters else "base"))
     return arms, models or exp.models
 
 

@@ -40,6 +40,9 @@ def prereg(api: str, url: str, model_lines: str = "", arm_model_lines: str = "",
     """An experiment whose one plain arm and one judge are both served by `api` through its batch API."""
     base = f"{url}/v1" if api == "openai" else url
     sampling = "sampling_params = true\n" if api == "anthropic" else ""
+    # llama-server's Messages route answers the judge's forced tool call with text, which never parses (see the
+    # end-to-end test), so an Anthropic verdict's length tests nothing: 12 tokens instead of the rubric's 96
+    judge_generation = "generation = { max_tokens = 12 }\n" if api == "anthropic" else ""
     return f"""[experiment]
 name = "batch-{api}"
 seed = 7
@@ -70,7 +73,7 @@ name = "plain"
 model = "armmodel"
 quants = ["served"]
 {'glue = "glue.py:answer"' if glue else ''}
-generation = {{ temperature = 0.0, max_tokens = 24, seed = 0, system = "Answer in one short sentence." }}
+generation = {{ temperature = 0.0, max_tokens = 8, seed = 0, system = "Answer in one short sentence." }}
 
 [judge]
 rubric = "correctness"
@@ -78,7 +81,7 @@ attempts = 2
 
 [judges.j]
 model = "judgemodel"
-
+{judge_generation}
 [analysis]
 resamples = 200
 method = "percentile"

@@ -229,7 +229,10 @@ def rows(path: Path) -> list[dict]:
     return [r for _, r in jsonl.read(path)]
 
 
-def test_judge_run_with_batch_4_writes_in_order_resumes_and_records_the_batch(tmp_path):
+def test_judge_run_with_batch_4_writes_in_order_resumes_and_records_the_batch(small_run, tmp_path):
+    """Batch 1 is the reference. It asks what the session's `small_run` asked already (a call key names the batch
+    only above 1), so run after it, in its worker (tests/conftest.py), it is answered from the session's call
+    cache; every call at batch 4 is a new one."""
     runs = {}
     for batch in ("1", "4"):
         out = tmp_path / f"out-{batch}"

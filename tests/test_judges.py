@@ -78,8 +78,12 @@ def test_length_bias_separates_length_from_arm():
 
 
 @pytest.fixture(scope="module")
-def two_judges(tmp_path_factory) -> Path:
-    """One real run by two local judges in both modes (single and pairwise); tests that change it copy it first."""
+def two_judges(small_run, tmp_path_factory) -> Path:
+    """One real run by two local judges in both modes (single and pairwise); tests that change it copy it first.
+
+    Made after the session's `small_run`, in its worker (tests/conftest.py): the 8 answers and the local judge's 8
+    single verdicts are calls that run made already, answered from the session's call cache as any resumed or
+    extended run is; local-q4's verdicts and every pairwise verdict are new calls."""
     out = tmp_path_factory.mktemp("two-judges") / "run"
     r = cli("judge", "run", "--arms", "base,trained", "--limit", "2", "--judges", "local,local-q4", "--mode", "both",
             "--out", str(out), "--quiet")
