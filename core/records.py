@@ -83,6 +83,8 @@ def _deep(hint: Any) -> bool:
             return True
         if typing.get_origin(h) in (list, dict) and typing.get_args(h)[-1:] not in ((), (Any,)):
             return True
+        if typing.get_origin(h) is tuple:
+            return True
     return False
 
 
@@ -130,6 +132,10 @@ def _value(v: Any, hint: Any, file: str | Path, line: int | None, where: str) ->
                 if arg is Any or plain is not None and all(type(x) in plain for x in v.values()):
                     return v
                 return {k: _value(x, arg, file, line, f"{where}[{k!r}]") for k, x in v.items()}
+        elif origin is tuple:  # a list of a fixed length (an interval, the rubric's scale)
+            args = typing.get_args(h)
+            if type(v) is list and len(v) == len(args):
+                return [_value(x, a, file, line, f"{where}[{i}]") for i, (x, a) in enumerate(zip(v, args, strict=True))]
         elif origin is Literal:
             if type(v) is str and v in typing.get_args(h):
                 return v
@@ -583,7 +589,8 @@ class Result(Entry):
     seed: int | None = None
     guard_low: float | None = None
     guard_high: float | None = None
-    scale: list[int] = None  # (lowest, highest, K) of the rubric: absent in results decided before the score rule
+    scale: tuple[int, int, int] = None  # the rubric's lowest and highest score and K: absent in results decided before
+    # the score rule
     tests: list[dict[str, Any]] | None = None
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -925,7 +932,7 @@ class AgreementPair(Entry):
     answers: int
     exact_agreement: float
     kappa_quadratic: float | None
-    kappa_ci95: list[float] | None
+    kappa_ci95: tuple[float, float] | None
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -954,9 +961,9 @@ class RetestRow(Entry):
     n: int
     flips: int
     flip_rate: float | None
-    flip_ci95: list[float] | None
+    flip_ci95: tuple[float, float] | None
     kappa_quadratic: float | None
-    kappa_ci95: list[float] | None
+    kappa_ci95: tuple[float, float] | None
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -1050,6 +1057,31 @@ class GoldPair(Entry):
 
 
 @dataclass(frozen=True)
+class GoldDesigns(Entry):
+    """Gold scores by the design that chose their answers (judge.gold: a random sample, complete strata, or picked by
+    hand)."""
+
+    WHAT: ClassVar[str] = "gold designs in numbers.json"
+
+    random_sample: int
+    complete_strata: int
+    convenience: int
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class GoldSources(Entry):
+    """Gold scores by where they came from: sealed labels files, the registered program, people's labels."""
+
+    WHAT: ClassVar[str] = "gold sources in numbers.json"
+
+    labels: int
+    program: int
+    human: int
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
 class JudgeAgainstGold(Entry):
     """One judge against the gold scores (judge.validity.judge_against_gold)."""
 
@@ -1057,7 +1089,7 @@ class JudgeAgainstGold(Entry):
 
     id: str
     gold_scores: int
-    designs: dict[str, int]
+    designs: GoldDesigns
     agreement: GoldAgreement | None  # None: no answer it scored has gold
     pairs: list[GoldPair]
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -1087,8 +1119,8 @@ class GoldSummary(Entry):
     scores: int
     undecided: int
     errors: int
-    sources: dict[str, int]
-    designs: dict[str, int]
+    sources: GoldSources
+    designs: GoldDesigns
     complete_strata: list[str]
     program: str | None
     draws: list[GoldDraw]

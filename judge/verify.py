@@ -463,8 +463,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                         "above, the main path (core.jsonl.current) accepted the raw files")
     problems += duplicate_names(numbers)
     problems += earlier_rule_findings(numbers, exp)
-    edited_numbers = diff_numbers(numbers, main, "recomputation from raw files")
-    problems += edited_numbers
+    problems += diff_numbers(numbers, main, "recomputation from raw files")
     problems += amend["problems"]
     problems += _disagreement("which amendments are dated after the first judgment and not marked post hoc",
                               sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
@@ -493,11 +492,10 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                                  "independent plain-Python recomputation of the judge's error")
     problems += cost_findings(run, run_dir, exp)
     review = published.review if published else (run_dir / REVIEW).is_file()
-    # report.md is rendered from numbers.json and run.json as written when they hold what verify recomputes; where
-    # they do not (each difference named above), from the recomputation, so that an edited value is a finding, never
-    # a structure the report cannot be rendered from
-    expected_report = render(main if edited_numbers else numbers, run if edited_run else as_written, digest,
-                             review).splitlines()
+    # report.md is rendered from numbers.json (its contract holds every field the report reads) and from run.json as
+    # written, or, where run.json's registered part differs from the registration (named above), from the registered
+    # values: an edited or dropped setting is that finding, never a report that cannot be rendered
+    expected_report = render(numbers, run if edited_run else as_written, digest, review).splitlines()
     actual = (run_dir / "report.md").read_text().splitlines()
     for i in range(max(len(expected_report), len(actual))):
         e = expected_report[i] if i < len(expected_report) else "<missing>"

@@ -51,6 +51,9 @@ def _fits(value: Any, hint: Any) -> bool:
         return type(value) is dict
     if typing.get_origin(hint) is typing.Literal:
         return type(value) is str and value in typing.get_args(hint)
+    if typing.get_origin(hint) is tuple:
+        args = typing.get_args(hint)
+        return type(value) is list and len(value) == len(args) and all(map(_fits, value, args))
     origin = typing.get_origin(hint) or hint
     if hint is float:
         return type(value) in (int, float)
@@ -72,6 +75,8 @@ def _values(hint: Any) -> st.SearchStrategy:
         return st.sampled_from(args)
     if origin is list:
         return st.lists(_values(args[0]) if args else PLAIN, max_size=2)
+    if origin is tuple:
+        return st.tuples(*map(_values, args)).map(list)
     if origin is dict:
         return st.dictionaries(st.text(max_size=4), _values(args[1]) if args else PLAIN, max_size=2)
     return {str: st.text(max_size=6), int: st.integers(-10**6, 10**6), bool: st.booleans(),
@@ -120,6 +125,10 @@ def _inside(value: Any, hint: Any, where: str) -> list[tuple[str, Any, bool, Any
         origin, args = typing.get_origin(h), typing.get_args(h)
         if isinstance(h, type) and issubclass(h, Entry) and type(value) is dict:
             return _typed_fields(value, h, where)
+        if origin is tuple and type(value) is list and len(value) == len(args):
+            for i, (x, a) in enumerate(zip(value, args, strict=True)):
+                out += [(f"{where}[{i}]", a, False, value, i), *_inside(x, a, f"{where}[{i}]")]
+            return out
         if origin is list and type(value) is list and args and args[0] is not Any:
             for i, x in enumerate(value):
                 out += [(f"{where}[{i}]", args[0], False, value, i), *_inside(x, args[0], f"{where}[{i}]")]

@@ -594,8 +594,8 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     counts: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     kinds: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # (cell, "answer"/"judge") -> kind -> n
     for j in verdicts.last.values():
-        if j["judge"] != judge or _kind(j) != "single":
-            continue
+        if j["judge"] != judge or _kind(j) != "single" or j["label"] not in keys:
+            continue  # a label blinding.jsonl does not hold: the main path refuses the raw files, a finding
         k = keys[j["label"]]
         cell = (k["arm"], k["quant"])
         status[cell][j["status"]] += 1
