@@ -261,7 +261,7 @@ def _damaged_entry(draw, cls: type) -> tuple[dict[str, Any], str]:
 
 
 @pytest.mark.parametrize("cls", SECTIONS, ids=lambda c: c.__name__)
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(data=st.data())
 def test_damage_to_any_section_names_the_file_and_the_field_path(cls, data):
     """Each section of run.json, numbers.json and binding.json (an entry at `x` in its file): the error names the file
