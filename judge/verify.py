@@ -122,6 +122,22 @@ def duplicate_names(x: Any, path: str = "") -> list[str]:
     return out
 
 
+def renamed_entries(stored: dict, recomputed: dict) -> list[str]:
+    """numbers.json's comparisons, subsets and cells named otherwise than the recomputation names them (an id no
+    registered hypothesis has, an arm or quant the scope does not have): one finding each, naming the entry by its
+    place and what was expected there, before the field-by-field differences that follow from it."""
+    out = []
+    for section, what in (("comparisons", "registered hypothesis of this run"),
+                          ("subsets", "subset of a registered hypothesis"), ("cells", "cell of the bound scope")):
+        want = [_key(v) for v in recomputed.get(section, [])]
+        for i, v in enumerate(stored.get(section, [])):
+            if _key(v) not in want:
+                expected = [n for n in want if n not in {_key(x) for x in stored[section]}]
+                out.append(f"numbers.json {section}[{i}] is named {_key(v)!r}: no {what} is; expected "
+                           f"{' or '.join(map(repr, expected)) if expected else 'no further entry'}")
+    return out
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal, floats within TOL (also inside lists, such as a kappa interval)."""
     if isinstance(a, list) and isinstance(b, list):
@@ -462,6 +478,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         problems.append("retry rule: the two paths disagree: the independent plain-Python check finds the breaches "
                         "above, the main path (core.jsonl.current) accepted the raw files")
     problems += duplicate_names(numbers)
+    problems += renamed_entries(numbers, main)
     problems += earlier_rule_findings(numbers, exp)
     problems += diff_numbers(numbers, main, "recomputation from raw files")
     problems += amend["problems"]

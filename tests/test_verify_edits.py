@@ -74,13 +74,13 @@ def _renamed(doc: Any, path: tuple, new: str) -> None:
 
 
 @st.composite
-def _edit(draw, numbers: dict) -> tuple[dict, str, str]:
-    """numbers.json with one name edited: (the document, the old name, the new one)."""
+def _edit(draw, numbers: dict) -> tuple[dict, tuple, str]:
+    """numbers.json with one name edited: (the document, where, the new name)."""
     doc = json.loads(json.dumps(numbers))
     path, old = draw(st.sampled_from(_names(doc)))
     new = draw(NAME.filter(lambda n: n != old))
     _renamed(doc, path, new)
-    return doc, old, new
+    return doc, path, new
 
 
 @pytest.fixture
@@ -101,13 +101,16 @@ def test_every_kind_of_name_is_found_in_the_fixtures_numbers(small_run):
 @given(data=st.data())
 def test_an_edited_name_in_numbers_json_is_a_finding_naming_it(folder, capsys, data):
     numbers = json.loads((folder / "numbers.json").read_text())
-    doc, old, new = data.draw(_edit(numbers))
+    doc, path, new = data.draw(_edit(numbers))
     (folder / "numbers.json").write_text(_text(doc))
     capsys.readouterr()
     try:
         assert main(["verify", str(folder), "--no-cache"]) == 1
         err = capsys.readouterr().err
         assert any(new in line for line in err.splitlines() if line.startswith("  - ")), err
+        if path[0] == "comparisons" and path[2:] == ("id",):  # named first, with what was expected
+            assert (f"numbers.json comparisons[{path[1]}] is named {new!r}: no registered hypothesis of this run is; "
+                    f"expected {numbers['comparisons'][path[1]]['id']!r}") in err, err
     finally:
         (folder / "numbers.json").write_text(_text(numbers))
 
