@@ -38,7 +38,7 @@ from core import jsonl
 from core.atomic import replacing, write_text
 from core.crash import PARENT_ENV
 from core.errors import BadInput
-from core.records import ANSWER_KEY, JUDGMENT_KEY
+from core.records import ANSWER_KEY, JUDGMENT_KEY, Binding
 from models.sources import chat_template
 from registration.prereg import Experiment
 from registration.seal import inside, manifest_sha256, sealed_sha256
@@ -139,17 +139,10 @@ def gold_entries(exp: Experiment) -> dict[str, str]:
 
 
 def read_binding(run_dir: Path) -> dict[str, Any] | None:
+    """The folder's binding.json read through its contract (core.records.Binding: damage is bad input naming file and
+    field); None: the folder was written before folders were bound."""
     path = Path(run_dir) / BINDING
-    if not path.exists():
-        return None
-    try:
-        doc = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise BadInput(path, f"not valid JSON: {e}") from None
-    for key in ("registration", "scope", "label_key"):
-        if key not in doc:
-            raise BadInput(path, "missing", field=key)
-    return doc
+    return Binding.read_file(path).to_dict() if path.exists() else None
 
 
 def short(v: str) -> str:
@@ -209,7 +202,8 @@ def bind(run_dir: Path, exp: Experiment, arms: list[str], limit: int | None, reg
 def commit(run_dir: Path, doc: dict[str, Any]) -> None:
     """Write the binding if it is new or changed (before any call of this run)."""
     if read_binding(Path(run_dir)) != doc:
-        write_text(Path(run_dir) / BINDING, json.dumps(doc, indent=1) + "\n")
+        path = Path(run_dir) / BINDING
+        write_text(path, Binding.from_dict(doc, path).text())
 
 
 REPAIRED = "repaired.jsonl"

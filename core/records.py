@@ -52,75 +52,123 @@ def _accepted(hint: Any) -> tuple[frozenset[type], frozenset[str]] | None:
 
 
 @cache
-def _contract(cls: type) -> tuple[tuple[str, Any, bool, Any], ...]:
-    """(field, annotated type, required, what it accepts) of a record class, resolved once: records are read by
-    the 100,000."""
+def _contract(cls: type) -> tuple[tuple[str, Any, bool, Any, Any], ...]:
+    """(field, annotated type, required, what it accepts, its entries' plain types) of a record class, resolved once:
+    records are read by the 100,000. What it accepts is None for a field that holds records or typed entries
+    (checked by `_value`); of those, a list[str] or dict[str, int] gives (list or dict, the types of its entries), so
+    the common case is checked in one pass."""
     hints = typing.get_type_hints(cls)
-    return tuple((f.name, hints[f.name], f.default is MISSING and f.default_factory is MISSING,
-                  _accepted(hints[f.name])) for f in fields(cls) if f.name != "written")
+    out = []
+    for f in fields(cls):
+        if f.name == "written":
+            continue
+        hint = hints[f.name]
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        inner = _plain_types(args[-1]) if origin in (list, dict) and args else None
+        out.append((f.name, hint, f.default is MISSING and f.default_factory is MISSING,
+                    None if _deep(hint) else _accepted(hint), (origin, inner) if inner else None))
+    return tuple(out)
+
+
+def _parts(hint: Any) -> tuple[Any, ...]:
+    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
 
 
 @cache
-def _nested(cls: type) -> dict[str, tuple[Any, Any, bool]]:
-    """Of an Entry class's fields: (the Entry it holds, the Entry its list holds, whether it is a list of str)."""
-    return {name: (_one_entry(hint), _entry_type(hint), _of_str(hint)) for name, hint, _, _ in _contract(cls)}
+def _deep(hint: Any) -> bool:
+    """Whether a field of type `hint` holds more than one JSON value to check: an Entry, or a list or object whose
+    entries have a type (list[str], dict[str, int], list[Cell])."""
+    for h in _parts(hint):
+        if isinstance(h, type) and issubclass(h, Entry):
+            return True
+        if typing.get_origin(h) in (list, dict) and typing.get_args(h)[-1:] not in ((), (Any,)):
+            return True
+        if typing.get_origin(h) is tuple:
+            return True
+    return False
 
 
 def _type_name(hint: Any) -> str:
-    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
+    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "").replace("core.records.", "")
+
+
+@cache
+def _plain_types(hint: Any) -> frozenset[type] | None:
+    """The JSON types a value of type `hint` may have when no more is checked inside it (str, a number, a list or
+    object of anything); None: it holds entries or typed values to check one by one."""
+    if hint is Any:
+        return None
+    if hint is float:
+        return frozenset({int, float})
+    if hint in (str, int, bool):
+        return frozenset({hint})
+    origin = typing.get_origin(hint)
+    if origin in (list, dict) and typing.get_args(hint)[-1:] in ((), (Any,)):
+        return frozenset({origin})
+    return None
+
+
+def _value(v: Any, hint: Any, file: str | Path, line: int | None, where: str) -> Any:
+    """`v` checked against `hint` (entries of lists and objects too, each error naming its path: `cells[2].mean`,
+    `judge_totals['j/correctness'].scored`); an Entry is read as its class. BadRecord if it is of another type."""
+    for h in _parts(hint):
+        origin = typing.get_origin(h)
+        if h is Any:
+            return v
+        if isinstance(h, type) and issubclass(h, Entry):
+            if type(v) is dict:
+                return h.read(v, file, line, where)
+        elif origin is list:
+            if type(v) is list:
+                (arg,) = typing.get_args(h) or (Any,)
+                plain = _plain_types(arg)
+                if arg is Any or plain is not None and all(type(x) in plain for x in v):  # list[str]: read by
+                    return v  # the 100,000
+                return [_value(x, arg, file, line, f"{where}[{i}]") for i, x in enumerate(v)]
+        elif origin is dict:
+            if type(v) is dict:
+                arg = (typing.get_args(h) or (str, Any))[1]
+                plain = _plain_types(arg)
+                if arg is Any or plain is not None and all(type(x) in plain for x in v.values()):
+                    return v
+                return {k: _value(x, arg, file, line, f"{where}[{k!r}]") for k, x in v.items()}
+        elif origin is tuple:  # a list of a fixed length (an interval, the rubric's scale)
+            args = typing.get_args(h)
+            if type(v) is list and len(v) == len(args):
+                return [_value(x, a, file, line, f"{where}[{i}]") for i, (x, a) in enumerate(zip(v, args, strict=True))]
+        elif origin is Literal:
+            if type(v) is str and v in typing.get_args(h):
+                return v
+        elif type(v) is h or (h is float and type(v) is int) or (h is type(None) and v is None):
+            return v
+    raise BadRecord(file, f"reads {_short(v)}, which is not of type {_type_name(hint)}", line=line, field=where)
 
 
 def _checked(cls: type, values: dict[str, Any], file: str | Path, line: int | None, prefix: str,
              what: str) -> dict[str, Any]:
     """The contract fields of `values`, each present (or defaulted) and of its type; BadRecord naming file, line and
-    field (`prefix` + its name) otherwise. A list of records (list[Comparison]) is read entry by entry."""
+    field (`prefix` + its name) otherwise. A field holding entries (list[Comparison], dict[str, JudgeTotal]) is read
+    entry by entry."""
     kept = {}
-    nested = _nested(cls) if issubclass(cls, Entry) else {}
-    for name, hint, required, accepted in _contract(cls):
+    for name, hint, required, accepted, plain in _contract(cls):
         if name not in values:
             if required:
                 raise BadRecord(file, f"missing from {what}", line=line, field=prefix + name)
             continue
         v = values[name]
-        one, entry, of_str = nested.get(name, (None, None, False))
-        if one is not None and (v is not None or hint is one):
-            v = one.read(v, file, line, prefix + name)
-        elif entry is not None and type(v) is list:
-            v = [entry.read(x, file, line, f"{prefix}{name}[{i}]") for i, x in enumerate(v)]
-        elif accepted and type(v) not in accepted[0] and not (type(v) is str and v in accepted[1]):
+        if plain is not None and type(v) is plain[0] and all(type(x) in plain[1]
+                                                              for x in (v if plain[0] is list else v.values())):
+            pass  # a list[str] (an answer's calls), a dict[str, int]: of its type, entries included
+        elif accepted is None:
+            v = _value(v, hint, file, line, prefix + name)
+        elif accepted[0] and type(v) not in accepted[0] and not (type(v) is str and v in accepted[1]):
             raise BadRecord(file, f"reads {_short(v)}, which is not of type {_type_name(hint)}", line=line,
                             field=prefix + name)
-        elif of_str and type(v) is list:
-            for i, x in enumerate(v):
-                if type(x) is not str:
-                    raise BadRecord(file, f"entry {i} reads {x!r}, which is not a str", line=line, field=prefix + name)
+        elif not accepted[0] and not (type(v) is str and v in accepted[1]):  # a Literal
+            raise BadRecord(file, f"reads {_short(v)}, which is not one of {sorted(accepted[1])}", line=line,
+                            field=prefix + name)
         kept[name] = v
     return kept
-
-
-def _of_str(hint: Any) -> bool:
-    """A field typed list[str] (or list[str] | None): its entries are checked too."""
-    return any(typing.get_origin(h) is list and typing.get_args(h) == (str,)
-               for h in (typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType)
-                         else (hint,)))
-
-
-def _one_entry(hint: Any) -> Any:
-    """The Entry class of a field typed SomeEntry or SomeEntry | None, else None."""
-    for h in typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,):
-        if isinstance(h, type) and issubclass(h, Entry):
-            return h
-    return None
-
-
-def _entry_type(hint: Any) -> Any:
-    """The Entry class of a field typed list[SomeEntry], else None."""
-    for h in typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,):
-        if typing.get_origin(h) is list:
-            (arg,) = typing.get_args(h) or (None,)
-            if isinstance(arg, type) and issubclass(arg, Entry):
-                return arg
-    return None
 
 
 class Record:
@@ -340,7 +388,8 @@ class PublicQuestion(Record):
 
 
 # ----------------------------------------------------------------------------------------
-# run.json and numbers.json: whole JSON documents, read by the same rule as the raw records
+# binding.json, run.json and numbers.json: whole JSON documents, read by the same rule as the raw records, one
+# contract per section down to its rows, so that every reader (verify's second path included) reads what it promises
 # ----------------------------------------------------------------------------------------
 
 
@@ -348,7 +397,9 @@ class Entry:
     """An object inside a JSON document (run.json's judge, a comparison of numbers.json): its contract fields checked
     and typed by the raw records' rule (`_checked`), every other key kept as written (`written`), so that `to_dict`
     gives back the object it was read from, key for key and in order, and a file rewritten through its contract is
-    the same bytes. A field absent from an older file stays absent."""
+    the same bytes. A field absent from an older file stays absent. A field with a default and a type without None
+    (`family: ComparisonFamily = None`) may be absent (an older file) but never null: the writer never writes null
+    there, and its readers read it whenever it is present."""
 
     WHAT: ClassVar[str]
     written: dict[str, Any]
@@ -363,14 +414,20 @@ class Entry:
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.written)
-        for name, _, required, _ in _contract(type(self)):
+        for name, _, required, _, _ in _contract(type(self)):
             if name in out or required:
                 out[name] = _plain(getattr(self, name))
         return out
 
 
 def _plain(v: Any) -> Any:
-    return v.to_dict() if isinstance(v, Entry) else [_plain(x) for x in v] if type(v) is list else v
+    if isinstance(v, Entry):
+        return v.to_dict()
+    if type(v) is list:
+        return [_plain(x) for x in v]
+    if type(v) is dict:
+        return {k: _plain(x) for k, x in v.items()}
+    return v
 
 
 def _short(v: Any) -> str:
@@ -416,12 +473,24 @@ class Document(Entry):
 
 
 @dataclass(frozen=True)
+class BackendIdentity(Entry):
+    """What a backend reports of itself (models.cache.call_key's identity): the report names `backend`; the rest is
+    kept as written."""
+
+    WHAT: ClassVar[str] = "a backend identity of run.json"
+
+    backend: str
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
 class RunJudge(Entry):
     """run.json's `judge`: the judges of the run (primary first) and what was read back from them."""
 
     WHAT: ClassVar[str] = "run.json's judges"
 
-    primary: str | None = None  # always written; absent only in a record made by hand
+    primary: str  # the judge that decides; every reader of a judged folder reads it
+    identity: BackendIdentity  # the primary judge's (models.cache: in every call key); the report shows its backend
     panel: list[str] | None = None  # absent in folders written before judge panels: [primary]
     mode: str | None = None  # single, pairwise or both; absent before pairwise judging: single
     model: str | None = None
@@ -430,7 +499,6 @@ class RunJudge(Entry):
     attempts: int | None = None
     scrub: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    identity: dict[str, Any] | None = None
     identities: dict[str, Any] | None = None
     effective_settings: dict[str, Any] | None = None
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -459,8 +527,9 @@ class CostRow(Entry):
 
 @dataclass(frozen=True)
 class RunInfo(Document):
-    """run.json (judge.runinfo builds its registered part, pipeline.run the rest). Fields that older folders lack
-    are optional; run.json carries no `version` key yet (absent is version 1), so its bytes, part of the anchor,
+    """run.json (judge.runinfo builds its registered part, pipeline.run the rest). Required: what every reader reads
+    (the report renders the judge's backend and the audit gate); fields that older folders lack are optional;
+    run.json carries no `version` key yet (absent is version 1), so its bytes, part of the anchor,
     are those earlier versions wrote."""
 
     WHAT: ClassVar[str] = "a run record (run.json)"
@@ -469,6 +538,7 @@ class RunInfo(Document):
     arms: list[str]
     question_ids: list[str]
     judge: RunJudge
+    audit_gate: str  # the report's audit gate line (pipeline.run.check_audit_gate)
     experiment: str | None = None
     seed: int | None = None
     limit: int | None = None
@@ -479,8 +549,7 @@ class RunInfo(Document):
     experiment_dir: str | None = None
     effective_settings: dict[str, Any] | None = None
     quant_files: dict[str, Any] | None = None
-    audit_gate: str | None = None
-    cost: list[CostRow] | None = None  # absent in folders written before costs were kept
+    cost: list[CostRow] = None  # absent in folders written before costs were kept
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -507,20 +576,21 @@ class Result(Entry):
     down: int
     ties: int
     n_for_margin: int | None
+    sd_diff: float
     mean_a: float | None = None
     mean_b: float | None = None
-    sd_diff: float | None = None
     t_p: float | None = None
     upper: float | None = None
     method: str | None = None
-    rule: str | None = None
-    resampling: str | None = None
-    units: int | None = None
+    rule: str = None  # with `resampling` and `units`: absent in results decided before they were recorded
+    resampling: str = None
+    units: int = None
     resamples: int | None = None
     seed: int | None = None
     guard_low: float | None = None
     guard_high: float | None = None
-    scale: list[Any] | None = None
+    scale: tuple[int, int, int] = None  # the rubric's lowest and highest score and K: absent in results decided before
+    # the score rule
     tests: list[dict[str, Any]] | None = None
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -533,22 +603,22 @@ class Cell(Entry):
 
     arm: str
     quant: str
-    answers: int | None = None
-    answer_errors: int | None = None
-    answer_error_kinds: dict[str, Any] | None = None
-    answer_retries: int | None = None
-    truncated: int | None = None
-    scored: int | None = None
-    unscored: int | None = None
-    judge_errors: int | None = None
-    judge_error_kinds: dict[str, Any] | None = None
-    questions_scored: int | None = None
-    mean: float | None = None
-    harmful: int | None = None
-    scrubbed: int | None = None
-    injection_flagged: int | None = None
-    mean_words: float | None = None
-    score_counts: dict[str, Any] | None = None
+    answers: int
+    answer_errors: int
+    answer_retries: int
+    truncated: int
+    scored: int
+    unscored: int
+    judge_errors: int
+    questions_scored: int
+    mean: float | None  # None: no question scored
+    harmful: int
+    scrubbed: int
+    injection_flagged: int
+    mean_words: float | None
+    answer_error_kinds: dict[str, int] = None  # absent in folders written before causes were counted
+    judge_error_kinds: dict[str, int] = None
+    score_counts: dict[str, int] = None
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -562,11 +632,513 @@ class Subset(Entry):
     alpha_adjusted: float
     result: Result | None
     verdict: str
+    paired_questions: list[str]
     hypothesis: str | None = None
     tag: str | None = None
     tests: int | None = None
     questions: int | None = None
-    paired_questions: list[str] | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Calibration(Entry):
+    """The decision rule's false-claim rate at the boundary, simulated on data shaped like these
+    (judge.stats.calibration)."""
+
+    WHAT: ClassVar[str] = "a comparison's calibration in numbers.json"
+
+    boundary: float
+    sims: int
+    claims: int
+    rate: float
+    ceiling: float
+    seed: int
+    interval: str | None = None  # "ppi" where the gold-corrected interval decides (judge.validity); else the judge's
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class FamilyTest(Entry):
+    """One level a hypothesis was tested at by the family procedure (judge.bias_checks.apply_family)."""
+
+    WHAT: ClassVar[str] = "a test of a comparison's family in numbers.json"
+
+    alpha: float
+    verdict: str
+    claim: bool
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ComparisonFamily(Entry):
+    """Where the family procedure tested one hypothesis, and whether it claims there."""
+
+    WHAT: ClassVar[str] = "a comparison's family in numbers.json"
+
+    method: str
+    size: int
+    tested_at: float | None
+    claimed: bool
+    step: int | None
+    stopped_at: str | None
+    tests: list[FamilyTest]
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class FamilyStep(Entry):
+    """One hypothesis in numbers.json's `family` (judge.biases.FamilyStep)."""
+
+    WHAT: ClassVar[str] = "a step of numbers.json's family"
+
+    id: str
+    alpha: float
+    tested_at: float | None
+    claimed: bool
+    step: int | None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class FamilySection(Entry):
+    """The registered hypotheses decided as one family (judge.biases.Family)."""
+
+    WHAT: ClassVar[str] = "numbers.json's family"
+
+    method: str
+    size: int
+    stopped_at: str | None
+    steps: list[FamilyStep]
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Stratum(Entry):
+    """One stratum of a PPI++ estimate (judge.stats.ppi.Stratum), named by `id` ((rest): the questions no complete
+    stratum holds)."""
+
+    WHAT: ClassVar[str] = "a stratum of a gold-corrected estimate in numbers.json"
+
+    id: str
+    name: str | None
+    questions: int
+    labelled: int
+    weight: float
+    estimate: float
+    lam: float | None
+    variance: float
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Estimate(Entry):
+    """A PPI++, gold-only or judge-only estimate of a paired difference (judge.stats.ppi.Estimate)."""
+
+    WHAT: ClassVar[str] = "a gold-corrected estimate in numbers.json"
+
+    method: str
+    rule: str
+    alpha: float
+    estimate: float
+    se: float
+    df: float | None
+    low: float
+    high: float
+    questions: int
+    labelled: int
+    strata: list[Stratum]
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class JudgeError(Entry):
+    """A decision corrected for the judge's error against gold (judge.validity.apply); `ppi` None: no correction,
+    `reason` says why."""
+
+    WHAT: ClassVar[str] = "a comparison's judge_error in numbers.json"
+
+    mode: str
+    design: str | None
+    ppi: Estimate | None
+    gold_only: Estimate | None
+    verdict: str | None
+    caution: str | None
+    reason: str
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class JudgeEstimate(Entry):
+    """One judge's estimate and verdict of a hypothesis (judge.bias_checks.self_preference)."""
+
+    WHAT: ClassVar[str] = "a judge's estimate in a comparison's self_preference"
+
+    family: str | None
+    shares_family: bool
+    n: int
+    estimate: float
+    ci_low: float
+    ci_high: float
+    bound: float
+    verdict: str
+    resampling: str | None = None
+    units: int | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Lift(Entry):
+    """How much more one judge gives arm b over arm a than the other judges do (judge.biases.Lift)."""
+
+    WHAT: ClassVar[str] = "a judge's lift in a comparison's self_preference"
+
+    judge: str
+    others: list[str]
+    n: int
+    estimate: float
+    others_estimate: float
+    lift: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    resamples: int
+    seed: int
+    resampling: str | None = None
+    units: int | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class SelfPreference(Entry):
+    """Each judge's estimate of a hypothesis and the lift of the judges sharing a model family with an arm."""
+
+    WHAT: ClassVar[str] = "a comparison's self_preference in numbers.json"
+
+    judges: dict[str, JudgeEstimate]
+    lifts: dict[str, Lift]
+    notes: list[str]
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Style(Entry):
+    """The paired differences with the arms' style differences regressed out (judge.biases.StyleAdjustment)."""
+
+    WHAT: ClassVar[str] = "a comparison's style in numbers.json"
+
+    n: int
+    covariates: list[str]
+    raw: float
+    adjusted: float | None
+    se: float | None
+    df: int | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float
+    slopes: dict[str, float] = field(default_factory=dict)
+    undefined: str | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class QuantCheck(Entry):
+    """Each arm's mean score at each of its quants (None: none scored)."""
+
+    WHAT: ClassVar[str] = "numbers.json's quant_check"
+
+    means: dict[str, dict[str, float | None]]
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class JudgeTotal(Entry):
+    """A judge's verdicts under one rubric (numbers.json's `judge_totals`, keyed `judge/rubric`), by status."""
+
+    WHAT: ClassVar[str] = "a judge's totals in numbers.json"
+
+    scored: int
+    unscored: int
+    error: int
+    repaired: int
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Amendment(Entry):
+    """An amendment of the registration as the numbers were computed with it (judge.analysis.amendments)."""
+
+    WHAT: ClassVar[str] = "an amendment of numbers.json"
+
+    n: int
+    date: str
+    text: str
+    post_hoc: bool | None = None
+    before_first_judgment: bool | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class LengthRow(Entry):
+    """One hypothesis's difference b - a by one judge, raw and adjusted for answer length."""
+
+    WHAT: ClassVar[str] = "a comparison of a judge's length bias in numbers.json"
+
+    id: str
+    raw_difference: float | None
+    length_adjusted_difference: float | None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class LengthBias(Entry):
+    """How a judge's scores follow answer length (judge.agreement.length_bias)."""
+
+    WHAT: ClassVar[str] = "a judge's length bias in numbers.json"
+
+    answers: int
+    length_spearman: float | None
+    comparisons: list[LengthRow]
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class PairwiseRow(Entry):
+    """One judge's pairwise verdicts on one hypothesis, both orders (judge.pairwise.summarise)."""
+
+    WHAT: ClassVar[str] = "a hypothesis's pairwise counts in numbers.json"
+
+    hypothesis: str
+    pairs: int
+    both_orders_scored: int
+    consistent: int
+    wins_b: int
+    wins_a: int
+    ties: int
+    a: str | None = None
+    b: str | None = None
+    quant: str | None = None
+    unscored_verdicts: int | None = None
+    consistency_rate: float | None = None
+    first_position_share: float | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class AgreementPair(Entry):
+    """Two judges' agreement on the answers both scored (judge.agreement.agreement)."""
+
+    WHAT: ClassVar[str] = "a pair of judges' agreement in numbers.json"
+
+    judges: list[str]
+    answers: int
+    exact_agreement: float
+    kappa_quadratic: float | None
+    kappa_ci95: tuple[float, float] | None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Agreement(Entry):
+    """The judges' agreement: per pair, and Krippendorff's alpha over every answer two of them scored."""
+
+    WHAT: ClassVar[str] = "numbers.json's judges agreement"
+
+    answers: int
+    pairs: list[AgreementPair]
+    pairable_answers: int
+    krippendorff_alpha_ordinal: float | None
+    judges: list[str] | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class RetestRow(Entry):
+    """One judge's verdicts against the same verdicts asked again (judge.biases.RetestAgreement)."""
+
+    WHAT: ClassVar[str] = "a judge's retest in numbers.json"
+
+    judge: str
+    drawn: int
+    n: int
+    flips: int
+    flip_rate: float | None
+    flip_ci95: tuple[float, float] | None
+    kappa_quadratic: float | None
+    kappa_ci95: tuple[float, float] | None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class DecisionChanged(Entry):
+    """A registered decision that changes when the primary judge's retest scores replace the originals."""
+
+    WHAT: ClassVar[str] = "a decision the retests change in numbers.json"
+
+    id: str
+    verdict: str
+    with_retests: str
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class RetestSection(Entry):
+    """The judges' verdicts asked again (judge.bias_checks.retest_section)."""
+
+    WHAT: ClassVar[str] = "numbers.json's judges retest"
+
+    judges: dict[str, RetestRow]
+    decisions_changed: list[DecisionChanged]
+    replaced: int
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Offset(Entry):
+    """The judge's score minus the gold score, with its bootstrap interval (judge.stats.judge_error.Offset)."""
+
+    WHAT: ClassVar[str] = "an offset of a judge against gold in numbers.json"
+
+    n: int
+    mean: float
+    low: float
+    high: float
+    resampling: str
+    units: int
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ArmOffset(Entry):
+    """A judge's offset against gold on one arm's answers (None: fewer than two)."""
+
+    WHAT: ClassVar[str] = "an arm's offset in numbers.json"
+
+    id: str
+    offset: Offset | None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class GoldAgreement(Entry):
+    """A judge against every gold score of the answers it scored (judge.stats.judge_error.GoldAgreement)."""
+
+    WHAT: ClassVar[str] = "a judge's agreement with gold in numbers.json"
+
+    answers: int
+    exact: float
+    kappa: float | None
+    kappa_low: float | None
+    kappa_high: float | None
+    krippendorff_alpha: float | None
+    krippendorff_low: float | None
+    krippendorff_high: float | None
+    scale: list[int]
+    confusion: list[list[int]]
+    offset: Offset | None
+    per_arm: list[ArmOffset]
+    alpha: float
+    resamples: int
+    seed: int
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class GoldPair(Entry):
+    """The judge's offset on arm b minus that on arm a, per question, on one hypothesis's questions."""
+
+    WHAT: ClassVar[str] = "a hypothesis's differential offset in numbers.json"
+
+    id: str
+    a: str
+    b: str
+    quant: str
+    questions: int
+    offset_difference: Offset | None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class GoldDesigns(Entry):
+    """Gold scores by the design that chose their answers (judge.gold: a random sample, complete strata, or picked by
+    hand)."""
+
+    WHAT: ClassVar[str] = "gold designs in numbers.json"
+
+    random_sample: int
+    complete_strata: int
+    convenience: int
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class GoldSources(Entry):
+    """Gold scores by where they came from: sealed labels files, the registered program, people's labels."""
+
+    WHAT: ClassVar[str] = "gold sources in numbers.json"
+
+    labels: int
+    program: int
+    human: int
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class JudgeAgainstGold(Entry):
+    """One judge against the gold scores (judge.validity.judge_against_gold)."""
+
+    WHAT: ClassVar[str] = "a judge of numbers.json's judge_validity"
+
+    id: str
+    gold_scores: int
+    designs: GoldDesigns
+    agreement: GoldAgreement | None  # None: no answer it scored has gold
+    pairs: list[GoldPair]
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class GoldDraw(Entry):
+    """A seeded sample of questions drawn for labelling (core.records.LabelSample), as the gold scores used it."""
+
+    WHAT: ClassVar[str] = "a gold sample draw in numbers.json"
+
+    labeller: str
+    seed: int
+    n: int
+    picked: list[str]
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class GoldSummary(Entry):
+    """The gold scores of the run: how many, from which source and by which design."""
+
+    WHAT: ClassVar[str] = "numbers.json's judge_validity gold"
+
+    answers: int
+    with_gold: int
+    scores: int
+    undecided: int
+    errors: int
+    sources: GoldSources
+    designs: GoldDesigns
+    complete_strata: list[str]
+    program: str | None
+    draws: list[GoldDraw]
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class JudgeValidity(Entry):
+    """The judges measured against gold (judge.validity.apply)."""
+
+    WHAT: ClassVar[str] = "numbers.json's judge_validity"
+
+    gold: GoldSummary
+    judges: list[JudgeAgainstGold]
+    primary: str
+    mode: str
+    min_gold_agreement: float | None
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -577,11 +1149,11 @@ class JudgesSection(Entry):
     WHAT: ClassVar[str] = "numbers.json's judges"
 
     panel: list[str]
-    means: dict[str, Any]
-    length_bias: dict[str, Any]
-    pairwise: dict[str, Any] | None = None
-    agreement: dict[str, Any] | None = None
-    retest: dict[str, Any] | None = None
+    means: dict[str, dict[str, float]]
+    length_bias: dict[str, LengthBias]
+    pairwise: dict[str, list[PairwiseRow]]
+    agreement: Agreement | None  # None: one judge only
+    retest: RetestSection = None  # absent without `[judge] retest`
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -602,21 +1174,28 @@ class Comparison(Entry):
     result: Result | None  # None: no paired question was scored
     verdict: str
     reason: str
-    subset: list[str] | None = None
+    subset: list[str]
+    paired_questions: list[str]
+    unscored_rate: dict[str, float]
+    clusters: int | None  # registered clusters among the paired questions; None: the set declares none
+    clustered_se: float | None
+    calibration: Calibration | None
+    quant_notes: list[str]
     questions_in_subset: int | None = None
-    paired_questions: list[str] | None = None
-    unscored_rate: dict[str, Any] | None = None
-    clusters: int | None = None
-    clustered_se: float | None = None
-    calibration: dict[str, Any] | None = None
-    family: dict[str, Any] | None = None
+    family: ComparisonFamily = None  # absent in folders decided before the family
+    judge_error: JudgeError = None  # absent without registered gold
+    self_preference: SelfPreference | None = None
+    style: Style | None = None
+    length_notes: list[str] = None
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
 class Numbers(Document):
     """numbers.json (judge.analysis.compute_numbers): its version is `schema`. Sections added since the first
-    version (family, panel_rule, judge_validity) are optional."""
+    version (family, panel_rule, judge_validity) are optional. Each section is an Entry of its own, read and written
+    by the same contract: a field missing or of another type at any depth is bad input naming its path
+    (`comparisons[2].judge_error.ppi.low`)."""
 
     WHAT: ClassVar[str] = "the numbers of a run (numbers.json)"
     VERSION_KEY: ClassVar[str] = "schema"
@@ -624,16 +1203,72 @@ class Numbers(Document):
     experiment: str
     judge: str
     questions: int
-    raw_sha256: dict[str, Any]
+    raw_sha256: dict[str, str]
     cells: list[Cell]
     comparisons: list[Comparison]
     subsets: list[Subset]
-    quant_check: dict[str, Any]
-    judge_totals: dict[str, Any]
-    amendments: list[dict[str, Any]]
+    quant_check: QuantCheck
+    judge_totals: dict[str, JudgeTotal]
+    amendments: list[Amendment]
     judges: JudgesSection
     schema: int = 1
-    family: dict[str, Any] | None = None
+    family: FamilySection | None = None
     panel_rule: str | None = None
-    judge_validity: dict[str, Any] | None = None
+    judge_validity: JudgeValidity | None = None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class BindingScope(Entry):
+    """The arms and question limit a results folder is bound to (arms.folder.bind)."""
+
+    WHAT: ClassVar[str] = "binding.json's scope"
+
+    arms: list[str]
+    limit: int | None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ChainHead(Entry):
+    """The amendment chain as it stood when judging began in the folder: how many amendments, and the hash of the
+    last (of MANIFEST without one)."""
+
+    WHAT: ClassVar[str] = "binding.json's amendments"
+
+    count: int
+    head: str
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ScopeChange(Entry):
+    """A scope the folder was run with, and when (binding.json's `history`)."""
+
+    WHAT: ClassVar[str] = "a scope of binding.json's history"
+
+    time: str
+    arms: list[str]
+    limit: int | None
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Binding(Document):
+    """binding.json (arms.folder.bind, judge.folder.start_judging): the registration a results folder is bound to, by
+    sha256 of each entry, its scope, its label key and, once judging began, the amendment chain. Its version is
+    `schema`."""
+
+    WHAT: ClassVar[str] = "the binding of a results folder (binding.json)"
+    VERSION_KEY: ClassVar[str] = "schema"
+
+    registration: dict[str, str]
+    scope: BindingScope
+    label_key: str
+    schema: int = 1
+    created: str | None = None
+    experiment: str | None = None
+    experiment_dir: str | None = None
+    amendments: ChainHead | None = None
+    history: list[ScopeChange] | None = None
     written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -79,7 +79,7 @@ def ordered(h: HypothesisPairs, judge: str) -> tuple[list[Pair], list[Pair], lis
 def render_review(r: Review, limit: int = MAX_QUESTIONS) -> str:
     """review.md from the join (judge.review.joined), gold scores included."""
     run, primary = r.run, r.run["judge"]["primary"]
-    definitions = {c.get("id"): c for c in (r.numbers or {}).get("comparisons", []) if isinstance(c, dict)}
+    definitions = {c["id"]: c for c in (r.numbers or {"comparisons": []})["comparisons"]}
     out = [f"# Review: {code(run.get('experiment') or run['name'])}, run {code(run['name'])}", "",
            f"Per registered hypothesis, the questions on which the two arms' scores differ, the largest difference "
            f"first, then the ties, then the questions an arm has no score on: at most {limit} per hypothesis (every "

@@ -47,16 +47,16 @@ def bound_scope(doc: dict[str, Any], exp: Experiment, path: Path, questions: lis
     `questions`, by default read from its sets); BadInput naming the field when it does not resolve (an arm or judge
     the registration does not have)."""
     reg, scope = doc["registration"], doc["scope"]
-    arms = scope.get("arms")
-    if not (isinstance(arms, list) and arms and all(isinstance(a, str) for a in arms)):
-        raise BadInput(path, f"reads {arms!r}: the bound arms must be a list of arm names", field="scope.arms")
+    arms = scope["arms"]  # typed by its contract (core.records.Binding)
+    if not arms:
+        raise BadInput(path, "reads []: the bound arms must name at least one arm", field="scope.arms")
     registered = [a.name for a in exp.arms]
     for a in arms:
         if a not in registered:
             raise BadInput(path, f"binds arm {a!r}, which the registration does not have ({', '.join(registered)})",
                            field="scope.arms")
-    limit = scope.get("limit")
-    if not (limit is None or (type(limit) is int and limit > 0)):
+    limit = scope["limit"]
+    if limit is not None and limit <= 0:
         raise BadInput(path, f"reads {limit!r}: the bound --limit must be a positive number or null",
                        field="scope.limit")
     judges = {j.name: j for j in exp.judges}

@@ -126,6 +126,22 @@ def duplicate_names(x: Any, path: str = "") -> list[str]:
     return out
 
 
+def renamed_entries(stored: dict, recomputed: dict) -> list[str]:
+    """numbers.json's comparisons, subsets and cells named otherwise than the recomputation names them (an id no
+    registered hypothesis has, an arm or quant the scope does not have): one finding each, naming the entry by its
+    place and what was expected there, before the field-by-field differences that follow from it."""
+    out = []
+    for section, what in (("comparisons", "registered hypothesis of this run"),
+                          ("subsets", "subset of a registered hypothesis"), ("cells", "cell of the bound scope")):
+        want = [_key(v) for v in recomputed.get(section, [])]
+        for i, v in enumerate(stored.get(section, [])):
+            if _key(v) not in want:
+                expected = [n for n in want if n not in {_key(x) for x in stored[section]}]
+                out.append(f"numbers.json {section}[{i}] is named {_key(v)!r}: no {what} is; expected "
+                           f"{' or '.join(map(repr, expected)) if expected else 'no further entry'}")
+    return out
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal, floats within TOL (also inside lists, such as a kappa interval)."""
     if isinstance(a, list) and isinstance(b, list):
@@ -278,7 +294,7 @@ def earlier_rule_findings(numbers: dict, exp) -> list[str]:
     did not yet know the rubric's scale. verify recomputes with the registered rule only, so a folder can never
     be passed on a rule of the writer's choosing; this line says why its decisions differ and what re-decides
     them."""
-    results = [c.get("result") for c in numbers.get("comparisons", []) if isinstance(c.get("result"), dict)]
+    results = [c["result"] for c in numbers["comparisons"] if c["result"] is not None]
     rules = sorted({str(r.get("rule")) for r in results if r.get("rule") != exp.analysis.rule})
     if rules:
         return [f"numbers.json: decided by rule {', '.join(rules)}, but the registration's rule is "
@@ -302,10 +318,10 @@ def cost_findings(run: dict, run_dir: Path, exp) -> list[str]:
                                                        set(run["question_ids"]), run_dir)}
     out = []
     for c in run["cost"]:
-        other = again.get((c.get("role"), c.get("name")), {})
+        other = again.get((c["role"], c["name"]), {})
         for k in sorted(set(c) | set(other)):
             if c.get(k) != other.get(k):
-                out.append(f"run.json cost of {c.get('role')} {c.get('name')}: {k} reads {c.get(k)!r}, the raw files "
+                out.append(f"run.json cost of {c['role']} {c['name']}: {k} reads {c.get(k)!r}, the raw files "
                            f"and batches.jsonl give {other.get(k)!r}")
     return out
 
@@ -350,8 +366,17 @@ def folder_scope(run_dir: Path, run: dict, exp: Experiment,
         return bound_scope(doc, exp, run_dir / BINDING, questions), []
     judges = {j.name: j for j in exp.judges}
     j = run["judge"]
+    named, where = (j["panel"], "judge.panel") if j.get("panel") else ([j.get("primary")], "judge.primary")
+    for name in named:
+        if name not in judges:
+            raise BadInput(run_dir / "run.json", f"names judge {name!r}, which the registration does not have "
+                           f"({', '.join(judges)}), and no {BINDING} binds the folder's judges", field=where)
+    for arm in run["arms"]:
+        if arm not in {a.name for a in exp.arms}:
+            raise BadInput(run_dir / "run.json", f"names arm {arm!r}, which the registration does not have, and no "
+                           f"{BINDING} binds the folder's arms", field="arms")
     scope = Scope(list(run["arms"]), run.get("limit"), list(run["question_ids"]),
-                  [judges[n] for n in j.get("panel", [j["primary"]])], j.get("mode", "single"),
+                  [judges[n] for n in named], j.get("mode") or "single",
                   run.get("label_key") or f"blinding:{exp.seed}:{run['name']}")
     return scope, [f"{run_dir / BINDING}: missing: this folder was written before results folders were bound to "
                    "their registration, so nothing registered its scope (arms, questions, judges) to check it "
@@ -400,7 +425,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     if recorded is not None and recorded != digest:
         problems.append(f"anchor: this folder's anchor is {digest}, not the {recorded} recorded: something a decision "
                         "depends on (binding.json, run.json, the raw files or numbers.json) changed since")
-    amend = amendment_check(exp_dir, run_dir, numbers.get("amendments", []))
+    amend = amendment_check(exp_dir, run_dir, numbers["amendments"])
     try:
         verify_seal(exp_dir)
     except BadInput as e:
@@ -418,12 +443,13 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     now, skipped, unchecked = bound_registration(exp, scope, (read_binding(run_dir) or {}).get("registration"))
     problems += binding_findings(run_dir, exp, now, skipped, amend["late"])
     expected = registered(exp, scope, load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)))
-    problems += record_findings(run, expected, run_dir / "run.json")
+    edited_run = record_findings(run, expected, run_dir / "run.json")
+    problems += edited_run
     run = merged(run, expected)  # from here on the scope, judges and settings are the bound ones, never run.json's
     for name, sha in (published.raw_sha256 if published else raw_sha256(run_dir)).items():
-        if numbers.get("raw_sha256", {}).get(name) != sha:
+        if numbers["raw_sha256"].get(name) != sha:
             problems.append(f"raw file {name}: sha256 {sha[:12]}… differs from the one numbers.json was computed "
-                            f"from ({str(numbers.get('raw_sha256', {}).get(name))[:12]}…)")
+                            f"from ({str(numbers['raw_sha256'].get(name))[:12]}…)")
     all_q = published.questions if published else load_questions(exp.set_paths())
     wanted = set(scope.question_ids)
     questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
@@ -456,6 +482,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         problems.append("retry rule: the two paths disagree: the independent plain-Python check finds the breaches "
                         "above, the main path (core.jsonl.current) accepted the raw files")
     problems += duplicate_names(numbers)
+    problems += renamed_entries(numbers, main)
     problems += earlier_rule_findings(numbers, exp)
     problems += diff_numbers(numbers, main, "recomputation from raw files")
     problems += amend["problems"]
@@ -479,8 +506,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         ind["quant_check"]["means"][c["arm"]][c["quant"]] = c["mean"]
     if gold is not None:
         blinded = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
-        alphas = {c.get("id"): (c.get("family") or {}).get("tested_at") for c in numbers.get("comparisons", [])
-                  if isinstance(c, dict)}  # checked against verify's own family recomputation
+        alphas = {c["id"]: (c.get("family") or {}).get("tested_at")  # checked against verify's own family
+                  for c in numbers["comparisons"]}
         judged = list(verdicts.last.values())
         check = recompute_validity(run, exp, gold, blinded, judged, questions, alphas)
         decide_with_gold(ind["comparisons"], check, run, exp, gold, blinded, judged, questions, alphas)
@@ -489,7 +516,10 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")
     problems += cost_findings(run, run_dir, exp)
     review = published.review if published else (run_dir / REVIEW).is_file()
-    expected_report = render(numbers, as_written, digest, review).splitlines()
+    # report.md is rendered from numbers.json (its contract holds every field the report reads) and from run.json as
+    # written, or, where run.json's registered part differs from the registration (named above), from the registered
+    # values: an edited or dropped setting is that finding, never a report that cannot be rendered
+    expected_report = render(numbers, run if edited_run else as_written, digest, review).splitlines()
     actual = (run_dir / "report.md").read_text().splitlines()
     for i in range(max(len(expected_report), len(actual))):
         e = expected_report[i] if i < len(expected_report) else "<missing>"

@@ -164,7 +164,5 @@ def view(run_dir: Path, blind: bool = False, out: Path | None = None, exp_dir: P
         if r.numbers is None:
             raise BadInput(run_dir / "numbers.json", "missing: the run has not finished, so there are no decisions "
                            "to show (re-run `judge run` to finish it)")
-        if not isinstance(r.numbers.get("comparisons"), list):
-            raise BadInput(run_dir / "numbers.json", "missing: not written by `judge run`", field="comparisons")
         data = review_data(r)
     return write_text(out, render_page(data, blind))

@@ -3,6 +3,8 @@ statsmodels' OLS, its test-retest kappa against scikit-learn, its Holm procedure
 multipletests, and the main path's family against it on the same claims."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -101,13 +103,14 @@ def test_a_claim_recorded_at_an_adjusted_alpha_that_verifys_own_score_test_does_
     qs = {f"q{i:02d}": [] for i in range(40)}
     h = [Hypothesis(id=x, a="base", b=arm, quant="Q8_0", kind="superiority", margin=0.0, alpha=0.025)
          for x, arm in (("Hup", "up"), ("Htie", "tie"))]
-    exp = SimpleNamespace(analysis=SimpleNamespace(rule="score"), judge_panel_rule="primary", hypotheses=h)
+    exp = SimpleNamespace(analysis=SimpleNamespace(rule="score"), judge_panel_rule="primary", hypotheses=h,
+                          rubric="correctness", dir=Path(__file__).resolve().parents[1] / "sealed" / "demo")  # 0 to 2
     means = {("base", "Q8_0"): {q: Fraction(0) for q in qs},
              ("up", "Q8_0"): {q: Fraction(int(i < 30)) for i, q in enumerate(qs)},
              ("tie", "Q8_0"): {q: Fraction(0) for q in qs}}
 
     def numbers(claim_tie: bool) -> dict:
-        return {"cells": [{"score_counts": {"0": 1, "1": 1, "2": 1}}], "comparisons": [
+        return {"comparisons": [
             {"id": "Hup", "alpha": 0.025, "family": {"tests": [{"alpha": 0.00625, "verdict": "superior",
                                                                 "claim": True}]}},
             {"id": "Htie", "alpha": 0.025, "family": {"tests": [{"alpha": 0.00625, "verdict": "superior",

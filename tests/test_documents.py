@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from core import records
 from core.errors import BadInput, BadRecord
-from core.records import Entry, Numbers, RunInfo
+from core.records import Document, Entry, Numbers, RunInfo
 from judge.__main__ import main
 
 pytestmark = pytest.mark.unit
@@ -48,6 +49,11 @@ def _fits(value: Any, hint: Any) -> bool:
         return value is None
     if isinstance(hint, type) and issubclass(hint, Entry):
         return type(value) is dict
+    if typing.get_origin(hint) is typing.Literal:
+        return type(value) is str and value in typing.get_args(hint)
+    if typing.get_origin(hint) is tuple:
+        args = typing.get_args(hint)
+        return type(value) is list and len(value) == len(args) and all(map(_fits, value, args))
     origin = typing.get_origin(hint) or hint
     if hint is float:
         return type(value) in (int, float)
@@ -65,11 +71,15 @@ def _values(hint: Any) -> st.SearchStrategy:
     if isinstance(hint, type) and issubclass(hint, Entry):
         return st.deferred(lambda: _documents(hint))
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return st.sampled_from(args)
     if origin is list:
         return st.lists(_values(args[0]) if args else PLAIN, max_size=2)
+    if origin is tuple:
+        return st.tuples(*map(_values, args)).map(list)
     if origin is dict:
-        return st.dictionaries(st.text(max_size=4), PLAIN, max_size=2)
-    return {str: st.text(max_size=6), int: st.integers(-10**6, 10**6),
+        return st.dictionaries(st.text(max_size=4), _values(args[1]) if args else PLAIN, max_size=2)
+    return {str: st.text(max_size=6), int: st.integers(-10**6, 10**6), bool: st.booleans(),
             float: st.floats(allow_nan=False, allow_infinity=False) | st.integers(-9, 9)}[hint]
 
 
@@ -94,22 +104,39 @@ def _documents(draw, cls: type) -> dict[str, Any]:
     return dict(items[i] for i in order)
 
 
-def _typed_fields(doc: dict[str, Any], cls: type, path: str = "") -> list[tuple[str, Any, bool, dict, str]]:
-    """Every field of the contract present in `doc` (nested entries included): (its name as an error names it, its
-    type, whether it is required, the object holding it, its key)."""
+def _typed_fields(doc: dict[str, Any], cls: type, path: str = "") -> list[tuple[str, Any, bool, Any, Any]]:
+    """Every field of the contract present in `doc`, nested entries and the entries of typed lists and objects
+    included: (its name as an error names it, its type, whether it is required, the object or list holding it, its
+    key or index)."""
     out = []
     for name, hint, required in _contract(cls):
-        if name not in doc:
-            continue
-        where = f"{path}.{name}" if path else name
-        out.append((where, hint, required, doc, name))
-        entry = next((h for h in _parts(hint) if isinstance(h, type) and issubclass(h, Entry)), None)
-        inner = next((typing.get_args(h)[0] for h in _parts(hint) if typing.get_origin(h) is list), None)
-        if entry is not None and type(doc[name]) is dict:
-            out += _typed_fields(doc[name], entry, where)
-        elif isinstance(inner, type) and issubclass(inner, Entry) and type(doc[name]) is list:
-            for i, x in enumerate(doc[name]):
-                out += _typed_fields(x, inner, f"{where}[{i}]")
+        if name in doc:
+            where = f"{path}.{name}" if path else name
+            out.append((where, hint, required, doc, name))
+            out += _inside(doc[name], hint, where)
+    return out
+
+
+def _inside(value: Any, hint: Any, where: str) -> list[tuple[str, Any, bool, Any, Any]]:
+    """The typed fields within a value of type `hint`: an entry's fields, a typed list's or object's entries (never
+    required: an object may lack any key, a list any entry)."""
+    out = []
+    for h in _parts(hint):
+        origin, args = typing.get_origin(h), typing.get_args(h)
+        if isinstance(h, type) and issubclass(h, Entry) and type(value) is dict:
+            return _typed_fields(value, h, where)
+        if origin is tuple and type(value) is list and len(value) == len(args):
+            for i, (x, a) in enumerate(zip(value, args, strict=True)):
+                out += [(f"{where}[{i}]", a, False, value, i), *_inside(x, a, f"{where}[{i}]")]
+            return out
+        if origin is list and type(value) is list and args and args[0] is not Any:
+            for i, x in enumerate(value):
+                out += [(f"{where}[{i}]", args[0], False, value, i), *_inside(x, args[0], f"{where}[{i}]")]
+            return out
+        if origin is dict and type(value) is dict and args and args[1] is not Any:
+            for k, x in value.items():
+                out += [(f"{where}[{k!r}]", args[1], False, value, k), *_inside(x, args[1], f"{where}[{k!r}]")]
+            return out
     return out
 
 
@@ -194,7 +221,8 @@ def test_every_command_refuses_a_damaged_document_with_exit_2_naming_file_and_fi
 
 
 def test_a_later_version_is_refused_and_an_absent_one_is_the_first(tmp_path):
-    run = {"name": "r", "arms": ["a"], "question_ids": ["q1"], "judge": {"primary": "j"}}
+    run = {"name": "r", "arms": ["a"], "question_ids": ["q1"], "judge": {"primary": "j", "identity": {"backend": "b"}},
+           "audit_gate": "none registered"}
     assert RunInfo.from_dict(run, "run.json").judge.primary == "j"  # a folder written before run.json had versions
     with pytest.raises(BadRecord) as e:
         RunInfo.from_dict({**run, "version": 2}, "run.json")
@@ -211,3 +239,34 @@ def test_writing_numbers_that_break_the_contract_is_refused_before_the_file_is_w
     with pytest.raises(BadRecord) as e:
         write_numbers({"schema": 1, "experiment": "x", "judge": "j", "questions": "three"}, path)
     assert e.value.field == "questions" and not path.exists()
+
+
+SECTIONS = sorted((c for c in vars(records).values() if isinstance(c, type) and issubclass(c, Entry)
+                   and c not in (Entry, Document) and not issubclass(c, Document)), key=lambda c: c.__name__)
+
+
+@st.composite
+def _damaged_entry(draw, cls: type) -> tuple[dict[str, Any], str]:
+    """An entry of `cls` with one typed field (its own or one nested in it) dropped, if required, or given a value of
+    another JSON type; and the path the error must name."""
+    doc = draw(_documents(cls))
+    candidates = [f for f in _typed_fields(doc, cls, "x") if f[1] is not Any]
+    assume(candidates)  # an entry of optional fields only may be drawn without any
+    where, hint, required, holder, key = draw(st.sampled_from(candidates))
+    if required and draw(st.booleans()):
+        del holder[key]
+    else:
+        holder[key] = draw(st.sampled_from([v for v in OTHER_TYPE.values() if not _fits(v, hint)]))
+    return doc, where
+
+
+@pytest.mark.parametrize("cls", SECTIONS, ids=lambda c: c.__name__)
+@settings(max_examples=6, deadline=None)
+@given(data=st.data())
+def test_damage_to_any_section_names_the_file_and_the_field_path(cls, data):
+    """Each section of run.json, numbers.json and binding.json (an entry at `x` in its file): the error names the file
+    and the field's whole path, a list's index and an object's key included (`x.judge_error.ppi.strata[0].low`)."""
+    doc, where = data.draw(_damaged_entry(cls))
+    with pytest.raises(BadRecord) as e:
+        cls.read(doc, "numbers.json", prefix="x")
+    assert e.value.file == "numbers.json" and e.value.field == where, e.value

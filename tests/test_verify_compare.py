@@ -1,5 +1,6 @@
 """Verify compares any stored JSON value with any recomputed one without raising: a number edited into a list, a
-string, null or an object is a mismatch, never a traceback."""
+string, null or an object is a mismatch, never a traceback; an entry renamed (a comparison's id) is one finding naming
+its place and the name expected there."""
 from __future__ import annotations
 
 import pytest
@@ -33,3 +34,19 @@ def test_floats_within_the_tolerance_are_the_same_and_beyond_it_not():
     assert _same(0.1 + 0.2, 0.3) and _same(1, 1.0)
     assert not _same(True, 1.0) and not _same(0.0, False) and not _same(None, 0.0)
     assert not _same(0.3, 0.31)
+
+
+@given(st.lists(st.text(min_size=1, max_size=4), min_size=1, max_size=6, unique=True), st.data())
+def test_an_entry_renamed_in_numbers_json_is_one_finding_naming_its_place_and_the_expected_name(ids, data):
+    """Comparisons (and subsets, cells) named as the recomputation names them give no finding; one renamed to a name
+    the recomputation does not have is named by its index, its name and the one expected there."""
+    from judge.verify import renamed_entries
+
+    recomputed = {"comparisons": [{"id": i} for i in ids], "cells": [{"arm": "a", "quant": "q"}]}
+    assert renamed_entries(recomputed, recomputed) == []
+    at = data.draw(st.integers(0, len(ids) - 1))
+    new = data.draw(st.text(min_size=1, max_size=4).filter(lambda n: n not in ids))
+    stored = {**recomputed, "comparisons": [{"id": new if k == at else i} for k, i in enumerate(ids)]}
+    assert renamed_entries(stored, recomputed) == [
+        f"numbers.json comparisons[{at}] is named {new!r}: no registered hypothesis of this run is; "
+        f"expected {ids[at]!r}"]

@@ -16,6 +16,9 @@ from judge.__main__ import main
 from judge.view import GENERATOR, render_page, writable
 
 pytestmark = pytest.mark.unit
+# the least run.json every reader reads (core.records.RunInfo): scope, deciding judge and its backend, audit gate
+RUN = {"name": "r", "arms": ["a"], "question_ids": ["q"], "judge": {"primary": "j", "identity": {"backend": "b"}},
+       "audit_gate": "none registered"}
 
 
 class Scripts(HTMLParser):
@@ -106,8 +109,7 @@ def test_view_refuses_to_write_over_a_raw_file_before_reading_anything(tmp_path,
     (lambda d: (d.mkdir(), (d / "run.json").write_text("{not json")), "run.json"),
     (lambda d: (d.mkdir(), (d / "run.json").write_text("{}"), *[(d / f).write_text("") for f in
                 ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")]), "run.json"),
-    (lambda d: (d.mkdir(), (d / "run.json").write_text('{"name": "r", "arms": ["a"], "question_ids": ["q"], '
-                                                        '"judge": {}, "experiment_dir": "x"}')), "answers.jsonl"),
+    (lambda d: (d.mkdir(), (d / "run.json").write_text(json.dumps({**RUN, "experiment_dir": "x"}))), "answers.jsonl"),
 ])
 @pytest.mark.parametrize("blind", [False, True])
 def test_a_bad_results_folder_exits_2_naming_the_file(tmp_path, capsys, make, named, blind):
@@ -118,11 +120,13 @@ def test_a_bad_results_folder_exits_2_naming_the_file(tmp_path, capsys, make, na
     assert err.startswith(f"error: {run / named}".rstrip("/")) and "Traceback" not in err, err
 
 
-@pytest.mark.parametrize("field, value", [("name", 3), ("arms", "base"), ("arms", [1]), ("question_ids", None),
+@pytest.mark.parametrize("field, value", [("name", 3), ("arms", "base"), ("arms[0]", 1), ("question_ids", None),
                                           ("judge", "local"), ("experiment_dir", None)])
 def test_a_run_json_field_of_the_wrong_type_exits_2_naming_it(tmp_path, capsys, field, value):
-    run = {"name": "r", "arms": ["a"], "question_ids": ["q"], "judge": {}, "experiment_dir": str(tmp_path)}
-    (tmp_path / "run.json").write_text(json.dumps({**run, field: value}))
+    run = {**RUN, "experiment_dir": str(tmp_path)}
+    if field == "arms[0]":
+        run["arms"] = [value]
+    (tmp_path / "run.json").write_text(json.dumps(run if field == "arms[0]" else {**run, field: value}))
     for name in ("answers.jsonl", "blinding.jsonl", "judgments.jsonl"):
         (tmp_path / name).write_text("")
     assert main(["view", str(tmp_path), "--blind"]) == 2

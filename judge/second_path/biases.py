@@ -134,19 +134,26 @@ def judge_lift(d: dict[str, dict[str, Fraction]], j: str, others: list[str], com
             "resampling": chk["resampling"], "units": chk["units"]}
 
 
+def _tests(comparison: dict | None) -> list[dict]:
+    """The family's tests a stored comparison records (core.records.FamilyTest); none for a comparison numbers.json
+    does not hold, or one decided before the family."""
+    return ((comparison or {}).get("family") or {"tests": []})["tests"]
+
+
 def _family(method: str, comparisons: list[dict], stored: dict[str, dict]) -> tuple[dict, dict[str, dict]]:
     """The family procedure run again. A claim at the registered alpha is this path's verdict; at another alpha the
     main path's recorded test (none recorded: no claim)."""
     ids = [c["id"] for c in comparisons]
     alphas = {c["id"]: c["alpha"] for c in comparisons}
+    by_id = {c["id"]: c for c in comparisons}
 
     def claims(h: str, a: float) -> bool:
-        c = next(x for x in comparisons if x["id"] == h)
+        c = by_id[h]
         own = c["own_verdict"] in _CLAIMS[c["kind"]]
         if a == alphas[h] or not own:
             return own
-        recorded = [t for t in ((stored.get(h) or {}).get("family") or {}).get("tests", []) if t.get("alpha") == a]
-        return bool(recorded and recorded[0].get("claim"))
+        recorded = [t for t in _tests(stored.get(h)) if t["alpha"] == a]
+        return bool(recorded and recorded[0]["claim"])
 
     steps, stopped = {}, None
     if method == "none":
@@ -185,16 +192,18 @@ def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], q
     path.)"""
     if exp.analysis.rule != "score" or exp.judge_panel_rule != "primary":
         return []
-    points = [int(v) for v in numbers["cells"][0]["score_counts"]] if numbers["cells"] else [0]
+    points = second_path.rubric_scale(exp)
     span = max(points) - min(points)
     hyps = {h.id: h for h in exp.hypotheses}
     out = []
     for c in numbers["comparisons"]:
-        h = hyps[c["id"]]
+        h = hyps.get(c["id"])
+        if h is None:  # an id no hypothesis registers: the recomputations name it (it is not one they produce)
+            continue
         a, b = means.get((h.a, h.quant), {}), means.get((h.b, h.quant), {})
         ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a and q in b]
-        for t in (c.get("family") or {}).get("tests", []):
-            if not t.get("claim") or t.get("alpha") == c.get("alpha") or len(ids) < 2:
+        for t in _tests(c):
+            if not t["claim"] or t["alpha"] == c["alpha"] or len(ids) < 2:
                 continue
             units = ([("cluster", clusters[q]) if clusters.get(q) else ("question", q) for q in ids]
                      if any(clusters.get(q) for q in ids) else None)
@@ -202,7 +211,7 @@ def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], q
             found = second_path.boundary_tests([b[q] - a[q] for q in ids], m, span, t["alpha"], units)
             own = second_path.tests_verdict(h.kind, h.margin, found) if found else "inconclusive"
             if own not in _CLAIMS[h.kind]:
-                out.append(f"numbers.json comparisons[{c['id']}].family.tests: a claim ({t.get('verdict')!r}) at "
+                out.append(f"numbers.json comparisons[{c['id']}].family.tests: a claim ({t['verdict']!r}) at "
                            f"one-sided α = {t['alpha']:.5g}, but verify's own score test there says {own!r}")
     return out
 
@@ -214,7 +223,7 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
     keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
     single = [j for j in verdicts if (j.get("kind") or ("pairwise" if str(j["label"]).startswith("P") else "single"))
               == "single"]
-    panel = numbers["judges"]["panel"]
+    panel = run["judge"]["panel"]
     means = {j: _means(keys, single, j) for j in panel}
     families = {j.name: exp.models[j.model].family for j in exp.judges}
     an = exp.analysis
@@ -264,7 +273,7 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
                 entry["verdict"] = "inconclusive"
         elif exp.judge_panel_rule != "primary":  # decided on other scores than the primary judge's: main path only
             entry.pop("result", None)
-            at = [t for t in (s.get("family") or {}).get("tests", []) if t.get("alpha") == h.alpha]
+            at = [t for t in _tests(s) if t["alpha"] == h.alpha]
             entry["verdict"] = at[0]["verdict"] if at else s.get("verdict")
         entry["own_verdict"], entry["kind"], entry["alpha"] = entry["verdict"], h.kind, h.alpha
     fam, steps = _family(an.family, ind["comparisons"], stored)
@@ -275,8 +284,7 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
         if st["tested_at"] is None:
             entry["verdict"] = "inconclusive"
         elif st["tested_at"] != entry["alpha"] and entry["own_verdict"] in _CLAIMS[entry["kind"]]:
-            tests = [t for t in ((stored.get(entry["id"]) or {}).get("family") or {}).get("tests", [])
-                     if t.get("alpha") == st["tested_at"]]
+            tests = [t for t in _tests(stored.get(entry["id"])) if t["alpha"] == st["tested_at"]]
             entry["verdict"] = tests[0]["verdict"] if tests else "inconclusive"
         for k in ("own_verdict", "kind", "alpha"):
             entry.pop(k)
@@ -287,7 +295,7 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
         for _, r in jsonl.read(path):
             retests[(r["judge"], r["label"], r["retest"])] = r
         first = {(j["judge"], j["label"]): j for j in single}
-        scale = sorted(int(v) for v in numbers["cells"][0]["score_counts"]) if numbers["cells"] else []
+        scale = sorted(second_path.rubric_scale(exp))
         rows = {}
         for name in sorted({k[0] for k in retests}):
             mine = [r for k, r in retests.items() if k[0] == name]

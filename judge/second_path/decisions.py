@@ -581,6 +581,12 @@ def by_hand(path: Path, key: tuple[str, ...], fields: tuple[str, ...] | None = N
     return Final({k: rec for k, (_, rec) in last.items()}, dict(records), problems)
 
 
+def rubric_scale(exp) -> tuple[int, ...]:
+    """The registered rubric's scale points: the scores a verdict can take, from the registration, never from the
+    numbers being checked."""
+    return tuple(load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)).scale)
+
+
 def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
                 clusters: dict[str, str | None], answer_rows: Final, verdicts: Final, calibration: Callable,
                 gold_decides: bool = False) -> dict:
@@ -596,8 +602,8 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     counts: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     kinds: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # (cell, "answer"/"judge") -> kind -> n
     for j in verdicts.last.values():
-        if j["judge"] != judge or _kind(j) != "single":
-            continue
+        if j["judge"] != judge or _kind(j) != "single" or j["label"] not in keys:
+            continue  # a label blinding.jsonl does not hold: the main path refuses the raw files, a finding
         k = keys[j["label"]]
         cell = (k["arm"], k["quant"])
         status[cell][j["status"]] += 1
@@ -626,24 +632,25 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         marks[(k["arm"], k["quant"])]["injection"] += k.get("injection", 0) > 0
     qmeans = {cell: {q: Fraction(sum(v), len(v)) for q, v in qs.items()} for cell, qs in per.items()}
     out: dict[str, Any] = {"cells": [], "comparisons": []}
-    for c in numbers["cells"]:
-        cell = (c["arm"], c["quant"])
+    points = rubric_scale(exp)
+    # the cells and hypotheses are the bound scope's and the registration's, never numbers.json's: an edited name
+    # there is a cell or comparison this path does not produce (a finding), never one it looks up
+    for cell in [(arm, quant) for arm in run["arms"] for quant in exp.arm(arm).quants]:
         m = qmeans.get(cell, {})
-        out["cells"].append({"arm": c["arm"], "quant": c["quant"], "answers": answers[cell]["n"],
+        out["cells"].append({"arm": cell[0], "quant": cell[1], "answers": answers[cell]["n"],
                              "answer_errors": answers[cell]["error"], "answer_retries": answers[cell]["retried"],
                              "answer_error_kinds": dict(kinds[(cell, "answer")]),
                              "scored": status[cell]["scored"],
                              "unscored": status[cell]["unscored"], "judge_errors": status[cell]["error"],
                              "judge_error_kinds": dict(kinds[(cell, "judge")]),
                              "harmful": status[cell]["harmful"], "questions_scored": len(m),
-                             "score_counts": {v: counts[cell][v] for v in c["score_counts"]},
+                             "score_counts": {str(v): counts[cell][str(v)] for v in points},
                              "truncated": answers[cell]["truncated"], "scrubbed": marks[cell]["scrubbed"],
                              "injection_flagged": marks[cell]["injection"],
                              "mean_words": (answers[cell]["words"] / answers[cell]["ok"]
                                             if answers[cell]["ok"] else None),
                              "mean": (math.fsum(m.values()) / len(m)) if m else None})
     an, rule = run["analysis"], exp.analysis.rule
-    points = load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)).scale
     lo, hi = min(points), max(points)
 
     def labels(ids: list[str]) -> list[tuple] | None:
@@ -663,18 +670,22 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                                       scale=(lo, hi, max(exp.arm(h.a).samples, exp.arm(h.b).samples)),
                                       labels=labels(ids))
 
-    for s in numbers["subsets"]:
-        h = next(h for h in exp.hypotheses if h.id == s["hypothesis"])
+    hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
+    stored_subsets = {s["id"]: s for s in numbers["subsets"]}
+    stored = {c["id"]: c for c in numbers["comparisons"]}
+    by_cell = {(x["arm"], x["quant"]): x for x in out["cells"]}
+    for h in hyps:
         a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
         tags = sorted({t for q, ts in questions.items() if all(x in ts for x in h.subset) for t in ts} - set(h.subset))
-        ids = [q for q, ts in questions.items() if all(x in ts for x in h.subset) and s["tag"] in ts
-               and q in a_m and q in b_m]
-        chk = check(a_m, b_m, ids, h.alpha / len(tags), h.margin, h)
-        out.setdefault("subsets", []).append({"id": s["id"], "tests": len(tags), "paired_questions": ids,
-                                              "result": chk and {k: v for k, v in chk.items()
-                                                                 if k in (s["result"] or chk)}})
-    for c in numbers["comparisons"]:
-        h = next(h for h in exp.hypotheses if h.id == c["id"])
+        for tag in tags:
+            ids = [q for q, ts in questions.items() if all(x in ts for x in h.subset) and tag in ts
+                   and q in a_m and q in b_m]
+            chk = check(a_m, b_m, ids, h.alpha / len(tags), h.margin, h)
+            shown = (stored_subsets.get(f"{h.id} [{tag}]") or {}).get("result") or chk
+            out.setdefault("subsets", []).append({"id": f"{h.id} [{tag}]", "tests": len(tags), "paired_questions": ids,
+                                                  "result": chk and {k: v for k, v in chk.items() if k in shown}})
+    for h in hyps:
+        c = stored.get(h.id) or {}
         a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
         ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a_m and q in b_m]
         entry: dict[str, Any] = {"id": h.id, "paired_questions": ids}
@@ -694,7 +705,7 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
             entry["calibration"] = cal.to_dict()
             rates = []
             for arm in (h.a, h.b):
-                cc = next(x for x in out["cells"] if x["arm"] == arm and x["quant"] == h.quant)
+                cc = by_cell[(arm, h.quant)]
                 miss = cc["answer_errors"] + cc["unscored"] + cc["judge_errors"]
                 rates.append(miss / cc["answers"] if cc["answers"] else 1.0)
             said = verdict(h.kind, h.margin, chk)
@@ -717,7 +728,7 @@ def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[
         (pairs if r.get("type") == "pair" else keys)[r["label"]] = r
     text = {a["row"]: a.get("text") or "" for a in answer_rows.last.values()}
     judgments = list(verdicts.last.values())
-    panel = numbers["judges"]["panel"]
+    panel = run["judge"]["panel"]
     hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
     out: dict[str, Any] = {"means": {}, "length_bias": {}, "pairwise": {}}
     scored: dict[str, dict[str, int]] = {}
@@ -766,7 +777,7 @@ def independent_judges(numbers: dict, run: dict, run_dir: Path, questions: dict[
     names = sorted(j for j in scored if scored[j])
     if len(names) >= 2:
         common = sorted(set.intersection(*(set(scored[j]) for j in names)))
-        scale = [int(v) for v in next(iter(numbers["cells"]))["score_counts"]] if numbers["cells"] else []
+        scale = list(rubric_scale(exp))
         agree = []
         for i, x in enumerate(names):
             for y in names[i + 1:]:
