@@ -873,6 +873,13 @@ def alpha_ordinal(matrix: list[list[int | None]]) -> float | None:
             for j in range(len(col)):
                 if i != j:
                     o[idx[col[i]]][idx[col[j]]] += 1 / (len(col) - 1)
+    return alpha_from_coincidences(o)
+
+
+def alpha_from_coincidences(o: list[list[float]]) -> float | None:
+    """Ordinal alpha from a coincidence matrix over the scale's points in order: a point nobody used adds nothing to
+    the ordinal distances. None where there is no expected disagreement."""
+    k = len(o)
     n_c = [sum(row) for row in o]
     n = sum(n_c)
 

@@ -126,17 +126,7 @@ def alpha_of(t: list[list[int]]) -> float | None:
     """Krippendorff's ordinal alpha of two raters who rated every unit, from their contingency table: each unit
     adds one coincidence (a, b) and one (b, a). A scale point nobody used adds nothing to the ordinal distances."""
     k = len(t)
-    o = [[t[c][e] + t[e][c] for e in range(k)] for c in range(k)]
-    n_c = [sum(r) for r in o]
-    n = sum(n_c)
-
-    def d2(c: int, e: int) -> float:
-        lo, hi = min(c, e), max(c, e)
-        return (sum(n_c[lo:hi + 1]) - (n_c[c] + n_c[e]) / 2) ** 2
-
-    observed = math.fsum(o[c][e] * d2(c, e) for c in range(k) for e in range(k))
-    expected = math.fsum(n_c[c] * n_c[e] * d2(c, e) for c in range(k) for e in range(k))
-    return 1 - (n - 1) * observed / expected if expected else None
+    return decisions.alpha_from_coincidences([[t[c][e] + t[e][c] for e in range(k)] for c in range(k)])
 
 
 def _percentiles(values: list[float | None], alpha: float) -> tuple[float | None, float | None]:
