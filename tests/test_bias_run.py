@@ -15,10 +15,13 @@ import random
 import shutil
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg
+from support.forgery import reanalyse, records, rewrite
 from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 
 pytestmark = pytest.mark.integration
@@ -168,6 +171,32 @@ def test_a_judge_flipping_a_seeded_third_of_re_asks_has_a_flip_rate_near_one_thi
     assert mine["flip_ci95"][0] < 1 / 3 < mine["flip_ci95"][1]
     assert rt["judges"]["kin"]["flips"] == 0 and rt["judges"]["kin"]["kappa_quadratic"] == 1
     assert "- openai: 80 of 80 retests scored both times; flips" in (out / "report.md").read_text()
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_retest_verdict_its_raw_reply_does_not_give_fails_verify_naming_its_line(biased, tmp_path_factory, data):
+    """A retest's score or status edited, and numbers.json and the report recomputed from the edited file as a
+    careful forger would: verify re-parses the retest's stored raw reply and names the file, line and field."""
+    out, _, env = biased
+    edited = tmp_path_factory.mktemp("retest") / "run"
+    shutil.copytree(out, edited)
+    path = edited / "retests.jsonl"
+    recs = records(path)
+    line = data.draw(st.integers(1, len(recs)), label="line")
+    r = recs[line - 1]
+    field = data.draw(st.sampled_from(["score", "status"]), label="field")
+    if field == "score":  # a score on the rubric's 0-2 scale the raw reply does not give
+        r["score"] = data.draw(st.integers(0, 2).filter(lambda s: s != r["score"]), label="score")
+    else:
+        r["status"] = data.draw(st.sampled_from(["scored", "unscored", "error"]).filter(lambda s: s != r["status"]),
+                                label="status")
+    rewrite(path, recs)
+    reanalyse(edited)
+    bad = cli("judge", "verify", str(edited), env=env, timeout=300)
+    assert bad.returncode == 1
+    assert f"{path}:{line}: field {field!r}: reads {r[field]!r}, but the judge's raw reply" in bad.stderr, bad.stderr
+    assert "Traceback" not in bad.stderr
 
 
 def test_verify_decides_an_all_agree_panel_by_its_own_per_judge_verdicts(tmp_path):
