@@ -1,8 +1,9 @@
 """verify's own path for the judge-bias numbers (judge.second_path.biases) against peers: its style regression against
-statsmodels' OLS, its test-retest kappa against scikit-learn, its Holm procedure against statsmodels'
-multipletests, and the main path's family against it on the same claims."""
+statsmodels' OLS, its test-retest kappa and that kappa's bootstrap interval against scikit-learn, its Holm procedure
+against statsmodels' multipletests, and the main path's family against it on the same claims."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judge.bias_checks import apply_family
-from judge.second_path.biases import _family, _ols
+from judge.second_path.biases import _family, _ols, retest_kappa_interval
 from judge.second_path.decisions import kappa_quadratic
 
 pytestmark = pytest.mark.unit
@@ -47,6 +48,30 @@ def test_the_retest_kappa_is_sklearns(pairs):
     with np.errstate(all="ignore"):
         want = cohen_kappa_score(a, b, weights="quadratic", labels=[0, 1, 2])
     assert got == pytest.approx(want, abs=1e-9) if np.isfinite(want) else got is None
+
+
+@settings(max_examples=3, deadline=None)  # scikit-learn takes a millisecond a kappa: 1,000 per example
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=2, max_size=40), st.integers(0, 2**32 - 1))
+def test_the_retest_kappa_interval_is_sklearns_kappa_on_the_documented_draws(pairs, seed):
+    """Resample r is the r-th ``default_rng(seed).integers(0, n, n)`` of 1,000; the interval is the 2.5 and 97.5
+    percentiles (numpy's linear rule) of the resamples where scikit-learn's quadratic kappa is defined, none when
+    100 or fewer are."""
+    from sklearn.metrics import cohen_kappa_score
+
+    a, b = np.array([x for x, _ in pairs]), np.array([y for _, y in pairs])
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(1000):
+        idx = rng.integers(0, len(a), len(a))
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an undefined kappa (one category) is NaN, left out below
+            boots.append(cohen_kappa_score(a[idx], b[idx], weights="quadratic", labels=[0, 1, 2]))
+    boots = [k for k in boots if np.isfinite(k)]
+    got = retest_kappa_interval(a.tolist(), b.tolist(), [0, 1, 2], seed)
+    if len(boots) <= 100:
+        assert got is None
+        return
+    assert got == pytest.approx(np.percentile(boots, [2.5, 97.5]).tolist(), abs=1e-9)
 
 
 @settings(max_examples=30, deadline=None)

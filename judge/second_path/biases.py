@@ -12,7 +12,8 @@ registered alpha is this path's own verdict; a claim at an adjusted alpha is the
 recomputed by the main path, and under the score rule checked against verify's own score test at that alpha
 (`forged_claims`): the family check is independent in its procedure and in every claim it lets stand. Under the
 panel rule "all-agree" the decision is this path's own (inconclusive where its per-judge verdicts differ); under
-"unrelated-mean" the main path's. The kappa intervals and the caution texts are recomputed by the main path only.
+"unrelated-mean" the main path's. The test-retest kappa's bootstrap interval is this path's own loop on the same
+documented resamples (decisions.kappa_boots). The caution texts are recomputed by the main path only.
 """
 from __future__ import annotations
 
@@ -216,6 +217,14 @@ def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], q
     return out
 
 
+def retest_kappa_interval(test: list[int], again: list[int], scale: list[int], seed: int) -> list[float] | None:
+    """The 95% percentile interval of test-retest kappa on the analysis's 1,000 resamples of the labels (resample r
+    the r-th ``default_rng(seed).integers(0, n, n)``), by the decisions' own loop (judge.second_path.decisions
+    .kappa_boots, which the judges' agreement interval uses too); None when 100 resamples or fewer give a kappa."""
+    boots = [k for k in second_path.kappa_boots(test, again, scale, seed) if math.isfinite(k)]
+    return [second_path.percentile(boots, q) for q in (2.5, 97.5)] if len(boots) > 100 else None
+
+
 def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, list[str]], answers: list[dict],
             verdicts: list[dict], ind: dict, clusters: dict[str, str | None]) -> list[str]:
     """Add to `ind` (verify's independent numbers) this module's recomputation of the bias numbers, and give its
@@ -302,9 +311,12 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
             pairs = [(first[(name, r["label"])]["score"], r["score"]) for r in mine if r["status"] == "scored"
                      and first.get((name, r["label"]), {}).get("status") == "scored"]
             flips = sum(x != y for x, y in pairs)
+            test, again = [x for x, _ in pairs], [y for _, y in pairs]
             rows[name] = {"judge": name, "drawn": len(mine), "n": len(pairs), "flips": flips,
                           "flip_rate": flips / len(pairs) if pairs else None,
-                          "kappa_quadratic": second_path.kappa_quadratic([x for x, _ in pairs], [y for _, y in pairs],
-                                                                         scale) if len(pairs) >= 2 else None}
+                          "kappa_quadratic": second_path.kappa_quadratic(test, again, scale) if len(pairs) >= 2
+                          else None,
+                          "kappa_ci95": retest_kappa_interval(test, again, scale, an.seed) if len(pairs) >= 2
+                          else None}
         ind["judges"]["retest"] = {"judges": rows}
     return forged_claims(numbers, exp, means[run["judge"]["primary"]], questions, clusters)
