@@ -146,3 +146,39 @@ def test_a_claim_recorded_at_an_adjusted_alpha_that_verifys_own_score_test_does_
     (finding,) = forged_claims(numbers(True), exp, means, qs, clusters)
     assert finding.startswith("numbers.json comparisons[Htie].family.tests: a claim ('superior') at one-sided "
                               "α = 0.00625, but verify's own score test there says")
+
+
+@pytest.mark.parametrize(("bound", "upper", "adjusted", "raised"), [
+    (-0.1, 0.5, 0.4, True),  # lower bound -0.1 moved by +0.2 is 0.1 > 0: "superior" for "not shown"
+    (0.3, 0.9, 0.1, False),  # moved by -0.1 to 0.2 > 0: "superior" either way
+    (0.05, 0.5, 0.0, True),  # moved by -0.2 to -0.15: "not shown" for "superior"
+    (-0.5, 0.2, 0.3, False),  # moved by +0.1 to -0.4: "not shown" either way
+])
+def test_which_style_caution_is_raised_is_decided_again_by_verifys_own_path(bound, upper, adjusted, raised):
+    """Superiority at margin 0, the paired mean 0.2: the style caution is raised exactly where the decision
+    interval moved by (adjusted - 0.2) crosses 0 (by hand); a caution present where it is not, or missing where it
+    is, is a finding; the self-preference cautions are decided alike from the judges' own verdicts."""
+    from types import SimpleNamespace
+
+    from judge.second_path.biases import caution_findings
+    from registration.prereg import Hypothesis
+
+    h = Hypothesis(id="H1", a="base", b="up", quant="Q8_0", kind="superiority", margin=0.0, alpha=0.025)
+    exp = SimpleNamespace(hypotheses=[h])
+    ind = {"comparisons": [{"id": "H1", "result": {"rule": "percentile", "bound": bound, "upper": upper},
+                            "style": {"raw": 0.2, "adjusted": adjusted, "covariates": ["length"]},
+                            "self_preference": {"judges": {"a": {"verdict": "superior"}, "b": {"verdict": "not shown"}},
+                                                "lifts": {"b": {}}}}]}
+
+    def numbers(length_notes: int, sp_notes: list[str]) -> dict:
+        return {"comparisons": [{"id": "H1", "length_notes": ["note"] * length_notes,
+                                 "self_preference": {"notes": sp_notes}}]}
+
+    shares = ["judge b shares the model family f with an arm and estimates ..."]
+    assert caution_findings(numbers(int(raised), shares), ind, exp) == []
+    (finding,) = caution_findings(numbers(1 - int(raised), shares), ind, exp)
+    assert finding.startswith(f"numbers.json comparisons[H1].length_notes: {1 - int(raised)} style caution(s), but "
+                              f"verify's own path raises {int(raised)}")
+    (finding,) = caution_findings(numbers(int(raised), []), ind, exp)
+    assert finding.startswith("numbers.json comparisons[H1].self_preference.notes: self-preference cautions for [], "
+                              "but verify's own path raises them for ['b']")

@@ -219,6 +219,36 @@ def test_an_edited_end_of_a_retest_kappa_interval_is_named_by_verifys_own_path(b
             "recomputation gives") in bad.stderr, bad.stderr
 
 
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edit=st.sampled_from(["drop", "repeat", "rename", "style"]))
+def test_a_caution_raised_or_dropped_against_the_evidence_is_named_by_verifys_own_path(biased, tmp_path_factory,
+                                                                                       edit):
+    """The planted judges disagree (kin "superior", openai not) and kin shares beta's family: one self-preference
+    caution, for kin. verify's own path decides again which cautions are raised: one dropped, repeated or naming
+    the other judge, or a style caution the style adjustment does not support, is its finding."""
+    out, _, env = biased
+    edited = tmp_path_factory.mktemp("caution") / "run"
+    shutil.copytree(out, edited)
+    numbers = json.loads((edited / "numbers.json").read_text())
+    c = numbers["comparisons"][0]
+    notes = c["self_preference"]["notes"]
+    assert [n.split()[1] for n in notes] == ["kin"]
+    if edit == "drop":
+        notes.clear()
+    elif edit == "repeat":
+        notes.append(notes[0])
+    elif edit == "rename":
+        notes[0] = notes[0].replace("judge kin", "judge openai", 1)
+    else:
+        c["length_notes"] = [*c["length_notes"], "answer length is a rival explanation"]
+    (edited / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    bad = cli("judge", "verify", str(edited), env=env, timeout=300)
+    assert bad.returncode == 1
+    field = "length_notes" if edit == "style" else "self_preference.notes"
+    assert f"numbers.json comparisons[H1].{field}: " in bad.stderr and "but verify's own path raises" in bad.stderr, (
+        bad.stderr)
+
+
 def test_verify_decides_an_all_agree_panel_by_its_own_per_judge_verdicts(tmp_path):
     """Under `panel_rule = "all-agree"` the judges disagree (kin "superior", openai not): the decision is inconclusive,
     and verify's own path, which decides each judge, names a verdict edited to the primary judge's alone (in the
