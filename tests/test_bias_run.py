@@ -249,6 +249,27 @@ def test_a_caution_raised_or_dropped_against_the_evidence_is_named_by_verifys_ow
         bad.stderr)
 
 
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(["judgments.jsonl", "retests.jsonl"]),
+       score=st.integers(-5, 10).filter(lambda s: s not in (0, 1, 2)))
+def test_a_score_off_the_rubric_scale_is_named_by_file_line_and_field_never_a_traceback(biased, tmp_path_factory,
+                                                                                       name, score):
+    """The demo rubric's scale is 0, 1, 2: a scored verdict reading another score was edited, and verify names it
+    (file, line, field) where the main path would otherwise have crashed on it."""
+    out, _, env = biased
+    edited = tmp_path_factory.mktemp("scale") / "run"
+    shutil.copytree(out, edited)
+    path = edited / name
+    recs = records(path)
+    line = next(i for i, r in enumerate(recs, 1) if r["status"] == "scored" and r.get("kind", "single") == "single")
+    recs[line - 1]["score"] = score
+    rewrite(path, recs)
+    bad = cli("judge", "verify", str(edited), env=env, timeout=300)
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr, bad.stderr
+    assert (f"the main path refuses the raw files: {path}:{line}: field 'score': reads {score}, which is not a point "
+            "of the rubric's scale [0, 1, 2]") in bad.stderr, bad.stderr
+
+
 def test_verify_decides_an_all_agree_panel_by_its_own_per_judge_verdicts(tmp_path):
     """Under `panel_rule = "all-agree"` the judges disagree (kin "superior", openai not): the decision is inconclusive,
     and verify's own path, which decides each judge, names a verdict edited to the primary judge's alone (in the
