@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judge.bias_checks import apply_family
-from judge.second_path.biases import _family, _ols, retest_kappa_interval
+from judge.second_path.biases import _family, _ols, clopper_pearson, retest_kappa_interval
 from judge.second_path.decisions import kappa_quadratic
 
 pytestmark = pytest.mark.unit
@@ -48,6 +48,16 @@ def test_the_retest_kappa_is_sklearns(pairs):
     with np.errstate(all="ignore"):
         want = cohen_kappa_score(a, b, weights="quadratic", labels=[0, 1, 2])
     assert got == pytest.approx(want, abs=1e-9) if np.isfinite(want) else got is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 200).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_the_flip_rate_interval_is_statsmodels_clopper_pearson(xn):
+    from statsmodels.stats.proportion import proportion_confint
+
+    x, n = xn
+    low, high = proportion_confint(x, n, alpha=0.05, method="beta")
+    assert clopper_pearson(x, n) == [pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12)]
 
 
 @settings(max_examples=3, deadline=None)  # scikit-learn takes a millisecond a kappa: 1,000 per example

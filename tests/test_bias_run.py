@@ -199,23 +199,24 @@ def test_a_retest_verdict_its_raw_reply_does_not_give_fails_verify_naming_its_li
     assert "Traceback" not in bad.stderr
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(judge=st.sampled_from(["openai", "kin"]), end=st.sampled_from([0, 1]),
-       shift=st.floats(-0.5, 0.5).filter(lambda x: abs(x) > 1e-3))
-def test_an_edited_end_of_a_retest_kappa_interval_is_named_by_verifys_own_path(biased, tmp_path_factory, judge, end,
-                                                                                shift):
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(judge=st.sampled_from(["openai", "kin"]), field=st.sampled_from(["kappa_ci95", "flip_ci95"]),
+       end=st.sampled_from([0, 1]), shift=st.floats(-0.5, 0.5).filter(lambda x: abs(x) > 1e-3))
+def test_an_edited_end_of_a_retest_interval_is_named_by_verifys_own_path(biased, tmp_path_factory, judge, field, end,
+                                                                          shift):
     """verify's own path (judge.second_path.biases) recomputes each judge's test-retest kappa interval on the same
-    documented resamples: an interval end moved is its finding, not only the main path's."""
+    documented resamples, and the flip rate's exact interval: an interval end moved is its finding, not only the
+    main path's."""
     out, _, env = biased
     edited = tmp_path_factory.mktemp("kappa") / "run"
     shutil.copytree(out, edited)
     numbers = json.loads((edited / "numbers.json").read_text())
-    ci = numbers["judges"]["retest"]["judges"][judge]["kappa_ci95"]
+    ci = numbers["judges"]["retest"]["judges"][judge][field]
     ci[end] += shift
     (edited / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
     bad = cli("judge", "verify", str(edited), env=env, timeout=300)
     assert bad.returncode == 1
-    assert (f"numbers.json judges.retest.judges.{judge}.kappa_ci95 = {ci!r}, but the independent plain-Python "
+    assert (f"numbers.json judges.retest.judges.{judge}.{field} = {ci!r}, but the independent plain-Python "
             "recomputation gives") in bad.stderr, bad.stderr
 
 

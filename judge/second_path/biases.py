@@ -13,8 +13,8 @@ recomputed by the main path, and under the score rule checked against verify's o
 (`forged_claims`): the family check is independent in its procedure and in every claim it lets stand. Under the
 panel rule "all-agree" the decision is this path's own (inconclusive where its per-judge verdicts differ); under
 "unrelated-mean" the main path's. The test-retest kappa's bootstrap interval is this path's own loop on the same
-documented resamples (decisions.kappa_boots). Which cautions are raised is decided again here (`caution_findings`);
-their wording is the main path's.
+documented resamples (decisions.kappa_boots), the flip rate's exact interval from the beta quantiles. Which
+cautions are raised is decided again here (`caution_findings`); their wording is the main path's.
 """
 from __future__ import annotations
 
@@ -255,6 +255,15 @@ def caution_findings(numbers: dict, ind: dict, exp) -> list[str]:
     return out
 
 
+def clopper_pearson(x: int, n: int) -> list[float]:
+    """The exact 95% interval of a binomial proportion x / n, from the beta distribution's quantiles."""
+    from scipy.stats import beta
+
+    low = 0.0 if x == 0 else float(beta.ppf(0.025, x, n - x + 1))
+    high = 1.0 if x == n else float(beta.ppf(0.975, x + 1, n - x))
+    return [low, high]
+
+
 def retest_kappa_interval(test: list[int], again: list[int], scale: list[int], seed: int) -> list[float] | None:
     """The 95% percentile interval of test-retest kappa on the analysis's 1,000 resamples of the labels (resample r
     the r-th ``default_rng(seed).integers(0, n, n)``), by the decisions' own loop (judge.second_path.decisions
@@ -352,6 +361,7 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
             test, again = [x for x, _ in pairs], [y for _, y in pairs]
             rows[name] = {"judge": name, "drawn": len(mine), "n": len(pairs), "flips": flips,
                           "flip_rate": flips / len(pairs) if pairs else None,
+                          "flip_ci95": clopper_pearson(flips, len(pairs)) if pairs else None,
                           "kappa_quadratic": second_path.kappa_quadratic(test, again, scale) if len(pairs) >= 2
                           else None,
                           "kappa_ci95": retest_kappa_interval(test, again, scale, an.seed) if len(pairs) >= 2
