@@ -30,6 +30,7 @@ from core.records import (
     PairKey,
     Retest,
     blinding_key,
+    judgment_kind,
 )
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
@@ -101,6 +102,17 @@ def load_raw(run_dir: Path) -> Raw:
     return Raw([c.record for c in answers], keys, pkeys, judgments,
                frozenset(c.record.row for c in answers if c.superseded),
                min(times, key=lambda t: utc(t, run_dir / "judgments.jsonl", "time")) if times else None, retests)
+
+
+def refuse_off_scale(run_dir: Path, points: tuple[int, ...]) -> None:
+    """A single answer's scored verdict (judgments.jsonl, retests.jsonl) whose score is not a point of the registered
+    rubric's scale is bad input naming file, line and field: the registered parser gives none, so the file was
+    edited, and no statistic is computed on it."""
+    for path in (run_dir / "judgments.jsonl", run_dir / RETESTS):
+        for no, r in jsonl.read(path):
+            if judgment_kind(r) == "single" and r.get("status") == "scored" and r.get("score") not in points:
+                raise BadInput(path, f"reads {r.get('score')!r}, which is not a point of the rubric's scale "
+                               f"{list(points)}", line=no, field="score")
 
 
 def utc(text: str, file: Path | str, field: str) -> dt.datetime:
@@ -348,6 +360,8 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     """`gold`: the run's gold scores (judge.gold.gold_scores), when the experiment registers any: then the judge is
     measured against them and each decision gets its gold-corrected interval (judge.validity)."""
     raw = load_raw(run_dir)
+    points = exp_scale(exp)
+    refuse_off_scale(run_dir, points)
     answers, keys, pkeys, judgments = raw.answers, raw.keys, raw.pkeys, raw.judgments
     judge = run["judge"]["primary"]
     panel = run["judge"].get("panel", [judge])
@@ -357,7 +371,6 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     scores = per_question(keys, judgments, judge)
     cells = _cells(exp, arms, answers, keys, judgments, judge, scores, set(qmap), raw.retried_rows)
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
-    points = exp_scale(exp)
     by_judge = {name: scores if name == judge else per_question(keys, judgments, name) for name in panel}
     rule = exp.judge_panel_rule
 

@@ -6,8 +6,8 @@ judge.verify; this module checks those files against what produced them, with th
 (so a change to how a run blinds, renders or parses is followed here):
 - completeness: every cell binding.json registers (arm x quant x question x sample) has a current answer row
   (an answer or an error), and every blinded item one current verdict of each bound judge;
-- every verdict (status, score, fields, repaired, each attempt's parse error) by re-parsing the judge's
-  stored raw replies (`attempts[].raw`) with the registered parser, judge.verdict;
+- every verdict of judgments.jsonl and of retests.jsonl (status, score, fields, repaired, each attempt's parse
+  error) by re-parsing the judge's stored raw replies (`attempts[].raw`) with the registered parser, judge.verdict;
 - every judge prompt rendered again from the answer's text, the question, the rubric and the registered
   scrub patterns (judge.blinding, judge.pairwise, judge.judging) and hashed against `prompt_sha256`; each
   attempt's call key re-derived from that prompt and the judge's identity in run.json, itself compared with
@@ -48,7 +48,7 @@ from registration.rubric import Rubric, load_rubric, rubric_dir
 from registration.spec import ArmSpec
 
 from .blinding import blind, label_secret
-from .judging import build_request, prompt_sha256
+from .judging import RETESTS, build_request, prompt_sha256
 from .pairwise import pair_items
 from .runinfo import Scope
 from .verdict import parse_verdict
@@ -469,10 +469,19 @@ def judge_identities(run: dict[str, Any], exp: Experiment, scope: Scope, run_jso
 
 def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, scope: Scope, prompts: dict[str, tuple[Any, str]],
              replies: Replies) -> list[str]:
-    """Each judgment record (superseded error records too): its verdict re-parsed from its raw replies, its
-    prompt re-rendered, its call keys re-derived, its calls and raw replies against the call cache."""
-    path = run_dir / "judgments.jsonl"
+    """Each judgment record of judgments.jsonl and each retest record of retests.jsonl (superseded error records
+    too): its verdict re-parsed from its raw replies, its prompt re-rendered, its call keys re-derived (a retest's
+    with its retest number, judge.judging.build_request), its calls and raw replies against the call cache."""
     out = judge_identities(run, exp, scope, run_dir / "run.json")
+    for path in (run_dir / "judgments.jsonl", run_dir / RETESTS):
+        out += _verdict_file(path, run, exp, scope, prompts, replies)
+    return out
+
+
+def _verdict_file(path: Path, run: dict[str, Any], exp: Experiment, scope: Scope,
+                  prompts: dict[str, tuple[Any, str]], replies: Replies) -> list[str]:
+    """`verdicts` for one file (none when it does not exist: retests.jsonl only exists with `[judge] retest`)."""
+    out: list[str] = []
     rubrics = {kind: load_rubric(name, rubric_dir(name, exp.dir))  # by the verdict's kind, never by its rubric's name
                for kind, name in (("single", exp.rubric), ("pairwise", "pairwise"))}
     judges = {j.name: j for j in exp.judges}
@@ -521,8 +530,9 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, scope: Scope, 
                         f"to {sha[:12]}…")
             ident = identities.get(spec.name)
             if isinstance(ident, dict):  # else named once, by judge_identities
-                keys = [call_key(ident, build_request(jrubric, item, k)) for k, a in enumerate(attempts)
-                        if a.get("raw") is not None]
+                retest = j.get("retest") or 0  # a retest's calls are its own (judge.judging.build_request)
+                keys = [call_key(ident, build_request(jrubric, item, k, retest, exp.judge_attempts))
+                        for k, a in enumerate(attempts) if a.get("raw") is not None]
                 for i, (stored, derived) in enumerate(zip(calls, keys, strict=False)):
                     if stored != derived:
                         finding(f"calls[{i}]", f"reads {str(stored)[:12]}…, but the call re-derived from {source} "

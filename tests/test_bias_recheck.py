@@ -1,8 +1,9 @@
 """verify's own path for the judge-bias numbers (judge.second_path.biases) against peers: its style regression against
-statsmodels' OLS, its test-retest kappa against scikit-learn, its Holm procedure against statsmodels'
-multipletests, and the main path's family against it on the same claims."""
+statsmodels' OLS, its test-retest kappa and that kappa's bootstrap interval against scikit-learn, its Holm procedure
+against statsmodels' multipletests, and the main path's family against it on the same claims."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judge.bias_checks import apply_family
-from judge.second_path.biases import _family, _ols
+from judge.second_path.biases import _family, _ols, clopper_pearson, retest_kappa_interval
 from judge.second_path.decisions import kappa_quadratic
 
 pytestmark = pytest.mark.unit
@@ -47,6 +48,40 @@ def test_the_retest_kappa_is_sklearns(pairs):
     with np.errstate(all="ignore"):
         want = cohen_kappa_score(a, b, weights="quadratic", labels=[0, 1, 2])
     assert got == pytest.approx(want, abs=1e-9) if np.isfinite(want) else got is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 200).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_the_flip_rate_interval_is_statsmodels_clopper_pearson(xn):
+    from statsmodels.stats.proportion import proportion_confint
+
+    x, n = xn
+    low, high = proportion_confint(x, n, alpha=0.05, method="beta")
+    assert clopper_pearson(x, n) == [pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12)]
+
+
+@settings(max_examples=3, deadline=None)  # scikit-learn takes a millisecond a kappa: 1,000 per example
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=2, max_size=40), st.integers(0, 2**32 - 1))
+def test_the_retest_kappa_interval_is_sklearns_kappa_on_the_documented_draws(pairs, seed):
+    """Resample r is the r-th ``default_rng(seed).integers(0, n, n)`` of 1,000; the interval is the 2.5 and 97.5
+    percentiles (numpy's linear rule) of the resamples where scikit-learn's quadratic kappa is defined, none when
+    100 or fewer are."""
+    from sklearn.metrics import cohen_kappa_score
+
+    a, b = np.array([x for x, _ in pairs]), np.array([y for _, y in pairs])
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(1000):
+        idx = rng.integers(0, len(a), len(a))
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an undefined kappa (one category) is NaN, left out below
+            boots.append(cohen_kappa_score(a[idx], b[idx], weights="quadratic", labels=[0, 1, 2]))
+    boots = [k for k in boots if np.isfinite(k)]
+    got = retest_kappa_interval(a.tolist(), b.tolist(), [0, 1, 2], seed)
+    if len(boots) <= 100:
+        assert got is None
+        return
+    assert got == pytest.approx(np.percentile(boots, [2.5, 97.5]).tolist(), abs=1e-9)
 
 
 @settings(max_examples=30, deadline=None)
@@ -121,3 +156,39 @@ def test_a_claim_recorded_at_an_adjusted_alpha_that_verifys_own_score_test_does_
     (finding,) = forged_claims(numbers(True), exp, means, qs, clusters)
     assert finding.startswith("numbers.json comparisons[Htie].family.tests: a claim ('superior') at one-sided "
                               "α = 0.00625, but verify's own score test there says")
+
+
+@pytest.mark.parametrize(("bound", "upper", "adjusted", "raised"), [
+    (-0.1, 0.5, 0.4, True),  # lower bound -0.1 moved by +0.2 is 0.1 > 0: "superior" for "not shown"
+    (0.3, 0.9, 0.1, False),  # moved by -0.1 to 0.2 > 0: "superior" either way
+    (0.05, 0.5, 0.0, True),  # moved by -0.2 to -0.15: "not shown" for "superior"
+    (-0.5, 0.2, 0.3, False),  # moved by +0.1 to -0.4: "not shown" either way
+])
+def test_which_style_caution_is_raised_is_decided_again_by_verifys_own_path(bound, upper, adjusted, raised):
+    """Superiority at margin 0, the paired mean 0.2: the style caution is raised exactly where the decision
+    interval moved by (adjusted - 0.2) crosses 0 (by hand); a caution present where it is not, or missing where it
+    is, is a finding; the self-preference cautions are decided alike from the judges' own verdicts."""
+    from types import SimpleNamespace
+
+    from judge.second_path.biases import caution_findings
+    from registration.prereg import Hypothesis
+
+    h = Hypothesis(id="H1", a="base", b="up", quant="Q8_0", kind="superiority", margin=0.0, alpha=0.025)
+    exp = SimpleNamespace(hypotheses=[h])
+    ind = {"comparisons": [{"id": "H1", "result": {"rule": "percentile", "bound": bound, "upper": upper},
+                            "style": {"raw": 0.2, "adjusted": adjusted, "covariates": ["length"]},
+                            "self_preference": {"judges": {"a": {"verdict": "superior"}, "b": {"verdict": "not shown"}},
+                                                "lifts": {"b": {}}}}]}
+
+    def numbers(length_notes: int, sp_notes: list[str]) -> dict:
+        return {"comparisons": [{"id": "H1", "length_notes": ["note"] * length_notes,
+                                 "self_preference": {"notes": sp_notes}}]}
+
+    shares = ["judge b shares the model family f with an arm and estimates ..."]
+    assert caution_findings(numbers(int(raised), shares), ind, exp) == []
+    (finding,) = caution_findings(numbers(1 - int(raised), shares), ind, exp)
+    assert finding.startswith(f"numbers.json comparisons[H1].length_notes: {1 - int(raised)} style caution(s), but "
+                              f"verify's own path raises {int(raised)}")
+    (finding,) = caution_findings(numbers(int(raised), []), ind, exp)
+    assert finding.startswith("numbers.json comparisons[H1].self_preference.notes: self-preference cautions for [], "
+                              "but verify's own path raises them for ['b']")

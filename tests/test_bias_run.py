@@ -15,10 +15,13 @@ import random
 import shutil
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg
+from support.forgery import reanalyse, records, rewrite
 from support.scripted_server import ScriptedServer, Seen, Step, reply, verdict
 
 pytestmark = pytest.mark.integration
@@ -168,6 +171,104 @@ def test_a_judge_flipping_a_seeded_third_of_re_asks_has_a_flip_rate_near_one_thi
     assert mine["flip_ci95"][0] < 1 / 3 < mine["flip_ci95"][1]
     assert rt["judges"]["kin"]["flips"] == 0 and rt["judges"]["kin"]["kappa_quadratic"] == 1
     assert "- openai: 80 of 80 retests scored both times; flips" in (out / "report.md").read_text()
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_retest_verdict_its_raw_reply_does_not_give_fails_verify_naming_its_line(biased, tmp_path_factory, data):
+    """A retest's score or status edited, and numbers.json and the report recomputed from the edited file as a
+    careful forger would: verify re-parses the retest's stored raw reply and names the file, line and field."""
+    out, _, env = biased
+    edited = tmp_path_factory.mktemp("retest") / "run"
+    shutil.copytree(out, edited)
+    path = edited / "retests.jsonl"
+    recs = records(path)
+    line = data.draw(st.integers(1, len(recs)), label="line")
+    r = recs[line - 1]
+    field = data.draw(st.sampled_from(["score", "status"]), label="field")
+    if field == "score":  # a score on the rubric's 0-2 scale the raw reply does not give
+        r["score"] = data.draw(st.integers(0, 2).filter(lambda s: s != r["score"]), label="score")
+    else:
+        r["status"] = data.draw(st.sampled_from(["scored", "unscored", "error"]).filter(lambda s: s != r["status"]),
+                                label="status")
+    rewrite(path, recs)
+    reanalyse(edited)
+    bad = cli("judge", "verify", str(edited), env=env, timeout=300)
+    assert bad.returncode == 1
+    assert f"{path}:{line}: field {field!r}: reads {r[field]!r}, but the judge's raw reply" in bad.stderr, bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(judge=st.sampled_from(["openai", "kin"]), field=st.sampled_from(["kappa_ci95", "flip_ci95"]),
+       end=st.sampled_from([0, 1]), shift=st.floats(-0.5, 0.5).filter(lambda x: abs(x) > 1e-3))
+def test_an_edited_end_of_a_retest_interval_is_named_by_verifys_own_path(biased, tmp_path_factory, judge, field, end,
+                                                                          shift):
+    """verify's own path (judge.second_path.biases) recomputes each judge's test-retest kappa interval on the same
+    documented resamples, and the flip rate's exact interval: an interval end moved is its finding, not only the
+    main path's."""
+    out, _, env = biased
+    edited = tmp_path_factory.mktemp("kappa") / "run"
+    shutil.copytree(out, edited)
+    numbers = json.loads((edited / "numbers.json").read_text())
+    ci = numbers["judges"]["retest"]["judges"][judge][field]
+    ci[end] += shift
+    (edited / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    bad = cli("judge", "verify", str(edited), env=env, timeout=300)
+    assert bad.returncode == 1
+    assert (f"numbers.json judges.retest.judges.{judge}.{field} = {ci!r}, but the independent plain-Python "
+            "recomputation gives") in bad.stderr, bad.stderr
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edit=st.sampled_from(["drop", "repeat", "rename", "style"]))
+def test_a_caution_raised_or_dropped_against_the_evidence_is_named_by_verifys_own_path(biased, tmp_path_factory,
+                                                                                       edit):
+    """The planted judges disagree (kin "superior", openai not) and kin shares beta's family: one self-preference
+    caution, for kin. verify's own path decides again which cautions are raised: one dropped, repeated or naming
+    the other judge, or a style caution the style adjustment does not support, is its finding."""
+    out, _, env = biased
+    edited = tmp_path_factory.mktemp("caution") / "run"
+    shutil.copytree(out, edited)
+    numbers = json.loads((edited / "numbers.json").read_text())
+    c = numbers["comparisons"][0]
+    notes = c["self_preference"]["notes"]
+    assert [n.split()[1] for n in notes] == ["kin"]
+    if edit == "drop":
+        notes.clear()
+    elif edit == "repeat":
+        notes.append(notes[0])
+    elif edit == "rename":
+        notes[0] = notes[0].replace("judge kin", "judge openai", 1)
+    else:
+        c["length_notes"] = [*c["length_notes"], "answer length is a rival explanation"]
+    (edited / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    bad = cli("judge", "verify", str(edited), env=env, timeout=300)
+    assert bad.returncode == 1
+    field = "length_notes" if edit == "style" else "self_preference.notes"
+    assert f"numbers.json comparisons[H1].{field}: " in bad.stderr and "but verify's own path raises" in bad.stderr, (
+        bad.stderr)
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(["judgments.jsonl", "retests.jsonl"]),
+       score=st.integers(-5, 10).filter(lambda s: s not in (0, 1, 2)))
+def test_a_score_off_the_rubric_scale_is_named_by_file_line_and_field_never_a_traceback(biased, tmp_path_factory,
+                                                                                       name, score):
+    """The demo rubric's scale is 0, 1, 2: a scored verdict reading another score was edited, and verify names it
+    (file, line, field) where the main path would otherwise have crashed on it."""
+    out, _, env = biased
+    edited = tmp_path_factory.mktemp("scale") / "run"
+    shutil.copytree(out, edited)
+    path = edited / name
+    recs = records(path)
+    line = next(i for i, r in enumerate(recs, 1) if r["status"] == "scored" and r.get("kind", "single") == "single")
+    recs[line - 1]["score"] = score
+    rewrite(path, recs)
+    bad = cli("judge", "verify", str(edited), env=env, timeout=300)
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr, bad.stderr
+    assert (f"the main path refuses the raw files: {path}:{line}: field 'score': reads {score}, which is not a point "
+            "of the rubric's scale [0, 1, 2]") in bad.stderr, bad.stderr
 
 
 def test_verify_decides_an_all_agree_panel_by_its_own_per_judge_verdicts(tmp_path):

@@ -9,18 +9,16 @@ import subprocess
 import pytest
 
 import judge.verify
-from core import jsonl
-from judge.analysis import ANCHOR_FILES, anchor, compute_numbers, write_numbers
+from judge.analysis import ANCHOR_FILES, anchor
 from judge.blinding import blind, label_secret
-from judge.gold import run_gold
 from judge.judging import build_request, prompt_sha256
 from judge.report import render
-from judge.review_md import write_review
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.rubric import load_rubric
 
 from conftest import cli
+from support.forgery import reanalyse, records, rewrite
 
 pytestmark = pytest.mark.slow
 
@@ -35,25 +33,6 @@ def run(small_run, tmp_path):
 
 def verify(out, *args, env=None):
     return cli("judge", "verify", str(out), *args, env=env)
-
-
-def records(path):
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def rewrite(path, recs):
-    path.write_text("".join(jsonl.dumps(r) + "\n" for r in recs))
-
-
-def reanalyse(out):
-    """Recompute numbers.json and report.md from the raw files, as a careful forger would after editing them."""
-    run = json.loads((out / "run.json").read_text())
-    e = load_experiment(run["experiment_dir"])
-    numbers = compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out))
-    write_numbers(numbers, out / "numbers.json")
-    write_review(out, e.dir)
-    (out / "report.md").write_text(render(numbers, run, anchor(out)))
-    return numbers
 
 
 def forged_score(j):

@@ -12,7 +12,9 @@ registered alpha is this path's own verdict; a claim at an adjusted alpha is the
 recomputed by the main path, and under the score rule checked against verify's own score test at that alpha
 (`forged_claims`): the family check is independent in its procedure and in every claim it lets stand. Under the
 panel rule "all-agree" the decision is this path's own (inconclusive where its per-judge verdicts differ); under
-"unrelated-mean" the main path's. The kappa intervals and the caution texts are recomputed by the main path only.
+"unrelated-mean" the main path's. The test-retest kappa's bootstrap interval is this path's own loop on the same
+documented resamples (decisions.kappa_boots), the flip rate's exact interval from the beta quantiles. Which
+cautions are raised is decided again here (`caution_findings`); their wording is the main path's.
 """
 from __future__ import annotations
 
@@ -216,6 +218,60 @@ def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], q
     return out
 
 
+def caution_findings(numbers: dict, ind: dict, exp) -> list[str]:
+    """Which cautions each comparison raises, decided again by this path from its own numbers (their texts are the
+    main path's): a self-preference caution for each same-family judge with a lift where the judges' own verdicts
+    differ, none elsewhere; a style caution where the decision interval moved by the style adjustment would decide
+    otherwise. A caution raised where this path raises none, or missing where it raises one, is a finding."""
+    hyps = {h.id: h for h in exp.hypotheses}
+    stored = {c["id"]: c for c in numbers["comparisons"]}
+    out = []
+    for entry in ind["comparisons"]:
+        h, s = hyps[entry["id"]], stored.get(entry["id"]) or {}
+        sp = entry.get("self_preference")
+        if sp is not None:
+            differ = len({v["verdict"] for v in sp["judges"].values()}) > 1
+            want = sorted(sp["lifts"]) if differ else []
+            notes = (s.get("self_preference") or {}).get("notes") or []
+            named = [m.group(1) if (m := re.match(r"judge (\S+) shares", str(n))) else None for n in notes]
+            if named != want:
+                out.append(f"numbers.json comparisons[{h.id}].self_preference.notes: self-preference cautions for "
+                           f"{named}, but verify's own path raises them for {want} (the judges' own verdicts "
+                           f"{'differ' if differ else 'agree'})")
+        style, result = entry.get("style"), entry.get("result")
+        if style is not None and result and {"bound", "upper"} <= set(result):
+            raised = False
+            if style.get("adjusted") is not None and style["covariates"]:
+                shift = style["adjusted"] - style["raw"]
+                plain = {"rule": "interval", "bound": result["bound"], "upper": result["upper"]}
+                moved = {"rule": "interval", "bound": result["bound"] + shift, "upper": result["upper"] + shift}
+                raised = (second_path.verdict(h.kind, h.margin, moved)
+                          != second_path.verdict(h.kind, h.margin, plain))
+            notes = s.get("length_notes") or []
+            if len(notes) != int(raised):
+                out.append(f"numbers.json comparisons[{h.id}].length_notes: {len(notes)} style caution(s), but "
+                           f"verify's own path raises {int(raised)} (the decision interval moved by its style "
+                           f"adjustment {'would' if raised else 'would not'} decide otherwise)")
+    return out
+
+
+def clopper_pearson(x: int, n: int) -> list[float]:
+    """The exact 95% interval of a binomial proportion x / n, from the beta distribution's quantiles."""
+    from scipy.stats import beta
+
+    low = 0.0 if x == 0 else float(beta.ppf(0.025, x, n - x + 1))
+    high = 1.0 if x == n else float(beta.ppf(0.975, x + 1, n - x))
+    return [low, high]
+
+
+def retest_kappa_interval(test: list[int], again: list[int], scale: list[int], seed: int) -> list[float] | None:
+    """The 95% percentile interval of test-retest kappa on the analysis's 1,000 resamples of the labels (resample r
+    the r-th ``default_rng(seed).integers(0, n, n)``), by the decisions' own loop (judge.second_path.decisions
+    .kappa_boots, which the judges' agreement interval uses too); None when 100 resamples or fewer give a kappa."""
+    boots = [k for k in second_path.kappa_boots(test, again, scale, seed) if math.isfinite(k)]
+    return [second_path.percentile(boots, q) for q in (2.5, 97.5)] if len(boots) > 100 else None
+
+
 def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, list[str]], answers: list[dict],
             verdicts: list[dict], ind: dict, clusters: dict[str, str | None]) -> list[str]:
     """Add to `ind` (verify's independent numbers) this module's recomputation of the bias numbers, and give its
@@ -302,9 +358,14 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
             pairs = [(first[(name, r["label"])]["score"], r["score"]) for r in mine if r["status"] == "scored"
                      and first.get((name, r["label"]), {}).get("status") == "scored"]
             flips = sum(x != y for x, y in pairs)
+            test, again = [x for x, _ in pairs], [y for _, y in pairs]
             rows[name] = {"judge": name, "drawn": len(mine), "n": len(pairs), "flips": flips,
                           "flip_rate": flips / len(pairs) if pairs else None,
-                          "kappa_quadratic": second_path.kappa_quadratic([x for x, _ in pairs], [y for _, y in pairs],
-                                                                         scale) if len(pairs) >= 2 else None}
+                          "flip_ci95": clopper_pearson(flips, len(pairs)) if pairs else None,
+                          "kappa_quadratic": second_path.kappa_quadratic(test, again, scale) if len(pairs) >= 2
+                          else None,
+                          "kappa_ci95": retest_kappa_interval(test, again, scale, an.seed) if len(pairs) >= 2
+                          else None}
         ind["judges"]["retest"] = {"judges": rows}
-    return forged_claims(numbers, exp, means[run["judge"]["primary"]], questions, clusters)
+    return (forged_claims(numbers, exp, means[run["judge"]["primary"]], questions, clusters)
+            + caution_findings(numbers, ind, exp))
