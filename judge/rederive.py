@@ -199,7 +199,8 @@ def identity_findings(ident: dict[str, Any], spec: ModelSpec, quant: str | None,
              f"the sha256 registered for {spec.name!r} at {quant or 'source'}"),
             ("chat_template_sha256", ident.get("chat_template_sha256"), spec.chat_template_sha256,
              "the registered chat_template_sha256")]
-    lora = ident.get("lora_sha256") or []
+    lora = ident.get("lora_sha256")
+    lora = lora if isinstance(lora, list) else []  # another kind of value is the identity finding above
     pins += [(f"lora_sha256[{i}]", lora[i] if i < len(lora) else None, a.sha256,
               f"the sha256 registered for adapter {a.name!r}") for i, a in enumerate(adapters)]
     for key, got, pin, what in pins:
