@@ -9,8 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Generated-input tests draw the same examples on every run ("repeat", the default), so a CI result repeats and a
+# failure reproduces; HYPOTHESIS_PROFILE=explore draws new examples each run, to look further.
+settings.register_profile("repeat", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeat"))
 
 
 TIERS = ("unit", "integration", "slow")
