@@ -393,6 +393,7 @@ class PublicQuestion(Record):
 # ----------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
 class Entry:
     """An object inside a JSON document (run.json's judge, a comparison of numbers.json): its contract fields checked
     and typed by the raw records' rule (`_checked`), every other key kept as written (`written`), so that `to_dict`
@@ -402,7 +403,8 @@ class Entry:
     there, and its readers read it whenever it is present."""
 
     WHAT: ClassVar[str]
-    written: dict[str, Any]
+    # every key as read, in order; keyword-only, so each section's own fields come first and need no default
+    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, kw_only=True)
 
     @classmethod
     def read(cls, d: Any, file: str | Path, line: int | None = None, prefix: str = ""):
@@ -480,7 +482,6 @@ class BackendIdentity(Entry):
     WHAT: ClassVar[str] = "a backend identity of run.json"
 
     backend: str
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -501,7 +502,6 @@ class RunJudge(Entry):
     warnings: list[str] = field(default_factory=list)
     identities: dict[str, Any] | None = None
     effective_settings: dict[str, Any] | None = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -522,7 +522,6 @@ class CostRow(Entry):
     usd: float | None
     price_input: float | None = None
     price_output: float | None = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -550,7 +549,6 @@ class RunInfo(Document):
     effective_settings: dict[str, Any] | None = None
     quant_files: dict[str, Any] | None = None
     cost: list[CostRow] = None  # absent in folders written before costs were kept
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -592,7 +590,6 @@ class Result(Entry):
     scale: tuple[int, int, int] = None  # the rubric's lowest and highest score and K: absent in results decided before
     # the score rule
     tests: list[dict[str, Any]] | None = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -619,7 +616,6 @@ class Cell(Entry):
     answer_error_kinds: dict[str, int] = None  # absent in folders written before causes were counted
     judge_error_kinds: dict[str, int] = None
     score_counts: dict[str, int] = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -637,7 +633,6 @@ class Subset(Entry):
     tag: str | None = None
     tests: int | None = None
     questions: int | None = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -654,7 +649,6 @@ class Calibration(Entry):
     ceiling: float
     seed: int
     interval: str | None = None  # "ppi" where the gold-corrected interval decides (judge.validity); else the judge's
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -666,7 +660,6 @@ class FamilyTest(Entry):
     alpha: float
     verdict: str
     claim: bool
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -682,7 +675,6 @@ class ComparisonFamily(Entry):
     step: int | None
     stopped_at: str | None
     tests: list[FamilyTest]
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -696,7 +688,6 @@ class FamilyStep(Entry):
     tested_at: float | None
     claimed: bool
     step: int | None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -709,7 +700,6 @@ class FamilySection(Entry):
     size: int
     stopped_at: str | None
     steps: list[FamilyStep]
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -727,7 +717,6 @@ class Stratum(Entry):
     estimate: float
     lam: float | None
     variance: float
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -747,7 +736,6 @@ class Estimate(Entry):
     questions: int
     labelled: int
     strata: list[Stratum]
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -764,7 +752,6 @@ class JudgeError(Entry):
     verdict: str | None
     caution: str | None
     reason: str
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -783,7 +770,6 @@ class JudgeEstimate(Entry):
     verdict: str
     resampling: str | None = None
     units: int | None = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -805,7 +791,6 @@ class Lift(Entry):
     seed: int
     resampling: str | None = None
     units: int | None = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -817,7 +802,6 @@ class SelfPreference(Entry):
     judges: dict[str, JudgeEstimate]
     lifts: dict[str, Lift]
     notes: list[str]
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -837,7 +821,6 @@ class Style(Entry):
     confidence: float
     slopes: dict[str, float] = field(default_factory=dict)
     undefined: str | None = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -847,7 +830,6 @@ class QuantCheck(Entry):
     WHAT: ClassVar[str] = "numbers.json's quant_check"
 
     means: dict[str, dict[str, float | None]]
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -860,7 +842,6 @@ class JudgeTotal(Entry):
     unscored: int
     error: int
     repaired: int
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -874,7 +855,6 @@ class Amendment(Entry):
     text: str
     post_hoc: bool | None = None
     before_first_judgment: bool | None = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -886,7 +866,6 @@ class LengthRow(Entry):
     id: str
     raw_difference: float | None
     length_adjusted_difference: float | None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -898,7 +877,6 @@ class LengthBias(Entry):
     answers: int
     length_spearman: float | None
     comparisons: list[LengthRow]
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -920,7 +898,6 @@ class PairwiseRow(Entry):
     unscored_verdicts: int | None = None
     consistency_rate: float | None = None
     first_position_share: float | None = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -934,7 +911,6 @@ class AgreementPair(Entry):
     exact_agreement: float
     kappa_quadratic: float | None
     kappa_ci95: tuple[float, float] | None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -948,7 +924,6 @@ class Agreement(Entry):
     pairable_answers: int
     krippendorff_alpha_ordinal: float | None
     judges: list[str] | None = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -965,7 +940,6 @@ class RetestRow(Entry):
     flip_ci95: tuple[float, float] | None
     kappa_quadratic: float | None
     kappa_ci95: tuple[float, float] | None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -977,7 +951,6 @@ class DecisionChanged(Entry):
     id: str
     verdict: str
     with_retests: str
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -989,7 +962,6 @@ class RetestSection(Entry):
     judges: dict[str, RetestRow]
     decisions_changed: list[DecisionChanged]
     replaced: int
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1004,7 +976,6 @@ class Offset(Entry):
     high: float
     resampling: str
     units: int
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1015,7 +986,6 @@ class ArmOffset(Entry):
 
     id: str
     offset: Offset | None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1039,7 +1009,6 @@ class GoldAgreement(Entry):
     alpha: float
     resamples: int
     seed: int
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1054,7 +1023,6 @@ class GoldPair(Entry):
     quant: str
     questions: int
     offset_difference: Offset | None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1067,7 +1035,6 @@ class GoldDesigns(Entry):
     random_sample: int
     complete_strata: int
     convenience: int
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1079,7 +1046,6 @@ class GoldSources(Entry):
     labels: int
     program: int
     human: int
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1093,7 +1059,6 @@ class JudgeAgainstGold(Entry):
     designs: GoldDesigns
     agreement: GoldAgreement | None  # None: no answer it scored has gold
     pairs: list[GoldPair]
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1106,7 +1071,6 @@ class GoldDraw(Entry):
     seed: int
     n: int
     picked: list[str]
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1125,7 +1089,6 @@ class GoldSummary(Entry):
     complete_strata: list[str]
     program: str | None
     draws: list[GoldDraw]
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1139,7 +1102,6 @@ class JudgeValidity(Entry):
     primary: str
     mode: str
     min_gold_agreement: float | None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1154,7 +1116,6 @@ class JudgesSection(Entry):
     pairwise: dict[str, list[PairwiseRow]]
     agreement: Agreement | None  # None: one judge only
     retest: RetestSection = None  # absent without `[judge] retest`
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1187,7 +1148,6 @@ class Comparison(Entry):
     self_preference: SelfPreference | None = None
     style: Style | None = None
     length_notes: list[str] = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1215,7 +1175,6 @@ class Numbers(Document):
     family: FamilySection | None = None
     panel_rule: str | None = None
     judge_validity: JudgeValidity | None = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1226,7 +1185,6 @@ class BindingScope(Entry):
 
     arms: list[str]
     limit: int | None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1238,7 +1196,6 @@ class ChainHead(Entry):
 
     count: int
     head: str
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1250,7 +1207,6 @@ class ScopeChange(Entry):
     time: str
     arms: list[str]
     limit: int | None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1271,4 +1227,3 @@ class Binding(Document):
     experiment_dir: str | None = None
     amendments: ChainHead | None = None
     history: list[ScopeChange] | None = None
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
