@@ -739,6 +739,28 @@ class Estimate(Entry):
 
 
 @dataclass(frozen=True)
+class CorrectedPower(Entry):
+    """The gold-corrected decision's power for a random sample of labelled questions (judge.validity.power_plan)."""
+
+    WHAT: ClassVar[str] = "the power of a gold-corrected decision in numbers.json"
+
+    basis: Literal["assumed", "measured"]  # sd_gold and correlation: registered assumption, or measured on the gold
+    correlation: float
+    sd_judge: float
+    sd_gold: float
+    gold_questions: int  # random-sample questions with gold they were measured on (0: assumed)
+    questions: int
+    labelled: int | None  # questions of the recorded draws among them; None: nothing drawn yet
+    alpha: float
+    step: float
+    target: float
+    mde: float | None  # None: fewer than 2 labelled
+    power_at_margin: float | None  # None: fewer than 2 labelled, or a margin of 0
+    labels_needed: int | None  # None: a margin of 0, or more than `questions`
+    labels_needed_gold_only: int | None  # the same at correlation 0
+
+
+@dataclass(frozen=True)
 class JudgeError(Entry):
     """A decision corrected for the judge's error against gold (judge.validity.apply); `ppi` None: no correction,
     `reason` says why."""
@@ -752,6 +774,7 @@ class JudgeError(Entry):
     verdict: str | None
     caution: str | None
     reason: str
+    power: CorrectedPower = None  # under judge_error = "decide"; absent in folders decided before it was stated
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ Which answers, in what order:
 * ``--sample N [--seed S]``: N questions drawn at random (judge.stats.ppi.label_sample over the run's question ids,
   seed S, by default the experiment's registered seed), recorded in `labels/_samples.jsonl` before the first is shown,
   and EVERY answer to each of them (every arm, quant and sample), shuffled together by the seed: the gold differences
-  are paired and the labelled questions are a random sample (judge.gold: design ``random_sample``).
+  are paired and the labelled questions are a random sample (judge.gold: design ``random_sample``). Before the first
+  label, what the draw buys is printed: the gold-corrected decision's power with it (judge.label_power).
 
 ``--import FILE`` takes labels made elsewhere, checked against the run before any is kept: a labels file downloaded
 from the blind review page (`judge view --blind`; checked by judge.labels: this run's labels key, its blinded
@@ -47,6 +48,7 @@ from registration.rubric import load_rubric, rubric_dir
 
 from .analysis import utc
 from .blinding import BlindItem
+from .label_power import sample_power
 from .labels import LABELS_DIR, SAMPLES, labeller_file, numbered_labels, read_labels, read_samples, run_key
 from .review import Folder, load
 from .stats.ppi import label_sample
@@ -173,6 +175,8 @@ def label(run_dir: Path, labeller: str | None = None, sample: int | None = None,
             where = path.relative_to(d.run_dir)
             say(f"Labelling as {labeller}: {len(queue)} answers, {len(queue) - len(todo)} already labelled, "
                 f"{len(todo)} to go. Labels are saved one by one to {where}; Ctrl-C stops, the same command resumes.")
+            for line in sample_power(d, {i.question_id for i in queue}) if sample else []:
+                say(line)
             if not todo:
                 say(f"Nothing left to label: every answer asked for has a label by {labeller} in {where}.")
                 return 0

@@ -17,6 +17,7 @@ reach it, or the decision is inconclusive with the reason.
 """
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from fractions import Fraction
 from typing import Any
@@ -26,13 +27,14 @@ from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
 from registration.vocabulary import CLAIMS, GOLD_DESIGNS
 
-from .stats import judge_error, ppi
+from .stats import judge_error, ppi, ppi_power
 from .stats.calibration import calibrate_ppi
 from .stats.decide import claims
 
 RESAMPLES = 2000  # bootstrap resamples of the agreement intervals (kappa and alpha re-use the same draws)
 ALPHA = 0.025  # the section's intervals are two-sided 95 %
 STEP = 1.0  # rule "guarded"'s pseudo-residual: one score point
+MEASURED_FROM = 10  # random-sample questions with gold from which the power's sd_gold and correlation are measured
 
 
 def _verdict(kind: str, margin: float, low: float, high: float) -> str:
@@ -181,6 +183,59 @@ def tested_at(h: Hypothesis, comparison: dict[str, Any]) -> float:
     return (comparison.get("family") or {}).get("tested_at") or h.alpha
 
 
+def planning_alpha(exp: Experiment, h: Hypothesis, size: int) -> float:
+    """The one-sided level the power of a hypothesis's corrected decision is stated at, fixed before any outcome: under
+    Holm its first step's, alpha / k over the k registered hypotheses (the least a claim is tested at); else its own."""
+    return h.alpha / size if exp.analysis.family == "holm" else h.alpha
+
+
+def power_plan(exp: Experiment, h: Hypothesis, judge: list[float], alpha: float, labelled: int | None,
+               gold: list[tuple[float, float]] = ()) -> dict[str, Any]:
+    """The gold-corrected decision's power (judge.stats.ppi_power) for a random sample of ``labelled`` of the
+    comparison's questions (None: nothing drawn yet), from the judge's paired differences ``judge`` on all of them.
+
+    sd_gold and the correlation of the gold and the judge's differences are measured on ``gold`` ((gold difference,
+    judge difference) of the random-sample questions with gold) once MEASURED_FROM of them exist and both vary;
+    before, the gold differences are assumed to spread as the judge's do and the correlation is the registered
+    ``assumed_gold_correlation``. The figures: the MDE and the power at the margin with ``labelled`` questions, and
+    the labelled questions the registered ``target_power`` needs at the margin, with that correlation and at 0 (the
+    judge's scores carrying nothing: gold alone)."""
+    an = exp.analysis
+    n_all = len(judge)
+    sd_judge = statistics.stdev(judge)
+    basis, rho, sd_gold = "assumed", an.assumed_gold_correlation, sd_judge
+    if len(gold) >= MEASURED_FROM:
+        g, f = [x for x, _ in gold], [y for _, y in gold]
+        if statistics.stdev(g) > 0 and statistics.stdev(f) > 0:
+            basis, rho, sd_gold = "measured", max(0.0, statistics.correlation(g, f)), statistics.stdev(g)
+
+    def design(n: int, r: float) -> ppi_power.Design:
+        return ppi_power.Design(questions=n_all, labelled=n, sd_judge=sd_judge, sd_gold=sd_gold, correlation=r,
+                                alpha=alpha, step=STEP)
+
+    planned = labelled is not None and labelled >= 2
+    margin = float(h.margin)
+    return {"basis": basis, "correlation": rho, "sd_judge": sd_judge, "sd_gold": sd_gold,
+            "gold_questions": len(gold) if basis == "measured" else 0, "questions": n_all, "labelled": labelled,
+            "alpha": alpha, "step": STEP, "target": an.target_power,
+            "mde": ppi_power.mde(design(labelled, rho), an.target_power, h.kind) if planned else None,
+            "power_at_margin": ppi_power.power(design(labelled, rho), margin, h.kind) if planned and margin else None,
+            "labels_needed": ppi_power.labels_for_power(design(2, rho), margin, an.target_power, h.kind),
+            "labels_needed_gold_only": ppi_power.labels_for_power(design(2, 0.0), margin, an.target_power, h.kind)}
+
+
+def _planned_power(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
+                   qmap: dict[str, Question], size: int) -> dict[str, Any]:
+    """``power_plan`` of one comparison: its labelled questions are those of the recorded ``--sample`` draws."""
+    f, g, strata, designs, _, _ = _gold_differences(h, comparison, gold, keys, scores, qmap)
+    ids = comparison["paired_questions"]
+    drawn = {q for d in gold.draws for q in d.picked}
+    sampled = designs == {"random_sample"} and not any(strata)  # gold on a random sample only: measurable
+    pairs = [(y, x) for x, y in zip(f, g, strict=True) if y is not None] if sampled else []
+    return power_plan(exp, h, f, planning_alpha(exp, h, size),
+                      len(drawn & set(ids)) if gold.draws else None, pairs)
+
+
 def _estimate(e: ppi.Estimate) -> dict[str, Any]:
     d = e.to_dict()
     d["strata"] = [{"id": "(rest)" if s["name"] is None else s["name"]} | s for s in d["strata"]]
@@ -201,6 +256,8 @@ def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], 
                               {"design": None, "ppi": None, "gold_only": None, "verdict": None, "caution": None,
                                "reason": "no judge-only result to correct"})
         c["judge_error"] = e
+        if mode == "decide" and c["result"] is not None:
+            e["power"] = _planned_power(exp, h, c, gold, keys, scores, qmap, len(comparisons))
         if e["verdict"] is not None and e["verdict"] != c["verdict"] and mode == "report":
             p = e["ppi"]
             e["caution"] = (f"corrected for the judge's error against gold (PPI++, {e['design'].replace('_', ' ')}), "

@@ -11,11 +11,12 @@ Four checks, each naming what no longer matches:
    its own implementation of the score rule; its own verdicts, count of registered clusters and calibration
    ceiling). Decisions are recomputed with the rule the registration names (the default when it names none), never
    with one recorded in the folder. The calibration itself (thousands of simulated decisions) is recomputed from
-   that path's own inputs by judge.stats.calibration, seeded, and the power figures (mde, n_for_margin) by the main
-   path only. With gold, the judge's error is recomputed by judge.second_path.judge_error (agreement, offsets and
-   their bootstrap intervals, the corrected intervals), which then applies what the registration says the gold
-   does to the second path's own verdicts (``judge_error = "decide"`` with the corrected interval's calibration,
-   ``min_gold_agreement``) before they are compared;
+   that path's own inputs by judge.stats.calibration, seeded, and the power figures (mde, n_for_margin, and under
+   ``judge_error = "decide"`` the corrected decision's ``judge_error.power``) by the main path only (a folder decided
+   before that power was stated lacks it: listed unchecked). With gold, the judge's error is recomputed by
+   judge.second_path.judge_error (agreement, offsets and their bootstrap intervals, the corrected intervals), which
+   then applies what the registration says the gold does to the second path's own verdicts (``judge_error =
+   "decide"`` with the corrected interval's calibration, ``min_gold_agreement``) before they are compared;
 3. report.md, re-rendered from the verified numbers, and review.md (judge.review_md), from the raw files, each
    compared line by line;
 4. the raw files themselves, re-derived from the rawest evidence they hold, and checked complete against the
@@ -288,6 +289,21 @@ def _subset_of(stored: dict, independent_numbers: dict) -> dict:
     return restrict(stored, independent_numbers)
 
 
+def unstated_power(numbers: dict, main: dict) -> list[str]:
+    """A folder decided under ``judge_error = "decide"`` before the corrected decision's power was stated has no
+    ``judge_error.power``: the figures decide nothing, so they are left out of the comparison (dropped from the
+    recomputation ``main``) and listed as unchecked, never a finding."""
+    stored = {c["id"]: c.get("judge_error") or {} for c in numbers["comparisons"]}
+    out = []
+    for c in main["comparisons"]:
+        e = c.get("judge_error") or {}
+        if "power" in e and c["id"] in stored and "power" not in stored[c["id"]]:
+            del e["power"]
+            out.append(f"numbers.json comparison {c['id']}: no judge_error.power (decided before the gold-corrected "
+                       "decision's power was stated): not compared; `judge run` into the folder adds it")
+    return out
+
+
 def earlier_rule_findings(numbers: dict, exp) -> list[str]:
     """A folder whose decisions were made by another rule than the one its registration names now (the default
     rule changed: a registration naming none was decided by `bootstrap_and_t` before), or by decision code that
@@ -476,6 +492,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     except BadInput as e:  # the main path refuses the raw files (e.g. the retry rule): nothing to compare with
         problems.append(f"the main path refuses the raw files: {e}")
         return Verification(list(dict.fromkeys(problems + amend["problems"])), unchecked, digest)
+    unchecked += unstated_power(numbers, main)
     if published:  # the raw files the numbers were computed from are the originals the bundle stands in for
         main["raw_sha256"] = dict(published.raw_sha256)
     if rule:

@@ -58,7 +58,7 @@ JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop", "pan
               "min_gold_agreement")
 JUDGE_TABLE_KEYS = ("model", "quant", "requires_env", "generation")
 ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "rule", "min_clusters", "calibration_sims",
-                 "calibration_ceiling", "family", "style", "judge_error")
+                 "calibration_ceiling", "family", "style", "judge_error", "target_power", "assumed_gold_correlation")
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
 GOLD_KEYS = ("labels", "program")
@@ -113,6 +113,11 @@ class Analysis:
     # "report": the prediction-powered (gold-corrected) interval is printed beside each decision, with a caution
     # where it would decide otherwise; "decide": it is the decision's bound
     judge_error: str = "report"
+    # the power the gold-corrected decision should have at the margin: `judge label --sample` and the report say how
+    # many labelled questions reach it (judge.stats.ppi_power)
+    target_power: float = 0.8
+    # before gold exists, the correlation of the gold and the judge's paired differences that power is stated at
+    assumed_gold_correlation: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -447,11 +452,20 @@ def _analysis(at: Any, file: Path, seed: int) -> Analysis:
     if judge_error not in JUDGE_ERROR:
         raise BadInput(file, f"{where} judge_error must be one of {', '.join(repr(x) for x in JUDGE_ERROR)}, not "
                        f"{judge_error!r}", field="judge_error")
+    target_power = setting(at, "target_power", "number", file, where, 0.8)
+    if not 0 < target_power < 1:
+        raise BadInput(file, f"{where} target_power is a probability in (0, 1), not {target_power!r}",
+                       field="target_power")
+    rho = setting(at, "assumed_gold_correlation", "number", file, where, 0.5)
+    if not 0 <= rho <= 1:
+        raise BadInput(file, f"{where} assumed_gold_correlation is a correlation the judge's scores help by, in "
+                       f"[0, 1], not {rho!r}", field="assumed_gold_correlation")
     return Analysis(resamples=resamples, method=method, seed=bounded(at, "seed", "integer", file, where, seed),
                     max_unscored=float(max_unscored), rule=rule, min_clusters=counts["min_clusters"],
                     calibration_sims=counts["calibration_sims"],
                     calibration_ceiling=None if ceiling is None else float(ceiling), family=family,
-                    style=tuple(s for s in STYLES if s == "length" or s in style), judge_error=judge_error)
+                    style=tuple(s for s in STYLES if s == "length" or s in style), judge_error=judge_error,
+                    target_power=float(target_power), assumed_gold_correlation=float(rho))
 
 
 def _audit(a: Any, file: Path, arms: dict[str, ArmSpec]) -> AuditGate:
