@@ -30,8 +30,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from judge.analysis import anchor
 from judge.export import table
 from judge.gold import gold_scores
+from judge.report import render
 from judge.verify import verify
 from registration.prereg import load_experiment
 from registration.seal import seal
@@ -104,6 +106,7 @@ def label_the_sample(out: Path) -> list[str]:
     session stops), and import the true score of every answer to the drawn questions as a CSV."""
     r = cli("judge", "label", str(out), "--labeller", "truth", "--sample", str(SAMPLE), "--seed", str(SAMPLE_SEED))
     assert r.returncode == 130, r.stdout + r.stderr
+    (out.parent / "label.out").write_text(r.stdout)  # what the person read before the first answer
     (sample,) = [json.loads(x) for x in (out / "labels" / "_samples.jsonl").read_text().splitlines()]
     keys = [json.loads(x) for x in (out / "blinding.jsonl").read_text().splitlines()]
     rows = [(k["label"], TRUE[ARMS[{"base": "model-a", "trained": "model-b"}[k["arm"]]]][int(k["question_id"][1:])])
@@ -305,6 +308,49 @@ def test_with_judge_error_decide_the_corrected_bound_decides(decide_mode):
     # with the random sample labelled, the corrected bound decides: the claim is not shown
     assert h1["verdict"] == "not shown" and 'judge_error = "decide"' in h1["reason"]
     assert h1["judge_error"]["caution"] is None
+
+
+def test_with_judge_error_decide_the_power_the_labels_buy_is_stated_before_and_after_them(decide_mode, tmp_path):
+    exp, out, before, picked = decide_mode
+    f = [b - a for a, b in zip(JUDGED["alpha"], JUDGED["beta"], strict=True)]  # the judge's planted differences
+    first = before["comparisons"][0]["judge_error"]["power"]
+    # before any label: nothing drawn; the gold differences assumed to spread as the judge's, at the registered 0.5
+    assert (first["basis"], first["labelled"], first["questions"], first["correlation"], first["target"],
+            first["alpha"]) == ("assumed", None, N, 0.5, 0.8, 0.025)
+    assert first["sd_judge"] == first["sd_gold"] == pytest.approx(np.std(f, ddof=1), rel=1e-12)
+    assert first["mde"] is None and first["power_at_margin"] is None
+    # `judge label --sample 16` said it before the first answer: the draw's 16 of the 40 questions
+    said = (out.parent / "label.out").read_text()
+    assert said.index("Power of the gold-corrected (PPI++) interval, which decides each hypothesis") < \
+        said.index("The judge's instructions")
+    (h1,) = json.loads((out / "numbers.json").read_text())["comparisons"]
+    p = h1["judge_error"]["power"]
+    assert p["labelled"] == SAMPLE and p["basis"] == "assumed"  # the gold sits in a complete stratum too: assumed
+    line = next(x for x in said.splitlines() if x.startswith("H1 "))
+    assert f"with {SAMPLE} of them labelled" in line and f"is {p['mde']:.3f}" in line
+    assert f"needs {p['labels_needed']} labelled questions ({p['labels_needed_gold_only']} if" in line
+    report = next(x for x in (out / "report.md").read_text().splitlines() if "Power of the gold-corrected" in x)
+    assert report.startswith(f"  Power of the gold-corrected decision (PPI++ on a random sample, `judge label "
+                             f"--sample`; one-sided α = 0.025): with the {SAMPLE} of {N} questions drawn, ")
+    # verify recomputes the figures: an edited one is named
+    copy = tmp_path / "edited"
+    shutil.copytree(out, copy)
+    numbers = json.loads((copy / "numbers.json").read_text())
+    numbers["comparisons"][0]["judge_error"]["power"]["labels_needed"] += 1
+    (copy / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    problems = verify(copy, exp, caches=[]).problems
+    assert any(x.startswith("numbers.json comparisons[H1].judge_error.power.labels_needed = ") for x in problems), \
+        problems
+    # a folder decided before the figures were stated (none in numbers.json, none in its report) still verifies
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    numbers = json.loads((old / "numbers.json").read_text())
+    del numbers["comparisons"][0]["judge_error"]["power"]
+    (old / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    run = json.loads((old / "run.json").read_text())
+    (old / "report.md").write_text(render(numbers, run, anchor(old), True))
+    v = verify(old, exp, caches=[])
+    assert v.problems == [] and any("no judge_error.power" in x for x in v.unchecked), (v.problems, v.unchecked)
 
 
 def test_with_judge_error_decide_the_calibration_line_is_the_corrected_intervals_and_verify_agrees(decide_mode):

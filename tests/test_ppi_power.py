@@ -17,7 +17,7 @@ from statsmodels.stats.power import NormalIndPower
 from judge.label_power import power_line
 from judge.stats import ppi
 from judge.stats.decide import claims
-from judge.stats.ppi_power import Design, labels_for_power, mde, power, se_df
+from judge.stats.ppi_power import Design, labels_for_power, mde, power, spread
 from judge.validity import MEASURED_FROM, planning_alpha, power_plan
 from registration.prereg import Analysis, Hypothesis
 
@@ -33,18 +33,20 @@ def design(**kw) -> Design:
 
 def test_the_variance_and_degrees_of_freedom_by_hand():
     # N = 100, n = 20 (m = 80), sds 1, rho 0.6, step 0.5:
-    # lam = 0.6 * 1 * 80/100 = 0.48; s2_r = 1 - 2 * 0.48 * 0.6 + 0.48^2 = 0.6544
-    # rectifier 18 * 0.6544 / (21 * 20) (lam fitted: n - 2), guard 2 * 0.25 / 420, imputed 0.48^2 / 80
-    rect, guard, imputed = 18 * 0.6544 / 420, 0.5 / 420, 0.2304 / 80
+    # lam = 0.6 * 1 * 80/100 * 19/20 = 0.456; s2_r = 1 - 2 * 0.456 * 0.6 + 0.456^2 = 0.660736
+    # the bound's SE: rectifier 18 * s2_r / (21 * 20) (lam fitted: n - 2), guard 2 * 0.25 / 420, imputed 0.456^2 / 80
+    rect, guard, imputed = 18 * 0.660736 / 420, 0.5 / 420, 0.456 ** 2 / 80
+    # the estimate's own: imputed + s2_r / 20 + lam's noise (80/100)^2 * 1 * (1 + 0.36) / 20 * (1/80 + 1/20)
+    own = imputed + 0.660736 / 20 + 0.64 * 1.36 / 20 * 0.0625
     var = rect + guard + imputed
-    se, df, spread = se_df(design())
-    assert se == pytest.approx(math.sqrt(var), rel=1e-12)
-    assert df == pytest.approx(var ** 2 / ((rect + guard) ** 2 / 21 + imputed ** 2 / 99), rel=1e-12)
-    assert spread == pytest.approx(var ** 2 / (rect ** 2 / 18 + imputed ** 2 / 99), rel=1e-12)
+    s = spread(design())
+    assert s.se == pytest.approx(math.sqrt(var), rel=1e-12) and s.sd == pytest.approx(math.sqrt(own), rel=1e-12)
+    assert s.df == pytest.approx(var ** 2 / ((rect + guard) ** 2 / 21 + imputed ** 2 / 99), rel=1e-12)
+    assert s.se_df == pytest.approx(var ** 2 / (rect ** 2 / 18 + imputed ** 2 / 99), rel=1e-12)
     # every question labelled: gold alone, ((N - 1) s2 + 2 step^2) / ((N + 1) N) on N + 1 df, as rule "guarded"'s
-    se, df, spread = se_df(design(labelled=100))
-    assert se == pytest.approx(math.sqrt((99 + 0.5) / (101 * 100)), rel=1e-12)
-    assert df == pytest.approx(101) and spread == pytest.approx((99 + 0.5) ** 2 / 99 ** 2 * 99)
+    s = spread(design(labelled=100))
+    assert s.se == pytest.approx(math.sqrt((99 + 0.5) / (101 * 100)), rel=1e-12) and s.sd == pytest.approx(0.1)
+    assert s.df == pytest.approx(101) and s.se_df == pytest.approx((99 + 0.5) ** 2 / 99 ** 2 * 99)
 
 
 def test_the_stated_se_is_the_decisions_own_on_a_large_sample():
@@ -54,8 +56,8 @@ def test_the_stated_se_is_the_decisions_own_on_a_large_sample():
     z = rng.multivariate_normal([0, 0], [[1.0, rho * 1.5], [rho * 1.5, 2.25]], size=big)
     d, f = z[:, 0], z[:, 1]
     e = ppi.ppi_mean(d[:n], f[:n], f[n:], alpha=ALPHA, step=1.0)
-    stated = se_df(Design(big, n, 1.5, 1.0, rho, ALPHA, 1.0))[0]
-    assert e.se == pytest.approx(stated, rel=0.03)
+    stated = spread(Design(big, n, 1.5, 1.0, rho, ALPHA, 1.0))
+    assert e.se == pytest.approx(stated.se, rel=0.03) and stated.sd == pytest.approx(stated.se, rel=0.01)
 
 
 @pytest.mark.parametrize("rho", [0.0, 0.5, 0.9])

@@ -12,13 +12,24 @@ judge.stats.ppi's module doc), in population terms::
     s2_r   = sd_gold^2 - 2 lam rho sd_gold sd_judge + lam^2 sd_judge^2       (the rectifier d - lam f)
     var    = lam^2 sd_judge^2 / m  +  s2_r / n  =  sd_gold^2 / n * (1 - (1 - n/N) rho^2)   (unclipped lam)
 
-where rho is the correlation, over questions, of the gold difference d with the judge's difference f. Rule
-"guarded" widens it as the decision does: the rectifier's spread gets the two pseudo-residuals of ``step``,
-``((n - 1) s2_r + 2 step^2) / ((n + 1) n)``, and the bound uses Student t with the Welch-Satterthwaite degrees of
-freedom of the two parts (N - 1 and n + 1). The power of the one-sided bound clearing a boundary the true mean
-difference lies ``distance`` beyond is the noncentral t's, ``P(T_df(distance / se) > t_{1 - alpha, df})``, as
-judge.stats.t_bounds.t_power gives the paired t-test's; equivalence (both bounds inside +/- margin at a true
-difference of 0) has power ``2 p - 1``, p the one-sided power at the margin.
+where rho is the correlation, over questions, of the gold difference d with the judge's difference f: two-phase
+sampling's variance, which ppi_py's power analysis uses too. With n of 20 to 80 the decision departs from it in
+three ways, each taken into account here:
+
+* lam is estimated on the n labelled questions: its expectation carries the factor (n - 1)/n of the covariance
+  divided by n, and its noise moves the estimate by (lam_hat - lam)(mean_U(f) - mean_L(f)), adding
+  ``(m/N)^2 sd_gold^2 (1 + rho^2) / n * (1/m + 1/n)`` to the estimate's variance (a covariance over n questions
+  divided by a variance over all N); ``sd`` is the root of the two;
+* rule "guarded" bounds it with a wider SE: the rectifier's spread with ddof 1 and two pseudo-residuals of
+  ``step``, ``((n - k) s2_r + 2 step^2) / ((n + 1) n)`` in expectation (k = 2 with lam fitted, 1 without), and
+  Student t at the Welch-Satterthwaite degrees of freedom of the parts as it counts them (n + 1 and N - 1);
+* that SE varies, as a scaled chi on the degrees of freedom of its random parts (n - k and N - 1; the
+  pseudo-residuals are fixed).
+
+The bound clears a boundary the true mean difference lies ``distance`` beyond when ``estimate - t se_hat >
+boundary``, whose chance is the noncentral t's, ``P(T_{df'}(distance / sd) > t_{1 - alpha, df} se / sd)``
+(judge.stats.t_bounds.t_power's form for the paired t-test, where sd = se). Equivalence (both bounds inside
++/- margin at a true difference of 0) has power ``2 p - 1``, p the one-sided power at the margin.
 
 Before any gold exists sd_gold and rho are unknown: the caller states them (judge.validity: the gold differences
 assumed to spread as the judge's do, sd_gold = sd_judge, and rho the registered ``assumed_gold_correlation``); once
@@ -29,8 +40,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
-__all__ = ["Design", "se_df", "power", "mde", "labels_for_power"]
+__all__ = ["Design", "Spread", "spread", "power", "mde", "labels_for_power"]
 
 
 @dataclass(frozen=True)
@@ -57,41 +69,51 @@ class Design:
             raise ValueError("alpha (one-sided) must be in (0, 0.5)")
 
 
-def se_df(d: Design) -> tuple[float, float, float]:
-    """(standard error, the decision's t degrees of freedom, the degrees of freedom of the SE's own spread) of the
-    corrected estimate under rule "guarded" (module doc). The decision takes its t quantile at the Welch-Satterthwaite
-    df of its parts as it counts them (n + 1 and N - 1); the SE it estimates varies as its random parts do (the
-    rectifier's spread on n - 1 df, the judge's on N - 1; the pseudo-residuals are fixed), which is the df the
-    noncentral t of the power takes."""
+class Spread(NamedTuple):
+    """How the corrected estimate and its bound vary (rule "guarded"; module doc)."""
+
+    sd: float  # the estimate's own standard deviation: lam^2 s2_judge / m + s2_r / n, no pseudo-residual
+    se: float  # the standard error its bound uses (root of its expectation): the pseudo-residuals included
+    df: float  # the decision's t degrees of freedom: Welch-Satterthwaite of its parts as it counts them (n + 1, N - 1)
+    se_df: float  # the degrees of freedom of the SE's own variation: its random parts' (n - 1 or n - 2, N - 1)
+
+
+def spread(d: Design) -> Spread:
+    """The corrected estimate's ``Spread`` for a design (module doc)."""
     n, big = d.labelled, d.questions
     m = big - n
     lam = 0.0
-    if m > 0 and d.sd_judge > 0:
-        lam = min(1.0, max(0.0, d.correlation * d.sd_gold / d.sd_judge * m / big))
+    if m > 0 and d.sd_judge > 0:  # the tuned lam's expectation: its covariance divides by n (ddof 0)
+        lam = min(1.0, max(0.0, d.correlation * d.sd_gold / d.sd_judge * m / big * (n - 1) / n))
     s2_r = max(0.0, d.sd_gold ** 2 - 2 * lam * d.correlation * d.sd_gold * d.sd_judge + (lam * d.sd_judge) ** 2)
     fitted = 2 if lam > 0 else 1  # lam is fitted on the labelled questions: one more degree of freedom spent
     rect = (n - fitted) * s2_r / ((n + 1) * n)
     guard = 2 * d.step ** 2 / ((n + 1) * n)
     imputed = lam * lam * d.sd_judge ** 2 / m if lam > 0 else 0.0
+    # lam's own noise moves the estimate by (lam_hat - lam) (mean_U(f) - mean_L(f)): var(lam_hat) is that of a
+    # covariance over n questions divided by a variance over all N, (m / N)^2 sd_gold^2 (1 + rho^2) / (n sd_judge^2)
+    noise = ((m / big) ** 2 * d.sd_gold ** 2 * (1 + d.correlation ** 2) / n * (1 / m + 1 / n)) if lam > 0 else 0.0
+    sd = math.sqrt(imputed + s2_r / n + noise)
     var = rect + guard + imputed
     if var == 0:
-        return 0.0, math.inf, math.inf
+        return Spread(sd, 0.0, math.inf, math.inf)
     counted = math.fsum(v * v / k for v, k in ((rect + guard, n + 1), (imputed, big - 1)) if v > 0)
-    spread = math.fsum(v * v / k for v, k in ((rect, n - fitted), (imputed, big - 1)) if v > 0)
-    return math.sqrt(var), var * var / counted, (var * var / spread if spread > 0 else math.inf)
+    varying = math.fsum(v * v / k for v, k in ((rect, n - fitted), (imputed, big - 1)) if v > 0)
+    return Spread(sd, math.sqrt(var), var * var / counted, var * var / varying if varying > 0 else math.inf)
 
 
 def _one_sided(distance: float, d: Design) -> float:
-    """P(estimate - t_{1-alpha, df} * SE > boundary) when the truth lies ``distance`` beyond the boundary."""
+    """P(estimate - t_{1-alpha, df} * SE > boundary) when the truth lies ``distance`` beyond the boundary: with the
+    estimate normal (sd) and the SE varying as a scaled chi (se_df), ``P(T_{se_df}(distance / sd) > t * se / sd)``."""
     from scipy import special, stats
 
-    se, df, spread = se_df(d)
-    if se == 0:
-        return 1.0 if distance > 0 else 0.0
-    crit = float(stats.t.ppf(1 - d.alpha, df))
-    if math.isinf(spread):  # the SE does not vary: a normal estimate against a fixed bound
-        return float(special.ndtr(distance / se - crit))
-    return float(stats.nct.sf(crit, spread, distance / se))
+    s = spread(d)
+    crit = float(stats.t.ppf(1 - d.alpha, s.df)) if s.se > 0 else 0.0
+    if s.sd == 0:  # the estimate is exact: the bound clears the boundary or it does not
+        return 1.0 if distance > crit * s.se else 0.0
+    if math.isinf(s.se_df):  # the SE does not vary
+        return float(special.ndtr((distance - crit * s.se) / s.sd))
+    return float(stats.nct.sf(crit * s.se / s.sd, s.se_df, distance / s.sd))
 
 
 def power(d: Design, distance: float, kind: str) -> float:
@@ -105,18 +127,21 @@ def power(d: Design, distance: float, kind: str) -> float:
 def mde(d: Design, target: float, kind: str) -> float:
     """The smallest distance beyond the boundary the corrected decision detects with power ``target`` (equivalence:
     the smallest margin it shows equivalence within at a true difference of 0); 0 when the estimate has no spread."""
-    from scipy import optimize
+    from scipy import optimize, stats
 
     if not 0 < target < 1:
         raise ValueError("target power must be in (0, 1)")
-    se = se_df(d)[0]
-    if se == 0:
+    s = spread(d)
+    scale = max(s.sd, s.se)
+    if scale == 0:
         return 0.0
     want = (1 + target) / 2 if kind == "equivalence" else target
-    hi = se
+    if s.sd == 0:  # an exact estimate: detected once the distance passes the bound's reach
+        return float(stats.t.ppf(1 - d.alpha, s.df)) * s.se
+    hi = scale
     while _one_sided(hi, d) < want:
         hi *= 2
-    return float(optimize.brentq(lambda x: _one_sided(x, d) - want, 0.0, hi, xtol=1e-12 * se))
+    return float(optimize.brentq(lambda x: _one_sided(x, d) - want, 0.0, hi, xtol=1e-12 * scale))
 
 
 def labels_for_power(d: Design, distance: float, target: float, kind: str) -> int | None:
