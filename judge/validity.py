@@ -207,7 +207,7 @@ def power_plan(exp: Experiment, h: Hypothesis, judge: list[float], alpha: float,
     if len(gold) >= MEASURED_FROM:
         g, f = [x for x, _ in gold], [y for _, y in gold]
         if statistics.stdev(g) > 0 and statistics.stdev(f) > 0:
-            basis, rho, sd_gold = "measured", max(0.0, statistics.correlation(g, f)), statistics.stdev(g)
+            basis, rho, sd_gold = "measured", min(1.0, max(-1.0, statistics.correlation(g, f))), statistics.stdev(g)
 
     def design(n: int, r: float) -> ppi_power.Design:
         return ppi_power.Design(questions=n_all, labelled=n, sd_judge=sd_judge, sd_gold=sd_gold, correlation=r,
