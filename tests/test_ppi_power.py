@@ -190,3 +190,39 @@ def test_the_label_line_states_the_draw_the_mde_and_the_labels_needed():
     out = power_line(H, p | {"labels_needed": None, "labels_needed_gold_only": None}, 200)
     assert "80% power at the margin is out of reach: gold on all 200 questions falls short" in out
     assert "no labels drawn yet" in power_line(H, p | {"labelled": None, "mde": None}, 200)
+
+
+def test_judge_label_sample_states_each_hypothesis_power_with_the_draw_before_the_first_label():
+    """judge.label_power.sample_power on a planted run: 30 questions, arm a scored 1 everywhere, arm b's planted
+    scores, q05 unscored in b (so 29 paired questions); the draw picks q00-q09 (9 of them paired)."""
+    from core.records import Judgment, KeyRow
+    from judge.label_power import sample_power
+
+    b_scores = [int(x) for x in np.random.default_rng(3).integers(0, 3, 30)]
+    keys, verdicts = [], []
+    for i in range(30):
+        for arm, s in (("a", 1), ("b", b_scores[i])):
+            label = f"L{arm}{i:02d}"
+            keys.append(KeyRow(label=label, row=label, arm=arm, quant="q", question_id=f"q{i:02d}", sample=0,
+                               scrubbed=0))
+            status = "unscored" if (arm, i) == ("b", 5) else "scored"
+            verdicts.append(Judgment(judge="J", label=label, question_id=f"q{i:02d}", status=status,
+                                     score=s if status == "scored" else None, fields=None, repaired=False, error=None,
+                                     prompt_sha256="", attempts=[], latency_s=0.0, prompt_tokens=0,
+                                     completion_tokens=0, cached_tokens=0))
+    h1 = Hypothesis("H1", "a", "b", "q", "non_inferiority", 1.0, ALPHA)
+    h2 = Hypothesis("H2", "a", "b", "q", "superiority", 0.0, ALPHA, subset=("nowhere",))  # no question: no line
+    folder = SimpleNamespace(exp=SimpleNamespace(analysis=Analysis(judge_error="decide"), hypotheses=[h1, h2]),
+                             run={"arms": ["a", "b"], "judge": {"primary": "J"}},
+                             raw=SimpleNamespace(keys=keys, judgments=verdicts),
+                             questions={f"q{i:02d}": SimpleNamespace(id=f"q{i:02d}", tags=()) for i in range(30)})
+    lines = sample_power(folder, {f"q{i:02d}" for i in range(10)})
+    assert len(lines) == 2 and lines[0].startswith("Power of the gold-corrected (PPI++) interval, which decides each")
+    diffs = [b_scores[i] - 1 for i in range(30) if i != 5]
+    # Holm over the 2 registered hypotheses: H1 is planned at its first step, alpha / 2
+    assert lines[1].startswith("H1 (non-inferiority, margin 1, one-sided α 0.0125, 29 paired questions): with 9 of "
+                               "them labelled, ")
+    assert lines[1].endswith(f"(SD {np.std(diffs, ddof=1):.3f}).")
+    # the labels needed are counted in the comparison's questions; the draw that gives them, in the run's 30
+    k = int(lines[1].split("needs ")[1].split(" ")[0])
+    assert f"needs {k} (about --sample {math.ceil(k * 30 / 29)}) labelled questions" in lines[1]
