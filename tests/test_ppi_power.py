@@ -79,6 +79,22 @@ def test_the_large_sample_power_is_the_normal_power_of_the_two_phase_effective_n
     assert power(d, m, "equivalence") == pytest.approx(expected, abs=3e-3)
 
 
+@pytest.mark.parametrize("rho", [0.3, 0.6, 0.9])
+def test_the_labels_needed_on_a_large_set_are_ppi_pys_power_analysis(rho):
+    """ppi_py's power analysis (ppi_py.ppi_power) gives the fewest labelled of n_max questions whose PPI++ estimate has
+    the classical SE of ``effective_n`` labels; the corrected decision needs that SE for 80 % power at the distance
+    (z_{1-alpha} + z_{0.8}) sd / sqrt(effective_n) (scipy's normal quantiles). Predictions cost next to nothing, so
+    ppi_py uses all n_max questions."""
+    import ppi_py
+
+    total, effective = 100_000, 20_000
+    peer = ppi_py.ppi_power(ppi_corr=rho, cost_X=0, cost_Y=1.0, cost_Yhat=1e-6, effective_n=effective, n_max=total)
+    assert peer["n"] + peer["N"] == total
+    distance = (sps.norm.ppf(1 - ALPHA) + sps.norm.ppf(0.8)) / math.sqrt(effective)
+    k = labels_for_power(Design(total, 2, 1.0, 1.0, rho, ALPHA, 0.5), distance, 0.8, "non_inferiority")
+    assert abs(k - peer["n"]) <= 5  # ppi_py rounds its n; here the fewest, with t quantiles and the guard
+
+
 def test_the_mde_is_where_the_power_reaches_the_target():
     for kind in ("non_inferiority", "superiority", "equivalence"):
         for target in (0.5, 0.8, 0.95):
