@@ -22,7 +22,7 @@ Procedures, both judge.biases.family_decisions (the procedure judge.bias_checks.
 Reported per cell: the family-wise false-claim rate with its Monte Carlo SE (goal for "decide": at most 1.2 alpha
 = 0.030 in every cell).
 
-    python benchmarks/family_decide.py            # 2,000 data sets per cell, 36 cells (~4 minutes on one core)
+    python benchmarks/family_decide.py            # 4,000 data sets per cell, 36 cells (~3 minutes on one core)
     python benchmarks/family_decide.py --quick    # 60 data sets, 4 cells (CI: proves it runs)
 """
 from __future__ import annotations
@@ -89,7 +89,7 @@ def rate(hits: int, n: int) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--sets", type=int, default=2000)
+    ap.add_argument("--sets", type=int, default=4000)
     args = ap.parse_args()
     sets = 60 if args.quick else args.sets
     grid = ([("holm", 2, 20, True), ("holm", 3, 40, False), ("fixed-sequence", 2, 80, True),

@@ -179,7 +179,8 @@ def decide_by_gold(h: Hypothesis, c: dict[str, Any], gold, keys: list[KeyRow], s
         return
     e = correction(h, c, gold, keys, scores, qmap, alpha=c["alpha"])
     if e["ppi"] is None:
-        c.update(verdict="inconclusive", reason=f"judge_error = \"decide\" and no gold-corrected interval: {e['reason']}")
+        c.update(verdict="inconclusive",
+                 reason=f"judge_error = \"decide\" and no gold-corrected interval: {e['reason']}")
         return
     p = e["ppi"]
     c.update(verdict=e["verdict"],

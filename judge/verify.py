@@ -8,8 +8,9 @@ Four checks, each naming what no longer matches:
 2. every number in numbers.json, recomputed twice: by the main analysis and by a separate, plain-Python path,
    judge.second_path, which imports nothing of the main path's code (own loops for means and counts; exact
    per-question means; the bootstrap, or cluster bootstrap, on the same resamples drawn again in exact Fractions;
-   its own implementation of the score rule; its own verdicts and count of registered clusters). Decisions are recomputed with the rule the registration names (the default when it names none), never
-   with one recorded in the folder. The calibration itself (thousands of simulated decisions) is recomputed from
+   its own implementation of the score rule; its own verdicts and count of registered clusters). Decisions are
+   recomputed with the rule the registration names (the default when it names none), never with one recorded in
+   the folder. The calibration itself (thousands of simulated decisions) is recomputed from
    that path's own inputs by judge.stats.calibration, seeded, and the power figures (mde, n_for_margin) by the main
    path only. With gold, the judge's error is recomputed by judge.second_path.judge_error (agreement, offsets and
    their bootstrap intervals, the corrected intervals), which then applies what the registration says the gold
