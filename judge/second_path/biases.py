@@ -194,11 +194,13 @@ def _family(method: str, comparisons: list[dict], stored: dict[str, dict],
 
 
 def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], questions: dict[str, list[str]],
-                  clusters: dict[str, str | None]) -> list[str]:
+                  clusters: dict[str, str | None], gold_decides: bool = False) -> list[str]:
     """Under the score rule, each claim the family recorded at an adjusted alpha must be one the score test makes
     at that alpha by verify's own implementation (judge.second_path) on the primary judge's scores: a claim it
-    does not make is a finding. (Withdrawn claims may be the clusters', checked by the main path.)"""
-    if exp.analysis.rule != "score" or exp.judge_panel_rule != "primary":
+    does not make is a finding. (Withdrawn claims may be the clusters', checked by the main path.) None where a
+    gold-corrected interval decides (``gold_decides``): its claims are checked by this path's own corrected
+    interval at each level (``_family``), and the judge's score test does not decide them."""
+    if exp.analysis.rule != "score" or exp.judge_panel_rule != "primary" or gold_decides:
         return []
     points = second_path.rubric_scale(exp)
     span = max(points) - min(points)
@@ -381,5 +383,5 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
                           "kappa_ci95": retest_kappa_interval(test, again, scale, an.seed) if len(pairs) >= 2
                           else None}
         ind["judges"]["retest"] = {"judges": rows}
-    return (forged_claims(numbers, exp, means[run["judge"]["primary"]], questions, clusters)
+    return (forged_claims(numbers, exp, means[run["judge"]["primary"]], questions, clusters, corrected is not None)
             + caution_findings(numbers, ind, exp))
