@@ -170,18 +170,35 @@ def test_a_claim_by_the_judge_alone_no_longer_raises_the_level_of_the_corrected_
     assert {h: s["tested_at"] for h, s in steps.items()} == {c["id"]: c["family"]["tested_at"] for c in main}
 
 
+def test_holm_steps_down_on_the_corrected_intervals_whatever_the_judge_alone_says():
+    """H3's corrected interval claims at alpha/2, so H2 is tested again at alpha, where its corrected interval
+    claims; the judge alone claims neither, at any level."""
+    arms = {"a": PLANTED["a"], "c": PLANTED["c"], "d": ([2] * 36 + [1] * 4, [2] * 34 + [1] * 6)}
+    h3 = Hypothesis(id="H3", a="a", b="d", quant="Q", kind="non_inferiority", margin=MARGIN, alpha=ALPHA)
+    p = [hand_p(arms, LABELLED, h) for h in (H2, h3)]
+    assert p[1] < ALPHA / 2 <= p[0] < ALPHA
+    assert hand_holm(p, ALPHA) == {0, 1}
+    assert hand_p(arms, LABELLED, Hypothesis(**{**h3.__dict__, "margin": 0.0})) < ALPHA / 2  # above 0: superior
+    main, steps = both_paths("holm", folder(arms, LABELLED, [H2, h3]), [H2, h3], lambda i, a: "not shown")
+    h2, d = main
+    assert (d["family"]["step"], d["family"]["tested_at"], d["verdict"]) == (1, ALPHA / 2, "superior")
+    assert (h2["family"]["step"], h2["family"]["tested_at"], h2["verdict"]) == (2, ALPHA, "non-inferior")
+    assert {h: (s["claimed"], s["step"]) for h, s in steps.items()} == {"H2": (True, 2), "H3": (True, 1)}
+
+
 @st.composite
 def families(draw):
-    """2-4 non-inferiority hypotheses against one reference arm, 24-36 questions with gold on a random 8-20 of them;
-    each arm's gold drawn near the boundary and its judge off by a seeded error (kinder to some arms)."""
+    """2-4 non-inferiority hypotheses against one reference arm, 28-40 questions with gold on a random 10-24 of them;
+    each arm's gold drawn from well below to well above the boundary, and its judge off by a seeded error (kinder to
+    some arms)."""
     m = draw(st.integers(2, 4))
-    n = draw(st.integers(24, 36))
+    n = draw(st.integers(28, 40))
     rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
-    labelled = set(rng.choice(n, size=draw(st.integers(8, 20)), replace=False).tolist())
+    labelled = set(rng.choice(n, size=draw(st.integers(10, 24)), replace=False).tolist())
     arms = {"a": ([1] * n, [1] * n)}
     for k in range(m):
-        up = draw(st.floats(0.1, 0.6))
-        gold = rng.choice([0, 1, 2], size=n, p=[0.55 - up / 2, 0.45, up / 2]).tolist()
+        down, up = draw(st.floats(0.0, 0.3)), draw(st.floats(0.0, 0.7))
+        gold = rng.choice([0, 1, 2], size=n, p=[down, 1 - down - up, up] if down + up <= 1 else [0.3, 0, 0.7]).tolist()
         kind = draw(st.floats(0.0, 0.5))
         judged = [int(min(2, max(0, g + (rng.random() < kind) - (rng.random() < 0.1)))) for g in gold]
         arms[f"b{k}"] = (judged, gold)
