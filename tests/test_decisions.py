@@ -205,9 +205,22 @@ def test_two_questions_one_win_one_tie_the_calibration_shows_the_bootstrap_rules
     # reported above the ceiling, it withdraws nothing: the registered rule decides (BENCHMARKS.md: at the boundary
     # the withdrawal removed almost none of the false claims, so it is a diagnostic)
     assert out["verdict"] == "non-inferior" and "false-claim rate" not in out["reason"]
+    assert "The claim stands above the ceiling: the calibration is a diagnostic" in calibration_line(out)
+    assert "ceiling:" not in calibration_line(out | {"verdict": "not shown"})  # no claim: nothing to say
     # the default rule does not claim at all
     default = compare(H, analysis(), questions(labels), scores(a, b), cells("base", "trained"), S02)
     assert default["verdict"] == "not shown"
+
+
+def calibration_line(c: dict) -> str:
+    """The report's calibration line of comparison c, rendered from judge/templates/report.md.j2's own text."""
+    from jinja2 import Environment, StrictUndefined
+
+    from judge.report import TEMPLATES
+    src = (TEMPLATES / "report.md.j2").read_text()
+    start = src.index('{% if c.get("calibration") %}')
+    return Environment(undefined=StrictUndefined).from_string(src[start:src.index("{% endif %}{% endif %}", start)]
+                                                               + "{% endif %}{% endif %}").render(c=c)
 
 
 def test_calibration_is_seeded_and_shifts_to_the_boundary():
