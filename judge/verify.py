@@ -316,12 +316,19 @@ def earlier_version_findings(numbers: dict, main: dict) -> list[str]:
     """Why a folder's verdicts differ from the ones the decision code now gives, where an earlier version decided
     them otherwise: its calibration line withdrew a claim (above `calibration_ceiling`: the calibration is now a
     diagnostic that withdraws nothing), or, under `judge_error = "decide"`, its family stepped down on the judge-only
-    verdicts (it now steps down on the gold-corrected ones). The differing verdicts are findings of their own; this
-    line names the version and what re-decides the folder."""
+    verdicts (it now steps down on the gold-corrected ones), or its calibration line under "decide" was the judge's
+    where the judge alone was inconclusive (it is now the corrected interval's wherever there is one). The
+    differences are findings of their own; this line names the version and what re-decides the folder."""
     again = {c["id"]: c for c in main["comparisons"]}
     out = []
     for c in numbers["comparisons"]:
         m = again.get(c["id"])
+        if m is not None and ((m.get("calibration") or {}).get("interval") == "ppi"
+                              and (c.get("calibration") or {}).get("interval") != "ppi"):
+            out.append(f"numbers.json comparisons[{c['id']}]: its calibration line is the judge's, which an earlier "
+                       "version kept under judge_error = \"decide\" where the judge alone was inconclusive; it is now "
+                       "the gold-corrected interval's wherever there is one: `judge run` into the folder re-decides "
+                       "it without any model call")
         if m is None or m["verdict"] == c["verdict"]:
             continue
         why = ("withdrawn by its calibration line, which an earlier version let withdraw a claim; the calibration is "

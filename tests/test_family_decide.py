@@ -236,3 +236,7 @@ def test_a_folder_an_earlier_version_decided_otherwise_gets_one_line_naming_why_
     assert second_line.startswith("numbers.json comparisons[H2]: decided under judge_error")
     assert all("`judge run` into the folder re-decides it" in x for x in (first, second_line))
     assert earlier_version_findings(now, now) == []  # verdicts the decision code gives now: nothing to say
+    judges = {"id": "H1", "verdict": "inconclusive", "reason": "only 3 cluster(s)", "calibration": {"rate": 0.0}}
+    ppi_line = judges | {"calibration": {"rate": 0.0, "interval": "ppi"}}
+    (line,) = earlier_version_findings({"comparisons": [judges]}, {"comparisons": [ppi_line]})
+    assert line.startswith("numbers.json comparisons[H1]: its calibration line is the judge's")
