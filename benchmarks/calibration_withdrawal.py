@@ -17,7 +17,7 @@ as the decision was calibrated when a calibration above its ceiling withdrew a c
 Reported per cell: data sets, claims, the claims the calibration withdraws, the false-claim rate before and after
 (with its Monte Carlo SE), and at a true difference of zero the share of true claims withdrawn.
 
-    python benchmarks/calibration_withdrawal.py            # 4,000 data sets per cell, 200 sims (~5 minutes, 1 core)
+    python benchmarks/calibration_withdrawal.py            # 4,000 data sets per cell, 200 sims (~3 minutes, 1 core)
     python benchmarks/calibration_withdrawal.py --quick    # 150 data sets, 40 sims (CI: proves it runs)
 """
 from __future__ import annotations
