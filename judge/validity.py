@@ -11,7 +11,10 @@ hypothesis's quant) has such a score. Hand-picked ("convenience") labels measure
 decision line says so.
 
 ``[analysis] judge_error``: "report" prints the corrected interval beside the decision, with a caution where its
-verdict differs; "decide" makes it the decision's bound (no corrected interval: inconclusive, with the reason).
+verdict differs; "decide" makes it the decision's bound (no corrected interval: inconclusive, with the reason) at
+every level the family tests the hypothesis at (``decide_by_gold``, called by judge.analysis before and inside the
+family, so the family steps down on the corrected intervals). The corrected interval's calibration is reported
+beside it and withdraws nothing.
 ``[judge] min_gold_agreement``: the lower bound of the primary judge's quadratic-weighted kappa against gold must
 reach it, or the decision is inconclusive with the reason.
 """
@@ -25,8 +28,9 @@ from typing import Any
 from core.records import Judgment, KeyRow
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
-from registration.vocabulary import CLAIMS, GOLD_DESIGNS
+from registration.vocabulary import GOLD_DESIGNS
 
+from .bias_checks import apply_family
 from .stats import judge_error, ppi, ppi_power
 from .stats.calibration import calibrate_ppi
 from .stats.decide import claims
@@ -141,9 +145,10 @@ def _design(designs: set[str]) -> str:
 
 
 def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
-               qmap: dict[str, Question]) -> dict[str, Any]:
+               qmap: dict[str, Question], alpha: float | None = None) -> dict[str, Any]:
     """The PPI++ estimate of one hypothesis's paired difference beside the judge-only one (judge.stats.ppi.correct), on
-    the questions the decision paired; ``design`` says whether the gold may correct it."""
+    the questions the decision paired, at one-sided ``alpha`` (None: the level the family tested it at);
+    ``design`` says whether the gold may correct it."""
     f, g, strata, designs, hand, complete = _gold_differences(h, comparison, gold, keys, scores, qmap)
     base = {"design": None, "ppi": None, "gold_only": None, "reason": "", "verdict": None, "caution": None}
     if not designs:
@@ -151,7 +156,8 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
                if hand else "no question of this comparison has gold on every answer of both arms")
         return base | {"design": "convenience" if hand else None, "reason": why}
     design = _design(designs)
-    c = ppi.correct(f, g, design=design, alpha=tested_at(h, comparison), strata=strata, rule="guarded", step=STEP)
+    level = tested_at(h, comparison) if alpha is None else alpha
+    c = ppi.correct(f, g, design=design, alpha=level, strata=strata, rule="guarded", step=STEP)
     reason = c.reason
     if complete and reason.startswith("the questions:"):  # the stratum None is what the complete strata leave
         reason = reason.replace("the questions:", "the questions outside the complete strata "
@@ -163,10 +169,61 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
                   "verdict": _verdict(h.kind, h.margin, c.ppi.low, c.ppi.high)}
 
 
+def decide_by_gold(h: Hypothesis, c: dict[str, Any], gold, keys: list[KeyRow], scores,
+                   qmap: dict[str, Question]) -> None:
+    """``judge_error = "decide"``: comparison c, decided by the judge at its own one-sided level ``c["alpha"]``, gets
+    the verdict of the gold-corrected (PPI++) interval computed at that same level; inconclusive, with the reason,
+    where there is no corrected interval. A judge-only verdict that is already inconclusive (a guard, or an
+    equivalence interval across a margin) stays so. judge.analysis calls it on each comparison at its registered
+    level and on every test the family makes at another level, so the family steps down on the intervals that
+    decide."""
+    if c["result"] is None or c["verdict"] == "inconclusive":
+        return
+    e = correction(h, c, gold, keys, scores, qmap, alpha=c["alpha"])
+    if e["ppi"] is None:
+        c.update(verdict="inconclusive",
+                 reason=f"judge_error = \"decide\" and no gold-corrected interval: {e['reason']}")
+        return
+    p = e["ppi"]
+    c.update(verdict=e["verdict"],
+             reason=f"judge_error = \"decide\": the gold-corrected (PPI++) one-sided bound {p['low']:+.4f} (estimate "
+                    f"{p['estimate']:+.4f}, {p['labelled']} of {p['questions']} questions with gold) decides: "
+                    f"{e['verdict']}")
+
+
+def decide_family(method: str, hyps: list[Hypothesis], comparisons: list[dict[str, Any]], judge_only_at,
+                  gold, keys: list[KeyRow], scores, qmap: dict[str, Question]) -> dict[str, Any]:
+    """``judge_error = "decide"``: the registered family (judge.bias_checks.apply_family) stepping down on the
+    gold-corrected intervals, which decide. ``comparisons``: each hypothesis of ``hyps`` decided by the judge at its
+    registered level (with the panel's and the guards' verdicts); ``judge_only_at(i, alpha)``: hypothesis i decided
+    by the judge at another one-sided level.
+
+    The rule: every test the family makes of hypothesis i at level a, its registered one included, is the
+    corrected (PPI++, rule "guarded") interval computed at a, with the registered rule's strict comparison
+    (``decide_by_gold``; no corrected interval, or a judge-only verdict already inconclusive: no claim). Holm: while
+    some remain unclaimed, each remaining one is tested at its alpha divided by how many remain; those that claim
+    leave and the rest are tested again at the larger level; when none claims, it stops. A corrected interval at a
+    larger level is nested in the one at a smaller level, so a claim at a level stays one at every larger level and
+    this is Holm's step-down on the corrected intervals' p-values (with equal alphas: the smallest first against
+    alpha/m, then alpha/(m - 1), ...). Fixed sequence: each in the registered order at its own alpha, by its
+    corrected interval, until the first that does not claim. Either way the chance of any false claim is the
+    corrected intervals' (BENCHMARKS.md, the family under judge_error = "decide"), never raised by what the judge
+    alone would claim."""
+    for h, c in zip(hyps, comparisons, strict=True):
+        decide_by_gold(h, c, gold, keys, scores, qmap)
+
+    def decided_at(i: int, alpha: float) -> dict[str, Any]:
+        c = judge_only_at(i, alpha)
+        decide_by_gold(hyps[i], c, gold, keys, scores, qmap)
+        return c
+    return apply_family(method, comparisons, decided_at)
+
+
 def ppi_calibration(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
                     qmap: dict[str, Question]) -> dict[str, Any]:
     """The calibration of the gold-corrected decision (judge.stats.calibration.calibrate_ppi), for a comparison
-    that has a corrected interval, at the level it is tested at; ``interval`` says whose calibration it is."""
+    that has a corrected interval, at the level it is tested at; ``interval`` says whose calibration it is. A
+    diagnostic: it withdraws no claim."""
     f, g, strata, designs, _, _ = _gold_differences(h, comparison, gold, keys, scores, qmap)
     parts, _ = ppi.split(f, g, design=_design(designs), strata=strata)
     an = exp.analysis
@@ -178,8 +235,8 @@ def ppi_calibration(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], 
 
 
 def tested_at(h: Hypothesis, comparison: dict[str, Any]) -> float:
-    """The one-sided alpha the family of hypotheses tests this one at (judge.bias_checks.apply_family), else its
-    own: the corrected interval is held to the level the judge-only decision is."""
+    """The one-sided alpha the family of hypotheses last tested this one at (judge.bias_checks.apply_family), else
+    its own: the corrected interval is reported at the level the family's last test of it was made at."""
     return (comparison.get("family") or {}).get("tested_at") or h.alpha
 
 
@@ -244,8 +301,10 @@ def _estimate(e: ppi.Estimate) -> dict[str, Any]:
 
 def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], panel: list[str], primary: str,
           hyps: list[Hypothesis], qmap: dict[str, Question], scores, comparisons: list[dict[str, Any]]) -> dict:
-    """The ``judge_validity`` section, and each comparison's ``judge_error`` entry, its verdict changed where the
-    registration says gold decides (``judge_error = "decide"``, ``min_gold_agreement``)."""
+    """The ``judge_validity`` section, and each comparison's ``judge_error`` entry (at the level the family last
+    tested it at; under ``judge_error = "decide"`` its verdict is already the corrected one, ``decide_by_gold``, and
+    its calibration line becomes the corrected interval's), its verdict withdrawn where ``min_gold_agreement`` is
+    not met."""
     judges = [judge_against_gold(exp, gold, keys, judgments, name, hyps, qmap) for name in panel]
     primary_ag = next(j["agreement"] for j in judges if j["id"] == primary)
     mode, floor = exp.analysis.judge_error, exp.min_gold_agreement
@@ -263,22 +322,8 @@ def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], 
             e["caution"] = (f"corrected for the judge's error against gold (PPI++, {e['design'].replace('_', ' ')}), "
                             f"the estimate is {p['estimate']:+.3f} with one-sided bound {p['low']:+.4f}, which would "
                             f"say \"{e['verdict']}\" instead of \"{c['verdict']}\": the judge's error may decide this")
-        if mode == "decide" and c["result"] is not None and c["verdict"] != "inconclusive":
-            if e["ppi"] is None:
-                c.update(verdict="inconclusive", reason=f"judge_error = \"decide\" and no gold-corrected interval: "
-                                                        f"{e['reason']}")
-            else:
-                p = e["ppi"]
-                c["calibration"] = cal = ppi_calibration(exp, h, c, gold, keys, scores, qmap)
-                c.update(verdict=e["verdict"],
-                         reason=f"judge_error = \"decide\": the gold-corrected (PPI++) one-sided bound "
-                                f"{p['low']:+.4f} (estimate {p['estimate']:+.4f}, {p['labelled']} of "
-                                f"{p['questions']} questions with gold) decides: {e['verdict']}")
-                if e["verdict"] in CLAIMS[h.kind] and cal["rate"] > cal["ceiling"]:
-                    c.update(verdict="inconclusive",
-                             reason=f"{c['reason']}; but the corrected rule's false-claim rate simulated at the "
-                                    f"boundary is {cal['rate']:.3f} ({cal['claims']} of {cal['sims']} simulated "
-                                    f"data sets), above the registered ceiling {cal['ceiling']:.3f}: inconclusive")
+        if mode == "decide" and e["ppi"] is not None:
+            c["calibration"] = ppi_calibration(exp, h, c, gold, keys, scores, qmap)
         if floor is not None and c["verdict"] != "inconclusive":
             low = primary_ag["kappa_low"] if primary_ag else None
             if low is None or low < floor:

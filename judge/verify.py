@@ -8,15 +8,16 @@ Four checks, each naming what no longer matches:
 2. every number in numbers.json, recomputed twice: by the main analysis and by a separate, plain-Python path,
    judge.second_path, which imports nothing of the main path's code (own loops for means and counts; exact
    per-question means; the bootstrap, or cluster bootstrap, on the same resamples drawn again in exact Fractions;
-   its own implementation of the score rule; its own verdicts, count of registered clusters and calibration
-   ceiling). Decisions are recomputed with the rule the registration names (the default when it names none), never
-   with one recorded in the folder. The calibration itself (thousands of simulated decisions) is recomputed from
+   its own implementation of the score rule; its own verdicts and count of registered clusters). Decisions are
+   recomputed with the rule the registration names (the default when it names none), never with one recorded in
+   the folder. The calibration itself (thousands of simulated decisions) is recomputed from
    that path's own inputs by judge.stats.calibration, seeded, and the power figures (mde, n_for_margin, and under
-   ``judge_error = "decide"`` the corrected decision's ``judge_error.power``) by the main path only (a folder decided
-   before that power was stated lacks it: listed unchecked). With gold, the judge's error is recomputed by
+   ``judge_error = "decide"`` the corrected decision's ``judge_error.power``) by the main path only (a folder
+   decided before that power was stated lacks it: listed unchecked). With gold, the judge's error is recomputed by
    judge.second_path.judge_error (agreement, offsets and their bootstrap intervals, the corrected intervals), which
    then applies what the registration says the gold does to the second path's own verdicts (``judge_error =
-   "decide"`` with the corrected interval's calibration, ``min_gold_agreement``) before they are compared;
+   "decide"``: the family steps down on the second path's own corrected verdicts, and the corrected interval's
+   calibration is reported; ``min_gold_agreement``) before they are compared;
 3. report.md, re-rendered from the verified numbers, and review.md (judge.review_md), from the raw files, each
    compared line by line;
 4. the raw files themselves, re-derived from the rawest evidence they hold, and checked complete against the
@@ -66,6 +67,7 @@ from .review_md import REVIEW, review_markdown
 from .runinfo import Scope, bound_scope, merged, registered
 from .second_path import decisions as second_path
 from .second_path.biases import recheck as recheck_biases
+from .second_path.judge_error import corrected_verdicts
 from .second_path.judge_error import decide as decide_with_gold
 from .second_path.judge_error import recompute as recompute_validity
 from .stats.calibration import calibrate
@@ -326,6 +328,37 @@ def earlier_rule_findings(numbers: dict, exp) -> list[str]:
     return []
 
 
+def earlier_version_findings(numbers: dict, main: dict) -> list[str]:
+    """Why a folder's verdicts differ from the ones the decision code now gives, where an earlier version decided
+    them otherwise: its calibration line withdrew a claim (above `calibration_ceiling`: the calibration is now a
+    diagnostic that withdraws nothing), or, under `judge_error = "decide"`, its family stepped down on the judge-only
+    verdicts (it now steps down on the gold-corrected ones), or its calibration line under "decide" was the judge's
+    where the judge alone was inconclusive (it is now the corrected interval's wherever there is one). The
+    differences are findings of their own; this line names the version and what re-decides the folder."""
+    again = {c["id"]: c for c in main["comparisons"]}
+    out = []
+    for c in numbers["comparisons"]:
+        m = again.get(c["id"])
+        if m is not None and ((m.get("calibration") or {}).get("interval") == "ppi"
+                              and (c.get("calibration") or {}).get("interval") != "ppi"):
+            out.append(f"numbers.json comparisons[{c['id']}]: its calibration line is the judge's, which an earlier "
+                       "version kept under judge_error = \"decide\" where the judge alone was inconclusive; it is now "
+                       "the gold-corrected interval's wherever there is one: `judge run` into the folder re-decides "
+                       "it without any model call")
+        if m is None or m["verdict"] == c["verdict"]:
+            continue
+        why = ("withdrawn by its calibration line, which an earlier version let withdraw a claim; the calibration is "
+               "now a diagnostic that withdraws nothing" if "above the registered ceiling" in c["reason"] else
+               "decided under judge_error = \"decide\" by an earlier version, whose family stepped down on the "
+               "judge-only verdicts; the family now steps down on the gold-corrected intervals that decide"
+               if m["reason"].startswith('judge_error = "decide"') and (c.get("family") or {}).get("size", 1) > 1
+               else None)
+        if why:
+            out.append(f"numbers.json comparisons[{c['id']}]: {why}: `judge run` into the folder re-decides it "
+                       "without any model call")
+    return out
+
+
 def cost_findings(run: dict, run_dir: Path, exp) -> list[str]:
     """run.json's cost table against the one the raw files and batches.jsonl give (none before costs were kept)."""
     if "cost" not in run:
@@ -501,16 +534,21 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     problems += duplicate_names(numbers)
     problems += renamed_entries(numbers, main)
     problems += earlier_rule_findings(numbers, exp)
+    problems += earlier_version_findings(numbers, main)
     problems += diff_numbers(numbers, main, "recomputation from raw files")
     problems += amend["problems"]
     problems += _disagreement("which amendments are dated after the first judgment and not marked post hoc",
                               sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
     ind = second_path.independent(numbers, run, run_dir, questions, exp, clusters, answer_rows, verdicts,
-                                  lambda *args, scale, **kw: calibrate(*args, scale=Scale(*scale), **kw),
-                                  gold_decides=gold is not None and exp.analysis.judge_error == "decide")
+                                  lambda *args, scale, **kw: calibrate(*args, scale=Scale(*scale), **kw))
     ind["judges"] = second_path.independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
+    judged = list(verdicts.last.values())
+    blinded = ({r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
+               if gold is not None else {})
+    corrected = (corrected_verdicts(run, exp, gold, blinded, judged, questions)
+                 if gold is not None and exp.analysis.judge_error == "decide" else None)
     problems += recheck_biases(numbers, run, run_dir, exp, questions, list(answer_rows.last.values()),
-                               list(verdicts.last.values()), ind, clusters)
+                               judged, ind, clusters, corrected)
     totals: dict[str, dict[str, int]] = {}
     for j in verdicts.last.values():
         t = totals.setdefault(f"{j['judge']}/{j.get('rubric', 'correctness')}",
@@ -522,10 +560,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     for c in ind["cells"]:
         ind["quant_check"]["means"][c["arm"]][c["quant"]] = c["mean"]
     if gold is not None:
-        blinded = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
         alphas = {c["id"]: (c.get("family") or {}).get("tested_at")  # checked against verify's own family
                   for c in numbers["comparisons"]}
-        judged = list(verdicts.last.values())
         check = recompute_validity(run, exp, gold, blinded, judged, questions, alphas)
         decide_with_gold(ind["comparisons"], check, run, exp, gold, blinded, judged, questions, alphas)
         problems += diff_numbers(_subset_of(numbers, check), check,

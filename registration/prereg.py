@@ -107,7 +107,7 @@ class Analysis:
     rule: str = DEFAULT_RULE  # the decision rule (registration.vocabulary.RULES)
     min_clusters: int = 10  # a set that declares clusters: fewer clusters than this in a comparison is inconclusive
     calibration_sims: int = 200  # data sets simulated at the boundary to measure each decision's false-claim rate
-    calibration_ceiling: float | None = None  # above this simulated rate a claim is inconclusive; None: 2 * alpha
+    calibration_ceiling: float | None = None  # the calibration line flags a rate above it; None: 2 * alpha
     family: str = "holm"  # FAMILIES: how the registered hypotheses are adjusted as one family
     style: tuple[str, ...] = ("length",)  # STYLES the style caution adjusts for; length always first
     # "report": the prediction-powered (gold-corrected) interval is printed beside each decision, with a caution

@@ -75,7 +75,8 @@ def script(seen: Seen) -> Step:
     return verdict({"rationale": "Planted.", "score": JUDGED[arm][int(item)], "harmful": False})
 
 
-def experiment(root: Path, url: str, analysis: str = "", judge: str = "") -> Path:
+def experiment(root: Path, url: str, analysis: str = "", judge: str = "",
+               hypotheses: tuple = (("H1", "base", "trained"),)) -> Path:
     exp = root / "exp"
     shutil.copytree(ROOT / "sealed" / "demo", exp)
     with open(exp / "sets" / "exam.jsonl", "w") as f:
@@ -88,7 +89,7 @@ def experiment(root: Path, url: str, analysis: str = "", judge: str = "") -> Pat
     arms = "".join(f'[[arms]]\nname = "{arm}"\nmodel = "{m}"\nquants = ["served"]\n'
                    'generation = { temperature = 0.0, max_tokens = 64, seed = 0 }\n\n'
                    for arm, m in (("base", "model-a"), ("trained", "model-b")))
-    text = http_prereg("biased", url, models + arms, [("H1", "base", "trained")])
+    text = http_prereg("biased", url, models + arms, list(hypotheses))
     text = text.replace("max_unscored = 0.10\n", f"max_unscored = 0.10\ncalibration_sims = 40\n{analysis}")
     text = text.replace('[judge]\nrubric = "correctness"\n', f'[judge]\nrubric = "correctness"\n{judge}')
     text = text.replace("[[hypotheses]]", '[gold]\nprogram = "gold.py:score"\n\n[[hypotheses]]', 1)
@@ -120,10 +121,10 @@ def label_the_sample(out: Path) -> list[str]:
     return sample["picked"]
 
 
-def biased_run(root: Path, analysis: str = "", judge: str = ""):
+def biased_run(root: Path, analysis: str = "", judge: str = "", hypotheses: tuple = (("H1", "base", "trained"),)):
     """Judge, label the sample, judge again into the same folder (re-decides with the gold, no model call)."""
     with ScriptedServer(script, models=(*ARMS, "judge-model")) as server:
-        exp = experiment(root, server.openai_url, analysis, judge)
+        exp = experiment(root, server.openai_url, analysis, judge, hypotheses)
         out = root / "out"
         first = judged(exp, out)
         assert first.returncode == 0, first.stderr
@@ -294,12 +295,15 @@ def test_verify_names_every_edited_interval_of_the_judges_error_by_its_own_path(
 
 @pytest.fixture(scope="module")
 def decide_mode(tmp_path_factory):
-    return biased_run(tmp_path_factory.mktemp("decide"), analysis='judge_error = "decide"\n')
+    """H1 as above; H2 the same pair the other way round (base non-inferior to trained: true, by 0.4, while the
+    judge alone sees base 0.35 worse), so the Holm family of the two steps down."""
+    return biased_run(tmp_path_factory.mktemp("decide"), analysis='judge_error = "decide"\n',
+                      hypotheses=(("H1", "base", "trained"), ("H2", "trained", "base")))
 
 
 def test_with_judge_error_decide_the_corrected_bound_decides(decide_mode):
     exp, out, before, picked = decide_mode
-    (h1,) = json.loads((out / "numbers.json").read_text())["comparisons"]
+    h1, _ = json.loads((out / "numbers.json").read_text())["comparisons"]
     # before the person's labels only the "computed" stratum has gold: nothing can correct the judge on the other
     # 30 questions, so the judge's "non-inferior" is withheld
     first = before["comparisons"][0]
@@ -357,10 +361,25 @@ def test_with_judge_error_decide_the_power_the_labels_buy_is_stated_before_and_a
 
 def test_with_judge_error_decide_the_calibration_line_is_the_corrected_intervals_and_verify_agrees(decide_mode):
     exp, out, before, picked = decide_mode
-    (h1,) = json.loads((out / "numbers.json").read_text())["comparisons"]
+    h1, _ = json.loads((out / "numbers.json").read_text())["comparisons"]
     cal = h1["calibration"]
     assert cal["interval"] == "ppi" and cal["boundary"] == -0.1 and cal["sims"] == 40
     line = next(x for x in (out / "report.md").read_text().splitlines() if "Calibration" in x)
     assert line.startswith("  Calibration of the gold-corrected (PPI++) interval, which decides: at a true difference "
                            f"of -0.100 this rule claimed \"non-inferiority\" in {cal['claims']} of 40 ")
     assert verify(out, exp, caches=[]).problems == []  # both paths decide by the corrected interval, and agree
+
+
+def test_with_judge_error_decide_the_family_steps_down_on_the_corrected_intervals_and_verify_agrees(decide_mode):
+    """Holm over H1 and H2: at alpha/2 the judge alone claims H1 (its +0.35) and not H2 (its -0.35), but the
+    corrected intervals decide: H2's claims at alpha/2 (the truth is +0.4), so H1 is tested again at alpha, where
+    its corrected interval still does not claim (the truth is -0.4). verify's second path steps down on its own
+    corrected intervals, and the judge's score test does not second-guess a corrected claim at alpha/2."""
+    exp, out, before, picked = decide_mode
+    h1, h2 = json.loads((out / "numbers.json").read_text())["comparisons"]
+    assert (h2["family"]["step"], h2["family"]["tested_at"]) == (1, 0.0125) and h2["verdict"] in ("non-inferior",
+                                                                                                  "superior")
+    assert h2["result"]["diff"] == pytest.approx(-14 / 40)  # the judge alone: base 0.35 worse, no claim
+    assert (h1["family"]["claimed"], h1["family"]["tested_at"], h1["verdict"]) == (False, 0.025, "not shown")
+    assert {t["alpha"]: t["claim"] for t in h2["family"]["tests"]} == {0.025: True, 0.0125: True}  # corrected
+    assert verify(out, exp, caches=[]).problems == []

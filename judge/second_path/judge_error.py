@@ -19,10 +19,11 @@ two paths agree to verify's tolerance (the draws are the same; only the last pla
   and per arm over whole questions (the answers of one question are one cluster), ``RESAMPLES`` resamples; per
   hypothesis pair over questions, the registered ``resamples``.
 
-Under ``[analysis] judge_error = "decide"`` a gold-corrected interval decides (``decide``): its calibration
-(``calibration``) is simulated by this path's own loop on the draws the main path documents
-(judge.stats.calibration.calibrate_ppi), its verdict replaces the judge-only one, and ``min_gold_agreement`` is
-checked against this path's own kappa interval.
+Under ``[analysis] judge_error = "decide"`` a gold-corrected interval decides: ``corrected_verdicts`` gives its
+verdict at any level, on which verify's family (judge.second_path.biases) steps down in place of the judge-only
+one; ``decide`` then adds its calibration (``calibration``, a diagnostic that withdraws nothing), simulated by this
+path's own loop on the draws the main path documents (judge.stats.calibration.calibrate_ppi), and checks
+``min_gold_agreement`` against this path's own kappa interval.
 """
 from __future__ import annotations
 
@@ -330,12 +331,36 @@ def calibration(split: dict[Any, tuple[list[float], list[float], list[float]]], 
             "seed": seed, "interval": "ppi"}
 
 
+def corrected_verdicts(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
+                       questions: dict[str, list[str]]):
+    """Under ``judge_error = "decide"``: a function (hypothesis id, one-sided level) -> the verdict of this path's
+    gold-corrected interval computed at that level, None where the hypothesis has no corrected interval (it is
+    then inconclusive). The strata are split once per hypothesis."""
+    scored = [s for s in gold.scores if s.status == "scored"]
+    by_cell: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for k in keys.values():
+        by_cell[(k["arm"], k["quant"], k["question_id"])].append(k["label"])
+    hyps = {h.id: h for h in exp.hypotheses}
+    splits: dict[str, dict | None] = {}
+
+    def at(hid: str, alpha: float) -> str | None:
+        h = hyps[hid]
+        if hid not in splits:
+            found = _gold_split(h, run, gold, scored, keys, by_cell, verdicts, questions)
+            splits[hid] = None if found is None else found[1]
+        if splits[hid] is None:
+            return None
+        p = guarded(splits[hid], alpha, gold_only=False)
+        return verdict(h.kind, h.margin, p["low"], p["high"])
+    return at
+
+
 def decide(comparisons: list[dict], check: dict, run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
            questions: dict[str, list[str]], alphas: dict[str, float]) -> None:
-    """What the gold does to this path's own verdicts (``comparisons``, after the family), as the registration says:
-    under ``judge_error = "decide"`` the corrected interval's verdict (inconclusive without one), with its
-    calibration and the ceiling's withdrawal; then ``min_gold_agreement`` against the lower end of the primary
-    judge's kappa interval recomputed here (``check``: ``recompute``'s result)."""
+    """What the gold adds to this path's own verdicts (``comparisons``, after the family, which under
+    ``judge_error = "decide"`` stepped down on ``corrected_verdicts``): under "decide" the corrected interval's
+    calibration, where it has one (a diagnostic: it withdraws nothing); then ``min_gold_agreement`` against the lower
+    end of the primary judge's kappa interval recomputed here (``check``: ``recompute``'s result)."""
     an, floor = exp.analysis, exp.min_gold_agreement
     scored = [s for s in gold.scores if s.status == "scored"]
     by_cell: dict[tuple[str, str, str], list[str]] = defaultdict(list)
@@ -347,17 +372,11 @@ def decide(comparisons: list[dict], check: dict, run: dict, exp, gold, keys: dic
     hyps = {h.id: h for h in exp.hypotheses}
     for c in comparisons:
         h, e = hyps[c["id"]], corrected.get(c["id"]) or {}
-        if an.judge_error == "decide" and len(c["paired_questions"]) >= 2 and c["verdict"] != "inconclusive":
-            if e.get("ppi") is None:
-                c["verdict"] = "inconclusive"
-            else:
-                _, split = _gold_split(h, run, gold, scored, keys, by_cell, verdicts, questions)
-                cap = an.calibration_ceiling
-                cal = calibration(split, h.kind, h.margin, alphas.get(h.id) or h.alpha, an.calibration_sims, an.seed,
-                                  float(cap) if cap is not None else 2 * h.alpha)
-                c["calibration"] = cal
-                claim = e["verdict"] in CLAIMS[h.kind]
-                c["verdict"] = "inconclusive" if claim and cal["rate"] > cal["ceiling"] else e["verdict"]
+        if an.judge_error == "decide" and e.get("ppi") is not None:
+            _, split = _gold_split(h, run, gold, scored, keys, by_cell, verdicts, questions)
+            cap = an.calibration_ceiling
+            c["calibration"] = calibration(split, h.kind, h.margin, alphas.get(h.id) or h.alpha, an.calibration_sims,
+                                           an.seed, float(cap) if cap is not None else 2 * h.alpha)
         if floor is not None and c["verdict"] != "inconclusive":
             low = primary["kappa_low"] if primary else None
             if low is None or low < floor:
