@@ -318,16 +318,17 @@ def test_with_judge_error_decide_the_power_the_labels_buy_is_stated_before_and_a
     exp, out, before, picked = decide_mode
     f = [b - a for a, b in zip(JUDGED["alpha"], JUDGED["beta"], strict=True)]  # the judge's planted differences
     first = before["comparisons"][0]["judge_error"]["power"]
-    # before any label: nothing drawn; the gold differences assumed to spread as the judge's, at the registered 0.5
+    # before any label: nothing drawn; the gold differences assumed to spread as the judge's, at the registered 0.5;
+    # planned at Holm's first level, alpha / 2 with two hypotheses registered
     assert (first["basis"], first["labelled"], first["questions"], first["correlation"], first["target"],
-            first["alpha"]) == ("assumed", None, N, 0.5, 0.8, 0.025)
+            first["alpha"]) == ("assumed", None, N, 0.5, 0.8, 0.0125)
     assert first["sd_judge"] == first["sd_gold"] == pytest.approx(np.std(f, ddof=1), rel=1e-12)
     assert first["mde"] is None and first["power_at_margin"] is None
     # `judge label --sample 16` said it before the first answer: the draw's 16 of the 40 questions
     said = (out.parent / "label.out").read_text()
     assert said.index("Power of the gold-corrected (PPI++) interval, which decides each hypothesis") < \
         said.index("The judge's instructions")
-    (h1,) = json.loads((out / "numbers.json").read_text())["comparisons"]
+    h1, _ = json.loads((out / "numbers.json").read_text())["comparisons"]
     p = h1["judge_error"]["power"]
     assert p["labelled"] == SAMPLE and p["basis"] == "assumed"  # the gold sits in a complete stratum too: assumed
     line = next(x for x in said.splitlines() if x.startswith("H1 "))
@@ -338,7 +339,7 @@ def test_with_judge_error_decide_the_power_the_labels_buy_is_stated_before_and_a
     assert "80% power at the margin is out of reach: gold on all 40 questions falls short" in line
     report = next(x for x in (out / "report.md").read_text().splitlines() if "Power of the gold-corrected" in x)
     assert report.startswith(f"  Power of the gold-corrected decision (PPI++ on a random sample, `judge label "
-                             f"--sample`; one-sided α = 0.025): with the {SAMPLE} of {N} questions drawn, ")
+                             f"--sample`; one-sided α = 0.0125): with the {SAMPLE} of {N} questions drawn, ")
     # verify recomputes the figures: an edited one is named
     copy = tmp_path / "edited"
     shutil.copytree(out, copy)
