@@ -241,5 +241,5 @@ def _gold_summary(gold) -> dict[str, Any]:
             "sources": {src: sum(s.source == src for s in scored) for src in ("labels", "program", "human")},
             "designs": {d: sum(s.design == d for s in scored) for d in GOLD_DESIGNS},
             "complete_strata": list(gold.complete_strata), "program": gold.program,
-            "draws": [{"labeller": d.labeller, "seed": d.seed, "n": d.n, "picked": list(d.picked)}
-                      for d in gold.draws]}
+            "draws": [{"labeller": d.labeller, "seed": d.seed, "n": d.n, "picked": list(d.picked),
+                       **({"problem": d.problem} if d.problem else {})} for d in gold.draws]}

@@ -242,6 +242,30 @@ def test_verify_recomputes_the_judge_section_and_names_an_edited_number(report_m
         assert any("plain-Python recomputation of the judge's error" in p for p in named), problems
 
 
+def test_verify_draws_the_sample_again_and_refuses_a_copied_chain(report_mode, tmp_path):
+    """Hand-picked picks recorded as the seed's draw are a finding of verify (and the labels on them no longer a
+    random sample); the labeller's chain copied beside the original is bad input naming both files."""
+    exp, out, before, picked = report_mode
+    hand = tmp_path / "hand"
+    shutil.copytree(out, hand)
+    sample = json.loads((hand / "labels" / "_samples.jsonl").read_text())
+    others = [f"q{i:02d}" for i in range(N) if f"q{i:02d}" not in picked]
+    sample["picked"] = sorted(picked[1:] + others[:1])  # one pick swapped for a question the seed did not draw
+    (hand / "labels" / "_samples.jsonl").write_text(json.dumps(sample) + "\n")
+    problems = verify(hand, exp, caches=[]).problems
+    assert any(p.startswith("labels/_samples.jsonl line 1: seed 1 draws ") and "picks the seed does not draw" in p
+               for p in problems), problems
+    assert any("random_sample" in p for p in problems), problems  # the designs numbers.json counted no longer hold
+
+    copied = tmp_path / "copied"
+    shutil.copytree(out, copied)
+    shutil.copy(copied / "labels" / "truth.jsonl", copied / "labels" / "truth-copy.jsonl")
+    r = cli("judge", "verify", str(copied), "--exp", str(exp), "--no-cache")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"{copied / 'labels' / 'truth-copy.jsonl'}:1: field 'labeller'" in r.stderr, r.stderr
+    assert "labels/truth.jsonl (which is there too)" in r.stderr, r.stderr
+
+
 def _interval_leaves(numbers: dict) -> list[tuple]:
     """Every bootstrap interval end of judge_validity: kappa's, alpha's, the offsets' overall, per arm and per pair."""
     out = []

@@ -151,3 +151,52 @@ def test_through_the_cli_wrapper_a_foreign_label_exits_2_naming_file_line_and_fi
     assert run_cli(lambda: read_labels(path, KEY, LABELS, SCALE)) == 2
     err = capsys.readouterr().err
     assert f"{path}:2: field 'label':" in err and "Traceback" not in err
+
+
+# ---- CSV imports: read as CSV --------------------------------------------------------------------------------
+
+csv_notes = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
+csv_rows = st.lists(st.tuples(st.sampled_from(sorted(LABELS)), st.sampled_from(SCALE), csv_notes,
+                              st.sampled_from(["ann", "bob"])), min_size=1, max_size=6,
+                    unique_by=lambda r: (r[0], r[3]))
+
+
+def write_csv(path: Path, rows: list[tuple], lineterminator: str = "\r\n") -> Path:
+    import csv
+
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f, lineterminator=lineterminator)
+        w.writerow(["label", "score", "note", "labeller"])
+        w.writerows(rows)
+    return path
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(csv_rows, st.sampled_from(["\r\n", "\n"]), st.booleans())
+def test_a_csv_written_by_pythons_csv_writer_imports_exactly_its_rows(tmp_path, rows, end, bom):
+    """Any text in a note (line separators such as U+2028 and U+0085, CR, LF, quotes, commas, spaces at either end)
+    comes back exactly, one label per row, whatever the writer's line end, with or without a byte-order mark."""
+    from judge.labelling import csv_labels
+
+    path = write_csv(tmp_path / "labels.csv", rows, end)
+    if bom:
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    got = csv_labels(path, set(LABELS), SCALE, None)
+    assert [(x.label, x.score, x.note, x.labeller) for x in got] == [tuple(r) for r in rows]
+
+
+def test_a_note_holding_u2028_unquoted_is_one_row_as_a_csv_reader_reads_it(tmp_path):
+    """The csv writer leaves a field holding U+2028 unquoted (written out here); str.splitlines splits the row there.
+    A CSV reader sees one row: one label with the whole note; where that row has more cells than the header, it is
+    refused, never read as a second label."""
+    from judge.labelling import csv_labels
+
+    path = tmp_path / "labels.csv"
+    path.write_text("label,score,note\r\nL000000000000,1,half\u2028way\r\n", encoding="utf-8", newline="")
+    got = csv_labels(path, set(LABELS), SCALE, "ann")
+    assert [(x.line, x.label, x.score, x.note) for x in got] == [(2, "L000000000000", 1, "half\u2028way")]
+    path.write_text("label,score,note\nL000000000000,1,ok\u2028L000000000001,0,x\nL000000000002,2,\n",
+                    encoding="utf-8")
+    with pytest.raises(BadInput) as e:
+        csv_labels(path, set(LABELS), SCALE, "ann")
+    assert (e.value.line, e.value.field) == (2, None) and "has 5 cells, the header 3" in e.value.message, e.value
