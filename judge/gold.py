@@ -303,6 +303,7 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
     items = [i for i in items if i.label in by_label]
     found: dict[str, list[dict[str, Any]]] = {i.label: [] for i in items}
     unmatched: list[tuple[str, int]] = []
+    given: dict[tuple[str, str], str] = {}  # (labeller, label) -> where it was read: one score each
     gold = exp.gold
     if gold and gold.labels:
         registered = {q.id: q for q in load_questions(exp.set_paths())}
@@ -314,6 +315,7 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
                 if label not in found:
                     missed += 1
                     continue
+                _once(given, rec.labeller, label, exp.dir, rel, no)
                 found[label].append({"source": "labels", "origin": f"{rel}:{no}", "labeller": rec.labeller,
                                      "score": rec.score, "status": "scored", "error": None, "time": rec.time,
                                      "note": rec.note})
@@ -328,6 +330,7 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
     if run_dir is not None:
         key = run_key(label_key)
         for rel, no, lab in people_labels(run_dir, key, set(found), scale):
+            _once(given, lab.labeller, lab.label, Path(run_dir), rel, no)
             found[lab.label].append({"source": "human", "origin": f"{rel}:{no}", "labeller": lab.labeller,
                                      "score": lab.score, "status": "scored", "error": None, "time": lab.time,
                                      "note": lab.note})
@@ -352,6 +355,16 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
     return GoldSet(scale=tuple(scale), answers=len(items), scores=tuple(scores), strata=strata, draws=tuple(draws),
                    program=gold.program if gold else None, files=gold.labels if gold else (),
                    unmatched=tuple(unmatched))
+
+
+def _once(given: dict[tuple[str, str], str], labeller: str, label: str, folder: Path, rel: str, no: int) -> None:
+    """One score per labeller and answer across every labels file (sealed or in labels/): a second, in another file,
+    is the same labeller counted twice (a chain copied under two names), bad input naming both files."""
+    before = given.setdefault((labeller, label), f"{rel}:{no}")
+    if before != f"{rel}:{no}":
+        raise BadInput(folder / rel, f"{labeller!r} already gave answer {label} a gold score at {before}: one score "
+                       "per labeller and answer across every labels file, so a labels file copied under another name "
+                       "never counts its labeller twice", line=no, field="label")
 
 
 def _checked_draw(d: Draw, items: list[BlindItem], questions: dict[str, Question],

@@ -21,8 +21,9 @@ Which answers, in what order:
 from the blind review page (`judge view --blind`; checked by judge.labels: this run's labels key, its blinded
 labels, the rubric's scale, the chain intact), or a CSV (UTF-8, a header row; columns `label` and `score`, optional
 `note`, `labeller` and `time`; a row without a labeller takes `--labeller`; a row without a time takes the time of
-the import; read by the csv module, so a quoted field keeps any line break it holds and U+2028 ends no row). Every label is appended to its labeller's chain with its own score, note and time; one already there
-with the same score, note and time is skipped (an import can be repeated), another is refused. A label not of this
+the import; read by the csv module, so a quoted field keeps any line break it holds and U+2028 ends no row). Every
+label is appended to its labeller's chain with its own score, note and time; one already there with the same score,
+note and time is skipped (an import can be repeated), another is refused. A label not of this
 run, a score off the scale, a bad time: exit 2 naming the file, the line and the field.
 """
 from __future__ import annotations

@@ -147,6 +147,8 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
     if not designs:
         why = ("the only gold on these questions was picked by hand (convenience): agreement only, no correction"
                if hand else "no question of this comparison has gold on every answer of both arms")
+        ids = set(comparison["paired_questions"])
+        why += "".join(f"; {d.problem}" for d in gold.draws if hand and d.problem and ids & set(d.picked))
         return base | {"design": "convenience" if hand else None, "reason": why}
     design = _design(designs)
     c = ppi.correct(f, g, design=design, alpha=tested_at(h, comparison), strata=strata, rule="guarded", step=STEP)

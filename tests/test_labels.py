@@ -200,3 +200,46 @@ def test_a_note_holding_u2028_unquoted_is_one_row_as_a_csv_reader_reads_it(tmp_p
     with pytest.raises(BadInput) as e:
         csv_labels(path, set(LABELS), SCALE, "ann")
     assert (e.value.line, e.value.field) == (2, None) and "has 5 cells, the header 3" in e.value.message, e.value
+
+
+# ---- a downloaded labels file is an input: decoded as every input is ------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries, st.booleans(), st.booleans())
+def test_a_download_with_a_byte_order_mark_or_crlf_line_ends_reads_as_written(tmp_path, es, bom, crlf):
+    path = tmp_path / "labels.jsonl"
+    end = "\r\n" if crlf else "\n"
+    path.write_bytes(("\ufeff" if bom else "").encode() + "".join(line(r) + end for r in chained(es)).encode())
+    got = read_labels(path, KEY, LABELS, SCALE)
+    assert [(g.label, g.score, g.note) for g in got] == [(e["label"], e["score"], e["note"]) for e in es]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries, st.data())
+def test_a_lone_surrogate_in_a_download_is_refused_naming_line_and_field(tmp_path, es, data):
+    recs = chained(es)
+    at = data.draw(st.integers(0, len(recs) - 1), label="record")
+    field = data.draw(st.sampled_from(["note", "labeller"]), label="field")
+    recs[at][field] = "x" + chr(data.draw(st.integers(0xD800, 0xDFFF), label="surrogate"))
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in recs))  # escaped: JSON can spell it
+    e = refused(path)
+    assert (e.file, e.line, e.field) == (str(path), at + 1, field), e
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.binary(max_size=300),
+                 entries.map(lambda es: "".join(line(r) + "\n" for r in chained(es)).encode()).flatmap(
+                     lambda b: st.tuples(st.integers(0, len(b)), st.binary(max_size=4)).map(
+                         lambda t: b[:t[0]] + t[1] + b[t[0]:]))))
+def test_random_bytes_as_a_labels_file_or_a_csv_are_read_or_bad_input_never_a_traceback(tmp_path, data):
+    from judge.labelling import csv_labels
+
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes(data)
+    for read in (lambda: read_labels(path, KEY, LABELS, SCALE), lambda: csv_labels(path, set(LABELS), SCALE, "ann")):
+        try:
+            read()
+        except BadInput as e:
+            assert e.file == str(path), e
