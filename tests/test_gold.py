@@ -298,6 +298,23 @@ def test_a_draw_the_seed_does_not_make_is_convenience_with_the_reason_and_a_find
     assert drawn == set() and len(findings) == 1 and findings[0].startswith("labels/_samples.jsonl line 1: ")
 
 
+def test_a_draws_problem_is_in_numbers_json_only_when_there_is_one(tmp_path):
+    """numbers.json's draws carry `problem` only for a draw that is not a random sample, so a folder written before
+    draws were drawn again, whose draws were honest, reads and renders the same."""
+    from core.records import GoldSummary
+    from judge.validity import _gold_summary
+
+    bad, _, _ = drawn_run(tmp_path / "a", sample_line(["q01"], SEED_Q02, POOL), [("base", "q01"), ("trained", "q01")])
+    good, _, _ = drawn_run(tmp_path / "b", sample_line(["q01"], SEED_Q01, POOL), [("base", "q01"), ("trained", "q01")])
+    for g, problem in ((bad, bad.draws[0].problem), (good, None)):
+        summary = _gold_summary(g)
+        (draw,) = summary["draws"]
+        assert draw.get("problem") == problem and ("problem" in draw) == (problem is not None)
+        assert GoldSummary.read(summary, "numbers.json").to_dict() == summary
+    assert bad.draws[0].problem and _gold_summary(bad)["designs"]["random_sample"] == 0
+    assert _gold_summary(good)["designs"]["random_sample"] == 2
+
+
 def test_a_draw_labelled_in_part_is_convenience_until_every_answer_of_its_questions_is_labelled(tmp_path):
     from judge.second_path.judge_error import drawn_questions
 
