@@ -59,8 +59,7 @@ from registration.seal import inside, sealed_bytes
 from registration.toml_lines import KeyLines
 
 from .blinding import BlindItem, label_for, label_secret
-from .labels import (LABELS_DIR, SAMPLES, check_score_labeller_time, labeller_files, numbered_labels, numbered_samples,
-                     people_labels, run_key)
+from .labels import check_score_labeller_time, labeller_files, numbered_labels, numbered_samples, people_labels, run_key
 from .review import Folder, load
 from .stats.ppi import label_sample
 
@@ -371,7 +370,7 @@ def _checked_draw(d: Draw, items: list[BlindItem], questions: dict[str, Question
                   found: dict[str, list[dict[str, Any]]]) -> Draw:
     """The draw with its problem, if any: drawn again from its recorded (population, n, seed) and compared with its
     picks, and every answer to each picked question looked for among people's labels."""
-    where = f"{LABELS_DIR}/{SAMPLES} line {d.line}"
+    where = f"labels/_samples.jsonl line {d.line}"
     if sorted(d.population) != sorted(questions):
         problem = (f"{where}: its population of {len(d.population)} questions is not the run's {len(questions)} "
                    "questions, the population `judge label --sample` draws from")

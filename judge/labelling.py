@@ -44,8 +44,8 @@ from typing import Callable, TextIO
 
 from core import jsonl
 from core.errors import BadInput
-from core.text import decode
 from core.records import HumanLabel, LabelSample
+from core.text import decode
 from registration.rubric import load_rubric, rubric_dir
 
 from .analysis import utc
