@@ -30,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.errors import BadInput
 from judge.export import table
 from judge.gold import gold_scores
 from judge.verify import verify
@@ -244,7 +245,8 @@ def test_verify_recomputes_the_judge_section_and_names_an_edited_number(report_m
 
 def test_verify_draws_the_sample_again_and_refuses_a_copied_chain(report_mode, tmp_path):
     """Hand-picked picks recorded as the seed's draw are a finding of verify (and the labels on them no longer a
-    random sample); the labeller's chain copied beside the original is bad input naming both files."""
+    random sample); the labeller's chain copied beside the original is bad input naming both files, which verify
+    reports as the main path refusing the folder (exit 1), and reading the gold refuses (exit 2)."""
     exp, out, before, picked = report_mode
     hand = tmp_path / "hand"
     shutil.copytree(out, hand)
@@ -261,9 +263,13 @@ def test_verify_draws_the_sample_again_and_refuses_a_copied_chain(report_mode, t
     shutil.copytree(out, copied)
     shutil.copy(copied / "labels" / "truth.jsonl", copied / "labels" / "truth-copy.jsonl")
     r = cli("judge", "verify", str(copied), "--exp", str(exp), "--no-cache")
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    assert f"{copied / 'labels' / 'truth-copy.jsonl'}:1: field 'labeller'" in r.stderr, r.stderr
-    assert "labels/truth.jsonl (which is there too)" in r.stderr, r.stderr
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    said = r.stdout + r.stderr
+    assert f"{copied / 'labels' / 'truth-copy.jsonl'}:1: field 'labeller'" in said, said
+    assert "labels/truth.jsonl (which is there too)" in said, said
+    with pytest.raises(BadInput) as e:
+        gold_scores(load_experiment(exp), copied)
+    assert (e.value.file, e.value.line, e.value.field) == (str(copied / "labels" / "truth-copy.jsonl"), 1, "labeller")
 
 
 def _interval_leaves(numbers: dict) -> list[tuple]:
