@@ -6,7 +6,9 @@ Recomputed: per judge the gold scores compared, exact agreement, quadratic-weigh
 alpha, the confusion matrix, the mean offset judge - gold overall and per arm, and per hypothesis the questions
 and mean of the differential offset; per comparison the design, the PPI++ estimate (rule "guarded"), its standard
 error, interval and tuned lambda per stratum, the gold-only estimate and the corrected verdict. The gold scores
-themselves are read by judge.gold, the one reader of gold (the program is run from its sealed source).
+themselves are read by judge.gold, the one reader of gold (the program is run from its sealed source); whether a
+person's label is a random sample is decided here again (``drawn_questions``): each recorded draw drawn again from its
+population, n and seed by this path's own call of numpy, and its questions labelled on every answer.
 
 The bootstrap intervals, by this path's own loops on the resamples drawn again by their documented schemes, so the
 two paths agree to verify's tolerance (the draws are the same; only the last places of float sums may differ):
