@@ -1094,6 +1094,9 @@ class GoldDraw(Entry):
     seed: int
     n: int
     picked: list[str]
+    # why the draw is not a random sample (its labels count as convenience): absent when it is, and in folders
+    # written before draws were drawn again
+    problem: str = None
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,11 @@ Design: how the labelled questions were chosen, which decides whether the labels
   the whole stratum nor a random sample of it. Labelling the undecided answers by hand completes it again.
 * ``random_sample``: a person's label (``human``) on a question of a seeded random sample drawn by
   ``judge label --sample`` (``labels/_samples.jsonl``; ``draw`` indexes it), whoever labelled it and however
-  (in the terminal, or imported).
+  (in the terminal, or imported). The sample is believed only as drawn again: its population must be the run's
+  questions, its picks exactly what judge.stats.ppi.label_sample draws from (population, n, seed), and every answer
+  to every picked question must have a person's label (a draw labelled in part is a sample of what the labeller
+  chose to finish). A draw failing any of these is recorded with the reason (`Draw.problem`) and its labels are
+  ``convenience``.
 * ``convenience``: anything else (hand-picked answers, a sealed file, a program's scores on an incomplete stratum):
   agreement only, never a correction.
 
@@ -39,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -48,14 +52,16 @@ from arms.glue import import_source
 from core import jsonl
 from core.errors import BadInput
 from core.records import GoldLabel, HumanLabel, KeyRow, row_id
+from core.text import shown
 from registration.prereg import GOLD_PROGRAM, Experiment
 from registration.questions import Question, load_questions
 from registration.seal import inside, sealed_bytes
 from registration.toml_lines import KeyLines
 
 from .blinding import BlindItem, label_for, label_secret
-from .labels import check_score_labeller_time, labeller_files, numbered_labels, read_samples, run_key
+from .labels import check_score_labeller_time, labeller_files, numbered_labels, numbered_samples, people_labels, run_key
 from .review import Folder, load
+from .stats.ppi import label_sample
 
 SOURCES = ("labels", "program", "human")  # the order scores of one answer are listed in
 STATUSES = ("scored", "undecided", "error")
@@ -105,6 +111,8 @@ class Draw:
     population: tuple[str, ...]
     picked: tuple[str, ...]
     time: str
+    line: int  # its line in labels/_samples.jsonl
+    problem: str | None = None  # why it is not a random sample (its labels are then convenience); None: it is
 
 
 @dataclass(frozen=True)
@@ -193,14 +201,24 @@ def program_score(fn: GoldProgram, spec: str, question: Question, answer: str, l
     try:
         got = fn(question, question.reference, answer)
     except Exception as e:  # noqa: BLE001 - user code: recorded as this answer's gold error
-        return "error", None, (f"gold program {spec} raised {type(e).__name__}: {e} on question {question.id!r} "
-                               f"(answer {label})")
+        return "error", None, (f"gold program {spec} raised {type(e).__name__}: {_shown(e, str)} on question "
+                               f"{question.id!r} (answer {label})")
     if got is None:
         return "undecided", None, None
     if type(got) is not int or got not in scale:
-        return "error", None, (f"gold program {spec} returned {got!r} on question {question.id!r} (answer {label}): "
-                               f"not a score on the rubric's scale {list(scale)}, nor None")
+        return "error", None, (f"gold program {spec} returned {_shown(got, repr)} on question {question.id!r} (answer "
+                               f"{label}): not a score on the rubric's scale {list(scale)}, nor None")
     return "scored", got, None
+
+
+def _shown(value: object, how: Callable[[object], str]) -> str:
+    """What the program gave, as text for its error: whatever it is (an int too long to print, an object whose repr
+    raises, text with lone surrogates), never an exception of its own."""
+    try:
+        text = how(value)
+    except Exception:  # noqa: BLE001 - user code's __repr__/__str__
+        text = f"a {type(value).__name__} that cannot be shown"
+    return shown(text if len(text) <= 200 else text[:197] + "...")
 
 
 # ----------------------------------------------------------------------------------------
@@ -225,14 +243,15 @@ def read_gold_file(exp: Experiment, rel: str, questions: dict[str, Question], sc
     if not path.is_file():
         raise _registered(exp, f"gold labels file {rel!r}: no file {path}", "labels")
     sealed_bytes(exp.dir, path)  # refused unless exactly as sealed
-    first = next(jsonl.read(path), None)
-    if first is None:
+    records = list(jsonl.read_sealed(path))  # a sealed input: every line counts, decoded as every input is
+    if not records:
         raise BadInput(path, "holds no gold labels")
-    if first[1].get("type") == HumanLabel.TYPE:
-        return list(numbered_labels(path, run_key(key), experiment_labels(exp, questions.values(), key), scale))
+    if records[0][1].get("type") == HumanLabel.TYPE:
+        return list(numbered_labels(path, run_key(key), experiment_labels(exp, questions.values(), key), scale,
+                                    sealed=True))
     out: list[tuple[int, GoldLabel | HumanLabel]] = []
     seen: dict[tuple[str, str, str], int] = {}
-    for no, rec in jsonl.read(path):
+    for no, rec in records:
         if rec.get("type", GoldLabel.TYPE) != GoldLabel.TYPE:
             raise BadInput(path, f"reads {rec['type']!r}: a gold labels file holds one kind of record, and its first "
                            f"is {GoldLabel.TYPE!r}", line=no, field="type")
@@ -283,6 +302,7 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
     items = [i for i in items if i.label in by_label]
     found: dict[str, list[dict[str, Any]]] = {i.label: [] for i in items}
     unmatched: list[tuple[str, int]] = []
+    given: dict[tuple[str, str], str] = {}  # (labeller, label) -> where it was read: one score each
     gold = exp.gold
     if gold and gold.labels:
         registered = {q.id: q for q in load_questions(exp.set_paths())}
@@ -294,6 +314,7 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
                 if label not in found:
                     missed += 1
                     continue
+                _once(given, rec.labeller, label, exp.dir, rel, no)
                 found[label].append({"source": "labels", "origin": f"{rel}:{no}", "labeller": rec.labeller,
                                      "score": rec.score, "status": "scored", "error": None, "time": rec.time,
                                      "note": rec.note})
@@ -307,19 +328,19 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
     draws: list[Draw] = []
     if run_dir is not None:
         key = run_key(label_key)
-        for path in labeller_files(run_dir):
-            rel = path.relative_to(run_dir).as_posix()
-            for no, lab in numbered_labels(path, key, set(found), scale, cut_off_ok=True):
-                found[lab.label].append({"source": "human", "origin": f"{rel}:{no}", "labeller": lab.labeller,
-                                         "score": lab.score, "status": "scored", "error": None, "time": lab.time,
-                                         "note": lab.note})
-        draws = [Draw(s.labeller, s.seed, s.n, tuple(s.population), tuple(s.picked), s.time)
-                 for s in read_samples(run_dir)]
+        for rel, no, lab in people_labels(run_dir, key, set(found), scale):
+            _once(given, lab.labeller, lab.label, Path(run_dir), rel, no)
+            found[lab.label].append({"source": "human", "origin": f"{rel}:{no}", "labeller": lab.labeller,
+                                     "score": lab.score, "status": "scored", "error": None, "time": lab.time,
+                                     "note": lab.note})
+        draws = [_checked_draw(Draw(s.labeller, s.seed, s.n, tuple(s.population), tuple(s.picked), s.time, no),
+                               items, questions, found)
+                 for no, s in numbered_samples(run_dir)]
     strata = _strata(items, questions, found)
     complete = {s.name for s in strata if s.complete}
     drawn: dict[str, int] = {}
     for n, d in enumerate(draws):
-        for q in d.picked:
+        for q in d.picked if d.problem is None else ():
             drawn.setdefault(q, n)
     scores = []
     for i in items:
@@ -333,6 +354,45 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
     return GoldSet(scale=tuple(scale), answers=len(items), scores=tuple(scores), strata=strata, draws=tuple(draws),
                    program=gold.program if gold else None, files=gold.labels if gold else (),
                    unmatched=tuple(unmatched))
+
+
+def _once(given: dict[tuple[str, str], str], labeller: str, label: str, folder: Path, rel: str, no: int) -> None:
+    """One score per labeller and answer across every labels file (sealed or in labels/): a second, in another file,
+    is the same labeller counted twice (a chain copied under two names), bad input naming both files."""
+    before = given.setdefault((labeller, label), f"{rel}:{no}")
+    if before != f"{rel}:{no}":
+        raise BadInput(folder / rel, f"{labeller!r} already gave answer {label} a gold score at {before}: one score "
+                       "per labeller and answer across every labels file, so a labels file copied under another name "
+                       "never counts its labeller twice", line=no, field="label")
+
+
+def _checked_draw(d: Draw, items: list[BlindItem], questions: dict[str, Question],
+                  found: dict[str, list[dict[str, Any]]]) -> Draw:
+    """The draw with its problem, if any: drawn again from its recorded (population, n, seed) and compared with its
+    picks, and every answer to each picked question looked for among people's labels."""
+    where = f"labels/_samples.jsonl line {d.line}"
+    if sorted(d.population) != sorted(questions):
+        problem = (f"{where}: its population of {len(d.population)} questions is not the run's {len(questions)} "
+                   "questions, the population `judge label --sample` draws from")
+    else:
+        try:
+            again = label_sample(d.population, d.n, d.seed)
+        except ValueError as e:
+            again, problem = None, f"{where}: n {d.n} with seed {d.seed} cannot be drawn again: {e}"
+        if again is not None:
+            problem = None if list(d.picked) == again else (
+                f"{where}: seed {d.seed} draws {again} from its population (n {d.n}), not the recorded picks "
+                f"{list(d.picked)}: the picks were not drawn by the seed")
+    if problem is None:
+        for q in d.picked:
+            answers = [i.label for i in items if i.question_id == q]
+            labelled = sum(any(f["source"] == "human" for f in found[lab]) for lab in answers)
+            if labelled < len(answers):
+                problem = (f"{where}: drawn question {q!r} has a person's label on {labelled} of its {len(answers)} "
+                           "answers: a draw is a random sample only once every answer to every drawn question is "
+                           "labelled")
+                break
+    return replace(d, problem=problem)
 
 
 def _strata(items: list[BlindItem], questions: dict[str, Question],

@@ -154,6 +154,8 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
     if not designs:
         why = ("the only gold on these questions was picked by hand (convenience): agreement only, no correction"
                if hand else "no question of this comparison has gold on every answer of both arms")
+        ids = set(comparison["paired_questions"])
+        why += "".join(f"; {d.problem}" for d in gold.draws if hand and d.problem and ids & set(d.picked))
         return base | {"design": "convenience" if hand else None, "reason": why}
     design = _design(designs)
     level = tested_at(h, comparison) if alpha is None else alpha
@@ -343,5 +345,5 @@ def _gold_summary(gold) -> dict[str, Any]:
             "sources": {src: sum(s.source == src for s in scored) for src in ("labels", "program", "human")},
             "designs": {d: sum(s.design == d for s in scored) for d in GOLD_DESIGNS},
             "complete_strata": list(gold.complete_strata), "program": gold.program,
-            "draws": [{"labeller": d.labeller, "seed": d.seed, "n": d.n, "picked": list(d.picked)}
-                      for d in gold.draws]}
+            "draws": [{"labeller": d.labeller, "seed": d.seed, "n": d.n, "picked": list(d.picked),
+                       **({"problem": d.problem} if d.problem else {})} for d in gold.draws]}

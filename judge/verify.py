@@ -17,7 +17,9 @@ Four checks, each naming what no longer matches:
    judge.second_path.judge_error (agreement, offsets and their bootstrap intervals, the corrected intervals), which
    then applies what the registration says the gold does to the second path's own verdicts (``judge_error =
    "decide"``: the family steps down on the second path's own corrected verdicts, and the corrected interval's
-   calibration is reported; ``min_gold_agreement``) before they are compared;
+   calibration is reported; ``min_gold_agreement``) before they are compared; every sample drawn for labelling
+   (labels/_samples.jsonl) is drawn again by that path from its recorded population, n and seed, and one whose
+   picks the seed does not draw, or whose population is not the run's questions, is a finding;
 3. report.md, re-rendered from the verified numbers, and review.md (judge.review_md), from the raw files, each
    compared line by line;
 4. the raw files themselves, re-derived from the rawest evidence they hold, and checked complete against the
@@ -67,7 +69,7 @@ from .review_md import REVIEW, review_markdown
 from .runinfo import Scope, bound_scope, merged, registered
 from .second_path import decisions as second_path
 from .second_path.biases import recheck as recheck_biases
-from .second_path.judge_error import corrected_verdicts
+from .second_path.judge_error import corrected_verdicts, drawn_questions
 from .second_path.judge_error import decide as decide_with_gold
 from .second_path.judge_error import recompute as recompute_validity
 from .stats.calibration import calibrate
@@ -562,6 +564,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     if gold is not None:
         alphas = {c["id"]: (c.get("family") or {}).get("tested_at")  # checked against verify's own family
                   for c in numbers["comparisons"]}
+        problems += drawn_questions(gold, blinded, questions)[1]
         check = recompute_validity(run, exp, gold, blinded, judged, questions, alphas)
         decide_with_gold(ind["comparisons"], check, run, exp, gold, blinded, judged, questions, alphas)
         problems += diff_numbers(_subset_of(numbers, check), check,

@@ -30,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.errors import BadInput
 from judge.analysis import anchor
 from judge.export import table
 from judge.gold import gold_scores
@@ -244,6 +245,35 @@ def test_verify_recomputes_the_judge_section_and_names_an_edited_number(report_m
         # both paths name it: the main path's recomputation and the plain-Python one
         assert any("recomputation from raw files" in p for p in named), problems
         assert any("plain-Python recomputation of the judge's error" in p for p in named), problems
+
+
+def test_verify_draws_the_sample_again_and_refuses_a_copied_chain(report_mode, tmp_path):
+    """Hand-picked picks recorded as the seed's draw are a finding of verify (and the labels on them no longer a
+    random sample); the labeller's chain copied beside the original is bad input naming both files, which verify
+    reports as the main path refusing the folder (exit 1), and reading the gold refuses (exit 2)."""
+    exp, out, before, picked = report_mode
+    hand = tmp_path / "hand"
+    shutil.copytree(out, hand)
+    sample = json.loads((hand / "labels" / "_samples.jsonl").read_text())
+    others = [f"q{i:02d}" for i in range(N) if f"q{i:02d}" not in picked]
+    sample["picked"] = sorted(picked[1:] + others[:1])  # one pick swapped for a question the seed did not draw
+    (hand / "labels" / "_samples.jsonl").write_text(json.dumps(sample) + "\n")
+    problems = verify(hand, exp, caches=[]).problems
+    assert any(p.startswith("labels/_samples.jsonl line 1: seed 1 draws ") and "picks the seed does not draw" in p
+               for p in problems), problems
+    assert any("random_sample" in p for p in problems), problems  # the designs numbers.json counted no longer hold
+
+    copied = tmp_path / "copied"
+    shutil.copytree(out, copied)
+    shutil.copy(copied / "labels" / "truth.jsonl", copied / "labels" / "truth-copy.jsonl")
+    r = cli("judge", "verify", str(copied), "--exp", str(exp), "--no-cache")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    said = r.stdout + r.stderr
+    assert f"{copied / 'labels' / 'truth-copy.jsonl'}:1: field 'labeller'" in said, said
+    assert "labels/truth.jsonl (which is there too)" in said, said
+    with pytest.raises(BadInput) as e:
+        gold_scores(load_experiment(exp), copied)
+    assert (e.value.file, e.value.line, e.value.field) == (str(copied / "labels" / "truth-copy.jsonl"), 1, "labeller")
 
 
 def _interval_leaves(numbers: dict) -> list[tuple]:

@@ -6,7 +6,9 @@ Recomputed: per judge the gold scores compared, exact agreement, quadratic-weigh
 alpha, the confusion matrix, the mean offset judge - gold overall and per arm, and per hypothesis the questions
 and mean of the differential offset; per comparison the design, the PPI++ estimate (rule "guarded"), its standard
 error, interval and tuned lambda per stratum, the gold-only estimate and the corrected verdict. The gold scores
-themselves are read by judge.gold, the one reader of gold (the program is run from its sealed source).
+themselves are read by judge.gold, the one reader of gold (the program is run from its sealed source); whether a
+person's label is a random sample is decided here again (``drawn_questions``): each recorded draw drawn again from its
+population, n and seed by this path's own call of numpy, and its questions labelled on every answer.
 
 The bootstrap intervals, by this path's own loops on the resamples drawn again by their documented schemes, so the
 two paths agree to verify's tolerance (the draws are the same; only the last places of float sums may differ):
@@ -245,6 +247,54 @@ def _pair(h, mine: dict[str, int], golden, have: set[str], by_cell, questions, r
             "offset_difference": offset(judged_d, gold_d, resamples=resamples, seed=seed, unit="questions")}
 
 
+def redraw(population: list[str], n: int, seed: int) -> list[str] | None:
+    """A sample of questions for labelling drawn again by this path, from the documented rule (judge.stats.ppi's
+    label_sample): ``numpy.random.default_rng(seed).choice`` of n positions without replacement in the sorted
+    distinct ids, in id order; None when n cannot be drawn."""
+    pool = sorted(set(population))
+    if not 0 <= n <= len(pool):
+        return None
+    try:
+        rng = np.random.default_rng(seed)
+    except ValueError:  # a negative seed: numpy draws from none
+        return None
+    return [pool[i] for i in sorted(rng.choice(len(pool), size=n, replace=False).tolist())]
+
+
+def drawn_questions(gold, keys: dict[str, dict], questions: dict[str, list[str]]) -> tuple[set[str], list[str]]:
+    """The questions whose people's labels are a random sample by this path's own reading of the draws, and the
+    findings: a draw whose population is not the run's questions, or whose picks are not what its seed draws, was
+    not made by `judge label --sample`. A draw counts only when every answer (blinding key) of every question it
+    picked has a person's label."""
+    human = {s.label for s in gold.scores if s.source == "human" and s.status == "scored"}
+    answers: dict[str, list[str]] = defaultdict(list)
+    for k in keys.values():
+        answers[k["question_id"]].append(k["label"])
+    ok: set[str] = set()
+    findings = []
+    for d in gold.draws:
+        where = f"labels/_samples.jsonl line {d.line}"
+        if sorted(d.population) != sorted(questions):
+            findings.append(f"{where}: the draw's population is not the run's questions: a hand-made draw")
+            continue
+        again = redraw(list(d.population), d.n, d.seed)
+        if again != list(d.picked):
+            findings.append(f"{where}: seed {d.seed} draws {again} (n {d.n}), the file records {list(d.picked)}: "
+                            "picks the seed does not draw")
+            continue
+        if all(lab in human for q in d.picked for lab in answers[q]):
+            ok |= set(d.picked)
+    return ok, findings
+
+
+def _design(s, drawn: set[str]) -> str:
+    """A gold score's design as this path decides it: a person's label outside a complete stratum is a random sample
+    only on a question of a draw this path accepts (``drawn_questions``); the rest as judge.gold gives it."""
+    if s.source != "human" or s.stratum is not None:
+        return s.design
+    return "random_sample" if s.question_id in drawn else "convenience"
+
+
 def _gold_split(h, run: dict, gold, scored, keys, by_cell, verdicts,
                 questions) -> tuple[str | None, dict | None] | None:
     """The design of the gold that may correct hypothesis h and the strata it corrects on (name -> gold, judge on
@@ -261,13 +311,15 @@ def _gold_split(h, run: dict, gold, scored, keys, by_cell, verdicts,
     ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a and q in b]
     if len(ids) < 2:
         return None
-    usable = [s for s in scored if s.design != "convenience"]
+    drawn, _ = drawn_questions(gold, keys, questions)
+    design_of = {id(s): _design(s, drawn) for s in scored}
+    usable = [s for s in scored if design_of[id(s)] != "convenience"]
     have = {s.label for s in usable}
     values: dict[tuple, list[int]] = defaultdict(list)
     designs_of: dict[tuple, set[str]] = defaultdict(set)
     for s in usable:
         values[(s.arm, s.quant, s.question_id)].append(s.score)
-        designs_of[(s.arm, s.quant, s.question_id)].add(s.design)
+        designs_of[(s.arm, s.quant, s.question_id)].add(design_of[id(s)])
     complete = [t.name for t in gold.strata if t.complete]
     groups: dict[Any, list[tuple[float, float | None]]] = defaultdict(list)
     designs: set[str] = set()
@@ -280,8 +332,8 @@ def _gold_split(h, run: dict, gold, scored, keys, by_cell, verdicts,
             designs |= designs_of[(h.a, h.quant, q)] | designs_of[(h.b, h.quant, q)]
         groups[next((t for t in questions[q] if t in complete), None)].append((f, g))
     if not designs:
-        return ("convenience" if any(s.design == "convenience" and s.question_id in ids for s in scored) else None,
-                None)
+        return ("convenience" if any(design_of[id(s)] == "convenience" and s.question_id in ids for s in scored)
+                else None, None)
     design = "random_sample" if "random_sample" in designs else "complete_strata"
     split = {}
     for name, rows in groups.items():
