@@ -19,7 +19,7 @@ from scipy.stats import t as student_t
 
 from core.records import Judgment, KeyRow
 from judge import validity
-from judge.gold import GoldScore, GoldSet
+from judge.gold import Draw, GoldScore, GoldSet
 from judge.second_path import judge_error as second
 from judge.second_path.biases import _family
 from registration.prereg import Hypothesis
@@ -34,8 +34,16 @@ def folder(arms: dict[str, tuple[list[int], list[int]]], labelled: set[int], hyp
     """A run in memory: arm -> (the judge's score, the gold score) per question; gold on every answer of the
     questions in ``labelled`` (a random sample, design "random_sample"). Returns what both paths read."""
     n = len(next(iter(arms.values()))[0])
-    qmap = {f"q{i:02d}": Question(id=f"q{i:02d}", question="?", reference=None, tags=("all",), cluster=None,
-                                  set="x.jsonl") for i in range(n)}
+    # the questions are named so that a real seeded draw (numpy's choice, as `judge label --sample` documents it)
+    # picks exactly the labelled ones: both paths draw the recorded sample again before they believe it
+    names = [f"q{i:02d}" for i in range(n)]
+    rng = np.random.default_rng(0)
+    picked = [names[i] for i in sorted(rng.choice(n, size=len(labelled), replace=False).tolist())]
+    rest = iter(q for q in names if q not in picked)
+    chosen = iter(picked)
+    ids = [next(chosen) if i in labelled else next(rest) for i in range(n)]
+    qmap = {q: Question(id=q, question="?", reference=None, tags=("all",), cluster=None, set="x.jsonl")
+            for q in ids}
     keys, judgments, gold = [], [], []
     for arm, (judged, worth) in arms.items():
         for i, q in enumerate(qmap):
@@ -50,8 +58,10 @@ def folder(arms: dict[str, tuple[list[int], list[int]]], labelled: set[int], hyp
                                       source="human", origin="labels/x.jsonl:1", labeller="x", score=worth[i],
                                       status="scored", error=None, time=None, note="", design="random_sample",
                                       stratum=None, draw=None))
-    gold_set = GoldSet(scale=(0, 1, 2), answers=len(keys), scores=tuple(gold), strata=(), draws=(), program=None,
-                       files=(), unmatched=())
+    draw = Draw(labeller="x", seed=0, n=len(labelled), population=tuple(names), picked=tuple(picked), time="",
+                line=1)
+    gold_set = GoldSet(scale=(0, 1, 2), answers=len(keys), scores=tuple(gold), strata=(), draws=(draw,),
+                       program=None, files=(), unmatched=())
     scores = {(arm, "Q"): {q: Fraction(judged[i]) for i, q in enumerate(qmap)} for arm, (judged, _) in arms.items()}
     exp = SimpleNamespace(hypotheses=hyps)  # all the second path's corrected verdicts read of the registration
     run = {"arms": list(arms), "judge": {"primary": "j", "panel": ["j"]}}
