@@ -12,11 +12,11 @@ text scrubbed), so a gold score grades exactly what the judge graded:
 * ``program``: the gold program registered as ``[gold] program = "file.py:function"``, run from its sealed source
   in a child process under ``[gold] timeout_s`` (arms.contained), called as ``function(question, reference,
   answer)`` with the sealed question (registration.questions.Question: ``.id``, ``.question``, ``.tags``,
-  ``.cluster``), its reference answer (or None) and the answer's text as the judge saw it; it returns a score on the rubric's scale, or None where code cannot decide. A program that raises, or
-  returns anything else, gives that answer a gold ``error`` naming the program, the question and the answer's label
-  (never a traceback); one that exits, crashes or hangs gives that answer, and every one after it, an error saying so;
-  a program that cannot be imported, or stops on a reference answer, is bad input before the first model call
-  (`check_gold`).
+  ``.cluster``), its reference answer (or None) and the answer's text as the judge saw it; it returns a score on
+  the rubric's scale, or None where code cannot decide. A program that raises, or returns anything else, gives
+  that answer a gold ``error`` naming the program, the question and the answer's label (never a traceback); one
+  that exits, crashes or hangs gives that answer, and every one after it, an error saying so; a program that cannot
+  be imported, or stops on a reference answer, is bad input before the first model call (`check_gold`).
 * ``human``: the labels people gave the run with ``judge label`` (judge.labelling), ``labels/<labeller>.jsonl`` in
   the results folder, hash-chained per labeller.
 
@@ -43,8 +43,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from arms.folder import label_key as experiment_label_key
 from arms.contained import NotLoaded, Outcome, load_function, run_contained
+from arms.folder import label_key as experiment_label_key
 from core import jsonl
 from core.errors import BadInput
 from core.records import GoldLabel, HumanLabel, KeyRow, row_id
@@ -305,7 +305,8 @@ def answer_sha256(text: str) -> str:
 
 def check_gold(exp: Experiment, registered: list[Question], scale: tuple[int, ...]) -> None:
     """Before the first model call: the gold program imports, takes (question, reference, answer) and scores a
-    reference answer without ending or hanging (`check_program`), and every sealed labels file reads, checked against the registration. Its scores on answers come after collection."""
+    reference answer without ending or hanging (`check_program`), and every sealed labels file reads, checked
+    against the registration. Its scores on answers come after collection."""
     if exp.gold is None:
         return
     check_program(exp, registered, scale)

@@ -480,18 +480,17 @@ def test_a_gold_source_that_cannot_be_used_is_refused_before_any_model_call(tmp_
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("stop, words", [
-    ("raise SystemExit(0)", "exited (SystemExit(0))"),
-    ("import os\n    os._exit(0)", "ended the process (exit status 0)"),
-    ("while True:\n        pass", "did not finish within its time limit of 0.5 s"),
+@pytest.mark.parametrize("stop, limit, words", [
+    ("raise SystemExit(0)", "", "exited (SystemExit(0))"),
+    ("import os\n    os._exit(0)", "", "ended the process (exit status 0)"),
+    ("while True:\n        pass", "timeout_s = 0.5\n", "did not finish within its time limit of 0.5 s"),
 ])
-def test_a_gold_program_that_ends_or_hangs_its_process_is_refused_before_any_model_call(tmp_path, stop, words):
+def test_a_gold_program_that_ends_or_hangs_its_process_is_refused_before_any_model_call(tmp_path, stop, limit, words):
     """The program is scored once on a reference answer before paying: one that exits or hangs there stops the run
     (exit 2) naming prereg.toml's program line, what happened and the question, never an exit 0 without numbers."""
     exp = tmp_path / "demo"
     shutil.copytree(DEMO, exp)
-    text = PREREG.replace('[gold]\nprogram = "gold.py:score"\n',
-                          '[gold]\nprogram = "stops.py:score"\ntimeout_s = 0.5\n')
+    text = PREREG.replace('[gold]\nprogram = "gold.py:score"\n', f'[gold]\nprogram = "stops.py:score"\n{limit}')
     (exp / "prereg.toml").write_text(text)
     (exp / "stops.py").write_text(f"def score(question, reference, answer):\n    {stop}\n")
     seal(exp)

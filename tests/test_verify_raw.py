@@ -67,21 +67,24 @@ def test_a_score_the_raw_reply_does_not_give_fails(run):
      "glue 'glue.py:answer' ended the process (exit status 0) when run again"),
 ])
 def test_the_experiments_code_exiting_under_verify_never_decides_its_exit_status(run, tmp_path, file, code, words):
-    """Every score of the folder set to 0, and the experiment's gold program (or glue) made to exit when verify calls
-    it: verify still finds the forged scores (exit 1) and names the exit, which no longer ends verify's process."""
+    """Every score of the folder forged, and the experiment's gold program (or glue) made to exit when verify calls
+    it: verify still finds the forged scores (exit 1) and names the exit, which no longer ends verify's process
+    (before, it exited 0 having printed nothing)."""
     exp = tmp_path / "exp"
     shutil.copytree(json.loads((run / "run.json").read_text())["experiment_dir"], exp)
     (exp / file).write_text((exp / file).read_text() + "\n\n" + code)
     seal(exp)
     path = run / "judgments.jsonl"
     recs = records(path)
+    line = next(i for i, j in enumerate(recs, 1) if j["status"] == "scored")
     for j in recs:
         if j["status"] == "scored":
-            j["score"] = j["fields"]["score"] = 0
+            j["score"] = j["fields"]["score"] = forged_score(j)
     rewrite(path, recs)
     r = verify(run, "--exp", str(exp))
     assert r.returncode == 1, (r.stdout, r.stderr)
-    assert "field 'score': reads 0" in r.stderr and "Traceback" not in r.stderr + r.stdout
+    assert f"{path}:{line}: field 'score': reads {recs[line - 1]['score']}" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
     assert words in r.stdout + r.stderr, (r.stdout, r.stderr)
 
 
