@@ -191,7 +191,7 @@ STOPS = {
     "SystemExit": ("raise SystemExit(0)", "exited (SystemExit(0))"),
     "sys.exit": ("sys.exit(0)", "exited (SystemExit(0))"),
     "os._exit": ("os._exit(0)", "ended the process (exit status 0)"),
-    "hang": ("while True:\n            pass", "did not finish within its time limit of 0.5 s"),
+    "hang": ("while True:\n            pass", "did not finish within its time limit of 1 s"),
     "abort": ("os.abort()", "crashed (SIGABRT"),
     "segfault": ("ctypes.string_at(0)", "crashed (SIGSEGV"),
 }
@@ -211,15 +211,16 @@ def score(question, reference, answer):
 """
 
 
-def contained_experiment(tmp_path: Path, source: str) -> Path:
-    return experiment(tmp_path, '[gold]\nprogram = "stops.py:score"\ntimeout_s = 0.5\n', {"stops.py": source})
+def contained_experiment(tmp_path: Path, source: str, limit: float = 30) -> Path:
+    """The demo with gold program `source`, each of its steps limited to `limit` seconds."""
+    return experiment(tmp_path, f'[gold]\nprogram = "stops.py:score"\ntimeout_s = {limit}\n', {"stops.py": source})
 
 
 @pytest.mark.parametrize("how", list(STOPS))
 def test_a_program_that_exits_hangs_or_crashes_on_an_answer_errs_there_and_after_naming_it(tmp_path, how):
     """The answer before is scored; the one it stopped on is an error naming the program, what happened, the question
     and the answer's label; the one after is an error naming that answer; this process goes on."""
-    exp = contained_experiment(tmp_path, stopping(how))
+    exp = contained_experiment(tmp_path, stopping(how), 1 if how == "hang" else 30)
     texts = {("base", "q01"): "fine", ("trained", "q01"): "stop", ("base", "q02"): "fine"}
     g, keys = gold(exp, texts)
     by = {(s.arm, s.question_id): s for s in g.scores}
@@ -235,7 +236,7 @@ def test_a_program_that_exits_hangs_or_crashes_on_an_answer_errs_there_and_after
 
 @pytest.mark.parametrize("how", list(STOPS))
 def test_a_program_that_stops_on_a_reference_answer_is_refused_before_paying(tmp_path, how):
-    exp = contained_experiment(tmp_path, stopping(how, always=True))
+    exp = contained_experiment(tmp_path, stopping(how, always=True), 1 if how == "hang" else 30)
     e = load_experiment(exp)
     registered = load_questions(e.set_paths())
     first = next(q for q in registered if q.reference is not None)  # the reference answer scored before paying
@@ -250,7 +251,7 @@ def test_a_program_that_stops_on_a_reference_answer_is_refused_before_paying(tmp
 @pytest.mark.parametrize("stop", ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n",
                                   "while True:\n    pass\n"])
 def test_a_program_that_stops_while_imported_is_bad_input_naming_the_program(tmp_path, stop):
-    exp = contained_experiment(tmp_path, stop + "def score(question, reference, answer):\n    return 2\n")
+    exp = contained_experiment(tmp_path, stop + "def score(question, reference, answer):\n    return 2\n", 1)
     with pytest.raises(BadInput) as err:
         gold(exp, {("base", "q01"): "fine"})
     assert err.value.field == "program" and "'stops.py:score'" in str(err.value)

@@ -483,7 +483,7 @@ def test_a_gold_source_that_cannot_be_used_is_refused_before_any_model_call(tmp_
 @pytest.mark.parametrize("stop, limit, words", [
     ("raise SystemExit(0)", "", "exited (SystemExit(0))"),
     ("import os\n    os._exit(0)", "", "ended the process (exit status 0)"),
-    ("while True:\n        pass", "timeout_s = 0.5\n", "did not finish within its time limit of 0.5 s"),
+    ("while True:\n        pass", "timeout_s = 1\n", "did not finish within its time limit of 1 s"),
 ])
 def test_a_gold_program_that_ends_or_hangs_its_process_is_refused_before_any_model_call(tmp_path, stop, limit, words):
     """The program is scored once on a reference answer before paying: one that exits or hangs there stops the run
