@@ -63,6 +63,8 @@ def test_a_score_the_raw_reply_does_not_give_fails(run):
 @pytest.mark.parametrize("file, code, words", [
     ("gold.py", "def score(question, reference, answer):\n    raise SystemExit(0)\n",
      "gold program gold.py:score exited (SystemExit(0)) on question"),
+    ("gold.py", "import sys\nsys.exit(0)\n",
+     "gold program 'gold.py:score' exited (SystemExit(0)) while being imported"),
     ("glue.py", "def answer(question, call_model, experiment_dir):\n    import os\n    os._exit(0)\n",
      "glue 'glue.py:answer' ended the process (exit status 0) when run again"),
 ])
