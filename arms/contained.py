@@ -89,23 +89,29 @@ def _exit_text(e: BaseException) -> str:
         return f"exited ({type(e).__name__})"
 
 
-def _enter(cwd: str, env: dict[str, str]) -> None:
+def _where() -> tuple[str, dict[str, str], list[str]]:
+    """The caller's folder, environment and import path as they are now, for `_enter`."""
+    return os.getcwd(), dict(os.environ), list(sys.path)
+
+
+def _enter(where: tuple[str, dict[str, str], list[str]]) -> None:
     """A child's first step: die with its parent (a harness killed must leave no hung program running: the fork
-    server ends with the harness), and work in the caller's folder and environment as they are now (a fork server's
-    child would otherwise have the server's)."""
+    server ends with the harness), and work in the caller's folder, environment and import path as they are now (a
+    fork server's child would otherwise have the server's)."""
     if sys.platform.startswith("linux"):
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    cwd, env, path = where
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
+    sys.path[:] = path
 
 
-def _serve(conn, path: str, function: str, exp_dir: str, probe: tuple, calls: list[tuple], cwd: str,
-           env: dict[str, str]) -> None:
+def _serve(conn, path: str, function: str, exp_dir: str, probe: tuple, calls: list[tuple], where: tuple) -> None:
     """The child: import, then call on each argument tuple, sending one message per step."""
-    _enter(cwd, env)
+    _enter(where)
     try:
         fn = load_function(Path(path), function, Path(exp_dir), probe)
     except NotLoaded as e:
@@ -162,7 +168,7 @@ def run_contained(path: Path, function: str, exp_dir: Path, probe: tuple, calls:
     ctx = _context()
     receive, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_serve, args=(send, str(path), function, str(exp_dir), tuple(probe), list(calls),
-                                             os.getcwd(), dict(os.environ)))
+                                             _where()))
     child.start()
     send.close()
     done = False
@@ -195,10 +201,10 @@ class Unanswered(Exception):
     """Raised inside contained glue by its `call_model` when the caller has no reply for that call."""
 
 
-def _glue_serve(conn, import_path: str, exp_dir: str, cwd: str, env: dict[str, str]) -> None:
+def _glue_serve(conn, import_path: str, exp_dir: str, where: tuple) -> None:
     """The child of a GlueSession: load the glue once, then run it on each question it is sent, asking the parent
     for each model call's reply."""
-    _enter(cwd, env)
+    _enter(where)
     failure = None
     try:
         glue = load_glue(import_path, Path(exp_dir))
@@ -258,8 +264,7 @@ class GlueSession:
     def __init__(self, import_path: str, exp_dir: Path, limit: float):
         ctx = _context()
         self.conn, there = ctx.Pipe()
-        self.child = ctx.Process(target=_glue_serve, args=(there, import_path, str(exp_dir), os.getcwd(),
-                                                           dict(os.environ)))
+        self.child = ctx.Process(target=_glue_serve, args=(there, import_path, str(exp_dir), _where()))
         self.child.start()
         there.close()
         self.limit, self.stopped, self.told = limit, None, False
