@@ -1,14 +1,15 @@
 """The experiment's own code, run contained: in a child process, under a time limit, from its sealed source.
 
-A gold program is code the experiment brings, and `judge run`, `verify`, `view` and `export` all call it. Called in
-the harness's own process it could end that process (`sys.exit`, `os._exit`), hang it or crash it, and so decide
-the command's exit status: a verify that exits 0 having printed nothing. Here it runs in a child process started by
-a fork server (no thread, model or open file of the harness is copied into it; 'spawn' where the platform has no
-fork server), which imports it from its sealed source (arms.glue.import_source: the import hook lives in the child)
-and calls it on a whole batch of arguments, streaming each outcome back over a pipe: one child per batch, never one
-per call. The import, and then each call, must finish within the registered limit; at the deadline the child is
-killed. An exit, a crash or a hang is an outcome that says what happened (`Outcome` "stopped"), never the
-harness's exit.
+A gold program is code the experiment brings, and `judge run`, `verify`, `view` and `export` all call it; verify runs
+a glue again too. Called in the harness's own process such code could end that process (`sys.exit`, `os._exit`),
+hang it or crash it, and so decide the command's exit status: a verify that exits 0 having printed nothing. Here
+it runs in a child process started by a fork server (no thread, model or open file of the harness is copied into
+it; 'spawn' where the platform has no fork server), which imports it from its sealed source (arms.glue: the import
+hook lives in the child) and calls it on a whole batch, streaming each outcome back over a pipe: one child per
+batch, never one per call (`run_contained` for a gold program's answers, `GlueSession` for a glue's rows, whose
+model calls come back to the caller). The import, and then each call, must finish within the registered limit; at
+the deadline the child is killed. An exit, a crash or a hang is an outcome that says what happened (`Outcome`
+"stopped"), never the harness's exit.
 """
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ class NotLoaded(Exception):
 class Outcome:
     """What one call did. `kind`: "value" (it returned an int or None: `value`), "other" (it returned anything
     else: `value` is its repr), "raised" (`value` is "Type: message"), "stopped" (it exited, crashed or ran past the
-    limit: `value` says which; no call after it was made)."""
+    limit: `value` says which; no call after it was made); for a glue, "answer" (`value`: its final answer),
+    "unanswered" (a model call had no reply) and "skipped" (not run: the session had stopped, `value` says how)."""
 
     kind: str
     value: Any

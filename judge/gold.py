@@ -148,6 +148,7 @@ class GoldSet:
 # ----------------------------------------------------------------------------------------
 
 GoldProgram = Callable[[Question, "str | None", str], "int | None"]
+PROBE = (None, None, "")  # arguments like those the program must accept: (question, reference, answer)
 
 
 def _registered(exp: Experiment, message: str, field: str) -> BadInput:
@@ -191,9 +192,6 @@ def load_program(exp: Experiment) -> GoldProgram | None:
         return load_function(path, function, exp.dir, PROBE)
     except NotLoaded as e:
         raise _not_loaded(exp, spec, e) from None
-
-
-PROBE = (None, None, "")  # arguments the program must accept: (question, reference, answer)
 
 
 def program_scores(exp: Experiment, calls: list[tuple[Question, str, str]],
