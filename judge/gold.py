@@ -10,12 +10,13 @@ text scrubbed), so a gold score grades exactly what the judge graded:
   downloaded from the blind review page or copied from a results folder's ``labels/``; blinded labels are keyed by
   the experiment's seed and name, so they name the same answer row in every run of it).
 * ``program``: the gold program registered as ``[gold] program = "file.py:function"``, run from its sealed source
-  (arms.glue), called as ``function(question, reference, answer)`` with the sealed question
-  (registration.questions.Question:
-  ``.id``, ``.question``, ``.tags``, ``.cluster``), its reference answer (or None) and the answer's text as the
-  judge saw it; it returns a score on the rubric's scale, or None where code cannot decide. A program that raises, or
-  returns anything else, gives that answer a gold ``error`` naming the program, the question and the answer's label
-  (never a traceback); a program that cannot be imported is bad input before the first model call (`check_gold`).
+  in a child process under ``[gold] timeout_s`` (arms.contained), called as ``function(question, reference,
+  answer)`` with the sealed question (registration.questions.Question: ``.id``, ``.question``, ``.tags``,
+  ``.cluster``), its reference answer (or None) and the answer's text as the judge saw it; it returns a score on
+  the rubric's scale, or None where code cannot decide. A program that raises, or returns anything else, gives
+  that answer a gold ``error`` naming the program, the question and the answer's label (never a traceback); one
+  that exits, crashes or hangs gives that answer, and every one after it, an error saying so; a program that cannot
+  be imported, or stops on a reference answer, is bad input before the first model call (`check_gold`).
 * ``human``: the labels people gave the run with ``judge label`` (judge.labelling), ``labels/<labeller>.jsonl`` in
   the results folder, hash-chained per labeller.
 
@@ -42,13 +43,12 @@ Design: how the labelled questions were chosen, which decides whether the labels
 from __future__ import annotations
 
 import hashlib
-import inspect
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from arms.contained import NotLoaded, Outcome, load_function, run_contained
 from arms.folder import label_key as experiment_label_key
-from arms.glue import import_source
 from core import jsonl
 from core.errors import BadInput
 from core.records import GoldLabel, HumanLabel, KeyRow, row_id
@@ -127,6 +127,7 @@ class GoldSet:
     program: str | None  # the registered gold program
     files: tuple[str, ...]  # the registered sealed labels files
     unmatched: tuple[tuple[str, int], ...]  # (sealed file, records naming no answer of this run)
+    stopped: str | None = None  # the gold program exited, crashed or ran past its time limit: where, and how
 
     @property
     def scored(self) -> tuple[GoldScore, ...]:
@@ -155,6 +156,7 @@ class GoldSet:
 # ----------------------------------------------------------------------------------------
 
 GoldProgram = Callable[[Question, "str | None", str], "int | None"]
+PROBE = (None, None, "")  # arguments like those the program must accept: (question, reference, answer)
 
 
 def _registered(exp: Experiment, message: str, field: str) -> BadInput:
@@ -162,9 +164,8 @@ def _registered(exp: Experiment, message: str, field: str) -> BadInput:
     return BadInput(file, message, line=KeyLines(file.read_text()).find(("gold",), field), field=field)
 
 
-def load_program(exp: Experiment) -> GoldProgram | None:
-    """The registered gold program, imported from its sealed source; None when none is registered. Anything that
-    stops it from being called as (question, reference, answer) is bad input naming prereg.toml's `program`."""
+def _program_file(exp: Experiment) -> tuple[str, Path, str] | None:
+    """(spec, file, function) of the registered gold program; None when none is registered."""
     spec = exp.gold.program if exp.gold else None
     if spec is None:
         return None
@@ -172,42 +173,74 @@ def load_program(exp: Experiment) -> GoldProgram | None:
     path = inside(exp.dir, m.group("file"), exp.dir / "prereg.toml", "program")
     if not path.is_file():
         raise _registered(exp, f"gold program {spec!r}: no file {path}", "program")
-    name = f"_gold_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
-    try:
-        module = import_source(path, name, exp.dir)
-        fn = getattr(module, m.group("function"))
-    except BadInput:
-        raise
-    except SyntaxError as e:
-        raise BadInput(e.filename or path, f"gold program {spec!r} cannot be imported: {e.msg}", line=e.lineno,
-                       field="program") from None
-    except Exception as e:  # noqa: BLE001 - user code: whatever it raises is named, never a traceback
-        raise _registered(exp, f"gold program {spec!r} cannot be imported: {type(e).__name__}: {e}",
-                          "program") from None
-    if not callable(fn):
-        raise _registered(exp, f"gold program {spec!r} is not callable", "program")
-    try:
-        inspect.signature(fn).bind(None, None, "")
-    except TypeError:
-        raise _registered(exp, f"gold program {spec!r} must take (question, reference, answer)", "program") from None
-    except ValueError:
-        pass  # no signature to read (a builtin): calling it will tell
-    return fn
+    return spec, path, m.group("function")
 
 
-def program_score(fn: GoldProgram, spec: str, question: Question, answer: str, label: str,
-                  scale: tuple[int, ...]) -> tuple[str, int | None, str | None]:
-    """(status, score, error) of the gold program on one answer: "scored", "undecided" (None) or "error"."""
+def _not_loaded(exp: Experiment, spec: str, e: NotLoaded) -> BadInput:
+    """Why the gold program cannot be called, as bad input naming prereg.toml's `program` (or the file at fault)."""
+    if e.kind == "sealed":
+        return BadInput(e.file, e.text, line=e.line, field=e.field)
+    if e.kind == "syntax":
+        return BadInput(e.file, f"gold program {spec!r} cannot be imported: {e.text}", line=e.line, field="program")
+    what = {"raised": f"cannot be imported: {e.text}", "signature": "must take (question, reference, answer)",
+            "stopped": f"{e.text}: it must import and return, never end or hang the process"}
+    return _registered(exp, f"gold program {spec!r} {what.get(e.kind, e.text)}", "program")
+
+
+def load_program(exp: Experiment) -> GoldProgram | None:
+    """The registered gold program, imported from its sealed source into this process; None when none is
+    registered. Anything that stops it from being called as (question, reference, answer) is bad input naming
+    prereg.toml's `program`. The harness itself calls it contained (`program_scores`); this is for testing a
+    program's own rules."""
+    found = _program_file(exp)
+    if found is None:
+        return None
+    spec, path, function = found
     try:
-        got = fn(question, question.reference, answer)
-    except Exception as e:  # noqa: BLE001 - user code: recorded as this answer's gold error
-        return "error", None, (f"gold program {spec} raised {type(e).__name__}: {_shown(e, str)} on question "
-                               f"{question.id!r} (answer {label})")
-    if got is None:
+        return load_function(path, function, exp.dir, PROBE)
+    except NotLoaded as e:
+        raise _not_loaded(exp, spec, e) from None
+
+
+def program_scores(exp: Experiment, calls: list[tuple[Question, str, str]],
+                   scale: tuple[int, ...]) -> tuple[list[tuple[str, int | None, str | None]], str | None]:
+    """(status, score, error) of the gold program on each (question, answer, label) of `calls` ("scored",
+    "undecided" for None, or "error"), and what stopped it, if it stopped. It runs contained (arms.contained): in one
+    child process for the whole batch, each call within `[gold] timeout_s`. A program that exits, crashes or runs
+    past the limit gives the answer it was scoring an error saying so, and every answer after it an error naming
+    that one; a program that cannot be imported is bad input naming prereg.toml's `program`."""
+    spec, path, function = _program_file(exp)
+    args = [(q, q.reference, answer) for q, answer, _ in calls]
+    out: list[tuple[str, int | None, str | None]] = []
+    stopped = None
+    try:
+        for n, outcome in enumerate(run_contained(path, function, exp.dir, PROBE, args, exp.gold.timeout_s)):
+            q, _, label = calls[n]
+            if outcome.kind == "stopped":
+                stopped = f"gold program {spec} {outcome.value} on question {q.id!r} (answer {label})"
+                out.append(("error", None, stopped))  # and the last outcome: the child is gone
+            else:
+                out.append(_program_outcome(outcome, spec, q, label, scale))
+    except NotLoaded as e:
+        raise _not_loaded(exp, spec, e) from None
+    out += [("error", None, f"gold program {spec} was not called on question {q.id!r} (answer {label}): {stopped}")
+            for q, _, label in calls[len(out):]]
+    return out, stopped
+
+
+def _program_outcome(outcome: Outcome, spec: str, question: Question, label: str,
+                     scale: tuple[int, ...]) -> tuple[str, int | None, str | None]:
+    """(status, score, error) of one call as the contained child reported it (arms.contained.Outcome)."""
+    if outcome.kind == "raised":
+        return "error", None, (f"gold program {spec} raised {_shown(outcome.value, str)} on question {question.id!r} "
+                               f"(answer {label})")
+    got = outcome.value
+    if outcome.kind == "value" and got is None:
         return "undecided", None, None
-    if type(got) is not int or got not in scale:
-        return "error", None, (f"gold program {spec} returned {_shown(got, repr)} on question {question.id!r} (answer "
-                               f"{label}): not a score on the rubric's scale {list(scale)}, nor None")
+    if outcome.kind != "value" or type(got) is not int or got not in scale:
+        said = _shown(got, str if outcome.kind == "other" else repr)
+        return "error", None, (f"gold program {spec} returned {said} on question {question.id!r} (answer {label}): "
+                               f"not a score on the rubric's scale {list(scale)}, nor None")
     return "scored", got, None
 
 
@@ -216,9 +249,22 @@ def _shown(value: object, how: Callable[[object], str]) -> str:
     raises, text with lone surrogates), never an exception of its own."""
     try:
         text = how(value)
-    except Exception:  # noqa: BLE001 - user code's __repr__/__str__
+    except Exception:  # noqa: BLE001 - user code's __repr__/__str__, or an int past str()'s digit limit
         text = f"a {type(value).__name__} that cannot be shown"
     return shown(text if len(text) <= 200 else text[:197] + "...")
+
+
+def check_program(exp: Experiment, registered: list[Question], scale: tuple[int, ...]) -> None:
+    """Before the first model call: the gold program imports and takes (question, reference, answer), and scoring
+    one reference answer (the first registered question that has one) neither exits, crashes nor runs past
+    `[gold] timeout_s`: bad input naming prereg.toml's `program`, the question and what happened."""
+    if _program_file(exp) is None:
+        return
+    q = next((q for q in registered if q.reference is not None), registered[0])
+    _, stopped = program_scores(exp, [(q, q.reference or "", "the reference")], scale)
+    if stopped:
+        raise _registered(exp, f"{stopped}, checked before the first model call: a gold program returns a score or "
+                          "None, and never ends or hangs the process it runs in", "program")
 
 
 # ----------------------------------------------------------------------------------------
@@ -277,11 +323,12 @@ def answer_sha256(text: str) -> str:
 
 
 def check_gold(exp: Experiment, registered: list[Question], scale: tuple[int, ...]) -> None:
-    """Before the first model call: the gold program imports and takes (question, reference, answer), and every
-    sealed labels file reads, checked against the registration. Its scores on answers come after collection."""
+    """Before the first model call: the gold program imports, takes (question, reference, answer) and scores a
+    reference answer without ending or hanging (`check_program`), and every sealed labels file reads, checked
+    against the registration. Its scores on answers come after collection."""
     if exp.gold is None:
         return
-    load_program(exp)
+    check_program(exp, registered, scale)
     questions = {q.id: q for q in registered}
     for rel in exp.gold.labels:
         read_gold_file(exp, rel, questions, scale, experiment_label_key(exp))
@@ -319,10 +366,10 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
                                      "score": rec.score, "status": "scored", "error": None, "time": rec.time,
                                      "note": rec.note})
             unmatched.append((rel, missed))
-    fn = load_program(exp)
-    if fn is not None:
-        for i in items:
-            status, score, error = program_score(fn, gold.program, questions[i.question_id], i.answer, i.label, scale)
+    stopped = None
+    if gold and gold.program:
+        scored, stopped = program_scores(exp, [(questions[i.question_id], i.answer, i.label) for i in items], scale)
+        for i, (status, score, error) in zip(items, scored, strict=True):
             found[i.label].append({"source": "program", "origin": gold.program, "labeller": gold.program,
                                    "score": score, "status": status, "error": error, "time": None, "note": ""})
     draws: list[Draw] = []
@@ -353,7 +400,7 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
                                     sample=k.sample, design=design, stratum=stratum, draw=draw, **f))
     return GoldSet(scale=tuple(scale), answers=len(items), scores=tuple(scores), strata=strata, draws=tuple(draws),
                    program=gold.program if gold else None, files=gold.labels if gold else (),
-                   unmatched=tuple(unmatched))
+                   unmatched=tuple(unmatched), stopped=stopped)
 
 
 def _once(given: dict[tuple[str, str], str], labeller: str, label: str, folder: Path, rel: str, no: int) -> None:

@@ -521,6 +521,9 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         unchecked += not_checked + cache_unchecked
     try:
         gold = run_gold(exp, run_dir)
+        if gold is not None and gold.stopped:
+            unchecked.append(f"gold: {gold.stopped}, so the gold scores of that answer and every one after it were "
+                             "recomputed as errors")
         main = compute_numbers(exp, all_q, run_dir, run, gold)
     except BadRecord:  # a record missing a field cannot be read by either path: bad input, not a finding
         raise

@@ -20,6 +20,7 @@ from .scrub import DEFAULT_SCRUB, scrub_patterns
 from .seal import inside
 from .spec import (
     BOUNDS,
+    CODE_TIMEOUT_S,
     ArmSpec,
     bounded,
     check_keys,
@@ -61,7 +62,7 @@ ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "rule", "min_clu
                  "calibration_ceiling", "family", "style", "judge_error", "target_power", "assumed_gold_correlation")
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
-GOLD_KEYS = ("labels", "program")
+GOLD_KEYS = ("labels", "program", "timeout_s")
 GOLD_PROGRAM = re.compile(r"^(?P<file>[^:]+\.py):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")  # "file.py:function"
 # What each top-level key must be: a table, a table of tables ([models.NAME]) or an array of tables ([[arms]]).
 SHAPES = {"experiment": "table", "runtime": "table", "models": "tables", "adapters": "tables", "arms": "array",
@@ -140,6 +141,9 @@ class Gold:
 
     labels: tuple[str, ...] = ()  # JSONL files, relative to the experiment folder
     program: str | None = None  # "file.py:function" in the experiment folder: (question, reference, answer) -> score
+    # the program runs in a child process (arms.contained): its import, and each call, must finish within this many
+    # seconds, or the child is stopped and the answer's gold is an error saying so
+    timeout_s: float = CODE_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -509,4 +513,5 @@ def _gold(g: Any, file: Path, exp_dir: Path) -> Gold:
             raise BadInput(file, f"{where} program must be \"file.py:function\" (a Python file in the experiment "
                            f"folder and the function in it), got {program!r}", field="program")
         inside(exp_dir, m.group("file"), file, "program")
-    return Gold(labels=tuple(labels), program=program)
+    timeout = bounded(g, "timeout_s", "number", file, where, CODE_TIMEOUT_S, bound="code_timeout_s")
+    return Gold(labels=tuple(labels), program=program, timeout_s=float(timeout))

@@ -28,6 +28,7 @@ THINKING_CONTROLS = ("none", "chat_template_kwargs", "reasoning_effort")
 # vLLM, llama-server); json_object with the schema inside it (`python -m llama_cpp.server`, which refuses
 # json_schema); or not at all, leaving the strict parser of judge.verdict to decide.
 EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
+CODE_TIMEOUT_S = 60.0  # the default limit of each step of the experiment's own code run contained (arms.contained)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class ArmSpec:
     adapters: tuple[str, ...] = ()  # applied together, each with its registered scale
     glue: str | None = None  # "file.py:function" in the experiment folder, or "package.module:function"
     samples: int = 1
+    # verify runs the glue again contained (arms.contained): its import, and each row, within this many seconds
+    glue_timeout_s: float = CODE_TIMEOUT_S
 
 
 MODEL_KEYS = ("backend", "source", "base_url", "family", "sha256", "chat_template", "chat_template_sha256", "imatrix",
@@ -49,7 +52,7 @@ MODEL_KEYS = ("backend", "source", "base_url", "family", "sha256", "chat_templat
 BACKEND_MODEL_KEYS = {"thinking_control": "none", "sampling_params": False, "structured": "json_schema",
                       "batch": False, "batch_poll_s": 60.0, "batch_max_requests": None, "batch_max_bytes": None}
 ADAPTER_KEYS = ("source", "scale", "sha256")
-ARM_KEYS = ("name", "model", "adapter", "quants", "glue", "samples", "generation")
+ARM_KEYS = ("name", "model", "adapter", "quants", "glue", "samples", "generation", "glue_timeout_s")
 
 
 def check_keys(table: Any, known: tuple[str, ...], file: Path | str, where: str) -> None:
@@ -116,6 +119,7 @@ BOUNDS = {
     "attempts": Bound(1, 20, "retries back off up to 30 s each: 20 attempts give up on a call within ~8 minutes"),
     "timeout_s": Bound(0, 86_400, "a wait for data of more than a day is a hang", above=True),
     "batch_poll_s": Bound(0, 86_400, "providers end a batch within 24 hours", above=True),
+    "code_timeout_s": Bound(0, 86_400, "a call of the experiment's own code of more than a day is a hang", above=True),
     "batch_max_requests": Bound(1, 1_000_000, "ten times the largest provider limit (Anthropic: 100,000)"),
     "batch_max_bytes": Bound(1, 2**31, "a batch's requests are built in memory (providers take at most 256 MB)"),
     "price": Bound(0, 1_000_000, "USD per million tokens; today's dearest models cost hundreds"),
@@ -386,6 +390,7 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
         raise BadInput(file, f"arm {name!r} glue must be 'file.py:function' (a file in the experiment folder) or "
                        "'package.module:function'", field="glue")
     samples = bounded(t, "samples", "integer", file, where, 1)
+    glue_timeout = bounded(t, "glue_timeout_s", "number", file, where, CODE_TIMEOUT_S, bound="code_timeout_s")
     generation = t.get("generation", {})
     if not isinstance(generation, dict):
         raise BadInput(file, f"arm {name!r} generation must be a table of settings", field="generation")
@@ -395,4 +400,4 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
                        f"exceeds {SEED_MAX:,} ({BOUNDS['seed'].why})", field="seed")
     check_generation(models[model], generation, file, f"arm {name!r}")
     return ArmSpec(name=name, model=model, quants=quants, adapters=names, glue=glue, samples=samples,
-                   generation=generation)
+                   generation=generation, glue_timeout_s=float(glue_timeout))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -182,6 +183,99 @@ def test_a_program_that_raises_or_leaves_the_scale_gives_that_answer_a_gold_erro
     off = next(s for s in g.errors if s.arm == "trained" and s.question_id == "q01")
     assert "returned 3" in off.error and "[0, 1, 2]" in off.error
     assert all(s.source == "program" and s.origin == "planted.py:score" for s in g.scores)
+
+
+# ---- the program runs contained: an exit, a hang or a crash is the program's error, never the harness's ---------
+
+# what a program does on the answer "stop" (it scores every other answer 2), and the words its error must carry
+STOPS = {
+    "SystemExit": ("raise SystemExit(0)", "exited (SystemExit(0))"),
+    "sys.exit": ("sys.exit(0)", "exited (SystemExit(0))"),
+    "os._exit": ("os._exit(0)", "ended the process (exit status 0)"),
+    "hang": ("while True:\n            pass", "did not finish within its time limit of 1 s"),
+    "abort": ("os.abort()", "crashed (SIGABRT"),
+    "segfault": ("ctypes.string_at(0)", "crashed (SIGSEGV"),
+}
+
+
+def stopping(how: str, always: bool = False) -> str:
+    test = "True" if always else 'answer == "stop"'
+    return f"""import ctypes
+import os
+import sys
+
+
+def score(question, reference, answer):
+    if {test}:
+        {STOPS[how][0]}
+    return 2
+"""
+
+
+def contained_experiment(tmp_path: Path, source: str, limit: float = 30) -> Path:
+    """The demo with gold program `source`, each of its steps limited to `limit` seconds."""
+    return experiment(tmp_path, f'[gold]\nprogram = "stops.py:score"\ntimeout_s = {limit}\n', {"stops.py": source})
+
+
+@pytest.mark.parametrize("how", list(STOPS))
+def test_a_program_that_exits_hangs_or_crashes_on_an_answer_errs_there_and_after_naming_it(tmp_path, how):
+    """The answer before is scored; the one it stopped on is an error naming the program, what happened, the question
+    and the answer's label; the one after is an error naming that answer; this process goes on."""
+    exp = contained_experiment(tmp_path, stopping(how), 1 if how == "hang" else 30)
+    texts = {("base", "q01"): "fine", ("trained", "q01"): "stop", ("base", "q02"): "fine"}
+    g, keys = gold(exp, texts)
+    by = {(s.arm, s.question_id): s for s in g.scores}
+    assert (by["base", "q01"].status, by["base", "q01"].score) == ("scored", 2)
+    stop = by["trained", "q01"]
+    assert stop.status == "error" and stop.score is None
+    for words in ("stops.py:score", STOPS[how][1], "question 'q01'", stop.label):
+        assert words in stop.error, (words, stop.error)
+    after = by["base", "q02"]
+    assert after.status == "error" and "was not called" in after.error and stop.label in after.error
+    assert "question 'q02'" in after.error and g.stopped and stop.label in g.stopped
+
+
+@pytest.mark.parametrize("how", list(STOPS))
+def test_a_program_that_stops_on_a_reference_answer_is_refused_before_paying(tmp_path, how):
+    exp = contained_experiment(tmp_path, stopping(how, always=True), 1 if how == "hang" else 30)
+    e = load_experiment(exp)
+    registered = load_questions(e.set_paths())
+    first = next(q for q in registered if q.reference is not None)  # the reference answer scored before paying
+    with pytest.raises(BadInput) as err:
+        check_gold(e, registered, SCALE)
+    text = (exp / "prereg.toml").read_text()
+    assert (err.value.file, err.value.line, err.value.field) == (str(exp / "prereg.toml"),
+                                                                 line_of(text, "program = "), "program"), err.value
+    assert STOPS[how][1] in str(err.value) and f"question {first.id!r}" in str(err.value), err.value
+
+
+@pytest.mark.parametrize("stop", ["import sys\nsys.exit(0)\n", "import os\nos._exit(0)\n",
+                                  "while True:\n    pass\n"])
+def test_a_program_that_stops_while_imported_is_bad_input_naming_the_program(tmp_path, stop):
+    exp = contained_experiment(tmp_path, stop + "def score(question, reference, answer):\n    return 2\n", 1)
+    with pytest.raises(BadInput) as err:
+        gold(exp, {("base", "q01"): "fine"})
+    assert err.value.field == "program" and "'stops.py:score'" in str(err.value)
+    assert "while being imported" in str(err.value), err.value
+
+
+def test_the_program_scores_a_whole_batch_in_one_child_process(tmp_path, monkeypatch):
+    """Contained, and batched: every answer is scored by the same process, which is not this one."""
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("GOLD_PIDS", str(pids))
+    exp = contained_experiment(tmp_path, """import os
+
+
+def score(question, reference, answer):
+    with open(os.environ["GOLD_PIDS"], "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    return 1
+""")
+    texts = {(a, q): "x" for a in ARMS for q in ("q01", "q02", "q03")}
+    g, _ = gold(exp, texts)
+    assert [s.score for s in g.scores] == [1] * 6
+    seen = pids.read_text().split()
+    assert len(seen) == 6 and len(set(seen)) == 1 and int(seen[0]) != os.getpid()
 
 
 # ---- designs ------------------------------------------------------------------------------------------------
@@ -533,7 +627,8 @@ def test_whatever_a_gold_program_returns_or_raises_is_a_status_naming_the_progra
     """A score on the scale is `scored`; None is `undecided`; anything else (a float, a bool, an int off the scale,
     text, an object that cannot be printed) and anything raised is an `error` naming the program, the question and
     the answer's label, in text that can be written."""
-    from judge.gold import program_score
+    from arms.contained import Outcome, call_outcome
+    from judge.gold import _program_outcome
     from registration.questions import Question
 
     def fn(question, reference, answer):
@@ -542,7 +637,9 @@ def test_whatever_a_gold_program_returns_or_raises_is_a_status_naming_the_progra
         return got
 
     q = Question(id="q07", question="?", reference=None, tags=("t",), cluster=None, set="s.jsonl")
-    status, score, error = program_score(fn, "g.py:score", q, "an answer", "L0123456789ab", SCALE)
+    # what the contained child reports of the call (arms.contained), as judge.gold reads it
+    status, score, error = _program_outcome(Outcome(*call_outcome(fn, (q, q.reference, "an answer"))), "g.py:score",
+                                            q, "L0123456789ab", SCALE)
     if raises:
         want = ("error", None)
     elif got is None:
