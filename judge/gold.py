@@ -41,7 +41,7 @@ import hashlib
 import inspect
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from arms.folder import label_key as experiment_label_key
 from arms.glue import import_source
@@ -147,6 +147,7 @@ class GoldSet:
 # ----------------------------------------------------------------------------------------
 
 GoldProgram = Callable[[Question, "str | None", str], "int | None"]
+ProgramResult = tuple[str, "int | None", "str | None"]  # (status, score, error) of program_score
 
 
 def _registered(exp: Experiment, message: str, field: str) -> BadInput:
@@ -188,7 +189,7 @@ def load_program(exp: Experiment) -> GoldProgram | None:
 
 
 def program_score(fn: GoldProgram, spec: str, question: Question, answer: str, label: str,
-                  scale: tuple[int, ...]) -> tuple[str, int | None, str | None]:
+                  scale: tuple[int, ...]) -> ProgramResult:
     """(status, score, error) of the gold program on one answer: "scored", "undecided" (None) or "error"."""
     try:
         got = fn(question, question.reference, answer)
@@ -274,11 +275,14 @@ def check_gold(exp: Experiment, registered: list[Question], scale: tuple[int, ..
 
 
 def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questions: dict[str, Question],
-             scale: tuple[int, ...], label_key: str, run_dir: Path | None = None) -> GoldSet:
+             scale: tuple[int, ...], label_key: str, run_dir: Path | None = None,
+             recorded: Mapping[str, ProgramResult] | None = None) -> GoldSet:
     """The gold scores of a run's blinded single answers `items` (in the blinded order), from every source.
 
     `keys`: the run's blinding keys (who wrote each label); `questions`: the run's questions by id; `label_key`: the
-    run's (binding.json); `run_dir`: where people's labels are (None: no human source)."""
+    run's (binding.json); `run_dir`: where people's labels are (None: no human source); `recorded`: the gold
+    program's result by label where its text is withheld (a published bundle's, judge.bundle): taken as recorded,
+    the program run on every other answer."""
     by_label = {k.label: k for k in keys}
     items = [i for i in items if i.label in by_label]
     found: dict[str, list[dict[str, Any]]] = {i.label: [] for i in items}
@@ -298,10 +302,12 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
                                      "score": rec.score, "status": "scored", "error": None, "time": rec.time,
                                      "note": rec.note})
             unmatched.append((rel, missed))
-    fn = load_program(exp)
-    if fn is not None:
+    if gold and gold.program:
+        recorded = recorded or {}
+        fn = load_program(exp) if any(i.label not in recorded for i in items) else None
         for i in items:
-            status, score, error = program_score(fn, gold.program, questions[i.question_id], i.answer, i.label, scale)
+            status, score, error = recorded.get(i.label) or program_score(fn, gold.program, questions[i.question_id],
+                                                                           i.answer, i.label, scale)
             found[i.label].append({"source": "program", "origin": gold.program, "labeller": gold.program,
                                    "score": score, "status": status, "error": error, "time": None, "note": ""})
     draws: list[Draw] = []
@@ -347,18 +353,21 @@ def _strata(items: list[BlindItem], questions: dict[str, Question],
     return tuple(out)
 
 
-def gold_scores(exp: Experiment, run_dir: Path) -> GoldSet:
+def gold_scores(exp: Experiment, run_dir: Path, questions: list[Question] | None = None,
+                recorded: Mapping[str, ProgramResult] | None = None) -> GoldSet:
     """Every gold score of a results folder's single answers: sealed labels files, the gold program and people's
-    labels (labels/), each with its source and design. Bad input (exit 2, named) if any source is unreadable."""
-    return folder_gold(load(run_dir, exp.dir))
+    labels (labels/), each with its source and design. Bad input (exit 2, named) if any source is unreadable.
+    `questions` and `recorded`: a published bundle's (judge.bundle), which withholds the private text."""
+    return folder_gold(load(run_dir, exp.dir, questions), recorded)
 
 
-def folder_gold(d: Folder) -> GoldSet:
+def folder_gold(d: Folder, recorded: Mapping[str, ProgramResult] | None = None) -> GoldSet:
     """`gold_scores` of a folder already loaded (judge.review.load): review.md and review.html read the same."""
-    return gold_set(d.exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key, d.run_dir)
+    return gold_set(d.exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key, d.run_dir, recorded)
 
 
-def run_gold(exp: Experiment, run_dir: Path) -> GoldSet | None:
+def run_gold(exp: Experiment, run_dir: Path, questions: list[Question] | None = None,
+             recorded: Mapping[str, ProgramResult] | None = None) -> GoldSet | None:
     """The gold a results folder's numbers are computed with: None when the experiment registers no gold, nobody
     labelled the run and nothing registered asks for gold (its numbers then have no judge-validity section, as
     before gold existed). A registered `min_gold_agreement` or `judge_error = "decide"` without gold gets an empty
@@ -366,4 +375,4 @@ def run_gold(exp: Experiment, run_dir: Path) -> GoldSet | None:
     asks = exp.min_gold_agreement is not None or exp.analysis.judge_error == "decide"
     if exp.gold is None and not labeller_files(Path(run_dir)) and not asks:
         return None
-    return gold_scores(exp, run_dir)
+    return gold_scores(exp, run_dir, questions, recorded)
