@@ -49,6 +49,7 @@ class Echo:
                 return reply(f"I would say the reference, {seen.prompt[-260:]}, is met.")
             return verdict({"rationale": "quoting " + seen.prompt[-260:], "score": h % 3, "harmful": False})
         # in markdown whose headings, list items and citations vary by arm and question (the style covariates)
+        h = int(hashlib.sha256((seen.model + seen.prompt).encode()).hexdigest(), 16)
         return reply(f"{'## Answer' + chr(10) if h % 2 else ''}{'- ' if h % 3 else ''}{seen.model} repeats: "
                      f"{seen.prompt}{' [2][3]' * (h % 4)}{chr(10) + '* Rule 4.1' if h % 5 < 2 else ''}")
 
@@ -305,7 +306,7 @@ SETUPS = {
     "retest": lambda root, url, published: _registered(
         root, url, lambda t: t.replace("attempts = 2\n", "attempts = 2\nretest = 8\n", 1)),
     "style covariates": lambda root, url, published: _registered(
-        root, url, lambda t: t.replace("max_unscored = 0.10\n", "max_unscored = 0.10\n" + STYLES, 1)),
+        root, url, lambda t: t.replace("max_unscored = 0.10\n", "max_unscored = 0.5\n" + STYLES, 1)),
     "private knowledge base": lambda root, url, published: _registered(
         root, url, lambda t: t, private=tuple(f"kb/d{i:02d}.md" for i in range(1, 11)),
         glue='glue = "glue.py:answer"\n', kb=True),
@@ -339,6 +340,9 @@ def test_an_honest_bundle_verifies_from_itself_alone_in_every_setup(setup, echo,
     v = verify_bundle(bundle, recorded=recorded)
     assert v.problems == [] and v.anchor == recorded, v.problems
     assert not any("previous version" in u for u in v.unchecked)
+    if setup == "style covariates":  # the decision is adjusted for style: the stand-ins must count as the answers do
+        style = json.loads((out / "numbers.json").read_text())["comparisons"][0]["style"]
+        assert {"headers", "list_items", "citations"} & set(style["covariates"]), style
     if setup.startswith("gold program"):  # recorded where the text is withheld, run again by verify elsewhere
         keys = [json.loads(line) for line in (out / "blinding.jsonl").read_text().splitlines()]
         private = {k["label"] for k in keys if k["question_id"].startswith("p")}
