@@ -23,8 +23,16 @@ from test_folder import ROOT, SERVED, experiment, run
 from core import jsonl
 from core.errors import BadInput
 from judge.analysis import ANCHOR_FILES
-from judge.bundle import (Salts, publish, read_bundle, recorded_program, redact_answer, redact_judgment, stand_in,
-                          verify_bundle)
+from judge.bundle import (
+    Salts,
+    publish,
+    read_bundle,
+    recorded_program,
+    redact_answer,
+    redact_judgment,
+    stand_in,
+    verify_bundle,
+)
 from judge.labelling import import_labels
 from registration.seal import seal
 
