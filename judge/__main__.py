@@ -116,7 +116,7 @@ def _command(args: argparse.Namespace) -> int:
         rec = amend(args.dir, args.text, post_hoc=args.post_hoc)
         print(f"amendment {rec['n']} sealed at {rec['date']}")
     elif args.cmd == "verify":
-        from .bundle import BUNDLE, verify_bundle
+        from .bundle import ANCHOR_NOTE, BUNDLE, verify_bundle
         from .verify import verify
 
         caches = [] if args.no_cache else args.cache
@@ -139,6 +139,8 @@ def _command(args: argparse.Namespace) -> int:
             return 1
         print(f"verify: every number in {args.results} matches its recomputation from the raw files"
               + (f", except what is listed as unchecked above ({len(found.unchecked)})" if found.unchecked else ""))
+        if (args.results / BUNDLE).is_file() and args.anchor is None:  # its last word, where it cannot be missed
+            print(f"verify: NOT compared with a recorded anchor: {ANCHOR_NOTE}")
     elif args.cmd == "publish":
         from .bundle import ANCHOR_NOTE, SECRET, publish, read_bundle, read_salts
 

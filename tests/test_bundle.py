@@ -102,7 +102,8 @@ def test_a_run_with_a_private_set_published_verifies_from_the_bundle_alone(publi
     alone = cli("judge", "verify", str(bundle))  # passes, and says loudly what only --anchor would catch
     assert alone.returncode == 0, alone.stderr
     assert "unchecked: no --anchor given: the anchor is the whole defence of a bundle" in alone.stdout
-    assert "(a paper, a commit, a tweet)" in alone.stdout and "no --anchor given" not in r.stdout
+    assert alone.stdout.splitlines()[-1].startswith("verify: NOT compared with a recorded anchor: the anchor is")
+    assert "(a paper, a commit, a tweet)" in alone.stdout and "anchor given" not in r.stdout
     wrong = verify_bundle(bundle, recorded="0" * 64).problems
     assert wrong == [f"anchor: this folder's anchor is {recorded}, not the {'0' * 64} recorded: something a decision "
                      "depends on (binding.json, run.json, the raw files or numbers.json) changed since"]
@@ -348,6 +349,9 @@ def test_an_honest_bundle_verifies_from_itself_alone_in_every_setup(setup, echo,
     v = verify_bundle(bundle, recorded=recorded)
     assert v.problems == [] and v.anchor == recorded, v.problems
     assert not any("previous version" in u for u in v.unchecked)
+    if setup == "people's labels":  # a label's chain link hashes the label before, note included: withheld too
+        links = [hashlib.sha256(line).hexdigest() for line in (out / "labels" / "ann.jsonl").read_bytes().splitlines()]
+        assert not [p for p in bundle.rglob("*.json*") if any(x in p.read_text() for x in links)]
     if setup == "style covariates":  # the decision is adjusted for style: the stand-ins must count as the answers do
         style = json.loads((out / "numbers.json").read_text())["comparisons"][0]["style"]
         assert {"headers", "list_items", "citations"} & set(style["covariates"]), style
