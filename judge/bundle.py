@@ -14,8 +14,9 @@ recompute every number:
                       derive from them, and per line of a redacted file a commitment to the original line and the
                       sha256 of the published one
   questions.jsonl     the run's questions of the private sets, without their text (core.records.PublicQuestion)
-  gold_program.jsonl  the registered gold program's result on each answer whose text is withheld, computed at
-                      publishing where the text is (verify runs the program on the others)
+  gold.jsonl          on each answer whose text is withheld, what verify cannot compute of its gold, computed at
+                      publishing where the text is: the registered gold program's result, and which sealed gold
+                      records matched it by its text's sha256 (verify runs the program, and matches, on the others)
   results/            binding.json, run.json, blinding.jsonl, numbers.json, report.md, the plots, batches.jsonl and
                       labels/_samples.jsonl as written; answers.jsonl, judgments.jsonl, retests.jsonl and people's
                       labels files with every value of a row derived from a private file withheld, but those the
@@ -36,7 +37,7 @@ withheld. A bundle of the previous version (1) holds bare sha256 instead: it ver
 How a bundle is tied to the anchor. The anchor hashes six files: four are published byte for byte, and of the two
 redacted ones (answers.jsonl, judgments.jsonl) BUNDLE.json states the original sha256, which numbers.json (one of
 the four) records too, as it records retests.jsonl's. verify recomputes the anchor from them and prints it: it must
-be the one recorded when the run finished. The published rows, labels and recorded gold program results are tied
+be the one recorded when the run finished. The published rows, labels and recorded gold results are tied
 to it through the numbers they must reproduce; each redacted line to its original by the commitment BUNDLE.json
 holds, which the team can open.
 
@@ -73,7 +74,7 @@ from registration.seal import AMENDMENTS, MANIFEST, read_manifest, sealed_bytes,
 from .analysis import ANCHOR_FILES, RAW_FILES, RETESTS, anchor
 from .biases import style_counts
 from .blinding import label_for, label_secret
-from .gold import ProgramResult, run_gold
+from .gold import Recorded, run_gold
 from .labels import LABELS_DIR, SAMPLES
 from .rederive import missing_answers
 from .review_md import REVIEW
@@ -83,7 +84,7 @@ from .verify import Published, Verification, verify
 BUNDLE = "BUNDLE.json"
 VERSION = 2  # version 1 (the previous one) hashed each withheld value bare: a short one can be guessed and confirmed
 QUESTIONS = "questions.jsonl"
-PROGRAM = "gold_program.jsonl"  # the gold program's results on the answers whose text is withheld
+GOLD = "gold.jsonl"  # the gold sources verify cannot compute where the text is withheld (judge.gold.Recorded)
 SECRET = "bundle.secret"  # in the results folder: the key every salt of its bundles derives from
 # The results folder's private side: what a bundle never holds, whatever else changes: the key of its salts, a
 # blinding secret, and the logs that are not evidence of the run. Any top-level name holding "secret" is in it too.
@@ -344,7 +345,7 @@ def publish(run_dir: Path, out: Path, exp_dir: Path | None = None) -> Path:
     every_row = any(rel not in sets for rel in private)
     private_ids = {q.id for q in questions}
     withheld = (lambda qid: True) if every_row else (lambda qid: qid in private_ids)
-    program = _program_results(exp, run_dir, salts, withheld) if private else []
+    gold = _gold_records(exp, run_dir, salts, withheld) if private else []
     tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -367,7 +368,7 @@ def publish(run_dir: Path, out: Path, exp_dir: Path | None = None) -> Path:
             else:
                 target.write_bytes(data)
                 files[name] = {"sha256": _sha(data), "published": "verbatim"}
-        for name, recs in ((QUESTIONS, [q.to_dict() for q in questions]), (PROGRAM, program)):
+        for name, recs in ((QUESTIONS, [q.to_dict() for q in questions]), (GOLD, gold)):
             with jsonl.Appender(tmp / name) as w:
                 for rec in recs:
                     w.write(rec)
@@ -379,7 +380,7 @@ def publish(run_dir: Path, out: Path, exp_dir: Path | None = None) -> Path:
                "files": files, "private": private,
                "rows_withheld": "every row" if every_row else "rows of the private sets' questions" if private else
                "none", "questions_sha256": _sha((tmp / QUESTIONS).read_bytes()),
-               "gold_program_sha256": _sha((tmp / PROGRAM).read_bytes()), "rows": rows}
+               "gold_sha256": _sha((tmp / GOLD).read_bytes()), "rows": rows}
         (tmp / BUNDLE).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         if out.is_dir():
             out.rmdir()
@@ -389,15 +390,22 @@ def publish(run_dir: Path, out: Path, exp_dir: Path | None = None) -> Path:
     return out
 
 
-def _program_results(exp: Experiment, run_dir: Path, salts: Salts, withheld: Callable[[str], bool]) -> list[dict]:
-    """The registered gold program's result on each answer whose text the bundle withholds, computed here where the
-    text is (verify cannot run it there): label, status, score, and its error's commitment."""
-    if exp.gold is None or exp.gold.program is None:
+def _gold_records(exp: Experiment, run_dir: Path, salts: Salts, withheld: Callable[[str], bool]) -> list[dict]:
+    """What verify cannot compute of the gold on the answers whose text the bundle withholds, computed here where the
+    text is (judge.gold.Recorded): the registered gold program's result (label, status, score, its error's
+    commitment), and the answer each sealed gold record matched (its "file:line" and the label)."""
+    if exp.gold is None:
         return []
-    gold = run_gold(exp, run_dir)
-    return [{"label": s.label, "status": s.status, "score": s.score,
-             "error": None if s.error is None else withhold(s.error, salts, f"{PROGRAM}:{s.label}:error")}
-            for s in (gold.scores if gold else ()) if s.source == "program" and withheld(s.question_id)]
+    out = []
+    for s in run_gold(exp, run_dir).scores:
+        if not withheld(s.question_id):
+            continue
+        if s.source == "program":
+            out.append({"label": s.label, "source": "program", "status": s.status, "score": s.score,
+                        "error": None if s.error is None else withhold(s.error, salts, f"{GOLD}:{s.label}:error")})
+        elif s.source == "labels":
+            out.append({"label": s.label, "source": "labels", "origin": s.origin})
+    return out
 
 
 def _redacted(path: Path, name: str, data: bytes, salts: Salts, withheld: Callable[[str], bool],
@@ -455,7 +463,7 @@ class Bundle:
     private: dict[str, str]
     rows: dict[str, list[list[str]]]
     questions_sha256: str
-    gold_program_sha256: str | None  # None in a version 1 bundle: it recorded no gold program results
+    gold_sha256: str | None  # None in a version 1 bundle: it recorded nothing of the gold
 
     def original_anchor(self) -> str:
         """The anchor (judge.analysis.anchor) the original files' sha256 give."""
@@ -494,11 +502,11 @@ def read_bundle(bundle: Path) -> Bundle:
             for v in rows.values()):
         raise BadInput(path, "must list per line of a redacted file the original's and the published sha256",
                        field="rows")
-    for key in ("run", "anchor", "questions_sha256") + (("gold_program_sha256",) if doc["version"] > 1 else ()):
+    for key in ("run", "anchor", "questions_sha256") + (("gold_sha256",) if doc["version"] > 1 else ()):
         if not isinstance(doc.get(key), str):
             raise BadInput(path, "missing", field=key)
     return Bundle(Path(bundle), doc["version"], doc["run"], doc["anchor"], files, private, rows,
-                  doc["questions_sha256"], doc.get("gold_program_sha256"))
+                  doc["questions_sha256"], doc.get("gold_sha256"))
 
 
 def published_findings(b: Bundle) -> list[str]:
@@ -534,7 +542,7 @@ def published_findings(b: Bundle) -> list[str]:
                            "changed since")
         if len(lines) != len(rows) or not data.endswith(b"\n") and data:
             out.append(f"{path}: holds {len(lines)} complete line(s), BUNDLE.json lists {len(rows)}")
-    for name, sha in ((QUESTIONS, b.questions_sha256), (PROGRAM, b.gold_program_sha256)):
+    for name, sha in ((QUESTIONS, b.questions_sha256), (GOLD, b.gold_sha256)):
         if sha is not None and (not (b.dir / name).is_file() or _sha((b.dir / name).read_bytes()) != sha):
             out.append(f"{b.dir / name}: missing or changed since `judge publish` wrote it (BUNDLE.json records "
                        f"sha256 {sha[:12]}…)")
@@ -605,23 +613,34 @@ def bundle_questions(b: Bundle, exp: Experiment, salts: Salts | None = None
     return out, problems, only, unopened
 
 
-def recorded_program(b: Bundle) -> dict[str, ProgramResult]:
-    """gold_program.jsonl: the gold program's result by label on the answers whose text is withheld."""
-    path, out = b.dir / PROGRAM, {}
-    if b.gold_program_sha256 is None or not path.is_file():
-        return out
+def recorded_gold(b: Bundle) -> Recorded:
+    """gold.jsonl: the gold program's results and the sealed gold records' matches on the answers whose text the
+    bundle withholds (judge.gold.Recorded)."""
+    path, program, matched = b.dir / GOLD, {}, {}
+    if b.gold_sha256 is None or not path.is_file():
+        return Recorded()
     for no, rec in jsonl.read(path):
-        label, status, score = rec.get("label"), rec.get("status"), rec.get("score")
-        if not isinstance(label, str) or label in out:
-            raise BadInput(path, "must name each answer's blinded label once", line=no, field="label")
+        label, source = rec.get("label"), rec.get("source")
+        if not isinstance(label, str):
+            raise BadInput(path, "must name the answer's blinded label", line=no, field="label")
+        if source == "labels":
+            origin = rec.get("origin")
+            if not isinstance(origin, str) or origin in matched:
+                raise BadInput(path, "must name a sealed gold record (file:line) once", line=no, field="origin")
+            matched[origin] = label
+            continue
+        if source != "program" or label in program:
+            raise BadInput(path, "must be the gold program's result (source program, one per label) or a sealed "
+                           "record's match (source labels)", line=no, field="source")
+        status, score = rec.get("status"), rec.get("score")
         if status not in ("scored", "undecided", "error") or (type(score) is int) != (status == "scored"):
             raise BadInput(path, "must be a status (scored, undecided, error) with a score exactly when scored",
                            line=no, field="status")
         error = stand_in(rec.get("error"))
         if (error is None) != (status != "error") or error is not None and not isinstance(error, str):
             raise BadInput(path, "holds an error exactly when the status is error", line=no, field="error")
-        out[label] = (status, score, error)
-    return out
+        program[label] = (status, score, error)
+    return Recorded(program, matched)
 
 
 def _stand_in_folder(b: Bundle, to: Path) -> int:
@@ -722,11 +741,11 @@ def verify_bundle(bundle: Path, exp_dir: Path | None = None, caches: list[Path] 
     questions, found, only, unopened = bundle_questions(b, exp, None if secret is None else read_salts(secret))
     problems += found
     raw = {name: b.files[name]["sha256"] for name in (*RAW_FILES, RETESTS, BINDING) if name in b.files}
-    program = recorded_program(b)
+    gold = recorded_gold(b)
     with tempfile.TemporaryDirectory(prefix="blindeval-bundle-") as tmp:
         withheld = _stand_in_folder(b, Path(tmp))
         v = verify(Path(tmp), exp_dir, [], recorded,
-                   Published(questions, raw, b.original_anchor(), REVIEW in b.files, program))
+                   Published(questions, raw, b.original_anchor(), REVIEW in b.files, gold))
         problems += [p.replace(tmp, str(results)) for p in v.problems]
         unchecked = [u.replace(tmp, str(results)) for u in v.unchecked]
         problems += scope_findings(Path(tmp), results, exp, questions)
@@ -738,8 +757,11 @@ def verify_bundle(bundle: Path, exp_dir: Path | None = None, caches: list[Path] 
         "notes) and all that is re-derived from them: the answers' and the judges' call keys, the judge prompts, the "
         "verdicts re-parsed from the raw replies, the blinding keys' scrub and grader-directed counts, the call "
         "cache; each published row against its original line (BUNDLE.json rows); review.md"
-        + (f"; the gold program's results on the {len(program)} answers whose text is withheld, taken as "
-           f"{PROGRAM} records them (the numbers they feed are recomputed)" if program else "")
+        + (f"; the gold program's results on the {len(gold.program)} answers whose text is withheld, taken as "
+           f"{GOLD} records them (the numbers they feed are recomputed)" if gold.program else "")
+        + (f"; which answers {len(gold.matched)} sealed gold records matched by the sha256 of a withheld text, taken "
+           f"as {GOLD} records them (each record's question and score are read from its sealed file)"
+           if gold.matched else "")
         + ("; people's labels' original hash chains (their notes withheld)"
            if any(n.startswith(f"{LABELS_DIR}/") for n in b.rows) else "")
         + (f"; questions.jsonl's account of {', '.join(only)} (a commitment to each question and reference; its "

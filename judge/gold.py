@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -148,6 +148,16 @@ class GoldSet:
 
 GoldProgram = Callable[[Question, "str | None", str], "int | None"]
 ProgramResult = tuple[str, "int | None", "str | None"]  # (status, score, error) of program_score
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What a published bundle (judge.bundle) records of the gold sources on the answers whose text it withholds,
+    computed at publishing where the text is: the gold program's result by blinded label, and which answer (label)
+    each sealed `gold` record ("file:line") matched by its text's sha256."""
+
+    program: Mapping[str, ProgramResult] = field(default_factory=dict)
+    matched: Mapping[str, str] = field(default_factory=dict)
 
 
 def _registered(exp: Experiment, message: str, field: str) -> BadInput:
@@ -276,25 +286,31 @@ def check_gold(exp: Experiment, registered: list[Question], scale: tuple[int, ..
 
 def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questions: dict[str, Question],
              scale: tuple[int, ...], label_key: str, run_dir: Path | None = None,
-             recorded: Mapping[str, ProgramResult] | None = None) -> GoldSet:
+             recorded: Recorded | None = None) -> GoldSet:
     """The gold scores of a run's blinded single answers `items` (in the blinded order), from every source.
 
     `keys`: the run's blinding keys (who wrote each label); `questions`: the run's questions by id; `label_key`: the
-    run's (binding.json); `run_dir`: where people's labels are (None: no human source); `recorded`: the gold
-    program's result by label where its text is withheld (a published bundle's, judge.bundle): taken as recorded,
-    the program run on every other answer."""
+    run's (binding.json); `run_dir`: where people's labels are (None: no human source); `recorded`: a published
+    bundle's account of the answers whose text it withholds (its registered sets may be withheld too): the program's
+    results taken as recorded, the program run on every other answer; the sealed records' matches too."""
     by_label = {k.label: k for k in keys}
     items = [i for i in items if i.label in by_label]
     found: dict[str, list[dict[str, Any]]] = {i.label: [] for i in items}
     unmatched: list[tuple[str, int]] = []
     gold = exp.gold
     if gold and gold.labels:
-        registered = {q.id: q for q in load_questions(exp.set_paths())}
+        sets = [p for p in exp.set_paths() if recorded is None or p.is_file()]  # a bundle may withhold a set
+        registered = {q.id: q for q in load_questions(sets)}
+        registered |= {q: questions[q] for q in questions if q not in registered}  # its run's questions, described
         by_text = {(i.question_id, answer_sha256(i.answer)): i.label for i in items}
+        matched = recorded.matched if recorded else {}
         for rel in gold.labels:
             missed = 0
             for no, rec in read_gold_file(exp, rel, registered, scale, label_key):
-                label = rec.label if isinstance(rec, HumanLabel) else by_text.get((rec.question_id, rec.answer_sha256))
+                label = rec.label if isinstance(rec, HumanLabel) else by_text.get(
+                    (rec.question_id, rec.answer_sha256), matched.get(f"{rel}:{no}"))
+                if isinstance(rec, GoldLabel) and label in found and by_label[label].question_id != rec.question_id:
+                    label = None  # a recorded match names an answer to another question: not this record's
                 if label not in found:
                     missed += 1
                     continue
@@ -303,11 +319,11 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
                                      "note": rec.note})
             unmatched.append((rel, missed))
     if gold and gold.program:
-        recorded = recorded or {}
-        fn = load_program(exp) if any(i.label not in recorded for i in items) else None
+        given = recorded.program if recorded else {}
+        fn = load_program(exp) if any(i.label not in given for i in items) else None
         for i in items:
-            status, score, error = recorded.get(i.label) or program_score(fn, gold.program, questions[i.question_id],
-                                                                           i.answer, i.label, scale)
+            status, score, error = given.get(i.label) or program_score(fn, gold.program, questions[i.question_id],
+                                                                        i.answer, i.label, scale)
             found[i.label].append({"source": "program", "origin": gold.program, "labeller": gold.program,
                                    "score": score, "status": status, "error": error, "time": None, "note": ""})
     draws: list[Draw] = []
@@ -354,20 +370,20 @@ def _strata(items: list[BlindItem], questions: dict[str, Question],
 
 
 def gold_scores(exp: Experiment, run_dir: Path, questions: list[Question] | None = None,
-                recorded: Mapping[str, ProgramResult] | None = None) -> GoldSet:
+                recorded: Recorded | None = None) -> GoldSet:
     """Every gold score of a results folder's single answers: sealed labels files, the gold program and people's
     labels (labels/), each with its source and design. Bad input (exit 2, named) if any source is unreadable.
     `questions` and `recorded`: a published bundle's (judge.bundle), which withholds the private text."""
     return folder_gold(load(run_dir, exp.dir, questions), recorded)
 
 
-def folder_gold(d: Folder, recorded: Mapping[str, ProgramResult] | None = None) -> GoldSet:
+def folder_gold(d: Folder, recorded: Recorded | None = None) -> GoldSet:
     """`gold_scores` of a folder already loaded (judge.review.load): review.md and review.html read the same."""
     return gold_set(d.exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key, d.run_dir, recorded)
 
 
 def run_gold(exp: Experiment, run_dir: Path, questions: list[Question] | None = None,
-             recorded: Mapping[str, ProgramResult] | None = None) -> GoldSet | None:
+             recorded: Recorded | None = None) -> GoldSet | None:
     """The gold a results folder's numbers are computed with: None when the experiment registers no gold, nobody
     labelled the run and nothing registered asks for gold (its numbers then have no judge-validity section, as
     before gold existed). A registered `min_gold_agreement` or `judge_error = "decide"` without gold gets an empty

@@ -58,7 +58,7 @@ from registration.seal import verify_seal, withheld
 from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_sha256
 from .cost import costs
 from .folder import binding_findings
-from .gold import ProgramResult, run_gold
+from .gold import Recorded, run_gold
 from .rederive import Replies, rederive
 from .report import render
 from .review_md import REVIEW, review_markdown
@@ -343,15 +343,15 @@ class Published:
     """What a published bundle (judge.bundle) gives verify in place of what it withholds: the run's questions, those
     of a private set as the bundle describes them (ids, tags, clusters; no text); the original raw files' and
     binding.json's sha256 (its answers.jsonl and judgments.jsonl are published with values withheld); the original
-    folder's anchor; whether that folder had review.md (its report links to it); and the gold program's result by
-    label on the answers whose text is withheld (recorded at publishing). Nothing is re-derived from the rows' text
-    then (it is withheld): judge.bundle lists that as unchecked."""
+    folder's anchor; whether that folder had review.md (its report links to it); and what it recorded at publishing
+    of the gold sources on the answers whose text it withholds (judge.gold.Recorded). Nothing is re-derived from the
+    rows' text then (it is withheld): judge.bundle lists that as unchecked."""
 
     questions: list[Question]
     raw_sha256: dict[str, str]
     anchor: str
     review: bool
-    program: dict[str, ProgramResult] = field(default_factory=dict)
+    gold: Recorded = field(default_factory=Recorded)
 
 
 def cache_file(path: Path) -> Path:
@@ -471,7 +471,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         problems += found + cache_problems
         unchecked += not_checked + cache_unchecked
     try:
-        gold = run_gold(exp, run_dir, published.questions, published.program) if published else run_gold(exp, run_dir)
+        gold = run_gold(exp, run_dir, published.questions, published.gold) if published else run_gold(exp, run_dir)
         main = compute_numbers(exp, all_q, run_dir, run, gold)
     except BadRecord:  # a record missing a field cannot be read by either path: bad input, not a finding
         raise

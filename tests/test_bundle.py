@@ -27,13 +27,15 @@ from judge.bundle import (
     Salts,
     publish,
     read_bundle,
-    recorded_program,
+    recorded_gold,
     redact_answer,
     redact_judgment,
     stand_in,
     verify_bundle,
 )
+from judge.gold import answer_sha256
 from judge.labelling import import_labels
+from judge.review import load
 from registration.seal import seal
 
 from conftest import cli
@@ -307,10 +309,27 @@ def _labelled(published, root: Path) -> tuple[Path, Path]:
     return exp, _finished(exp, copy)
 
 
+def _sealed_gold(root: Path, url: str, published) -> Path:
+    """A private set, and a sealed gold labels file (`[gold] labels`) scoring half the answers of a first run of it by
+    the sha256 of their text as the judge saw it (the run in the test is the second: the same answers)."""
+    exp = _registered(root, url, lambda t: t)
+    items = load(_finished(exp, root / "first")).items
+    (exp / "gold").mkdir()
+    (exp / "gold" / "labels.jsonl").write_text("".join(json.dumps({
+        "type": "gold", "version": 1, "question_id": i.question_id, "answer_sha256": answer_sha256(i.answer),
+        "score": n % 3, "labeller": "key", "time": "2026-12-01T10:00:00+00:00", "note": ""}) + "\n"
+        for n, i in enumerate(items) if n % 2 == 0))
+    with (exp / "prereg.toml").open("a") as f:
+        f.write('\n[gold]\nlabels = ["gold/labels.jsonl"]\n')
+    seal(exp, private=("sets/exam.jsonl",))
+    return exp
+
+
 SETUPS = {
     "gold program on a private set": lambda root, url, published: _registered(
         root, url, lambda t: t + '\n[gold]\nprogram = "pgold.py:score"\n', public=True,
         sets='"sets/exam.jsonl", "sets/open.jsonl"'),
+    "sealed gold labels on a private set": _sealed_gold,
     "people's labels": None,  # the published run, labelled
     "retest": lambda root, url, published: _registered(
         root, url, lambda t: t.replace("attempts = 2\n", "attempts = 2\nretest = 8\n", 1)),
@@ -352,20 +371,25 @@ def test_an_honest_bundle_verifies_from_itself_alone_in_every_setup(setup, echo,
     if setup == "people's labels":  # a label's chain link hashes the label before, note included: withheld too
         links = [hashlib.sha256(line).hexdigest() for line in (out / "labels" / "ann.jsonl").read_bytes().splitlines()]
         assert not [p for p in bundle.rglob("*.json*") if any(x in p.read_text() for x in links)]
+    if setup.startswith("sealed gold labels"):  # the sealed records matched withheld answers at publishing
+        matched = recorded_gold(read_bundle(bundle)).matched
+        assert len(matched) == len((exp / "gold" / "labels.jsonl").read_text().splitlines())
+        gold = json.loads((out / "numbers.json").read_text())["judge_validity"]["gold"]
+        assert gold["with_gold"] == len(matched), gold
     if setup == "style covariates":  # the decision is adjusted for style: the stand-ins must count as the answers do
         style = json.loads((out / "numbers.json").read_text())["comparisons"][0]["style"]
         assert {"headers", "list_items", "citations"} & set(style["covariates"]), style
     if setup.startswith("gold program"):  # recorded where the text is withheld, run again by verify elsewhere
         keys = [json.loads(line) for line in (out / "blinding.jsonl").read_text().splitlines()]
         private = {k["label"] for k in keys if k["question_id"].startswith("p")}
-        assert set(recorded_program(read_bundle(bundle))) == private and len(private) < len(keys)
+        assert set(recorded_gold(read_bundle(bundle)).program) == private and len(private) < len(keys)
         assert f"the gold program's results on the {len(private)} answers whose text is withheld" in v.unchecked[0]
         # a recorded result changed, BUNDLE.json rewritten to match as a forger would: the anchored numbers differ
-        rows = [json.loads(line) for line in (bundle / "gold_program.jsonl").read_text().splitlines()]
+        rows = [json.loads(line) for line in (bundle / "gold.jsonl").read_text().splitlines()]
         rows[0] |= {"status": "scored", "score": ((rows[0]["score"] or 0) + 1) % 3, "error": None}
-        (bundle / "gold_program.jsonl").write_text("".join(jsonl.dumps(r) + "\n" for r in rows))
+        (bundle / "gold.jsonl").write_text("".join(jsonl.dumps(r) + "\n" for r in rows))
         doc = json.loads((bundle / "BUNDLE.json").read_text())
-        doc["gold_program_sha256"] = hashlib.sha256((bundle / "gold_program.jsonl").read_bytes()).hexdigest()
+        doc["gold_sha256"] = hashlib.sha256((bundle / "gold.jsonl").read_bytes()).hexdigest()
         (bundle / "BUNDLE.json").write_text(json.dumps(doc, indent=1) + "\n")
         forged = verify_bundle(bundle, recorded=recorded).problems
         assert forged and all(p.startswith("numbers.json ") for p in forged), forged
@@ -529,10 +553,10 @@ def test_a_bundle_of_the_previous_version_still_verifies_labelled_guessable(publ
         q["reference_sha256"] = hashlib.sha256(want["reference"].encode()).hexdigest()
         rows.append(q)
     qpath.write_text("".join(jsonl.dumps(r) + "\n" for r in rows))
-    (old / "gold_program.jsonl").unlink()
+    (old / "gold.jsonl").unlink()
     doc = json.loads((old / "BUNDLE.json").read_text())
     doc["version"] = 1
-    doc.pop("gold_program_sha256")
+    doc.pop("gold_sha256")
     doc.pop("commitments")
     doc["questions_sha256"] = hashlib.sha256(qpath.read_bytes()).hexdigest()
     (old / "BUNDLE.json").write_text(json.dumps(doc, indent=1) + "\n")
