@@ -66,7 +66,7 @@ from typing import Any, Callable
 from arms.folder import BINDING, read_binding
 from core import jsonl
 from core.errors import BadInput
-from core.records import ANSWER_KEY, AnswerRow, KeyRow, PublicQuestion, RunInfo, blinding_key, row_id
+from core.records import ANSWER_KEY, AnswerRow, BundleInfo, KeyRow, PublicQuestion, RunInfo, blinding_key, row_id
 from registration.prereg import Experiment, load_experiment
 from registration.questions import Question, load_questions
 from registration.seal import AMENDMENTS, MANIFEST, read_manifest, sealed_bytes, verify_seal
@@ -292,16 +292,6 @@ def _withheld_count(value: Any) -> int:
 # ----------------------------------------------------------------------------------------
 
 
-def _object(path: Path) -> dict[str, Any]:
-    try:
-        doc = jsonl.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise BadInput(path, f"not valid JSON: {e}") from None
-    if not isinstance(doc, dict):
-        raise BadInput(path, "must hold a JSON object")
-    return doc
-
-
 def _outside(out: Path, folders: dict[str, Path]) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BadInput(out, "exists: a bundle is written to a new folder (or an empty one), never over files")
@@ -476,37 +466,33 @@ def _hex(x: Any) -> bool:
 
 
 def read_bundle(bundle: Path) -> Bundle:
+    """BUNDLE.json through its contract (core.records.BundleInfo), and what a contract cannot say: every sha256 is
+    64 hex digits, every file lies inside results/ and none is of the results folder's private side."""
     path = Path(bundle) / BUNDLE
-    doc = _object(path)
-    if doc.get("type") != "bundle" or doc.get("version") not in (1, VERSION):
-        raise BadInput(path, f"not a bundle `judge publish` wrote (type bundle, version 1 or {VERSION})", field="type")
-    files = doc.get("files")
-    if not isinstance(files, dict) or not all(
-            isinstance(f, dict) and _hex(f.get("sha256")) and f.get("published") in ("verbatim", "redacted",
-                                                                                     "withheld")
-            for f in files.values()):
-        raise BadInput(path, "must map each file to its sha256 and how it is published", field="files")
-    for name in files:
+    doc = BundleInfo.read_file(path)
+    for name, f in doc.files.items():
+        if not _hex(f.sha256):
+            raise BadInput(path, f"reads {f.sha256!r}, which is not a sha256", field=f"files[{name!r}].sha256")
         if Path(name).is_absolute() or ".." in Path(name).parts or never_published(name):
             raise BadInput(path, f"lists {name!r}: a bundle's file lies inside results/ and is never one of the "
                            f"results folder's private side ({', '.join(NEVER_PUBLISHED)}, any name holding "
                            "'secret')", field="files")
     for name in ANCHOR_FILES:
-        if name not in files:
+        if name not in doc.files:
             raise BadInput(path, f"lists no {name}: a bundle accounts for every file of the anchor", field="files")
-    private, rows = doc.get("private"), doc.get("rows")
-    if not isinstance(private, dict) or not all(_hex(v) for v in private.values()):
-        raise BadInput(path, "must map each private file to its sha256", field="private")
-    if not isinstance(rows, dict) or not all(
-            isinstance(v, list) and all(isinstance(r, list) and len(r) == 2 and all(map(_hex, r)) for r in v)
-            for v in rows.values()):
-        raise BadInput(path, "must list per line of a redacted file the original's and the published sha256",
-                       field="rows")
-    for key in ("run", "anchor", "questions_sha256") + (("gold_sha256",) if doc["version"] > 1 else ()):
-        if not isinstance(doc.get(key), str):
-            raise BadInput(path, "missing", field=key)
-    return Bundle(Path(bundle), doc["version"], doc["run"], doc["anchor"], files, private, rows,
-                  doc["questions_sha256"], doc.get("gold_sha256"))
+    for rel, sha in doc.private.items():
+        if not _hex(sha):
+            raise BadInput(path, f"reads {sha!r}, which is not a sha256", field=f"private[{rel!r}]")
+    for name, rows in doc.rows.items():
+        for no, row in enumerate(rows):
+            if not all(map(_hex, row)):
+                raise BadInput(path, f"reads {row!r}, which is not two sha256", field=f"rows[{name!r}][{no}]")
+    if doc.version > 1 and doc.gold_sha256 is None:
+        raise BadInput(path, f"missing from a bundle of version {doc.version}", field="gold_sha256")
+    return Bundle(Path(bundle), doc.version, doc.run, doc.anchor,
+                  {n: {"sha256": f.sha256, "published": f.published} for n, f in doc.files.items()}, doc.private,
+                  {n: [list(r) for r in rows] for n, rows in doc.rows.items()}, doc.questions_sha256,
+                  doc.gold_sha256)
 
 
 def published_findings(b: Bundle) -> list[str]:

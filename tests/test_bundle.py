@@ -589,3 +589,30 @@ def test_the_results_folders_private_side_is_never_in_a_bundle(published, tmp_pa
     with pytest.raises(BadInput) as e:
         verify_bundle(leaked)
     assert "field 'files'" in str(e.value) and "'bundle.secret'" in str(e.value)
+
+
+@pytest.mark.integration
+def test_a_damaged_bundle_json_is_bad_input_naming_the_field(published, tmp_path):
+    _, _, bundle, _ = published
+    doc = json.loads((bundle / "BUNDLE.json").read_text())
+    first = next(iter(doc["rows"]))
+    damages = {  # the field each names
+        "files['run.json'].published": lambda d: d["files"]["run.json"].update(published="public"),
+        "files['run.json'].sha256": lambda d: d["files"]["run.json"].update(sha256="not hex"),
+        f"rows[{first!r}][0]": lambda d: d["rows"][first][0].append("0" * 64),
+        "private['sets/exam.jsonl']": lambda d: d["private"].update({"sets/exam.jsonl": 7}),
+        "gold_sha256": lambda d: d.pop("gold_sha256"),
+        "version": lambda d: d.update(version=3),
+        "type": lambda d: d.update(type="bundel"),
+    }
+    for n, (field, damage) in enumerate(damages.items()):
+        damaged = tmp_path / str(n)
+        shutil.copytree(bundle, damaged)
+        d = json.loads(json.dumps(doc))
+        damage(d)
+        (damaged / "BUNDLE.json").write_text(json.dumps(d))
+        with pytest.raises(BadInput) as e:
+            verify_bundle(damaged)
+        assert str(e.value).startswith(f"{damaged / 'BUNDLE.json'}: field '{field}': "), str(e.value)
+    r = cli("judge", "verify", str(damaged))
+    assert r.returncode == 2 and "BUNDLE.json" in r.stderr and "Traceback" not in r.stderr, r.stderr
