@@ -65,16 +65,30 @@ class Echo:
 
 
 @pytest.fixture(scope="module")
-def published(tmp_path_factory) -> tuple[Path, Path, Path, str]:
-    """(experiment, results folder, bundle, the anchor `judge run` printed)."""
-    root = tmp_path_factory.mktemp("published")
+def echo():
     with ScriptedServer(Echo(), models=SERVED) as server:
-        exp = experiment(root, server.openai_url)
-        (exp / "sets" / "exam.jsonl").write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in QUESTIONS))
-        seal(exp, private=("sets/exam.jsonl",))
-        r = run(exp, root / "out")
-    # unscored verdicts (the prose replies) leave H1 undecided, so the run exits 1: finished, and published as it is
-    assert r.returncode == 1 and "check failed: H1 decided nothing" in r.stderr, r.stderr
+        yield server
+
+
+STYLES = 'style = ["length", "headers", "list_items", "citations"]\n'
+RETEST_AND_STYLE = (("attempts = 2\n", "attempts = 2\nretest = 8\n"),  # every judge asked 8 verdicts again
+                    ("max_unscored = 0.10\n", "max_unscored = 0.5\n" + STYLES))  # H1 decided, adjusted for style
+
+
+@pytest.fixture(scope="module")
+def published(echo, tmp_path_factory) -> tuple[Path, Path, Path, str]:
+    """(experiment, results folder, bundle, the anchor `judge run` printed): a run registering retests and the style
+    covariates (the setups "retest" and "style covariates" below)."""
+    root = tmp_path_factory.mktemp("published")
+    exp = experiment(root, echo.openai_url)
+    text = (exp / "prereg.toml").read_text()
+    for old, new in RETEST_AND_STYLE:
+        text = text.replace(old, new, 1)
+    (exp / "prereg.toml").write_text(text)
+    (exp / "sets" / "exam.jsonl").write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in QUESTIONS))
+    seal(exp, private=("sets/exam.jsonl",))
+    r = run(exp, root / "out")
+    assert r.returncode in (0, 1) and "anchor: " in r.stdout, r.stderr  # 1: a registered check failed
     recorded = r.stdout.split("anchor: ")[1].strip()
     p = cli("judge", "publish", str(root / "out"), "--out", str(root / "bundle"))
     assert p.returncode == 0, p.stderr
@@ -255,15 +269,6 @@ GOLD = """def score(question, reference, answer):
     # reads the question's and the reference's text and the answer's: a stand-in for any of them scores otherwise
     return (len(question.question) + len(reference or "") + len(answer)) % 3
 """
-STYLES = 'style = ["length", "headers", "list_items", "citations"]\n'
-
-
-@pytest.fixture(scope="module")
-def echo():
-    with ScriptedServer(Echo(), models=SERVED) as server:
-        yield server
-
-
 def _private_set(exp: Path, private: tuple[str, ...] = ("sets/exam.jsonl",)) -> None:
     (exp / "sets" / "exam.jsonl").write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in QUESTIONS))
     seal(exp, private=private)
@@ -309,7 +314,7 @@ def _labelled(published, root: Path) -> tuple[Path, Path]:
     return exp, _finished(exp, copy)
 
 
-def _sealed_gold(root: Path, url: str, published) -> Path:
+def _sealed_gold(root: Path, url: str) -> tuple[Path, Path]:
     """A private set, and a sealed gold labels file (`[gold] labels`) scoring half the answers of a first run of it by
     the sha256 of their text as the judge saw it (the run in the test is the second: the same answers)."""
     exp = _registered(root, url, lambda t: t)
@@ -322,20 +327,30 @@ def _sealed_gold(root: Path, url: str, published) -> Path:
     with (exp / "prereg.toml").open("a") as f:
         f.write('\n[gold]\nlabels = ["gold/labels.jsonl"]\n')
     seal(exp, private=("sets/exam.jsonl",))
-    return exp
+    return exp, _finished(exp, root / "out")
 
 
-SETUPS = {
-    "gold program on a private set": lambda root, url, published: _registered(
+def _copied(published, root: Path) -> tuple[Path, Path]:
+    """The published fixture's run (it registers retests and style covariates), copied."""
+    exp, out, _, _ = published
+    shutil.copytree(out, root / "out")
+    return exp, root / "out"
+
+
+def _new_run(root: Path, url: str, edit, **kw) -> tuple[Path, Path]:
+    exp = _registered(root, url, edit, **kw)
+    return exp, _finished(exp, root / "out")
+
+
+SETUPS = {  # each gives (experiment, a finished results folder)
+    "gold program on a private set": lambda root, url, published: _new_run(
         root, url, lambda t: t + '\n[gold]\nprogram = "pgold.py:score"\n', public=True,
         sets='"sets/exam.jsonl", "sets/open.jsonl"'),
-    "sealed gold labels on a private set": _sealed_gold,
-    "people's labels": None,  # the published run, labelled
-    "retest": lambda root, url, published: _registered(
-        root, url, lambda t: t.replace("attempts = 2\n", "attempts = 2\nretest = 8\n", 1)),
-    "style covariates": lambda root, url, published: _registered(
-        root, url, lambda t: t.replace("max_unscored = 0.10\n", "max_unscored = 0.5\n" + STYLES, 1)),
-    "private knowledge base": lambda root, url, published: _registered(
+    "sealed gold labels on a private set": lambda root, url, published: _sealed_gold(root, url),
+    "people's labels": lambda root, url, published: _labelled(published, root),
+    "retest": lambda root, url, published: _copied(published, root),
+    "style covariates": lambda root, url, published: _copied(published, root),
+    "private knowledge base": lambda root, url, published: _new_run(
         root, url, lambda t: t, private=tuple(f"kb/d{i:02d}.md" for i in range(1, 11)),
         glue='glue = "glue.py:answer"\n', kb=True),
 }
@@ -356,18 +371,15 @@ def _kb(exp: Path) -> None:
 @pytest.mark.integration
 @pytest.mark.parametrize("setup", list(SETUPS))
 def test_an_honest_bundle_verifies_from_itself_alone_in_every_setup(setup, echo, published, tmp_path):
-    if SETUPS[setup] is None:
-        exp, out = _labelled(published, tmp_path)
-        assert list((out / "labels").glob("*.jsonl"))
-    else:
-        exp = SETUPS[setup](tmp_path, echo.openai_url, published)
-        out = _finished(exp, tmp_path / "out")
+    exp, out = SETUPS[setup](tmp_path, echo.openai_url, published)
     recorded = by_hand_anchor(out)
     (out / "blinding.secret").write_text("a blinding secret of the folder\n")  # the private side: never published
     bundle = publish(out, tmp_path / "bundle")
     v = verify_bundle(bundle, recorded=recorded)
     assert v.problems == [] and v.anchor == recorded, v.problems
     assert not any("previous version" in u for u in v.unchecked)
+    if setup == "retest":
+        assert (out / "retests.jsonl").read_text() and "retests.jsonl" in read_bundle(bundle).rows
     if setup == "people's labels":  # a label's chain link hashes the label before, note included: withheld too
         links = [hashlib.sha256(line).hexdigest() for line in (out / "labels" / "ann.jsonl").read_bytes().splitlines()]
         assert not [p for p in bundle.rglob("*.json*") if any(x in p.read_text() for x in links)]
