@@ -43,9 +43,9 @@ Design: how the labelled questions were chosen, which decides whether the labels
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from arms.contained import NotLoaded, Outcome, load_function, run_contained
 from arms.folder import label_key as experiment_label_key
@@ -157,6 +157,17 @@ class GoldSet:
 
 GoldProgram = Callable[[Question, "str | None", str], "int | None"]
 PROBE = (None, None, "")  # arguments like those the program must accept: (question, reference, answer)
+ProgramResult = tuple[str, "int | None", "str | None"]  # (status, score, error) of program_scores
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What a published bundle (judge.bundle) records of the gold sources on the answers whose text it withholds,
+    computed at publishing where the text is: the gold program's result by blinded label, and which answer (label)
+    each sealed `gold` record ("file:line") matched by its text's sha256."""
+
+    program: Mapping[str, ProgramResult] = field(default_factory=dict)
+    matched: Mapping[str, str] = field(default_factory=dict)
 
 
 def _registered(exp: Experiment, message: str, field: str) -> BadInput:
@@ -340,11 +351,14 @@ def check_gold(exp: Experiment, registered: list[Question], scale: tuple[int, ..
 
 
 def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questions: dict[str, Question],
-             scale: tuple[int, ...], label_key: str, run_dir: Path | None = None) -> GoldSet:
+             scale: tuple[int, ...], label_key: str, run_dir: Path | None = None,
+             recorded: Recorded | None = None) -> GoldSet:
     """The gold scores of a run's blinded single answers `items` (in the blinded order), from every source.
 
     `keys`: the run's blinding keys (who wrote each label); `questions`: the run's questions by id; `label_key`: the
-    run's (binding.json); `run_dir`: where people's labels are (None: no human source)."""
+    run's (binding.json); `run_dir`: where people's labels are (None: no human source); `recorded`: a published
+    bundle's account of the answers whose text it withholds (its registered sets may be withheld too): the program's
+    results taken as recorded, the program run on every other answer; the sealed records' matches too."""
     by_label = {k.label: k for k in keys}
     items = [i for i in items if i.label in by_label]
     found: dict[str, list[dict[str, Any]]] = {i.label: [] for i in items}
@@ -352,12 +366,18 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
     given: dict[tuple[str, str], str] = {}  # (labeller, label) -> where it was read: one score each
     gold = exp.gold
     if gold and gold.labels:
-        registered = {q.id: q for q in load_questions(exp.set_paths())}
+        sets = [p for p in exp.set_paths() if recorded is None or p.is_file()]  # a bundle may withhold a set
+        registered = {q.id: q for q in load_questions(sets)}
+        registered |= {q: questions[q] for q in questions if q not in registered}  # its run's questions, described
         by_text = {(i.question_id, answer_sha256(i.answer)): i.label for i in items}
+        matched = recorded.matched if recorded else {}
         for rel in gold.labels:
             missed = 0
             for no, rec in read_gold_file(exp, rel, registered, scale, label_key):
-                label = rec.label if isinstance(rec, HumanLabel) else by_text.get((rec.question_id, rec.answer_sha256))
+                label = rec.label if isinstance(rec, HumanLabel) else by_text.get(
+                    (rec.question_id, rec.answer_sha256), matched.get(f"{rel}:{no}"))
+                if isinstance(rec, GoldLabel) and label in found and by_label[label].question_id != rec.question_id:
+                    label = None  # a recorded match names an answer to another question: not this record's
                 if label not in found:
                     missed += 1
                     continue
@@ -368,8 +388,13 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
             unmatched.append((rel, missed))
     stopped = None
     if gold and gold.program:
-        scored, stopped = program_scores(exp, [(questions[i.question_id], i.answer, i.label) for i in items], scale)
-        for i, (status, score, error) in zip(items, scored, strict=True):
+        given = recorded.program if recorded else {}
+        ask = [i for i in items if i.label not in given]  # what a bundle recorded is read, the rest scored contained
+        scored, stopped = (program_scores(exp, [(questions[i.question_id], i.answer, i.label) for i in ask], scale)
+                           if ask else ([], None))
+        results = dict(given) | {i.label: r for i, r in zip(ask, scored, strict=True)}
+        for i in items:
+            status, score, error = results[i.label]
             found[i.label].append({"source": "program", "origin": gold.program, "labeller": gold.program,
                                    "score": score, "status": status, "error": error, "time": None, "note": ""})
     draws: list[Draw] = []
@@ -454,18 +479,21 @@ def _strata(items: list[BlindItem], questions: dict[str, Question],
     return tuple(out)
 
 
-def gold_scores(exp: Experiment, run_dir: Path) -> GoldSet:
+def gold_scores(exp: Experiment, run_dir: Path, questions: list[Question] | None = None,
+                recorded: Recorded | None = None) -> GoldSet:
     """Every gold score of a results folder's single answers: sealed labels files, the gold program and people's
-    labels (labels/), each with its source and design. Bad input (exit 2, named) if any source is unreadable."""
-    return folder_gold(load(run_dir, exp.dir))
+    labels (labels/), each with its source and design. Bad input (exit 2, named) if any source is unreadable.
+    `questions` and `recorded`: a published bundle's (judge.bundle), which withholds the private text."""
+    return folder_gold(load(run_dir, exp.dir, questions), recorded)
 
 
-def folder_gold(d: Folder) -> GoldSet:
+def folder_gold(d: Folder, recorded: Recorded | None = None) -> GoldSet:
     """`gold_scores` of a folder already loaded (judge.review.load): review.md and review.html read the same."""
-    return gold_set(d.exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key, d.run_dir)
+    return gold_set(d.exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key, d.run_dir, recorded)
 
 
-def run_gold(exp: Experiment, run_dir: Path) -> GoldSet | None:
+def run_gold(exp: Experiment, run_dir: Path, questions: list[Question] | None = None,
+             recorded: Recorded | None = None) -> GoldSet | None:
     """The gold a results folder's numbers are computed with: None when the experiment registers no gold, nobody
     labelled the run and nothing registered asks for gold (its numbers then have no judge-validity section, as
     before gold existed). A registered `min_gold_agreement` or `judge_error = "decide"` without gold gets an empty
@@ -473,4 +501,4 @@ def run_gold(exp: Experiment, run_dir: Path) -> GoldSet | None:
     asks = exp.min_gold_agreement is not None or exp.analysis.judge_error == "decide"
     if exp.gold is None and not labeller_files(Path(run_dir)) and not asks:
         return None
-    return gold_scores(exp, run_dir)
+    return gold_scores(exp, run_dir, questions, recorded)

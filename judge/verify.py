@@ -45,7 +45,7 @@ import hashlib
 import json
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ from registration.seal import verify_seal, withheld
 from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_sha256
 from .cost import costs
 from .folder import binding_findings
-from .gold import run_gold
+from .gold import Recorded, run_gold
 from .rederive import Replies, rederive
 from .report import render
 from .review_md import REVIEW, review_markdown
@@ -394,13 +394,15 @@ class Published:
     """What a published bundle (judge.bundle) gives verify in place of what it withholds: the run's questions, those
     of a private set as the bundle describes them (ids, tags, clusters; no text); the original raw files' and
     binding.json's sha256 (its answers.jsonl and judgments.jsonl are published with values withheld); the original
-    folder's anchor; and whether that folder had review.md (its report links to it). Nothing is re-derived from the
+    folder's anchor; whether that folder had review.md (its report links to it); and what it recorded at publishing
+    of the gold sources on the answers whose text it withholds (judge.gold.Recorded). Nothing is re-derived from the
     rows' text then (it is withheld): judge.bundle lists that as unchecked."""
 
     questions: list[Question]
     raw_sha256: dict[str, str]
     anchor: str
     review: bool
+    gold: Recorded = field(default_factory=Recorded)
 
 
 def cache_file(path: Path) -> Path:
@@ -520,7 +522,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         problems += found + cache_problems
         unchecked += not_checked + cache_unchecked
     try:
-        gold = run_gold(exp, run_dir)
+        gold = run_gold(exp, run_dir, published.questions, published.gold) if published else run_gold(exp, run_dir)
         if gold is not None and gold.stopped:
             unchecked.append(f"gold: {gold.stopped}, so the gold scores of that answer and every one after it were "
                              "recomputed as errors")
