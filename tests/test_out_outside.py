@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from arms.__main__ import main as arms_main
+from audit.__main__ import main as audit_main
 from judge.__main__ import main as judge_main
 from registration.seal import sealed_files, verify_seal
 
@@ -37,6 +38,8 @@ COMMANDS = {
     "judge view": (judge_main, ["view", "RESULTS", "--out", "OUT"]),
     "judge view --exp": (judge_main, ["view", "RESULTS", "--blind", "--exp", "EXP", "--out", "OUT"]),
     "judge publish": (judge_main, ["publish", "RESULTS", "--out", "OUT"]),
+    "audit top40": (audit_main, ["top40", "--rewards", "RESULTS", "--out", "OUT"]),  # the sealed folder found
+    "audit rewards": (audit_main, ["rewards", "RESULTS", "--out", "OUT"]),
 }
 TARGETS = {"the folder": ".", "a subfolder": "results/run", "a file in it": "sets/out.csv"}
 
