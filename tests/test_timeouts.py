@@ -199,7 +199,7 @@ DEADLINE = 1.5  # the registered deadline_s; the per-read timeout_s is 30 s, the
 def test_a_trickling_server_is_cut_off_at_the_total_deadline_retried_then_an_error_row(api, how, tmp_path):
     slow = lambda: trickled(how, "in time")  # noqa: E731
     script = Script(good_for("collect", "in time"), {DOOMED: (slow, None), RECOVERS: (slow, 1)})
-    started = time.monotonic()
+    threads, started = set(threading.enumerate()), time.monotonic()
     rows, server, stats = run_path("collect", api, script, tmp_path, timeout_s=30.0, deadline_s=DEADLINE)
     took = time.monotonic() - started
 
@@ -217,6 +217,12 @@ def test_a_trickling_server_is_cut_off_at_the_total_deadline_retried_then_an_err
     assert sorted(server.abandoned) == sorted(trickled_calls), server.abandoned
     assert all(DEADLINE / 2 <= server.abandoned[i] < 20 for i in trickled_calls), server.abandoned
     assert took < 40, took  # two attempts and a backoff, where the trickle alone would take 240 s
+    left = lambda: [t for t in set(threading.enumerate()) - threads if t.name != "tqdm_monitor"]  # noqa: E731
+    for _ in range(50):  # no thread left behind: the server's end once they saw the hang-ups, and the client has none
+        if not left():
+            break
+        time.sleep(0.1)
+    assert not left(), left()
 
 
 @pytest.mark.unit

@@ -427,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
                                    "a tool_use block for forced Anthropic tool calls)")
     p.add_argument("--script", help="JSON file: a list of steps replayed in order before the default, e.g. "
                                     '[{"status": 429, "retry_after": 1}, {"body": "{not json"}, {"reset": true}, '
-                                    '{"delay_s": 5}, {"truncate": "length"}, {"truncate": "chunked"}]')
+                                    '{"delay_s": 5}, {"truncate": "length"}, {"truncate": "chunked"}, '
+                                    '{"trickle": "all", "trickle_every_s": 0.2, "trickle_lasts_s": 120}]')
     p.add_argument("--models", default="scripted", help="comma-separated names GET /v1/models lists")
     a = p.parse_args(argv)
     default = reply(a.reply, a.latency) if a.reply is not None else verdict(GOOD_VERDICT, a.latency)
