@@ -74,7 +74,7 @@ def refusal(pattern: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class Linear:
+class RE2Pattern:
     """A registered pattern on RE2, replaced as `re.Pattern.subn` replaces (the replacement taken literally)."""
 
     regex: Any
@@ -99,4 +99,4 @@ class Linear:
 @functools.lru_cache(maxsize=1024)
 def compiled(pattern: str) -> Any:
     """The pattern ready to run (`.subn(repl, text)`): a default on Python's re, any other (registered) on RE2."""
-    return re.compile(pattern) if pattern in DEFAULT_PATTERNS else Linear(re2.compile(pattern, _re2_options()))
+    return re.compile(pattern) if pattern in DEFAULT_PATTERNS else RE2Pattern(re2.compile(pattern, _re2_options()))
