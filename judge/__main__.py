@@ -94,11 +94,14 @@ def main(argv: list[str] | None = None) -> int:
 def _command(args: argparse.Namespace) -> int:
     if args.cmd == "run":
         from pipeline.run import DEMO, run
+        from registration.seal import outside_experiment
 
         from .analysis import anchor
 
         if args.limit is not None and args.limit < 1:
             raise BadInput("--limit", "must be a positive number of questions")
+        if args.out is not None:
+            outside_experiment(args.out, args.exp or DEMO)
         out = run(args.exp or DEMO, args.arms or None, args.limit, args.out, progress=not args.quiet,
                   judge_names=args.judges, mode=args.mode)
         if not args.quiet:
@@ -142,6 +145,8 @@ def _command(args: argparse.Namespace) -> int:
         if (args.results / BUNDLE).is_file() and args.anchor is None:  # its last word, where it cannot be missed
             print(f"verify: NOT compared with a recorded anchor: {ANCHOR_NOTE}")
     elif args.cmd == "publish":
+        from registration.seal import outside_experiment
+
         from .bundle import ANCHOR_NOTE, SECRET, publish, read_bundle, read_salts
 
         if args.reveal:
@@ -151,6 +156,7 @@ def _command(args: argparse.Namespace) -> int:
             return 0
         if args.out is None:
             raise BadInput("--out", "is required: the bundle's folder (or --reveal PLACE to open a commitment)")
+        outside_experiment(args.out, args.exp)
         b = read_bundle(publish(args.results, args.out, args.exp))
         print(f"wrote {b.dir}: the bundle of run {b.run!r}, tied to anchor {b.anchor}; withheld: "
               + (", ".join(sorted(b.private)) + " (and every value of the rows derived from them, each as a salted "
@@ -158,8 +164,12 @@ def _command(args: argparse.Namespace) -> int:
                  if b.private else "nothing (no file is sealed private)"))
         print(f"anchor: {b.anchor}: {ANCHOR_NOTE}")
     elif args.cmd == "export":
+        from registration.seal import outside_experiment
+
         from .export import export
 
+        if args.out is not None:
+            outside_experiment(args.out, args.exp)
         print(f"wrote {export(args.results, args.format, args.out, args.exp)}")
     elif args.cmd == "repair":
         from arms.folder import REPAIRED, repair
@@ -174,8 +184,12 @@ def _command(args: argparse.Namespace) -> int:
                   f"{args.results / REPAIRED}. Re-run the command that wrote the folder (same arguments) to resume "
                   "and rewrite numbers.json and the report; until then `judge verify` names the raw files as changed")
     elif args.cmd == "view":
+        from registration.seal import outside_experiment
+
         from .view import view
 
+        if args.out is not None:
+            outside_experiment(args.out, args.exp)
         print(f"wrote {view(args.results, args.blind, args.out, args.exp)}")
     elif args.cmd == "label":
         return _label(args)

@@ -16,7 +16,7 @@ from models.spec import AdapterSpec, ModelSpec, Runtime
 
 from . import toml_lines
 from .rubric import RUBRICS_DIR, Rubric, rubric_dir
-from .scrub import DEFAULT_SCRUB, scrub_patterns
+from .scrub import DEFAULT_SCRUB, refusal, scrub_patterns
 from .seal import inside
 from .spec import (
     BOUNDS,
@@ -298,11 +298,10 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
             raise BadInput(file, f"[judge] panel must be one of {PANELS}", field="panel")
         extra_scrub = setting(jt, "scrub", "strings", file, "[judge]", [])
         for i, pattern in enumerate(extra_scrub):
-            try:
-                re.compile(pattern)
-            except (re.error, OverflowError, RecursionError) as e:  # a repeat count or nesting too large too
-                raise BadInput(file, f"[judge] scrub pattern #{i + 1} is not a regular expression: {e}",
-                               field="scrub") from None
+            if (why := refusal(pattern)) is not None:
+                raise BadInput(file, f"[judge] scrub pattern #{i + 1} {pattern!r} is not a regular expression RE2 "
+                               f"runs: {why} (a registered scrub pattern runs on RE2, which never backtracks: no "
+                               "backreferences, lookarounds or \\Z)", field="scrub")
         drop = setting(jt, "scrub_drop", "strings", file, "[judge]", [])
         for name in drop:
             if name not in DEFAULT_SCRUB:
