@@ -356,9 +356,10 @@ def amendments(exp: Experiment, first: str | None) -> list[dict[str, Any]]:
 
 
 def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any],
-                    gold=None) -> dict[str, Any]:
+                    gold=None, earlier_intervals: bool = False) -> dict[str, Any]:
     """`gold`: the run's gold scores (judge.gold.gold_scores), when the experiment registers any: then the judge is
-    measured against them and each decision gets its gold-corrected interval (judge.validity)."""
+    measured against them and each decision gets its gold-corrected interval (judge.validity).
+    `earlier_intervals`: verify recomputing a folder whose judge_validity an earlier version wrote (judge.validity)."""
     raw = load_raw(run_dir)
     points = exp_scale(exp)
     refuse_off_scale(run_dir, points)
@@ -403,7 +404,8 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     family = apply_family(exp.analysis.family, comparisons,
                           lambda i, a: decide(hyps[i], decided_on(hyps[i]), alpha=a))
     checked = {} if gold is None else {"judge_validity": validity.apply(exp, gold, keys, judgments, panel, judge, hyps,
-                                                                        qmap, scores, comparisons)}
+                                                                        qmap, scores, comparisons,
+                                                                        earlier_intervals)}
     return {
         "schema": 1,
         "experiment": exp.name,

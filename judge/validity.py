@@ -14,6 +14,10 @@ decision line says so.
 verdict differs; "decide" makes it the decision's bound (no corrected interval: inconclusive, with the reason).
 ``[judge] min_gold_agreement``: the lower bound of the primary judge's quadratic-weighted kappa against gold must
 reach it, or the decision is inconclusive with the reason.
+
+``earlier``: recompute a folder written before the agreement intervals resampled whole questions and the corrected
+interval's guard was anchored to the rubric's range (its numbers.json records neither ``resampling`` nor ``step``):
+answers resampled, no exact-agreement interval, a guard of one score point, as that version wrote them.
 """
 from __future__ import annotations
 
@@ -29,10 +33,18 @@ from registration.vocabulary import CLAIMS, GOLD_DESIGNS
 from .stats import judge_error, ppi
 from .stats.calibration import calibrate_ppi
 from .stats.decide import claims
+from .stats.rule import Scale
+from .stats.t_bounds import guard_step
 
-RESAMPLES = 2000  # bootstrap resamples of the agreement intervals (kappa and alpha re-use the same draws)
+RESAMPLES = 2000  # bootstrap resamples of the agreement intervals (exact agreement, kappa and alpha: the same draws)
 ALPHA = 0.025  # the section's intervals are two-sided 95 %
-STEP = 1.0  # rule "guarded"'s pseudo-residual: one score point
+EARLIER_STEP = 1.0  # the guard's pseudo-residual before it was anchored to the rubric: one score point
+
+
+def step_of(gold, earlier: bool = False) -> float:
+    """Rule "guarded"'s pseudo-residual: half the rubric's range, as the score rule's guard (stats.t_bounds.guard_step);
+    one point for a folder written ``earlier``."""
+    return EARLIER_STEP if earlier else guard_step(Scale(min(gold.scale), max(gold.scale)))
 
 
 def _verdict(kind: str, margin: float, low: float, high: float) -> str:
@@ -59,7 +71,7 @@ def _question_means(values: dict[tuple[str, str, str], list]) -> dict[tuple[str,
 
 
 def judge_against_gold(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], judge: str,
-                       hyps: list[Hypothesis], qmap: dict[str, Question]) -> dict[str, Any]:
+                       hyps: list[Hypothesis], qmap: dict[str, Question], earlier: bool = False) -> dict[str, Any]:
     """One judge against every gold score of the answers it scored: agreement, confusion, offsets overall, per arm
     and per hypothesis pair (the differential offset, per question, on questions whose every answer of both arms has
     gold and a verdict)."""
@@ -72,8 +84,12 @@ def judge_against_gold(exp: Experiment, gold, keys: list[KeyRow], judgments: lis
         return out | {"agreement": None, "pairs": []}
     ag = judge_error.against_gold([j for _, j in rows], [s.score for s, _ in rows], gold.scale,
                                   arms=[s.arm for s, _ in rows], alpha=ALPHA, resamples=RESAMPLES,
-                                  seed=exp.analysis.seed, clusters=[s.question_id for s, _ in rows])
+                                  seed=exp.analysis.seed, clusters=[s.question_id for s, _ in rows],
+                                  resampling="answer" if earlier else "question")
     agreement = ag.to_dict()
+    if earlier:  # as that version wrote it
+        for key in ("exact_low", "exact_high", "resampling"):
+            del agreement[key]
     agreement["scale"] = list(ag.scale)
     agreement["confusion"] = [list(r) for r in ag.confusion]
     agreement["per_arm"] = [{"id": arm, "offset": o.to_dict() if o else None} for arm, o in ag.per_arm]
@@ -139,7 +155,7 @@ def _design(designs: set[str]) -> str:
 
 
 def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
-               qmap: dict[str, Question]) -> dict[str, Any]:
+               qmap: dict[str, Question], earlier: bool = False) -> dict[str, Any]:
     """The PPI++ estimate of one hypothesis's paired difference beside the judge-only one (judge.stats.ppi.correct), on
     the questions the decision paired; ``design`` says whether the gold may correct it."""
     f, g, strata, designs, hand, complete = _gold_differences(h, comparison, gold, keys, scores, qmap)
@@ -149,7 +165,8 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
                if hand else "no question of this comparison has gold on every answer of both arms")
         return base | {"design": "convenience" if hand else None, "reason": why}
     design = _design(designs)
-    c = ppi.correct(f, g, design=design, alpha=tested_at(h, comparison), strata=strata, rule="guarded", step=STEP)
+    c = ppi.correct(f, g, design=design, alpha=tested_at(h, comparison), strata=strata, rule="guarded",
+                  step=step_of(gold, earlier))
     reason = c.reason
     if complete and reason.startswith("the questions:"):  # the stratum None is what the complete strata leave
         reason = reason.replace("the questions:", "the questions outside the complete strata "
@@ -157,12 +174,12 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
     out = base | {"design": design, "reason": reason}
     if c.ppi is None:
         return out
-    return out | {"ppi": _estimate(c.ppi), "gold_only": _estimate(c.gold_only),
+    return out | {"ppi": _estimate(c.ppi, earlier), "gold_only": _estimate(c.gold_only, earlier),
                   "verdict": _verdict(h.kind, h.margin, c.ppi.low, c.ppi.high)}
 
 
 def ppi_calibration(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
-                    qmap: dict[str, Question]) -> dict[str, Any]:
+                    qmap: dict[str, Question], earlier: bool = False) -> dict[str, Any]:
     """The calibration of the gold-corrected decision (judge.stats.calibration.calibrate_ppi), for a comparison
     that has a corrected interval, at the level it is tested at; ``interval`` says whose calibration it is."""
     f, g, strata, designs, _, _ = _gold_differences(h, comparison, gold, keys, scores, qmap)
@@ -171,7 +188,7 @@ def ppi_calibration(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], 
     alpha = tested_at(h, comparison)
     cal = calibrate_ppi(parts, h.kind, h.margin, alpha=alpha, sims=an.calibration_sims, seed=an.seed,
                         ceiling=an.calibration_ceiling if an.calibration_ceiling is not None else 2 * h.alpha,
-                        step=STEP)
+                        step=step_of(gold, earlier))
     return cal.to_dict() | {"interval": "ppi"}
 
 
@@ -181,23 +198,26 @@ def tested_at(h: Hypothesis, comparison: dict[str, Any]) -> float:
     return (comparison.get("family") or {}).get("tested_at") or h.alpha
 
 
-def _estimate(e: ppi.Estimate) -> dict[str, Any]:
+def _estimate(e: ppi.Estimate, earlier: bool) -> dict[str, Any]:
     d = e.to_dict()
+    if earlier:  # that version recorded no step
+        del d["step"]
     d["strata"] = [{"id": "(rest)" if s["name"] is None else s["name"]} | s for s in d["strata"]]
     return d
 
 
 def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], panel: list[str], primary: str,
-          hyps: list[Hypothesis], qmap: dict[str, Question], scores, comparisons: list[dict[str, Any]]) -> dict:
+          hyps: list[Hypothesis], qmap: dict[str, Question], scores, comparisons: list[dict[str, Any]],
+          earlier: bool = False) -> dict:
     """The ``judge_validity`` section, and each comparison's ``judge_error`` entry, its verdict changed where the
-    registration says gold decides (``judge_error = "decide"``, ``min_gold_agreement``)."""
-    judges = [judge_against_gold(exp, gold, keys, judgments, name, hyps, qmap) for name in panel]
+    registration says gold decides (``judge_error = "decide"``, ``min_gold_agreement``); ``earlier``: module doc."""
+    judges = [judge_against_gold(exp, gold, keys, judgments, name, hyps, qmap, earlier) for name in panel]
     primary_ag = next(j["agreement"] for j in judges if j["id"] == primary)
     mode, floor = exp.analysis.judge_error, exp.min_gold_agreement
     by_id = {h.id: h for h in hyps}
     for c in comparisons:
         h = by_id[c["id"]]
-        e = {"mode": mode} | (correction(h, c, gold, keys, scores, qmap) if c["result"] is not None else
+        e = {"mode": mode} | (correction(h, c, gold, keys, scores, qmap, earlier) if c["result"] is not None else
                               {"design": None, "ppi": None, "gold_only": None, "verdict": None, "caution": None,
                                "reason": "no judge-only result to correct"})
         c["judge_error"] = e
@@ -212,7 +232,7 @@ def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], 
                                                         f"{e['reason']}")
             else:
                 p = e["ppi"]
-                c["calibration"] = cal = ppi_calibration(exp, h, c, gold, keys, scores, qmap)
+                c["calibration"] = cal = ppi_calibration(exp, h, c, gold, keys, scores, qmap, earlier)
                 c.update(verdict=e["verdict"],
                          reason=f"judge_error = \"decide\": the gold-corrected (PPI++) one-sided bound "
                                 f"{p['low']:+.4f} (estimate {p['estimate']:+.4f}, {p['labelled']} of "
