@@ -147,7 +147,7 @@ def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float 
         {"arms": ["a", "b"], "judge": {"primary": "j", "panel": ["j"]}}, exp, gold,
         {k.label: {"label": k.label, "arm": k.arm, "quant": k.quant, "question_id": k.question_id} for k in keys},
         [{"judge": j.judge, "label": j.label, "status": j.status, "score": j.score, "kind": "single"}
-         for j in judgments], {q: ["all"] for q in qmap}, {})
+         for j in judgments], {q: [tag[q]] for q in qmap}, {})
     return section, comparison
 
 
@@ -264,7 +264,7 @@ def test_gold_on_every_question_is_the_gold_mean_with_golds_own_interval_and_the
     assert "gold only [" not in line and "λ" not in line and line.endswith(f'corrected verdict "{e["verdict"]}".')
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(st.integers(1, 6), st.integers(0, 3), st.integers(1, 2), st.integers(0, 2 ** 31))
 def test_the_corrected_interval_scales_with_the_rubrics_range_in_both_paths(k, lo, strata, seed):
     """Scores on the rubric lo..lo+2k are an affine image of 0..2 (s -> lo + k s) and the margin k times 0.1: the
@@ -318,11 +318,13 @@ def test_the_guarded_rule_has_no_default_step():
 def test_a_folder_written_before_is_recomputed_as_written_by_both_paths():
     """A folder whose judge_validity records no ``resampling`` and no ``step`` was computed by answer resampling
     (no exact-agreement interval) and a one-point guard: both paths recompute it so, writing neither field; a new
-    folder records "question" and half the range, and its kappa interval is the peers' on whole questions."""
+    folder records "question" and half the range. (The intervals on each scheme's draws are the peers': the tests
+    of the second path's agreement intervals above.)"""
     gold_b = [0] * 3 + [2] * 15 + [1] * (N - 18)
     judge_b = [min(2, g + (i % 3 == 0)) for i, g in enumerate(gold_b)]
+    kappa_low = {}
     for earlier in (True, False):
-        section, c = planted(judge_b, gold_b, "complete_strata", mode="decide", earlier=earlier)
+        section, c = planted(judge_b, gold_b, "complete_strata", earlier=earlier)
         ag = section["judges"][0]["agreement"]
         run, exp, gold, keys, judged, questions, alphas = section["second_path_inputs"]
         check = validity_check.recompute(run, exp, gold, keys, judged, questions, alphas, earlier)
@@ -330,18 +332,13 @@ def test_a_folder_written_before_is_recomputed_as_written_by_both_paths():
         fields = ("kappa_low", "kappa_high", "krippendorff_low", "krippendorff_high", "exact_low", "exact_high",
                   "resampling")
         assert {f: ag.get(f) for f in fields} == pytest.approx({f: ours.get(f) for f in fields})
-        answers = [k for k in keys.values()]
-        gold_of = {s.label: s.score for s in gold.scores}
-        judge_of = {j["label"]: j["score"] for j in judged}
-        g, j = [gold_of[k["label"]] for k in answers], [judge_of[k["label"]] for k in answers]
-        peer = _peer_intervals(g, j, 3, validity.RESAMPLES, questions=None if earlier else
-                               [k["question_id"] for k in answers])
-        assert (ag["kappa_low"], ag["kappa_high"]) == pytest.approx(peer[0], abs=1e-9)
-        p = c["judge_error"]["ppi"]
-        assert ("step" in p, "resampling" in ag, "exact_low" in ag) == (not earlier,) * 3
+        p, q = c["judge_error"]["ppi"], check["comparisons"][0]["judge_error"]["ppi"]
+        assert ("step" in p, "step" in q, "resampling" in ag, "exact_low" in ag) == (not earlier,) * 4
+        kappa_low[earlier] = ag["kappa_low"]
         if not earlier:
             assert (ag["resampling"], p["step"]) == ("question", GUARD)
-            assert (ag["exact_low"], ag["exact_high"]) == pytest.approx(peer[2], abs=1e-12)
+            assert ag["exact_low"] <= ag["exact"] <= ag["exact_high"]
+    assert kappa_low[True] != kappa_low[False]  # two answers to a question, drawn together or apart
 
 
 # ----------------------------------------------------------------------------------------

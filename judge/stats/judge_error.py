@@ -20,8 +20,9 @@ only the order of the scale points.
 
 Intervals follow judge.stats: ``alpha`` is one-sided and every interval is the two-sided (1 - 2 alpha) one
 (0.025 gives 95 %). The offsets reuse stats.paired (gold as arm a, judge as arm b: its difference is judge - gold,
-its exact percentile bootstrap the interval); kappa and alpha reuse stats.cohen_kappa, kappa_from_tables and
-krippendorff_alpha.
+its exact percentile bootstrap the interval); kappa and alpha reuse stats.cohen_kappa and krippendorff_alpha, and
+on the resamples kappa_from_tables and ordinal_alpha_from_tables (each resample is a weighted sum of the drawn
+questions' contingency tables).
 
 Why questions, not answers. The answers to one question (both arms, every quant, K samples) share the question's
 difficulty and so the judge's error on it: resampling answers as if independent treats them as more evidence than
@@ -38,8 +39,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .agreement import (cohen_kappa, kappa_from_tables, kappa_weights, krippendorff_alpha, ordinal_alpha_from_tables,
-                        unit_draws)
+from .agreement import (
+    cohen_kappa,
+    kappa_from_tables,
+    kappa_weights,
+    krippendorff_alpha,
+    ordinal_alpha_from_tables,
+    unit_draws,
+)
 from .bootstrap import exact
 from .paired import exact_scores, paired
 
