@@ -31,6 +31,7 @@ by the answers of a question:
     python benchmarks/gold_intervals.py           # 2,000 data sets per cell (part 1), 400 (part 2)
     python benchmarks/gold_intervals.py --quick   # 40 and 10 (CI: proves it runs)
     python benchmarks/gold_intervals.py --rubric 0-1 --sims 10000   # part 1 on one rubric, more data sets
+    python benchmarks/gold_intervals.py --agreement-cells 20x4,100x4 --agreement-sims 2000   # part 2 on two cells
 """
 from __future__ import annotations
 
@@ -151,21 +152,26 @@ def main() -> None:
     ap.add_argument("--agreement-sims", type=int, default=400, help="data sets per cell of part 2")
     ap.add_argument("--resamples", type=int, default=2_000, help="bootstrap resamples per agreement interval")
     ap.add_argument("--rubric", choices=list(RUBRICS), help="part 1 on this rubric only, and no part 2")
+    ap.add_argument("--agreement-cells", help="part 2 only, on these cells (questions x answers each: 20x4,100x4)")
     args = ap.parse_args()
+    cells = (AGREEMENT_CELLS if args.agreement_cells is None else
+             [tuple(int(x) for x in c.split("x")) for c in args.agreement_cells.split(",")])
     sims, agreement_sims = (40, 10) if args.quick else (args.sims, args.agreement_sims)
     t0 = time.perf_counter()
     corrected = []
     for i, name in enumerate(RUBRICS):
-        if args.rubric not in (None, name):
+        if args.rubric not in (None, name) or args.agreement_cells:
             continue
         for j, (N, n) in enumerate(CELLS):
             corrected.append(corrected_cell(name, N, n, sims, SEED + 100 * i + j))
             print(json.dumps(corrected[-1]), file=sys.stderr, flush=True)
-    per_question = [] if args.rubric else sorted({m for _, m in AGREEMENT_CELLS})
+    per_question = [] if args.rubric else sorted({m for _, m in cells})
     truths = {m: population(m, np.random.default_rng(SEED + m)) for m in per_question}
     agreement = []
-    for j, (G, m) in enumerate(AGREEMENT_CELLS if args.rubric is None else []):
-        agreement.append(agreement_cell(G, m, agreement_sims, args.resamples, SEED + 1000 + j, truths[m]) |
+    for G, m in cells if args.rubric is None else []:
+        j = AGREEMENT_CELLS.index((G, m)) if (G, m) in AGREEMENT_CELLS else 100 * G + m
+        agreement.append(agreement_cell(G, m, agreement_sims, args.resamples, SEED + 1000 + j,
+                                        truths[m]) |
                          {"truth": {k: round(v, 4) for k, v in truths[m].items()}})
         print(json.dumps(agreement[-1]), file=sys.stderr, flush=True)
     print(json.dumps({"alpha": ALPHA, "goal_false_claims": 1.2 * ALPHA, "goal_coverage": 0.93,

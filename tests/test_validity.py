@@ -269,7 +269,7 @@ def test_gold_on_every_question_is_the_gold_mean_with_golds_own_interval_and_the
 def test_the_corrected_interval_scales_with_the_rubrics_range_in_both_paths(k, lo, strata, seed):
     """Scores on the rubric lo..lo+2k are an affine image of 0..2 (s -> lo + k s) and the margin k times 0.1: the
     guard is half the range, so the corrected estimate and interval are k times those on 0..2 and the verdict is
-    the same, in both paths (a fixed one-point guard was a tenth as wide, relative to the scale, on 0..10)."""
+    the same, in both paths (a fixed one-point guard was a fifth as wide, relative to the scale, on 0..10)."""
     rng = random.Random(seed)
     gold_b = [rng.choice(SCALE) for _ in range(N)]
     judge_b = [min(2, g + (rng.random() < 0.4)) for g in gold_b]

@@ -45,7 +45,8 @@ rectifier's spread, as stats.guarded_t_interval adds a pseudo-loss and a pseudo-
 freedom of the variance's parts in place of z. ``step`` is the score rule's guard step, half the rubric's range
 (stats.t_bounds.guard_step: one point on 0-2, five on 0-10), so the guard means the same on every scale and the
 verdict does not change when scores and margin are multiplied together; the rule has no default step (a fixed
-one point made the guard a tenth as wide on a 0-10 rubric, where 20 labels claimed falsely at 3 alpha).
+one point made the guard a fifth as wide, relative to the scale, on a 0-10 rubric as on 0-2, and 10 labels claimed
+falsely at 3 alpha there).
 BENCHMARKS.md measures the false-claim rate at the boundary over 0-1, 0-2 and 0-10 rubrics.
 
 Strata (Fisch et al. 2024, stratified PPI)
