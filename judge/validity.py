@@ -166,7 +166,7 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
         return base | {"design": "convenience" if hand else None, "reason": why}
     design = _design(designs)
     c = ppi.correct(f, g, design=design, alpha=tested_at(h, comparison), strata=strata, rule="guarded",
-                  step=step_of(gold, earlier))
+                    step=step_of(gold, earlier))
     reason = c.reason
     if complete and reason.startswith("the questions:"):  # the stratum None is what the complete strata leave
         reason = reason.replace("the questions:", "the questions outside the complete strata "
