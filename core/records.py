@@ -736,6 +736,8 @@ class Estimate(Entry):
     questions: int
     labelled: int
     strata: list[Stratum]
+    step: float | None = None  # rule "guarded"'s pseudo-residual, half the rubric's range; absent before it was
+    # anchored to the rubric (one score point then)
 
 
 @dataclass(frozen=True)
@@ -1032,6 +1034,10 @@ class GoldAgreement(Entry):
     alpha: float
     resamples: int
     seed: int
+    # absent in folders whose agreement intervals resampled answers ("answer"); now whole questions are resampled
+    resampling: Literal["answer", "question"] = None
+    exact_low: float = None  # exact agreement's bootstrap interval, on the same resamples (absent before it had one)
+    exact_high: float = None
 
 
 @dataclass(frozen=True)

@@ -356,9 +356,10 @@ def amendments(exp: Experiment, first: str | None) -> list[dict[str, Any]]:
 
 
 def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any],
-                    gold=None) -> dict[str, Any]:
+                    gold=None, earlier_intervals: bool = False) -> dict[str, Any]:
     """`gold`: the run's gold scores (judge.gold.gold_scores), when the experiment registers any: then the judge is
-    measured against them and each decision gets its gold-corrected interval (judge.validity)."""
+    measured against them and each decision gets its gold-corrected interval (judge.validity).
+    `earlier_intervals`: verify recomputing a folder whose judge_validity an earlier version wrote (judge.validity)."""
     raw = load_raw(run_dir)
     points = exp_scale(exp)
     refuse_off_scale(run_dir, points)
@@ -404,10 +405,12 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         return decide(hyps[i], decided_on(hyps[i]), alpha=alpha)
 
     # the family steps down on the verdicts that decide: under "decide", the gold-corrected intervals at each level
-    family = (validity.decide_family(exp.analysis.family, hyps, comparisons, judge_only_at, gold, keys, scores, qmap)
+    family = (validity.decide_family(exp.analysis.family, hyps, comparisons, judge_only_at, gold, keys, scores, qmap,
+                                     earlier_intervals)
               if gold_decides else apply_family(exp.analysis.family, comparisons, judge_only_at))
     checked = {} if gold is None else {"judge_validity": validity.apply(exp, gold, keys, judgments, panel, judge, hyps,
-                                                                        qmap, scores, comparisons)}
+                                                                        qmap, scores, comparisons,
+                                                                        earlier_intervals)}
     return {
         "schema": 1,
         "experiment": exp.name,

@@ -12,6 +12,8 @@ from registration.prereg import Hypothesis
 
 from .analysis import per_question
 from .review import Folder
+from .stats.rule import Scale
+from .stats.t_bounds import guard_step
 from .validity import planning_alpha, power_plan
 
 
@@ -64,7 +66,8 @@ def sample_power(d: Folder, picked: set[str]) -> list[str]:
         if len(ids) < 2:
             continue
         f = [float(b[q] - a[q]) for q in ids]
-        p = power_plan(exp, h, f, planning_alpha(exp, h, len(hyps)), len(picked & set(ids)))
+        p = power_plan(exp, h, f, planning_alpha(exp, h, len(hyps)), len(picked & set(ids)),
+                       guard_step(Scale(min(d.scale), max(d.scale))))
         lines.append(power_line(h, p, len(d.questions)))
     if not lines:
         return []

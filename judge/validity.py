@@ -17,6 +17,10 @@ family, so the family steps down on the corrected intervals). The corrected inte
 beside it and withdraws nothing.
 ``[judge] min_gold_agreement``: the lower bound of the primary judge's quadratic-weighted kappa against gold must
 reach it, or the decision is inconclusive with the reason.
+
+``earlier``: recompute a folder written before the agreement intervals resampled whole questions and the corrected
+interval's guard was anchored to the rubric's range (its numbers.json records neither ``resampling`` nor ``step``):
+answers resampled, no exact-agreement interval, a guard of one score point, as that version wrote them.
 """
 from __future__ import annotations
 
@@ -34,11 +38,19 @@ from .bias_checks import apply_family
 from .stats import judge_error, ppi, ppi_power
 from .stats.calibration import calibrate_ppi
 from .stats.decide import claims
+from .stats.rule import Scale
+from .stats.t_bounds import guard_step
 
-RESAMPLES = 2000  # bootstrap resamples of the agreement intervals (kappa and alpha re-use the same draws)
+RESAMPLES = 2000  # bootstrap resamples of the agreement intervals (exact agreement, kappa and alpha: the same draws)
 ALPHA = 0.025  # the section's intervals are two-sided 95 %
-STEP = 1.0  # rule "guarded"'s pseudo-residual: one score point
 MEASURED_FROM = 10  # random-sample questions with gold from which the power's sd_gold and correlation are measured
+EARLIER_STEP = 1.0  # the guard's pseudo-residual before it was anchored to the rubric: one score point
+
+
+def step_of(gold, earlier: bool = False) -> float:
+    """Rule "guarded"'s pseudo-residual: half the rubric's range, as the score rule's guard (stats.t_bounds.guard_step);
+    one point for a folder written ``earlier``."""
+    return EARLIER_STEP if earlier else guard_step(Scale(min(gold.scale), max(gold.scale)))
 
 
 def _verdict(kind: str, margin: float, low: float, high: float) -> str:
@@ -65,7 +77,7 @@ def _question_means(values: dict[tuple[str, str, str], list]) -> dict[tuple[str,
 
 
 def judge_against_gold(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], judge: str,
-                       hyps: list[Hypothesis], qmap: dict[str, Question]) -> dict[str, Any]:
+                       hyps: list[Hypothesis], qmap: dict[str, Question], earlier: bool = False) -> dict[str, Any]:
     """One judge against every gold score of the answers it scored: agreement, confusion, offsets overall, per arm
     and per hypothesis pair (the differential offset, per question, on questions whose every answer of both arms has
     gold and a verdict)."""
@@ -78,8 +90,12 @@ def judge_against_gold(exp: Experiment, gold, keys: list[KeyRow], judgments: lis
         return out | {"agreement": None, "pairs": []}
     ag = judge_error.against_gold([j for _, j in rows], [s.score for s, _ in rows], gold.scale,
                                   arms=[s.arm for s, _ in rows], alpha=ALPHA, resamples=RESAMPLES,
-                                  seed=exp.analysis.seed, clusters=[s.question_id for s, _ in rows])
+                                  seed=exp.analysis.seed, clusters=[s.question_id for s, _ in rows],
+                                  resampling="answer" if earlier else "question")
     agreement = ag.to_dict()
+    if earlier:  # as that version wrote it
+        for key in ("exact_low", "exact_high", "resampling"):
+            del agreement[key]
     agreement["scale"] = list(ag.scale)
     agreement["confusion"] = [list(r) for r in ag.confusion]
     agreement["per_arm"] = [{"id": arm, "offset": o.to_dict() if o else None} for arm, o in ag.per_arm]
@@ -145,7 +161,7 @@ def _design(designs: set[str]) -> str:
 
 
 def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
-               qmap: dict[str, Question], alpha: float | None = None) -> dict[str, Any]:
+               qmap: dict[str, Question], alpha: float | None = None, earlier: bool = False) -> dict[str, Any]:
     """The PPI++ estimate of one hypothesis's paired difference beside the judge-only one (judge.stats.ppi.correct), on
     the questions the decision paired, at one-sided ``alpha`` (None: the level the family tested it at);
     ``design`` says whether the gold may correct it."""
@@ -159,7 +175,7 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
         return base | {"design": "convenience" if hand else None, "reason": why}
     design = _design(designs)
     level = tested_at(h, comparison) if alpha is None else alpha
-    c = ppi.correct(f, g, design=design, alpha=level, strata=strata, rule="guarded", step=STEP)
+    c = ppi.correct(f, g, design=design, alpha=level, strata=strata, rule="guarded", step=step_of(gold, earlier))
     reason = c.reason
     if complete and reason.startswith("the questions:"):  # the stratum None is what the complete strata leave
         reason = reason.replace("the questions:", "the questions outside the complete strata "
@@ -167,12 +183,12 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
     out = base | {"design": design, "reason": reason}
     if c.ppi is None:
         return out
-    return out | {"ppi": _estimate(c.ppi), "gold_only": _estimate(c.gold_only),
+    return out | {"ppi": _estimate(c.ppi, earlier), "gold_only": _estimate(c.gold_only, earlier),
                   "verdict": _verdict(h.kind, h.margin, c.ppi.low, c.ppi.high)}
 
 
 def decide_by_gold(h: Hypothesis, c: dict[str, Any], gold, keys: list[KeyRow], scores,
-                   qmap: dict[str, Question]) -> None:
+                   qmap: dict[str, Question], earlier: bool = False) -> None:
     """``judge_error = "decide"``: comparison c, decided by the judge at its own one-sided level ``c["alpha"]``, gets
     the verdict of the gold-corrected (PPI++) interval computed at that same level; inconclusive, with the reason,
     where there is no corrected interval. A judge-only verdict that is already inconclusive (a guard, or an
@@ -181,7 +197,7 @@ def decide_by_gold(h: Hypothesis, c: dict[str, Any], gold, keys: list[KeyRow], s
     decide."""
     if c["result"] is None or c["verdict"] == "inconclusive":
         return
-    e = correction(h, c, gold, keys, scores, qmap, alpha=c["alpha"])
+    e = correction(h, c, gold, keys, scores, qmap, alpha=c["alpha"], earlier=earlier)
     if e["ppi"] is None:
         c.update(verdict="inconclusive",
                  reason=f"judge_error = \"decide\" and no gold-corrected interval: {e['reason']}")
@@ -194,7 +210,7 @@ def decide_by_gold(h: Hypothesis, c: dict[str, Any], gold, keys: list[KeyRow], s
 
 
 def decide_family(method: str, hyps: list[Hypothesis], comparisons: list[dict[str, Any]], judge_only_at,
-                  gold, keys: list[KeyRow], scores, qmap: dict[str, Question]) -> dict[str, Any]:
+                  gold, keys: list[KeyRow], scores, qmap: dict[str, Question], earlier: bool = False) -> dict[str, Any]:
     """``judge_error = "decide"``: the registered family (judge.bias_checks.apply_family) stepping down on the
     gold-corrected intervals, which decide. ``comparisons``: each hypothesis of ``hyps`` decided by the judge at its
     registered level (with the panel's and the guards' verdicts); ``judge_only_at(i, alpha)``: hypothesis i decided
@@ -212,17 +228,17 @@ def decide_family(method: str, hyps: list[Hypothesis], comparisons: list[dict[st
     corrected intervals' (BENCHMARKS.md, the family under judge_error = "decide"), never raised by what the judge
     alone would claim."""
     for h, c in zip(hyps, comparisons, strict=True):
-        decide_by_gold(h, c, gold, keys, scores, qmap)
+        decide_by_gold(h, c, gold, keys, scores, qmap, earlier)
 
     def decided_at(i: int, alpha: float) -> dict[str, Any]:
         c = judge_only_at(i, alpha)
-        decide_by_gold(hyps[i], c, gold, keys, scores, qmap)
+        decide_by_gold(hyps[i], c, gold, keys, scores, qmap, earlier)
         return c
     return apply_family(method, comparisons, decided_at)
 
 
 def ppi_calibration(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
-                    qmap: dict[str, Question]) -> dict[str, Any]:
+                    qmap: dict[str, Question], earlier: bool = False) -> dict[str, Any]:
     """The calibration of the gold-corrected decision (judge.stats.calibration.calibrate_ppi), for a comparison
     that has a corrected interval, at the level it is tested at; ``interval`` says whose calibration it is. A
     diagnostic: it withdraws no claim."""
@@ -232,7 +248,7 @@ def ppi_calibration(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], 
     alpha = tested_at(h, comparison)
     cal = calibrate_ppi(parts, h.kind, h.margin, alpha=alpha, sims=an.calibration_sims, seed=an.seed,
                         ceiling=an.calibration_ceiling if an.calibration_ceiling is not None else 2 * h.alpha,
-                        step=STEP)
+                        step=step_of(gold, earlier))
     return cal.to_dict() | {"interval": "ppi"}
 
 
@@ -248,7 +264,7 @@ def planning_alpha(exp: Experiment, h: Hypothesis, size: int) -> float:
     return h.alpha / size if exp.analysis.family == "holm" else h.alpha
 
 
-def power_plan(exp: Experiment, h: Hypothesis, judge: list[float], alpha: float, labelled: int | None,
+def power_plan(exp: Experiment, h: Hypothesis, judge: list[float], alpha: float, labelled: int | None, step: float,
                gold: list[tuple[float, float]] = ()) -> dict[str, Any]:
     """The gold-corrected decision's power (judge.stats.ppi_power) for a random sample of ``labelled`` of the
     comparison's questions (None: nothing drawn yet), from the judge's paired differences ``judge`` on all of them.
@@ -270,13 +286,13 @@ def power_plan(exp: Experiment, h: Hypothesis, judge: list[float], alpha: float,
 
     def design(n: int, r: float) -> ppi_power.Design:
         return ppi_power.Design(questions=n_all, labelled=n, sd_judge=sd_judge, sd_gold=sd_gold, correlation=r,
-                                alpha=alpha, step=STEP)
+                                alpha=alpha, step=step)
 
     planned = labelled is not None and labelled >= 2
     margin = float(h.margin)
     return {"basis": basis, "correlation": rho, "sd_judge": sd_judge, "sd_gold": sd_gold,
             "gold_questions": len(gold) if basis == "measured" else 0, "questions": n_all, "labelled": labelled,
-            "alpha": alpha, "step": STEP, "target": an.target_power,
+            "alpha": alpha, "step": step, "target": an.target_power,
             "mde": ppi_power.mde(design(labelled, rho), an.target_power, h.kind) if planned else None,
             "power_at_margin": ppi_power.power(design(labelled, rho), margin, h.kind) if planned and margin else None,
             "labels_needed": ppi_power.labels_for_power(design(2, rho), margin, an.target_power, h.kind),
@@ -292,28 +308,32 @@ def _planned_power(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], g
     sampled = designs == {"random_sample"} and not any(strata)  # gold on a random sample only: measurable
     pairs = [(y, x) for x, y in zip(f, g, strict=True) if y is not None] if sampled else []
     return power_plan(exp, h, f, planning_alpha(exp, h, size),
-                      len(drawn & set(ids)) if gold.draws else None, pairs)
+                      len(drawn & set(ids)) if gold.draws else None, step_of(gold), pairs)
 
 
-def _estimate(e: ppi.Estimate) -> dict[str, Any]:
+def _estimate(e: ppi.Estimate, earlier: bool) -> dict[str, Any]:
     d = e.to_dict()
+    if earlier:  # that version recorded no step
+        del d["step"]
     d["strata"] = [{"id": "(rest)" if s["name"] is None else s["name"]} | s for s in d["strata"]]
     return d
 
 
 def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], panel: list[str], primary: str,
-          hyps: list[Hypothesis], qmap: dict[str, Question], scores, comparisons: list[dict[str, Any]]) -> dict:
+          hyps: list[Hypothesis], qmap: dict[str, Question], scores, comparisons: list[dict[str, Any]],
+          earlier: bool = False) -> dict:
     """The ``judge_validity`` section, and each comparison's ``judge_error`` entry (at the level the family last
     tested it at; under ``judge_error = "decide"`` its verdict is already the corrected one, ``decide_by_gold``, and
     its calibration line becomes the corrected interval's), its verdict withdrawn where ``min_gold_agreement`` is
-    not met."""
-    judges = [judge_against_gold(exp, gold, keys, judgments, name, hyps, qmap) for name in panel]
+    not met; ``earlier``: module doc."""
+    judges = [judge_against_gold(exp, gold, keys, judgments, name, hyps, qmap, earlier) for name in panel]
     primary_ag = next(j["agreement"] for j in judges if j["id"] == primary)
     mode, floor = exp.analysis.judge_error, exp.min_gold_agreement
     by_id = {h.id: h for h in hyps}
     for c in comparisons:
         h = by_id[c["id"]]
-        e = {"mode": mode} | (correction(h, c, gold, keys, scores, qmap) if c["result"] is not None else
+        e = {"mode": mode} | (correction(h, c, gold, keys, scores, qmap, earlier=earlier)
+                              if c["result"] is not None else
                               {"design": None, "ppi": None, "gold_only": None, "verdict": None, "caution": None,
                                "reason": "no judge-only result to correct"})
         c["judge_error"] = e
@@ -325,7 +345,7 @@ def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], 
                             f"the estimate is {p['estimate']:+.3f} with one-sided bound {p['low']:+.4f}, which would "
                             f"say \"{e['verdict']}\" instead of \"{c['verdict']}\": the judge's error may decide this")
         if mode == "decide" and e["ppi"] is not None:
-            c["calibration"] = ppi_calibration(exp, h, c, gold, keys, scores, qmap)
+            c["calibration"] = ppi_calibration(exp, h, c, gold, keys, scores, qmap, earlier)
         if floor is not None and c["verdict"] != "inconclusive":
             low = primary_ag["kappa_low"] if primary_ag else None
             if low is None or low < floor:

@@ -361,6 +361,16 @@ def earlier_version_findings(numbers: dict, main: dict) -> list[str]:
     return out
 
 
+def earlier_intervals(numbers: dict) -> bool:
+    """Whether an earlier version wrote the folder's judge_validity: an agreement without ``resampling`` or a
+    corrected estimate without ``step`` (core.records.GoldAgreement, Estimate). Both paths then recompute it as that
+    version did (judge.validity), and verify lists it as unchecked, never as a mismatch."""
+    agreements = [j["agreement"] for j in (numbers.get("judge_validity") or {}).get("judges", []) if j["agreement"]]
+    estimates = [e for c in numbers["comparisons"] for e in ((c.get("judge_error") or {}).get("ppi"),
+                                                               (c.get("judge_error") or {}).get("gold_only")) if e]
+    return any("resampling" not in a for a in agreements) or any("step" not in e for e in estimates)
+
+
 def cost_findings(run: dict, run_dir: Path, exp) -> list[str]:
     """run.json's cost table against the one the raw files and batches.jsonl give (none before costs were kept)."""
     if "cost" not in run:
@@ -526,7 +536,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         if gold is not None and gold.stopped:
             unchecked.append(f"gold: {gold.stopped}, so the gold scores of that answer and every one after it were "
                              "recomputed as errors")
-        main = compute_numbers(exp, all_q, run_dir, run, gold)
+        earlier = earlier_intervals(numbers)
+        main = compute_numbers(exp, all_q, run_dir, run, gold, earlier)
     except BadRecord:  # a record missing a field cannot be read by either path: bad input, not a finding
         raise
     except BadInput as e:  # the main path refuses the raw files (e.g. the retry rule): nothing to compare with
@@ -552,7 +563,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     judged = list(verdicts.last.values())
     blinded = ({r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
                if gold is not None else {})
-    corrected = (corrected_verdicts(run, exp, gold, blinded, judged, questions)
+    corrected = (corrected_verdicts(run, exp, gold, blinded, judged, questions, earlier)
                  if gold is not None and exp.analysis.judge_error == "decide" else None)
     problems += recheck_biases(numbers, run, run_dir, exp, questions, list(answer_rows.last.values()),
                                judged, ind, clusters, corrected)
@@ -570,8 +581,13 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         alphas = {c["id"]: (c.get("family") or {}).get("tested_at")  # checked against verify's own family
                   for c in numbers["comparisons"]}
         problems += drawn_questions(gold, blinded, questions)[1]
-        check = recompute_validity(run, exp, gold, blinded, judged, questions, alphas)
-        decide_with_gold(ind["comparisons"], check, run, exp, gold, blinded, judged, questions, alphas)
+        check = recompute_validity(run, exp, gold, blinded, judged, questions, alphas, earlier)
+        decide_with_gold(ind["comparisons"], check, run, exp, gold, blinded, judged, questions, alphas, earlier)
+        if earlier:
+            unchecked.append("judge_validity: written by an earlier version, whose agreement intervals resampled "
+                             "answers (not whole questions) and whose corrected interval's guard was one score point "
+                             "(not half the rubric's range): recomputed as that version computed them; `judge run` "
+                             "into the folder recomputes them without any model call")
         problems += diff_numbers(_subset_of(numbers, check), check,
                                  "independent plain-Python recomputation of the judge's error")
     problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")

@@ -277,11 +277,13 @@ def test_verify_draws_the_sample_again_and_refuses_a_copied_chain(report_mode, t
 
 
 def _interval_leaves(numbers: dict) -> list[tuple]:
-    """Every bootstrap interval end of judge_validity: kappa's, alpha's, the offsets' overall, per arm and per pair."""
+    """Every bootstrap interval end of judge_validity: exact agreement's, kappa's, alpha's, the offsets' overall, per
+    arm and per pair."""
     out = []
     for i, j in enumerate(numbers["judge_validity"]["judges"]):
         ag = ("judge_validity", "judges", i, "agreement")
-        out += [(*ag, k) for k in ("kappa_low", "kappa_high", "krippendorff_low", "krippendorff_high")]
+        out += [(*ag, k) for k in ("exact_low", "exact_high", "kappa_low", "kappa_high", "krippendorff_low",
+                                   "krippendorff_high")]
         out += [(*ag, "offset", k) for k in ("low", "high")]
         out += [(*ag, "per_arm", a, "offset", k)
                 for a in range(len(j["agreement"]["per_arm"])) for k in ("low", "high")]
@@ -300,12 +302,12 @@ def _named(numbers: dict, path: tuple) -> str:
 
 
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.floats(1e-6, 0.5), min_size=12, max_size=12), st.lists(st.booleans(), min_size=12, max_size=12))
+@given(st.lists(st.floats(1e-6, 0.5), min_size=14, max_size=14), st.lists(st.booleans(), min_size=14, max_size=14))
 def test_verify_names_every_edited_interval_of_the_judges_error_by_its_own_path(report_mode, deltas, signs):
     exp, out, before, picked = report_mode
     numbers = json.loads((out / "numbers.json").read_text())
     leaves = _interval_leaves(numbers)
-    assert len(leaves) == 12  # one judge: kappa, alpha, the offset, two arms' offsets, one pair's, each two ends
+    assert len(leaves) == 14  # one judge: exact, kappa, alpha, the offset, two arms', one pair's, each two ends
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "out"
         shutil.copytree(out, copy)
@@ -321,6 +323,36 @@ def test_verify_names_every_edited_interval_of_the_judges_error_by_its_own_path(
         assert "judges[openai]" in name
         assert any(p.startswith(f"numbers.json {name} = ") and "plain-Python recomputation of the judge's error" in p
                    for p in problems), (name, problems)
+
+
+def test_a_folder_whose_agreement_intervals_resampled_answers_verifies_as_written_with_a_note(report_mode, tmp_path):
+    """A folder written before records no ``resampling`` (its agreement intervals resampled answers, exact agreement
+    had none) and no guard ``step``: verify recomputes it as that version did, by both paths, and lists it as
+    unchecked instead of failing; the current folder resamples whole questions."""
+    from judge.analysis import anchor, compute_numbers, write_numbers
+    from judge.gold import run_gold
+    from judge.report import render
+    from registration.questions import load_questions
+
+    exp, out, before, picked = report_mode
+    now = json.loads((out / "numbers.json").read_text())["judge_validity"]["judges"][0]["agreement"]
+    assert now["resampling"] == "question" and now["exact_low"] <= now["exact"] <= now["exact_high"]
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    e = load_experiment(exp)
+    run = json.loads((copy / "run.json").read_text())
+    numbers = compute_numbers(e, load_questions(e.set_paths()), copy, run, run_gold(e, copy), earlier_intervals=True)
+    write_numbers(numbers, copy / "numbers.json")
+    (copy / "report.md").write_text(render(numbers, run, anchor(copy)))
+    old = json.loads((copy / "numbers.json").read_text())
+    agreement = old["judge_validity"]["judges"][0]["agreement"]
+    assert "resampling" not in agreement and "exact_low" not in agreement
+    assert "step" not in old["comparisons"][0]["judge_error"]["ppi"]
+    assert agreement["kappa_low"] != now["kappa_low"]  # answers resampled: another interval
+    found = verify(copy, exp, caches=[])
+    assert found.problems == []
+    assert any("written by an earlier version, whose agreement intervals resampled answers" in u
+               for u in found.unchecked), found.unchecked
 
 
 @pytest.fixture(scope="module")
