@@ -231,7 +231,8 @@ def test_judge_label_sample_states_each_hypothesis_power_with_the_draw_before_th
     folder = SimpleNamespace(exp=SimpleNamespace(analysis=Analysis(judge_error="decide"), hypotheses=[h1, h2]),
                              run={"arms": ["a", "b"], "judge": {"primary": "J"}},
                              raw=SimpleNamespace(keys=keys, judgments=verdicts),
-                             questions={f"q{i:02d}": SimpleNamespace(id=f"q{i:02d}", tags=()) for i in range(30)})
+                             questions={f"q{i:02d}": SimpleNamespace(id=f"q{i:02d}", tags=()) for i in range(30)},
+                             scale=(0, 1, 2))
     lines = sample_power(folder, {f"q{i:02d}" for i in range(10)})
     assert len(lines) == 2 and lines[0].startswith("Power of the gold-corrected (PPI++) interval, which decides each")
     diffs = [b_scores[i] - 1 for i in range(30) if i != 5]
