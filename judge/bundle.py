@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arms.folder import BINDING, read_binding
+from arms.folder import BINDING, SECRET, read_binding
 from core import jsonl
 from core.errors import BadInput
 from core.records import ANSWER_KEY, AnswerRow, KeyRow, PublicQuestion, RunInfo, blinding_key, row_id
@@ -216,7 +216,7 @@ def publish(run_dir: Path, out: Path, exp_dir: Path | None = None) -> Path:
     try:
         (tmp / "results").mkdir(parents=True)
         files, rows = {}, {}
-        names = [n for n in PUBLISHED if (run_dir / n).is_file()]
+        names = [n for n in PUBLISHED if (run_dir / n).is_file() and n != SECRET]  # never the secret
         names += sorted(p.relative_to(run_dir).as_posix() for p in (run_dir / "plots").glob("*.png"))
         for name in names:
             data = (run_dir / name).read_bytes()
@@ -445,9 +445,10 @@ def _stand_in_folder(b: Bundle, to: Path) -> int:
 
 def scope_findings(folder: Path, results: Path, exp: Experiment, questions: list[Question]) -> list[str]:
     """What verify checks of a bundle's rows without their text: every cell the binding registers has an answer row,
-    each blinding key's label and row derive from the bound label key, every answer is keyed and every key in the
-    bound mode has a verdict of each bound judge. `folder`: the stand-in results (read); `results`: the bundle's
-    (named)."""
+    each blinding key's row derives from its arm, quant, question and sample (its label from the bound label key only
+    in a folder bound before blinding secrets: a bundle never holds the folder's secret), every answer is keyed and
+    every key in the bound mode has a verdict of each bound judge. `folder`: the stand-in results (read); `results`:
+    the bundle's (named)."""
     doc = read_binding(folder)
     if doc is None:
         return []  # verify names a folder without a binding
@@ -456,8 +457,10 @@ def scope_findings(folder: Path, results: Path, exp: Experiment, questions: list
     rows = [c.record for c in jsonl.current(folder / "answers.jsonl", ANSWER_KEY, make=AnswerRow.from_dict).values()
             if c.record.arm in scope.arms and c.record.question_id in ids]
     out = missing_answers(results / "answers.jsonl", exp, scope, {r.row for r in rows})
-    secret, path = label_secret(scope.label_key), results / "blinding.jsonl"
-    keyed, pairs = set(), []
+    # labels derive from the folder's blinding secret, which a bundle never holds (legacy folders: the label key)
+    secret = None if doc.get("blinding_secret_sha256") else label_secret(scope.label_key)
+    path = results / "blinding.jsonl"
+    keyed, pairs, label_of = set(), [], {}
     for no, rec in jsonl.read(folder / "blinding.jsonl"):
         k = blinding_key(rec, path, no)
         if not isinstance(k, KeyRow):
@@ -468,11 +471,14 @@ def scope_findings(folder: Path, results: Path, exp: Experiment, questions: list
         if k.row != row_id(k.arm, k.quant, k.question_id, k.sample):
             out.append(f"{path}:{no}: field 'row': reads {k.row!r}, but arm {k.arm!r} at {k.quant}, question "
                        f"{k.question_id!r}, sample {k.sample} is row {row_id(k.arm, k.quant, k.question_id, k.sample)}")
-        if k.label != label_for(secret, k.row):
+        if secret is not None and k.label != label_for(secret, k.row):
             out.append(f"{path}:{no}: field 'label': reads {k.label!r}, but the label key binding.json binds gives "
                        f"row {k.row} the label {label_for(secret, k.row)}")
-    wanted = [] if scope.mode == "pairwise" else [label_for(secret, r.row) for r in rows if r.status == "ok"]
-    for r, label in zip([r for r in rows if r.status == "ok"], wanted, strict=False):
+        label_of[k.row] = k.label
+    ok = [r for r in rows if r.status == "ok"]
+    wanted = [] if scope.mode == "pairwise" else [
+        label_for(secret, r.row) if secret is not None else label_of.get(r.row, "(none)") for r in ok]
+    for r, label in zip(ok, wanted, strict=False):
         if label not in keyed:
             out.append(f"{path}: no blinding key of the answer of arm {r.arm!r} at {r.quant}, question "
                        f"{r.question_id!r}, sample {r.sample} (label {label}): judge run keys every answer it blinds")
@@ -494,7 +500,7 @@ def verify_bundle(bundle: Path, exp_dir: Path | None = None, caches: list[Path] 
     results, exp_dir = b.dir / "results", Path(exp_dir or b.dir / "experiment")
     problems = published_findings(b)
     if not b.private:  # nothing withheld: the published folder is the results folder, checked as one
-        v = verify(results, exp_dir, caches, recorded)
+        v = verify(results, exp_dir, caches, recorded, secret_withheld=True)
         checked = (f"bundle of run {b.run!r}: nothing sealed private, every file published as written and checked "
                    "against BUNDLE.json; the results folder in it verified as any results folder",)
         return Verification(problems + v.problems, v.unchecked, v.anchor, checked)
@@ -518,14 +524,15 @@ def verify_bundle(bundle: Path, exp_dir: Path | None = None, caches: list[Path] 
         (f"without the private files ({', '.join(absent)}): " if absent else "what the bundle withholds: ")
         + f"the {withheld} values withheld from {redacted} (answers, the judges' replies and rationales) and all "
         "that is re-derived from them: the answers' and the judges' call keys, the judge prompts, the verdicts "
-        "re-parsed from the raw replies, the blinding keys' scrub and grader-directed counts, the call cache; each "
-        "published row against its original line's sha256 (BUNDLE.json rows); review.md"
+        "re-parsed from the raw replies, the blinding keys' scrub and grader-directed counts, the call cache; the "
+        "blinding labels (they derive from the results folder's secret, never published: the anchor covers them); "
+        "each published row against its original line's sha256 (BUNDLE.json rows); review.md"
         + (f"; questions.jsonl's account of {', '.join(only)} (each question's and reference's sha256; its tags "
            "and clusters only as far as the numbers, which read them, show them)" if only else ""))
     checked = (f"bundle of run {b.run!r}: every published file and row against BUNDLE.json; the seal of {exp_dir} "
                f"(its MANIFEST binds {', '.join(sorted(b.private))} by sha256 only) and binding.json, run.json and the "
                "amendments against it; the original answers.jsonl's and judgments.jsonl's sha256 against "
-               "numbers.json; the scope complete; each blinding key's label and row re-derived; every number of "
+               "numbers.json; the scope complete; each blinding key's row re-derived; every number of "
                "numbers.json by both paths from the published rows; report.md rendered again"
                + (f"; questions.jsonl against {', '.join(r for r in b.private if r not in absent)}"
                   if len(absent) < len(b.private) else ""),

@@ -210,10 +210,11 @@ def test_an_answer_a_judge_reply_and_a_labellers_note_of_html_render_as_text(sma
 
 def identities(run_dir: Path) -> set[str]:
     """Everything that names a system: arms, quants, models (keys, sources, families, file hashes), adapters, judges,
-    the run's name and folder, its label key and the secret derived from it."""
+    the run's name and folder, its label key and the key derived from it, and the folder's blinding secret."""
     run = json.loads((run_dir / "run.json").read_text())
     exp = tomllib.loads((Path(run["experiment_dir"]) / "prereg.toml").read_text())
-    out = {run["name"], run["experiment_dir"], run["label_key"], hashlib.sha256(run["label_key"].encode()).hexdigest()}
+    out = {run["name"], run["experiment_dir"], run["label_key"], hashlib.sha256(run["label_key"].encode()).hexdigest(),
+           (run_dir / "blinding.secret").read_text().strip()}
     for arm in exp["arms"]:
         out |= {arm["name"], arm["model"], *arm["quants"]}
     for name, m in exp["models"].items():
