@@ -118,7 +118,8 @@ def new_secret(run_dir: Path) -> str:
     secret = secrets.token_bytes(32)
     path = Path(run_dir) / SECRET
     with replacing(path) as tmp:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # whatever the umask, or a stray file of that name, left
         with os.fdopen(fd, "w") as f:
             f.write(secret.hex() + "\n")
             f.flush()

@@ -45,6 +45,7 @@ def folders(tmp_path_factory) -> tuple[Path, Path, Path, int]:
         before = len(server.seen)
         second = run(exp, root / "other", "--arms", "--limit", "3", "--mode", "both")
         calls = len(server.seen) - before
+    assert before > 0  # the first run paid for its calls: the second's count below can tell a cache hit
     for r, out in ((first, root / "out"), (second, root / "other")):
         assert (out / "numbers.json").is_file(), r.stderr  # finished (a decision may fail its check: exit 1)
     return exp, root / "out", root / "other", calls
