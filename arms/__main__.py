@@ -42,12 +42,13 @@ def _collect(args) -> None:
     from models.llama_loader import check_gpu_layers
     from registration.prereg import load_experiment
     from registration.questions import load_questions
-    from registration.seal import verify_seal
+    from registration.seal import outside_experiment, verify_seal
 
     from .collect import collect
     from .context import check_arms
     from .folder import bind, commit, locked, registration
 
+    outside_experiment(args.out, args.exp)
     verify_seal(args.exp)
     exp = load_experiment(args.exp)
     wanted = exp.selected_arms(args.arms)

@@ -78,8 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
     def body() -> int:
+        from registration.seal import outside_experiment
+
         from .log import load_columns
 
+        if args.out is not None:  # no experiment folder here, but never inside a sealed one
+            outside_experiment(args.out, None)
         columns = load_columns(args.columns, args.column)
         return _rewards(args, columns) if args.cmd == "rewards" else _topk(args, columns)
 

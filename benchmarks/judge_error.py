@@ -38,9 +38,11 @@ from judge.stats import ppi
 from judge.stats.decide import claims
 from judge.stats.paired import paired
 from judge.stats.rule import Scale
+from judge.stats.t_bounds import guard_step
 
 ALPHA, MARGIN, SEED = 0.025, 0.10, 20261130
 N, LABELLED, BIAS = 200, 40, 0.3
+STEP = guard_step(Scale(0, 2))  # the guard's pseudo-residual: half the 0-2 range, one point
 SIZES = (10, 20, 40, 80)  # labelled questions in the small-sample sweep (biased judge)
 GOLD = np.array([[14, 4, 2],  # gold a = 0; columns gold b = 0, 1, 2 (per cent of questions)
                  [6, 16, 6],  # gold a = 1
@@ -95,10 +97,10 @@ def scenario(name: str, confusion: np.ndarray, biased: bool, sims: int, register
     for s in range(sims):
         lab = labelled[s]
         est = {
-            "judge_only": ppi.judge_only_mean(f[s], alpha=ALPHA),
-            "ppi": ppi.ppi_mean(d[s][lab], f[s][lab], f[s][~lab], alpha=ALPHA),
+            "judge_only": ppi.judge_only_mean(f[s], alpha=ALPHA, step=STEP),
+            "ppi": ppi.ppi_mean(d[s][lab], f[s][lab], f[s][~lab], alpha=ALPHA, step=STEP),
             "ppi_normal": ppi.ppi_mean(d[s][lab], f[s][lab], f[s][~lab], alpha=ALPHA, rule="normal"),
-            "gold_only": ppi.gold_only_mean({None: (d[s][lab], f[s][lab], f[s][~lab])}, alpha=ALPHA),
+            "gold_only": ppi.gold_only_mean({None: (d[s][lab], f[s][lab], f[s][~lab])}, alpha=ALPHA, step=STEP),
         }
         for k, e in est.items():
             claim[k].append(claims("non_inferiority", MARGIN, e.low, e.high))

@@ -736,6 +736,30 @@ class Estimate(Entry):
     questions: int
     labelled: int
     strata: list[Stratum]
+    step: float | None = None  # rule "guarded"'s pseudo-residual, half the rubric's range; absent before it was
+    # anchored to the rubric (one score point then)
+
+
+@dataclass(frozen=True)
+class CorrectedPower(Entry):
+    """The gold-corrected decision's power for a random sample of labelled questions (judge.validity.power_plan)."""
+
+    WHAT: ClassVar[str] = "the power of a gold-corrected decision in numbers.json"
+
+    basis: Literal["assumed", "measured"]  # sd_gold and correlation: registered assumption, or measured on the gold
+    correlation: float
+    sd_judge: float
+    sd_gold: float
+    gold_questions: int  # random-sample questions with gold they were measured on (0: assumed)
+    questions: int
+    labelled: int | None  # questions of the recorded draws among them; None: nothing drawn yet
+    alpha: float
+    step: float
+    target: float
+    mde: float | None  # None: fewer than 2 labelled
+    power_at_margin: float | None  # None: fewer than 2 labelled, or a margin of 0
+    labels_needed: int | None  # None: a margin of 0, or more than `questions`
+    labels_needed_gold_only: int | None  # the same at correlation 0
 
 
 @dataclass(frozen=True)
@@ -752,6 +776,7 @@ class JudgeError(Entry):
     verdict: str | None
     caution: str | None
     reason: str
+    power: CorrectedPower = None  # under judge_error = "decide"; absent in folders decided before it was stated
 
 
 @dataclass(frozen=True)
@@ -1009,6 +1034,10 @@ class GoldAgreement(Entry):
     alpha: float
     resamples: int
     seed: int
+    # absent in folders whose agreement intervals resampled answers ("answer"); now whole questions are resampled
+    resampling: Literal["answer", "question"] = None
+    exact_low: float = None  # exact agreement's bootstrap interval, on the same resamples (absent before it had one)
+    exact_high: float = None
 
 
 @dataclass(frozen=True)
@@ -1071,6 +1100,9 @@ class GoldDraw(Entry):
     seed: int
     n: int
     picked: list[str]
+    # why the draw is not a random sample (its labels count as convenience): absent when it is, and in folders
+    # written before draws were drawn again
+    problem: str = None
 
 
 @dataclass(frozen=True)
@@ -1230,3 +1262,40 @@ class Binding(Document):
     experiment_dir: str | None = None
     amendments: ChainHead | None = None
     history: list[ScopeChange] | None = None
+
+
+# ----------------------------------------------------------------------------------------
+# BUNDLE.json: a published bundle's account of its files (judge.bundle)
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BundleFile(Entry):
+    """A results folder's file as a bundle accounts for it: the original's sha256 and how it is published."""
+
+    WHAT: ClassVar[str] = "a file of BUNDLE.json"
+
+    sha256: str
+    published: Literal["verbatim", "redacted", "withheld"]
+
+
+@dataclass(frozen=True)
+class BundleInfo(Document):
+    """BUNDLE.json (judge.bundle.publish). Version 1 (the previous one) hashed each withheld value bare and recorded
+    nothing of the gold; version 2 commits each with a salt and records what verify cannot compute of the gold."""
+
+    WHAT: ClassVar[str] = "a bundle's BUNDLE.json"
+    VERSION: ClassVar[int] = 2
+
+    type: Literal["bundle"]
+    run: str
+    anchor: str
+    files: dict[str, BundleFile]
+    private: dict[str, str]  # MANIFEST name -> sha256
+    rows: dict[str, list[tuple[str, str]]]  # per line of a redacted file: [the original's, the published one's]
+    questions_sha256: str
+    version: int = 1
+    experiment: str | None = None
+    commitments: str | None = None
+    rows_withheld: str | None = None
+    gold_sha256: str | None = None  # absent in version 1

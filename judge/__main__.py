@@ -43,11 +43,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="verify without a call cache: the comparison with the calls made is reported unchecked")
     v.add_argument("--anchor", default=None, metavar="SHA256",
                    help="the anchor recorded when the run finished: a folder whose anchor differs fails")
+    v.add_argument("--bundle-secret", type=Path, default=None, metavar="FILE",
+                   help="a bundle only: the results folder's bundle.secret, with which questions.jsonl's commitments "
+                   "are opened against the private set given with --exp (the team's own check)")
     pb = sub.add_parser("publish", help="write a bundle a team can put in public: every score, label, verdict, "
                         "number and hash of a results folder, without the text of the experiment's private files")
     pb.add_argument("results", type=Path)
-    pb.add_argument("--out", type=Path, required=True, help="the bundle's folder (new, outside the results and "
+    pb.add_argument("--out", type=Path, default=None, help="the bundle's folder (new, outside the results and "
                     "experiment folders)")
+    pb.add_argument("--reveal", metavar="PLACE", action="append", default=None,
+                    help="print the salt of a withheld value's commitment (e.g. answers.jsonl:3:text), which opens it, "
+                    "instead of writing a bundle (repeatable)")
     pb.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
     x = sub.add_parser("export", help="write a results folder as one tidy table (csv or parquet)")
     x.add_argument("results", type=Path)
@@ -88,11 +94,14 @@ def main(argv: list[str] | None = None) -> int:
 def _command(args: argparse.Namespace) -> int:
     if args.cmd == "run":
         from pipeline.run import DEMO, run
+        from registration.seal import outside_experiment
 
         from .analysis import anchor
 
         if args.limit is not None and args.limit < 1:
             raise BadInput("--limit", "must be a positive number of questions")
+        if args.out is not None:
+            outside_experiment(args.out, args.exp or DEMO)
         out = run(args.exp or DEMO, args.arms or None, args.limit, args.out, progress=not args.quiet,
                   judge_names=args.judges, mode=args.mode)
         if not args.quiet:
@@ -110,11 +119,17 @@ def _command(args: argparse.Namespace) -> int:
         rec = amend(args.dir, args.text, post_hoc=args.post_hoc)
         print(f"amendment {rec['n']} sealed at {rec['date']}")
     elif args.cmd == "verify":
-        from .bundle import BUNDLE, verify_bundle
+        from .bundle import ANCHOR_NOTE, BUNDLE, verify_bundle
         from .verify import verify
 
-        check = verify_bundle if (args.results / BUNDLE).is_file() else verify
-        found = check(args.results, args.exp, [] if args.no_cache else args.cache, args.anchor)
+        caches = [] if args.no_cache else args.cache
+        if (args.results / BUNDLE).is_file():
+            found = verify_bundle(args.results, args.exp, caches, args.anchor, args.bundle_secret)
+        elif args.bundle_secret is not None:
+            raise BadInput(args.results, "is not a bundle (no BUNDLE.json): --bundle-secret opens a bundle's "
+                           "commitments")
+        else:
+            found = verify(args.results, args.exp, caches, args.anchor)
         for line in found.checked:
             print(f"checked: {line}")
         for line in found.unchecked:
@@ -127,16 +142,34 @@ def _command(args: argparse.Namespace) -> int:
             return 1
         print(f"verify: every number in {args.results} matches its recomputation from the raw files"
               + (f", except what is listed as unchecked above ({len(found.unchecked)})" if found.unchecked else ""))
+        if (args.results / BUNDLE).is_file() and args.anchor is None:  # its last word, where it cannot be missed
+            print(f"verify: NOT compared with a recorded anchor: {ANCHOR_NOTE}")
     elif args.cmd == "publish":
-        from .bundle import publish, read_bundle
+        from registration.seal import outside_experiment
 
+        from .bundle import ANCHOR_NOTE, SECRET, publish, read_bundle, read_salts
+
+        if args.reveal:
+            salts = read_salts(args.results / SECRET)
+            for place in args.reveal:
+                print(f"{place} salt {salts.salt(place).hex()}")
+            return 0
+        if args.out is None:
+            raise BadInput("--out", "is required: the bundle's folder (or --reveal PLACE to open a commitment)")
+        outside_experiment(args.out, args.exp)
         b = read_bundle(publish(args.results, args.out, args.exp))
         print(f"wrote {b.dir}: the bundle of run {b.run!r}, tied to anchor {b.anchor}; withheld: "
-              + (", ".join(sorted(b.private)) + " (and every value of the rows derived from them)" if b.private
-                 else "nothing (no file is sealed private)"))
+              + (", ".join(sorted(b.private)) + " (and every value of the rows derived from them, each as a salted "
+                 f"commitment whose salts derive from {args.results / SECRET}: keep it, never publish it)"
+                 if b.private else "nothing (no file is sealed private)"))
+        print(f"anchor: {b.anchor}: {ANCHOR_NOTE}")
     elif args.cmd == "export":
+        from registration.seal import outside_experiment
+
         from .export import export
 
+        if args.out is not None:
+            outside_experiment(args.out, args.exp)
         print(f"wrote {export(args.results, args.format, args.out, args.exp)}")
     elif args.cmd == "repair":
         from arms.folder import REPAIRED, repair
@@ -151,8 +184,12 @@ def _command(args: argparse.Namespace) -> int:
                   f"{args.results / REPAIRED}. Re-run the command that wrote the folder (same arguments) to resume "
                   "and rewrite numbers.json and the report; until then `judge verify` names the raw files as changed")
     elif args.cmd == "view":
+        from registration.seal import outside_experiment
+
         from .view import view
 
+        if args.out is not None:
+            outside_experiment(args.out, args.exp)
         print(f"wrote {view(args.results, args.blind, args.out, args.exp)}")
     elif args.cmd == "label":
         return _label(args)

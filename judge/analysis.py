@@ -257,9 +257,9 @@ def rubric_scale(exp: Experiment, h: Hypothesis, points: tuple[int, ...]) -> Sca
 
 
 def compare(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scores, cells,
-            scale: Scale, gold_decides: bool = False) -> dict[str, Any]:
-    """One hypothesis decided on the judge's scores. ``gold_decides``: a gold-corrected interval will decide it
-    (``judge_error = "decide"`` with gold; judge.validity), so the judge-only calibration withdraws nothing."""
+            scale: Scale) -> dict[str, Any]:
+    """One hypothesis decided on the judge's scores (under ``judge_error = "decide"`` with gold, judge.validity
+    .decide_by_gold then puts the gold-corrected verdict in its place)."""
     an = exp.analysis
     a_scores, b_scores = scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {})
     wanted = [q for q in questions.values() if all(t in q.tags for t in h.subset)]
@@ -276,7 +276,7 @@ def compare(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scor
         return out
     a, b = [a_scores[q] for q in ids], [b_scores[q] for q in ids]
     d = decision(a, b, kind=h.kind, margin=h.margin, alpha=h.alpha, scale=scale,
-                       cluster_of=cluster_of(ids, wanted), settings=an, withdraw=not gold_decides)
+                       cluster_of=cluster_of(ids, wanted), settings=an)
     out.update(result=d.result.to_dict(), clusters=d.clusters, calibration=d.calibration.to_dict())
     if d.clusters is not None and d.result.units > 1:  # one unit: the clustered SE is undefined (deviations cancel)
         out["clustered_se"] = clustered_se([float(y - x) for x, y in zip(a, b, strict=False)],
@@ -356,9 +356,10 @@ def amendments(exp: Experiment, first: str | None) -> list[dict[str, Any]]:
 
 
 def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any],
-                    gold=None) -> dict[str, Any]:
+                    gold=None, earlier_intervals: bool = False) -> dict[str, Any]:
     """`gold`: the run's gold scores (judge.gold.gold_scores), when the experiment registers any: then the judge is
-    measured against them and each decision gets its gold-corrected interval (judge.validity)."""
+    measured against them and each decision gets its gold-corrected interval (judge.validity).
+    `earlier_intervals`: verify recomputing a folder whose judge_validity an earlier version wrote (judge.validity)."""
     raw = load_raw(run_dir)
     points = exp_scale(exp)
     refuse_off_scale(run_dir, points)
@@ -381,7 +382,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
 
     def decide(h: Hypothesis, s: dict, alpha: float | None = None) -> dict[str, Any]:
         return compare(h if alpha is None else replace(h, alpha=alpha), exp, qmap, s, cells,
-                       rubric_scale(exp, h, points), gold_decides)
+                       rubric_scale(exp, h, points))
 
     comparisons = [decide(h, decided_on(h)) for h in hyps]
     judges = judges_section(exp, panel, answers, keys, pkeys, judgments, hyps)
@@ -400,10 +401,16 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         else {h.id: decide(h, scores)["verdict"] for h in hyps})  # the primary judge's own decisions, compared alike
     if retests is not None:
         judges["retest"] = retests
-    family = apply_family(exp.analysis.family, comparisons,
-                          lambda i, a: decide(hyps[i], decided_on(hyps[i]), alpha=a))
+    def judge_only_at(i: int, alpha: float) -> dict[str, Any]:
+        return decide(hyps[i], decided_on(hyps[i]), alpha=alpha)
+
+    # the family steps down on the verdicts that decide: under "decide", the gold-corrected intervals at each level
+    family = (validity.decide_family(exp.analysis.family, hyps, comparisons, judge_only_at, gold, keys, scores, qmap,
+                                     earlier_intervals)
+              if gold_decides else apply_family(exp.analysis.family, comparisons, judge_only_at))
     checked = {} if gold is None else {"judge_validity": validity.apply(exp, gold, keys, judgments, panel, judge, hyps,
-                                                                        qmap, scores, comparisons)}
+                                                                        qmap, scores, comparisons,
+                                                                        earlier_intervals)}
     return {
         "schema": 1,
         "experiment": exp.name,

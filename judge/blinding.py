@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from core.records import AnswerRow, KeyRow
 from registration.questions import Question
-from registration.scrub import DEFAULT_SCRUB
+from registration.scrub import DEFAULT_SCRUB, compiled
 
 # Look-alike delimiters. An answer must not be able to forge the prompt's `<<<`/`>>>` markers, nor hide from the
 # grader-directed count (INJECTION) the delimiters its patterns rely on (`<`, `>`, `[`, `]`, `{`, `}`), with
@@ -223,7 +223,7 @@ def scrub(text: str, patterns: tuple[str, ...] = tuple(DEFAULT_SCRUB.values())) 
     text = re.sub(r"<<<|>>>", "[marker]", normalise(text))
     count = 0
     for p in patterns:
-        text, n = re.subn(p, REDACTED, text)
+        text, n = compiled(p).subn(REDACTED, text)
         count += n
     return text, count
 

@@ -12,12 +12,13 @@ text scrubbed), so a gold score grades exactly what the judge graded:
   such run). A folder bound since has labels from its own secret (arms.folder), which no file sealed before its run
   can name: such records count as unmatched there; ``gold`` records (by answer text) apply to every run.
 * ``program``: the gold program registered as ``[gold] program = "file.py:function"``, run from its sealed source
-  (arms.glue), called as ``function(question, reference, answer)`` with the sealed question
-  (registration.questions.Question:
-  ``.id``, ``.question``, ``.tags``, ``.cluster``), its reference answer (or None) and the answer's text as the
-  judge saw it; it returns a score on the rubric's scale, or None where code cannot decide. A program that raises, or
-  returns anything else, gives that answer a gold ``error`` naming the program, the question and the answer's label
-  (never a traceback); a program that cannot be imported is bad input before the first model call (`check_gold`).
+  in a child process under ``[gold] timeout_s`` (arms.contained), called as ``function(question, reference,
+  answer)`` with the sealed question (registration.questions.Question: ``.id``, ``.question``, ``.tags``,
+  ``.cluster``), its reference answer (or None) and the answer's text as the judge saw it; it returns a score on
+  the rubric's scale, or None where code cannot decide. A program that raises, or returns anything else, gives
+  that answer a gold ``error`` naming the program, the question and the answer's label (never a traceback); one
+  that exits, crashes or hangs gives that answer, and every one after it, an error saying so; a program that cannot
+  be imported, or stops on a reference answer, is bad input before the first model call (`check_gold`).
 * ``human``: the labels people gave the run with ``judge label`` (judge.labelling), ``labels/<labeller>.jsonl`` in
   the results folder, hash-chained per labeller.
 
@@ -30,7 +31,11 @@ Design: how the labelled questions were chosen, which decides whether the labels
   the whole stratum nor a random sample of it. Labelling the undecided answers by hand completes it again.
 * ``random_sample``: a person's label (``human``) on a question of a seeded random sample drawn by
   ``judge label --sample`` (``labels/_samples.jsonl``; ``draw`` indexes it), whoever labelled it and however
-  (in the terminal, or imported).
+  (in the terminal, or imported). The sample is believed only as drawn again: its population must be the run's
+  questions, its picks exactly what judge.stats.ppi.label_sample draws from (population, n, seed), and every answer
+  to every picked question must have a person's label (a draw labelled in part is a sample of what the labeller
+  chose to finish). A draw failing any of these is recorded with the reason (`Draw.problem`) and its labels are
+  ``convenience``.
 * ``convenience``: anything else (hand-picked answers, a sealed file, a program's scores on an incomplete stratum):
   agreement only, never a correction.
 
@@ -40,24 +45,25 @@ Design: how the labelled questions were chosen, which decides whether the labels
 from __future__ import annotations
 
 import hashlib
-import inspect
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
+from arms.contained import NotLoaded, Outcome, load_function, run_contained
 from arms.folder import label_key as experiment_label_key
-from arms.glue import import_source
 from core import jsonl
 from core.errors import BadInput
 from core.records import GoldLabel, HumanLabel, KeyRow, row_id
+from core.text import shown
 from registration.prereg import GOLD_PROGRAM, Experiment
 from registration.questions import Question, load_questions
 from registration.seal import inside, sealed_bytes
 from registration.toml_lines import KeyLines
 
 from .blinding import BlindItem, label_for, label_secret
-from .labels import check_score_labeller_time, labeller_files, numbered_labels, read_samples, run_key
+from .labels import check_score_labeller_time, labeller_files, numbered_labels, numbered_samples, people_labels, run_key
 from .review import Folder, load
+from .stats.ppi import label_sample
 
 SOURCES = ("labels", "program", "human")  # the order scores of one answer are listed in
 STATUSES = ("scored", "undecided", "error")
@@ -107,6 +113,8 @@ class Draw:
     population: tuple[str, ...]
     picked: tuple[str, ...]
     time: str
+    line: int  # its line in labels/_samples.jsonl
+    problem: str | None = None  # why it is not a random sample (its labels are then convenience); None: it is
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,7 @@ class GoldSet:
     program: str | None  # the registered gold program
     files: tuple[str, ...]  # the registered sealed labels files
     unmatched: tuple[tuple[str, int], ...]  # (sealed file, records naming no answer of this run)
+    stopped: str | None = None  # the gold program exited, crashed or ran past its time limit: where, and how
 
     @property
     def scored(self) -> tuple[GoldScore, ...]:
@@ -149,6 +158,18 @@ class GoldSet:
 # ----------------------------------------------------------------------------------------
 
 GoldProgram = Callable[[Question, "str | None", str], "int | None"]
+PROBE = (None, None, "")  # arguments like those the program must accept: (question, reference, answer)
+ProgramResult = tuple[str, "int | None", "str | None"]  # (status, score, error) of program_scores
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What a published bundle (judge.bundle) records of the gold sources on the answers whose text it withholds,
+    computed at publishing where the text is: the gold program's result by blinded label, and which answer (label)
+    each sealed `gold` record ("file:line") matched by its text's sha256."""
+
+    program: Mapping[str, ProgramResult] = field(default_factory=dict)
+    matched: Mapping[str, str] = field(default_factory=dict)
 
 
 def _registered(exp: Experiment, message: str, field: str) -> BadInput:
@@ -156,9 +177,8 @@ def _registered(exp: Experiment, message: str, field: str) -> BadInput:
     return BadInput(file, message, line=KeyLines(file.read_text()).find(("gold",), field), field=field)
 
 
-def load_program(exp: Experiment) -> GoldProgram | None:
-    """The registered gold program, imported from its sealed source; None when none is registered. Anything that
-    stops it from being called as (question, reference, answer) is bad input naming prereg.toml's `program`."""
+def _program_file(exp: Experiment) -> tuple[str, Path, str] | None:
+    """(spec, file, function) of the registered gold program; None when none is registered."""
     spec = exp.gold.program if exp.gold else None
     if spec is None:
         return None
@@ -166,43 +186,98 @@ def load_program(exp: Experiment) -> GoldProgram | None:
     path = inside(exp.dir, m.group("file"), exp.dir / "prereg.toml", "program")
     if not path.is_file():
         raise _registered(exp, f"gold program {spec!r}: no file {path}", "program")
-    name = f"_gold_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
-    try:
-        module = import_source(path, name, exp.dir)
-        fn = getattr(module, m.group("function"))
-    except BadInput:
-        raise
-    except SyntaxError as e:
-        raise BadInput(e.filename or path, f"gold program {spec!r} cannot be imported: {e.msg}", line=e.lineno,
-                       field="program") from None
-    except Exception as e:  # noqa: BLE001 - user code: whatever it raises is named, never a traceback
-        raise _registered(exp, f"gold program {spec!r} cannot be imported: {type(e).__name__}: {e}",
-                          "program") from None
-    if not callable(fn):
-        raise _registered(exp, f"gold program {spec!r} is not callable", "program")
-    try:
-        inspect.signature(fn).bind(None, None, "")
-    except TypeError:
-        raise _registered(exp, f"gold program {spec!r} must take (question, reference, answer)", "program") from None
-    except ValueError:
-        pass  # no signature to read (a builtin): calling it will tell
-    return fn
+    return spec, path, m.group("function")
 
 
-def program_score(fn: GoldProgram, spec: str, question: Question, answer: str, label: str,
-                  scale: tuple[int, ...]) -> tuple[str, int | None, str | None]:
-    """(status, score, error) of the gold program on one answer: "scored", "undecided" (None) or "error"."""
+def _not_loaded(exp: Experiment, spec: str, e: NotLoaded) -> BadInput:
+    """Why the gold program cannot be called, as bad input naming prereg.toml's `program` (or the file at fault)."""
+    if e.kind == "sealed":
+        return BadInput(e.file, e.text, line=e.line, field=e.field)
+    if e.kind == "syntax":
+        return BadInput(e.file, f"gold program {spec!r} cannot be imported: {e.text}", line=e.line, field="program")
+    what = {"raised": f"cannot be imported: {e.text}", "signature": "must take (question, reference, answer)",
+            "stopped": f"{e.text}: it must import and return, never end or hang the process"}
+    return _registered(exp, f"gold program {spec!r} {what.get(e.kind, e.text)}", "program")
+
+
+def load_program(exp: Experiment) -> GoldProgram | None:
+    """The registered gold program, imported from its sealed source into this process; None when none is
+    registered. Anything that stops it from being called as (question, reference, answer) is bad input naming
+    prereg.toml's `program`. The harness itself calls it contained (`program_scores`); this is for testing a
+    program's own rules."""
+    found = _program_file(exp)
+    if found is None:
+        return None
+    spec, path, function = found
     try:
-        got = fn(question, question.reference, answer)
-    except Exception as e:  # noqa: BLE001 - user code: recorded as this answer's gold error
-        return "error", None, (f"gold program {spec} raised {type(e).__name__}: {e} on question {question.id!r} "
+        return load_function(path, function, exp.dir, PROBE)
+    except NotLoaded as e:
+        raise _not_loaded(exp, spec, e) from None
+
+
+def program_scores(exp: Experiment, calls: list[tuple[Question, str, str]],
+                   scale: tuple[int, ...]) -> tuple[list[tuple[str, int | None, str | None]], str | None]:
+    """(status, score, error) of the gold program on each (question, answer, label) of `calls` ("scored",
+    "undecided" for None, or "error"), and what stopped it, if it stopped. It runs contained (arms.contained): in one
+    child process for the whole batch, each call within `[gold] timeout_s`. A program that exits, crashes or runs
+    past the limit gives the answer it was scoring an error saying so, and every answer after it an error naming
+    that one; a program that cannot be imported is bad input naming prereg.toml's `program`."""
+    spec, path, function = _program_file(exp)
+    args = [(q, q.reference, answer) for q, answer, _ in calls]
+    out: list[tuple[str, int | None, str | None]] = []
+    stopped = None
+    try:
+        for n, outcome in enumerate(run_contained(path, function, exp.dir, PROBE, args, exp.gold.timeout_s)):
+            q, _, label = calls[n]
+            if outcome.kind == "stopped":
+                stopped = f"gold program {spec} {outcome.value} on question {q.id!r} (answer {label})"
+                out.append(("error", None, stopped))  # and the last outcome: the child is gone
+            else:
+                out.append(_program_outcome(outcome, spec, q, label, scale))
+    except NotLoaded as e:
+        raise _not_loaded(exp, spec, e) from None
+    out += [("error", None, f"gold program {spec} was not called on question {q.id!r} (answer {label}): {stopped}")
+            for q, _, label in calls[len(out):]]
+    return out, stopped
+
+
+def _program_outcome(outcome: Outcome, spec: str, question: Question, label: str,
+                     scale: tuple[int, ...]) -> tuple[str, int | None, str | None]:
+    """(status, score, error) of one call as the contained child reported it (arms.contained.Outcome)."""
+    if outcome.kind == "raised":
+        return "error", None, (f"gold program {spec} raised {_shown(outcome.value, str)} on question {question.id!r} "
                                f"(answer {label})")
-    if got is None:
+    got = outcome.value
+    if outcome.kind == "value" and got is None:
         return "undecided", None, None
-    if type(got) is not int or got not in scale:
-        return "error", None, (f"gold program {spec} returned {got!r} on question {question.id!r} (answer {label}): "
+    if outcome.kind != "value" or type(got) is not int or got not in scale:
+        said = _shown(got, str if outcome.kind == "other" else repr)
+        return "error", None, (f"gold program {spec} returned {said} on question {question.id!r} (answer {label}): "
                                f"not a score on the rubric's scale {list(scale)}, nor None")
     return "scored", got, None
+
+
+def _shown(value: object, how: Callable[[object], str]) -> str:
+    """What the program gave, as text for its error: whatever it is (an int too long to print, an object whose repr
+    raises, text with lone surrogates), never an exception of its own."""
+    try:
+        text = how(value)
+    except Exception:  # noqa: BLE001 - user code's __repr__/__str__, or an int past str()'s digit limit
+        text = f"a {type(value).__name__} that cannot be shown"
+    return shown(text if len(text) <= 200 else text[:197] + "...")
+
+
+def check_program(exp: Experiment, registered: list[Question], scale: tuple[int, ...]) -> None:
+    """Before the first model call: the gold program imports and takes (question, reference, answer), and scoring
+    one reference answer (the first registered question that has one) neither exits, crashes nor runs past
+    `[gold] timeout_s`: bad input naming prereg.toml's `program`, the question and what happened."""
+    if _program_file(exp) is None:
+        return
+    q = next((q for q in registered if q.reference is not None), registered[0])
+    _, stopped = program_scores(exp, [(q, q.reference or "", "the reference")], scale)
+    if stopped:
+        raise _registered(exp, f"{stopped}, checked before the first model call: a gold program returns a score or "
+                          "None, and never ends or hangs the process it runs in", "program")
 
 
 # ----------------------------------------------------------------------------------------
@@ -227,14 +302,15 @@ def read_gold_file(exp: Experiment, rel: str, questions: dict[str, Question], sc
     if not path.is_file():
         raise _registered(exp, f"gold labels file {rel!r}: no file {path}", "labels")
     sealed_bytes(exp.dir, path)  # refused unless exactly as sealed
-    first = next(jsonl.read(path), None)
-    if first is None:
+    records = list(jsonl.read_sealed(path))  # a sealed input: every line counts, decoded as every input is
+    if not records:
         raise BadInput(path, "holds no gold labels")
-    if first[1].get("type") == HumanLabel.TYPE:
-        return list(numbered_labels(path, run_key(key), experiment_labels(exp, questions.values(), key), scale))
+    if records[0][1].get("type") == HumanLabel.TYPE:
+        return list(numbered_labels(path, run_key(key), experiment_labels(exp, questions.values(), key), scale,
+                                    sealed=True))
     out: list[tuple[int, GoldLabel | HumanLabel]] = []
     seen: dict[tuple[str, str, str], int] = {}
-    for no, rec in jsonl.read(path):
+    for no, rec in records:
         if rec.get("type", GoldLabel.TYPE) != GoldLabel.TYPE:
             raise BadInput(path, f"reads {rec['type']!r}: a gold labels file holds one kind of record, and its first "
                            f"is {GoldLabel.TYPE!r}", line=no, field="type")
@@ -260,11 +336,12 @@ def answer_sha256(text: str) -> str:
 
 
 def check_gold(exp: Experiment, registered: list[Question], scale: tuple[int, ...]) -> None:
-    """Before the first model call: the gold program imports and takes (question, reference, answer), and every
-    sealed labels file reads, checked against the registration. Its scores on answers come after collection."""
+    """Before the first model call: the gold program imports, takes (question, reference, answer) and scores a
+    reference answer without ending or hanging (`check_program`), and every sealed labels file reads, checked
+    against the registration. Its scores on answers come after collection."""
     if exp.gold is None:
         return
-    load_program(exp)
+    check_program(exp, registered, scale)
     questions = {q.id: q for q in registered}
     for rel in exp.gold.labels:
         read_gold_file(exp, rel, questions, scale, experiment_label_key(exp))
@@ -276,53 +353,69 @@ def check_gold(exp: Experiment, registered: list[Question], scale: tuple[int, ..
 
 
 def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questions: dict[str, Question],
-             scale: tuple[int, ...], label_key: str, run_dir: Path | None = None) -> GoldSet:
+             scale: tuple[int, ...], label_key: str, run_dir: Path | None = None,
+             recorded: Recorded | None = None) -> GoldSet:
     """The gold scores of a run's blinded single answers `items` (in the blinded order), from every source.
 
     `keys`: the run's blinding keys (who wrote each label); `questions`: the run's questions by id; `label_key`: what
     the run's labels files name it by (judge.review.labels_name); `run_dir`: where people's labels are (None: no
-    human source)."""
+    human source); `recorded`: a published bundle's account of the answers whose text it withholds (its registered
+    sets may be withheld too): the program's results taken as recorded, the program run on every other answer; the
+    sealed records' matches too."""
     by_label = {k.label: k for k in keys}
     items = [i for i in items if i.label in by_label]
     found: dict[str, list[dict[str, Any]]] = {i.label: [] for i in items}
     unmatched: list[tuple[str, int]] = []
+    given: dict[tuple[str, str], str] = {}  # (labeller, label) -> where it was read: one score each
     gold = exp.gold
     if gold and gold.labels:
-        registered = {q.id: q for q in load_questions(exp.set_paths())}
+        sets = [p for p in exp.set_paths() if recorded is None or p.is_file()]  # a bundle may withhold a set
+        registered = {q.id: q for q in load_questions(sets)}
+        registered |= {q: questions[q] for q in questions if q not in registered}  # its run's questions, described
         by_text = {(i.question_id, answer_sha256(i.answer)): i.label for i in items}
+        matched = recorded.matched if recorded else {}
         for rel in gold.labels:
             missed = 0
             for no, rec in read_gold_file(exp, rel, registered, scale, experiment_label_key(exp)):
-                label = rec.label if isinstance(rec, HumanLabel) else by_text.get((rec.question_id, rec.answer_sha256))
+                label = rec.label if isinstance(rec, HumanLabel) else by_text.get(
+                    (rec.question_id, rec.answer_sha256), matched.get(f"{rel}:{no}"))
+                if isinstance(rec, GoldLabel) and label in found and by_label[label].question_id != rec.question_id:
+                    label = None  # a recorded match names an answer to another question: not this record's
                 if label not in found:
                     missed += 1
                     continue
+                _once(given, rec.labeller, label, exp.dir, rel, no)
                 found[label].append({"source": "labels", "origin": f"{rel}:{no}", "labeller": rec.labeller,
                                      "score": rec.score, "status": "scored", "error": None, "time": rec.time,
                                      "note": rec.note})
             unmatched.append((rel, missed))
-    fn = load_program(exp)
-    if fn is not None:
+    stopped = None
+    if gold and gold.program:
+        given = recorded.program if recorded else {}
+        ask = [i for i in items if i.label not in given]  # what a bundle recorded is read, the rest scored contained
+        scored, stopped = (program_scores(exp, [(questions[i.question_id], i.answer, i.label) for i in ask], scale)
+                           if ask else ([], None))
+        results = dict(given) | {i.label: r for i, r in zip(ask, scored, strict=True)}
         for i in items:
-            status, score, error = program_score(fn, gold.program, questions[i.question_id], i.answer, i.label, scale)
+            status, score, error = results[i.label]
             found[i.label].append({"source": "program", "origin": gold.program, "labeller": gold.program,
                                    "score": score, "status": status, "error": error, "time": None, "note": ""})
     draws: list[Draw] = []
     if run_dir is not None:
         key = run_key(label_key)
-        for path in labeller_files(run_dir):
-            rel = path.relative_to(run_dir).as_posix()
-            for no, lab in numbered_labels(path, key, set(found), scale, cut_off_ok=True):
-                found[lab.label].append({"source": "human", "origin": f"{rel}:{no}", "labeller": lab.labeller,
-                                         "score": lab.score, "status": "scored", "error": None, "time": lab.time,
-                                         "note": lab.note})
-        draws = [Draw(s.labeller, s.seed, s.n, tuple(s.population), tuple(s.picked), s.time)
-                 for s in read_samples(run_dir)]
+        for rel, no, lab in people_labels(run_dir, key, set(found), scale):
+            _once(given, lab.labeller, lab.label, Path(run_dir), rel, no)
+            found[lab.label].append({"source": "human", "origin": f"{rel}:{no}", "labeller": lab.labeller,
+                                     "score": lab.score, "status": "scored", "error": None, "time": lab.time,
+                                     "note": lab.note})
+        draws = [_checked_draw(Draw(s.labeller, s.seed, s.n, tuple(s.population), tuple(s.picked), s.time, no),
+                               items, questions, found)
+                 for no, s in numbered_samples(run_dir)]
     strata = _strata(items, questions, found)
     complete = {s.name for s in strata if s.complete}
     drawn: dict[str, int] = {}
     for n, d in enumerate(draws):
-        for q in d.picked:
+        for q in d.picked if d.problem is None else ():
             drawn.setdefault(q, n)
     scores = []
     for i in items:
@@ -335,7 +428,46 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
                                     sample=k.sample, design=design, stratum=stratum, draw=draw, **f))
     return GoldSet(scale=tuple(scale), answers=len(items), scores=tuple(scores), strata=strata, draws=tuple(draws),
                    program=gold.program if gold else None, files=gold.labels if gold else (),
-                   unmatched=tuple(unmatched))
+                   unmatched=tuple(unmatched), stopped=stopped)
+
+
+def _once(given: dict[tuple[str, str], str], labeller: str, label: str, folder: Path, rel: str, no: int) -> None:
+    """One score per labeller and answer across every labels file (sealed or in labels/): a second, in another file,
+    is the same labeller counted twice (a chain copied under two names), bad input naming both files."""
+    before = given.setdefault((labeller, label), f"{rel}:{no}")
+    if before != f"{rel}:{no}":
+        raise BadInput(folder / rel, f"{labeller!r} already gave answer {label} a gold score at {before}: one score "
+                       "per labeller and answer across every labels file, so a labels file copied under another name "
+                       "never counts its labeller twice", line=no, field="label")
+
+
+def _checked_draw(d: Draw, items: list[BlindItem], questions: dict[str, Question],
+                  found: dict[str, list[dict[str, Any]]]) -> Draw:
+    """The draw with its problem, if any: drawn again from its recorded (population, n, seed) and compared with its
+    picks, and every answer to each picked question looked for among people's labels."""
+    where = f"labels/_samples.jsonl line {d.line}"
+    if sorted(d.population) != sorted(questions):
+        problem = (f"{where}: its population of {len(d.population)} questions is not the run's {len(questions)} "
+                   "questions, the population `judge label --sample` draws from")
+    else:
+        try:
+            again = label_sample(d.population, d.n, d.seed)
+        except ValueError as e:
+            again, problem = None, f"{where}: n {d.n} with seed {d.seed} cannot be drawn again: {e}"
+        if again is not None:
+            problem = None if list(d.picked) == again else (
+                f"{where}: seed {d.seed} draws {again} from its population (n {d.n}), not the recorded picks "
+                f"{list(d.picked)}: the picks were not drawn by the seed")
+    if problem is None:
+        for q in d.picked:
+            answers = [i.label for i in items if i.question_id == q]
+            labelled = sum(any(f["source"] == "human" for f in found[lab]) for lab in answers)
+            if labelled < len(answers):
+                problem = (f"{where}: drawn question {q!r} has a person's label on {labelled} of its {len(answers)} "
+                           "answers: a draw is a random sample only once every answer to every drawn question is "
+                           "labelled")
+                break
+    return replace(d, problem=problem)
 
 
 def _strata(items: list[BlindItem], questions: dict[str, Question],
@@ -350,18 +482,21 @@ def _strata(items: list[BlindItem], questions: dict[str, Question],
     return tuple(out)
 
 
-def gold_scores(exp: Experiment, run_dir: Path) -> GoldSet:
+def gold_scores(exp: Experiment, run_dir: Path, questions: list[Question] | None = None,
+                recorded: Recorded | None = None) -> GoldSet:
     """Every gold score of a results folder's single answers: sealed labels files, the gold program and people's
-    labels (labels/), each with its source and design. Bad input (exit 2, named) if any source is unreadable."""
-    return folder_gold(load(run_dir, exp.dir))
+    labels (labels/), each with its source and design. Bad input (exit 2, named) if any source is unreadable.
+    `questions` and `recorded`: a published bundle's (judge.bundle), which withholds the private text."""
+    return folder_gold(load(run_dir, exp.dir, questions), recorded)
 
 
-def folder_gold(d: Folder) -> GoldSet:
+def folder_gold(d: Folder, recorded: Recorded | None = None) -> GoldSet:
     """`gold_scores` of a folder already loaded (judge.review.load): review.md and review.html read the same."""
-    return gold_set(d.exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key, d.run_dir)
+    return gold_set(d.exp, d.items, d.raw.keys, d.questions, d.scale, d.label_key, d.run_dir, recorded)
 
 
-def run_gold(exp: Experiment, run_dir: Path) -> GoldSet | None:
+def run_gold(exp: Experiment, run_dir: Path, questions: list[Question] | None = None,
+             recorded: Recorded | None = None) -> GoldSet | None:
     """The gold a results folder's numbers are computed with: None when the experiment registers no gold, nobody
     labelled the run and nothing registered asks for gold (its numbers then have no judge-validity section, as
     before gold existed). A registered `min_gold_agreement` or `judge_error = "decide"` without gold gets an empty
@@ -369,4 +504,4 @@ def run_gold(exp: Experiment, run_dir: Path) -> GoldSet | None:
     asks = exp.min_gold_agreement is not None or exp.analysis.judge_error == "decide"
     if exp.gold is None and not labeller_files(Path(run_dir)) and not asks:
         return None
-    return gold_scores(exp, run_dir)
+    return gold_scores(exp, run_dir, questions, recorded)

@@ -15,14 +15,16 @@ Which answers, in what order:
 * ``--sample N [--seed S]``: N questions drawn at random (judge.stats.ppi.label_sample over the run's question ids,
   seed S, by default the experiment's registered seed), recorded in `labels/_samples.jsonl` before the first is shown,
   and EVERY answer to each of them (every arm, quant and sample), shuffled together by the seed: the gold differences
-  are paired and the labelled questions are a random sample (judge.gold: design ``random_sample``).
+  are paired and the labelled questions are a random sample (judge.gold: design ``random_sample``). Before the first
+  label, what the draw buys is printed: the gold-corrected decision's power with it (judge.label_power).
 
 ``--import FILE`` takes labels made elsewhere, checked against the run before any is kept: a labels file downloaded
 from the blind review page (`judge view --blind`; checked by judge.labels: this run's labels key, its blinded
 labels, the rubric's scale, the chain intact), or a CSV (UTF-8, a header row; columns `label` and `score`, optional
 `note`, `labeller` and `time`; a row without a labeller takes `--labeller`; a row without a time takes the time of
-the import). Every label is appended to its labeller's chain with its own score, note and time; one already there
-with the same score, note and time is skipped (an import can be repeated), another is refused. A label not of this
+the import; read by the csv module, so a quoted field keeps any line break it holds and U+2028 ends no row). Every
+label is appended to its labeller's chain with its own score, note and time; one already there with the same score,
+note and time is skipped (an import can be repeated), another is refused. A label not of this
 run, a score off the scale, a bad time: exit 2 naming the file, the line and the field.
 """
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import fcntl
+import io
 import os
 import random
 import re
@@ -43,10 +46,12 @@ from typing import Callable, TextIO
 from core import jsonl
 from core.errors import BadInput
 from core.records import HumanLabel, LabelSample
+from core.text import decode
 from registration.rubric import load_rubric, rubric_dir
 
 from .analysis import utc
 from .blinding import BlindItem
+from .label_power import sample_power
 from .labels import LABELS_DIR, SAMPLES, labeller_file, numbered_labels, read_labels, read_samples, run_key
 from .review import Folder, load
 from .stats.ppi import label_sample
@@ -127,6 +132,8 @@ def _sampled(d: Folder, labeller: str, n: int, seed: int) -> list[BlindItem]:
     population = list(d.questions)
     if not 1 <= n <= len(population):
         raise BadInput("--sample", f"must be between 1 and the run's {len(population)} questions, got {n}")
+    if seed < 0:
+        raise BadInput("--seed", f"must be 0 or more (numpy draws from no negative seed), got {seed}")
     picked = label_sample(population, n, seed)
     drawn = read_samples(d.run_dir)
     if not any((s.labeller, s.seed, s.n, s.population, s.picked) == (labeller, seed, n, population, picked)
@@ -173,6 +180,8 @@ def label(run_dir: Path, labeller: str | None = None, sample: int | None = None,
             where = path.relative_to(d.run_dir)
             say(f"Labelling as {labeller}: {len(queue)} answers, {len(queue) - len(todo)} already labelled, "
                 f"{len(todo)} to go. Labels are saved one by one to {where}; Ctrl-C stops, the same command resumes.")
+            for line in sample_power(d, {i.question_id for i in queue}) if sample else []:
+                say(line)
             if not todo:
                 say(f"Nothing left to label: every answer asked for has a label by {labeller} in {where}.")
                 return 0
@@ -219,12 +228,17 @@ def _from_jsonl(path: Path, d: Folder, labeller: str | None) -> list[Incoming]:
 
 
 def _from_csv(path: Path, d: Folder, labeller: str | None) -> list[Incoming]:
-    """A CSV of labels: a header row naming CSV_COLUMNS (label and score required), one label per row."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise BadInput(path, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
-    reader = csv.reader(text.splitlines(keepends=True))
+    return csv_labels(path, {i.label for i in d.items}, d.scale, labeller)
+
+
+def csv_labels(path: Path, labels: set[str], scale: tuple[int, ...], labeller: str | None) -> list[Incoming]:
+    """A CSV of labels of a run (its blinded `labels`, its rubric's `scale`): a header row naming CSV_COLUMNS (label
+    and score required), one label per row. Read as CSV, never split into lines first: a quoted field keeps any line
+    separator it holds (CR, LF, U+2028, ...), and a row ends only at a CR or LF outside quotes. Decoded as every input
+    is (core.text: strict UTF-8, a leading byte-order mark dropped). Each cell is taken without its surrounding
+    spaces, except the note, which is kept exactly as written."""
+    text = decode(path.read_bytes(), path)
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
@@ -240,8 +254,6 @@ def _from_csv(path: Path, d: Folder, labeller: str | None) -> list[Incoming]:
     for name in ("label", "score"):
         if name not in header:
             raise BadInput(path, "missing column: every row needs a label and a score", line=1, field=name)
-    labels = {i.label for i in d.items}
-    scale = d.scale
     stamp = now()
     out: list[Incoming] = []
     seen: dict[tuple[str, str], int] = {}
@@ -257,7 +269,7 @@ def _from_csv(path: Path, d: Folder, labeller: str | None) -> list[Incoming]:
             continue
         if len(row) != len(header):
             raise BadInput(path, f"has {len(row)} cells, the header {len(header)}", line=line)
-        cell = {h: v.strip() for h, v in zip(header, row, strict=True)}
+        cell = {h: v if h == "note" else v.strip() for h, v in zip(header, row, strict=True)}
         if cell["label"] not in labels:
             raise BadInput(path, f"{cell['label']!r} is not a blinded label of a single answer of this run", line=line,
                            field="label")

@@ -7,7 +7,8 @@ is the one reader: every label must be a blinded label of this run, every score 
 intact; anything else is bad input naming the file, the line and the field (exit 2).
 
 A results folder keeps the labels people give it in `labels/` (judge.labelling writes them, judge.gold reads them):
-one chained file per labeller, `labels/<labeller>.jsonl`, and `labels/_samples.jsonl`, the seeded random samples of
+one chained file per labeller, `labels/<labeller>.jsonl` (a labeller's labels in any other file are refused:
+`people_labels`), and `labels/_samples.jsonl`, the seeded random samples of
 questions drawn for labelling (core.records.LabelSample).
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from core import jsonl
+from core import jsonl, text
 from core.errors import BadInput
 from core.records import HumanLabel, LabelSample
 
@@ -61,8 +62,33 @@ def labeller_files(run_dir: Path) -> list[Path]:
 
 def read_samples(run_dir: Path) -> list[LabelSample]:
     """The random samples drawn for labelling a run, in the order they were drawn."""
+    return [s for _, s in numbered_samples(run_dir)]
+
+
+def numbered_samples(run_dir: Path) -> list[tuple[int, LabelSample]]:
+    """`read_samples` with each sample's line."""
     path = Path(run_dir) / LABELS_DIR / SAMPLES
-    return [LabelSample.from_dict(rec, path, no) for no, rec in jsonl.read(path)]
+    return [(no, LabelSample.from_dict(rec, path, no)) for no, rec in jsonl.read(path)]
+
+
+def people_labels(run_dir: Path, key: str, labels: frozenset[str] | set[str],
+                  scale: tuple[int, ...]) -> list[tuple[str, int, HumanLabel]]:
+    """Every label people gave a run (labels/<labeller>.jsonl), as (file relative to the run, line, label). One
+    chain per labeller: a label whose labeller keeps their chain in another file (`labeller_file`) is bad input
+    naming both files, so a chain copied or renamed beside the original never counts its labeller twice."""
+    out = []
+    for path in labeller_files(run_dir):
+        rel = path.relative_to(run_dir).as_posix()
+        for no, lab in numbered_labels(path, key, labels, scale, cut_off_ok=True):
+            own = labeller_file(run_dir, lab.labeller)
+            if own != path:
+                there = " (which is there too)" if own.is_file() else ""
+                raise BadInput(path, f"holds a label by {lab.labeller!r}, whose one chain of this run is "
+                               f"{own.relative_to(run_dir).as_posix()}{there}, not {rel}: a labels file copied or "
+                               "renamed would count the same labeller twice; keep one file per labeller, named by "
+                               "`judge label`", line=no, field="labeller")
+            out.append((rel, no, lab))
+    return out
 
 
 def read_labels(path: Path, key: str, labels: frozenset[str] | set[str], scale: tuple[int, ...]) -> list[HumanLabel]:
@@ -72,21 +98,25 @@ def read_labels(path: Path, key: str, labels: frozenset[str] | set[str], scale: 
 
 
 def numbered_labels(path: Path, key: str, labels: frozenset[str] | set[str], scale: tuple[int, ...],
-                    cut_off_ok: bool = False) -> list[tuple[int, HumanLabel]]:
-    """`read_labels` with each label's line. `cut_off_ok`: a last line without its line end is a label being written
-    when `judge label` was stopped (dropped when it resumes), skipped as the raw files' readers skip one, and a file
-    with no label is empty, not bad; otherwise (a download) both are refused."""
+                    cut_off_ok: bool = False, sealed: bool = False) -> list[tuple[int, HumanLabel]]:
+    """`read_labels` with each label's line. `cut_off_ok`: a results folder's own labels file (labels/), appended to
+    by `judge label`: a last line without its line end is a label being written when it was stopped (dropped when it
+    resumes), skipped as the raw files' readers skip one, and a file with no label is empty, not bad. Otherwise the
+    file was handed to us, and is read as every input is (core.jsonl.read_sealed: strict UTF-8, a leading byte-order
+    mark dropped, a lone surrogate refused naming its field) and a file with no label is refused; a download whose
+    last line has no line end is refused as cut off, a `sealed` file (a registered gold source, finished when it was
+    sealed) is read whole."""
     path = Path(path)
     if not path.is_file():
         raise BadInput(path, "labels file not found")
     data = path.read_bytes()
-    if data and not data.endswith(b"\n") and not cut_off_ok:
+    if data and not data.endswith(b"\n") and not cut_off_ok and not sealed:
         raise BadInput(path, "the last line has no line end: the file was cut off (download it again)",
                        line=data.count(b"\n") + 1)
     out: list[tuple[int, HumanLabel]] = []
     seen: dict[tuple[str, str], int] = {}
     prev = key
-    for no, rec in jsonl.read(path):
+    for no, rec in jsonl.read(path) if cut_off_ok else jsonl.read_sealed(path):
         lab = HumanLabel.from_dict(rec, path, no)
         if lab.run_key != key:
             raise BadInput(path, f"reads {lab.run_key[:16]}…, but this run's labels key is {key[:16]}…: these are "
@@ -105,7 +135,8 @@ def numbered_labels(path: Path, key: str, labels: frozenset[str] | set[str], sca
         try:
             prev = jsonl.link(rec)
         except UnicodeEncodeError:
-            raise BadInput(path, "holds text that is not valid Unicode (a lone surrogate)", line=no) from None
+            raise BadInput(path, "holds text that is not valid Unicode (a lone surrogate)", line=no,
+                           field=text.lone_surrogate(rec) or None) from None
         out.append((no, lab))
     if not out and not cut_off_ok:
         raise BadInput(path, "holds no labels")

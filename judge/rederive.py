@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from arms.collect import Task, plain_messages, task_request
+from arms.contained import GlueSession, Outcome
 from arms.folder import BINDING, blinding_secret, read_binding
-from arms.glue import load_glue
 from arms.settings import differences
 from core import jsonl
 from core.errors import BadInput
@@ -214,37 +214,27 @@ def identity_findings(ident: dict[str, Any], spec: ModelSpec, quant: str | None,
     return out
 
 
-class _Unanswered(Exception):
-    """A replayed glue asked for a call whose reply verify does not have, or that the row does not record."""
-
-
-def _glue_calls(arm: ArmSpec, quant: str, question: Question, sample: int, ident: dict[str, Any], rec: dict[str, Any],
-                replies: Replies, exp_dir: Path, where: str) -> tuple[list[str], str | None, bool]:
-    """Run the arm's registered glue again on the row's recorded replies: the call keys its requests derive
-    (up to the first call whose reply is unknown or not recorded), its final answer if it got that far, and
-    whether it finished. Glue is deterministic (arms.glue): the same question and replies give the same calls
-    and answer."""
+def _glue_calls(session: GlueSession, arm: ArmSpec, quant: str, question: Question, sample: int,
+                ident: dict[str, Any], rec: dict[str, Any], replies: Replies, where: str) -> tuple[list[str], Outcome]:
+    """Run the arm's registered glue again (contained: `session`) on the row's recorded replies: the call keys its
+    requests derive (up to the first call whose reply is unknown or not recorded) and how it ended (Outcome
+    "answer" with its final answer when it got that far). Glue is deterministic (arms.glue): the same question and
+    replies give the same calls and answer."""
     task, calls, derived = Task(arm, quant, question, sample), rec.get("calls") or [], []
 
-    def call_model(messages: list[tuple[str, str]]) -> Reply:
+    def call_model(messages: list[tuple[str, str]]) -> Reply | None:
         key = call_key(ident, task_request(task, messages))
         i = len(derived)
         derived.append(key)
         if i >= len(calls) or calls[i] != key:
-            raise _Unanswered
+            return None
         reply = replies.get(key, f"{where}: field 'calls[{i}]'")
         if reply is None and i == len(calls) - 1 and rec.get("status") == "ok":
             reply = Reply(rec.get("raw_output") or "", rec.get("finish_reason") or "stop", 0, 0, 0.0,
                           thinking=bool(rec.get("thinking")))
-        if reply is None:
-            raise _Unanswered
         return reply
 
-    try:
-        result = load_glue(arm.glue, exp_dir)(question, call_model, exp_dir)
-    except _Unanswered:
-        return derived, None, False
-    return derived, result.answer, True
+    return derived, session.run(question, call_model)
 
 
 def _call_findings(rec: dict[str, Any], arm: ArmSpec, calls: list, derived: list[str] | None, finished: bool,
@@ -273,8 +263,20 @@ def _call_findings(rec: dict[str, Any], arm: ArmSpec, calls: list, derived: list
 def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, questions: dict[str, Question],
                 replies: Replies) -> tuple[list[str], list[str]]:
     """Each answer record (superseded error records too) against the registration, its call keys re-derived
-    from its request, its calls and reply against the call cache. Returns findings and what was not checked."""
+    from its request (a glue arm's by its glue, run again in one child process per glue), its calls and reply
+    against the call cache. Returns findings and what was not checked."""
+    sessions: dict[tuple[str, float], GlueSession] = {}
+    try:
+        return _answer_rows(path, run, exp, questions, replies, sessions)
+    finally:
+        for session in sessions.values():
+            session.close()
+
+
+def _answer_rows(path: Path, run: dict[str, Any], exp: Experiment, questions: dict[str, Question],
+                 replies: Replies, sessions: dict[tuple[str, float], GlueSession]) -> tuple[list[str], list[str]]:
     out: list[str] = []
+    glue_skipped: dict[str, list] = {}  # glue -> [how it stopped, answer records it was not run again on]
     arms = {a.name: a for a in exp.arms}
     registered = {a.name: a.generation.to_dict() for a in exp.arms}
     no_identity, glue_unchecked, glue_unloadable, unknown = 0, 0, {}, set()
@@ -337,16 +339,26 @@ def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, questions: dic
             for field, message in found or []:
                 finding(field, f"{message} (arm {arm.name!r} at {quant})")
             if arm.glue:
+                derived, answer, finished, session = None, None, False, None
+                run_as = (arm.glue, arm.glue_timeout_s)
                 try:
-                    derived, answer, finished = _glue_calls(arm, quant, question, sample, ident, rec, replies,
-                                                            exp.dir, f"{path}:{no}")
+                    if arm.glue not in glue_unloadable:
+                        session = sessions.get(run_as) or sessions.setdefault(
+                            run_as, GlueSession(arm.glue, exp.dir, arm.glue_timeout_s))
                 except BadInput as e:  # the glue cannot be imported on this machine
                     glue_unloadable[arm.glue] = str(e)
-                    derived, answer, finished = None, None, False
-                except Exception as e:  # the registered glue raised on the recorded replies
-                    finding("calls", f"glue {arm.glue!r} raised {type(e).__name__}: {e} when run again on this row's "
-                            "question and recorded replies")
-                    derived, answer, finished = None, None, False
+                outcome = None if session is None else _glue_calls(session, arm, quant, question, sample, ident, rec,
+                                                                   replies, f"{path}:{no}")
+                if outcome is not None:
+                    derived, how = outcome
+                    finished, answer = how.kind == "answer", how.value if how.kind == "answer" else None
+                    if how.kind in ("raised", "stopped"):  # on the recorded replies the glue raised, exited or hung
+                        finding("calls", f"glue {arm.glue!r} {'raised ' if how.kind == 'raised' else ''}{how.value} "
+                                "when run again on this row's question and recorded replies")
+                        derived = None
+                    elif how.kind == "skipped":
+                        glue_skipped.setdefault(arm.glue, [how.value, 0])[1] += 1
+                        derived = None
                 if derived is not None and not finished:
                     glue_unchecked += max(0, len(calls) - len(derived))
             else:
@@ -380,6 +392,9 @@ def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, questions: dic
     for glue, why in glue_unloadable.items():
         unchecked.append(f"{path}: glue {glue!r} cannot be loaded here ({why}): its answers' call keys and texts were "
                          "not re-derived")
+    for glue, (why, rows) in glue_skipped.items():
+        unchecked.append(f"{path}: glue {glue!r} was not run again on {rows} later answer record(s): it {why} on an "
+                         "earlier one (above); their call keys and texts were not re-derived")
     return out, unchecked
 
 

@@ -170,8 +170,9 @@ def labels_name(doc: dict[str, Any] | None, label_key: str) -> str:
     return f"blinding secret sha256:{sha}" if sha else label_key
 
 
-def load(run_dir: Path, exp_dir: Path | None = None) -> Folder:
-    """A results folder's raw files, its run.json and its experiment, each refused (exit 2, named) if unusable."""
+def load(run_dir: Path, exp_dir: Path | None = None, questions: list[Question] | None = None) -> Folder:
+    """A results folder's raw files, its run.json and its experiment, each refused (exit 2, named) if unusable.
+    `questions`: the registered questions as given (a published bundle's, judge.bundle), else read from the sets."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise BadInput(run_dir, "not a results folder (no such directory)")
@@ -186,7 +187,7 @@ def load(run_dir: Path, exp_dir: Path | None = None) -> Folder:
             raise BadInput(run_dir / name, "missing: not a results folder written by `judge run`")
     exp = load_experiment(Path(exp_dir or run["experiment_dir"]))
     wanted = set(run["question_ids"])
-    questions = {q.id: q for q in load_questions(exp.set_paths()) if q.id in wanted}
+    questions = {q.id: q for q in (questions or load_questions(exp.set_paths())) if q.id in wanted}
     missing = [q for q in run["question_ids"] if q not in questions]
     if missing:
         raise BadInput(run_dir / "run.json", f"names question {missing[0]!r}, which no set of the experiment at "

@@ -8,14 +8,18 @@ Four checks, each naming what no longer matches:
 2. every number in numbers.json, recomputed twice: by the main analysis and by a separate, plain-Python path,
    judge.second_path, which imports nothing of the main path's code (own loops for means and counts; exact
    per-question means; the bootstrap, or cluster bootstrap, on the same resamples drawn again in exact Fractions;
-   its own implementation of the score rule; its own verdicts, count of registered clusters and calibration
-   ceiling). Decisions are recomputed with the rule the registration names (the default when it names none), never
-   with one recorded in the folder. The calibration itself (thousands of simulated decisions) is recomputed from
-   that path's own inputs by judge.stats.calibration, seeded, and the power figures (mde, n_for_margin) by the main
-   path only. With gold, the judge's error is recomputed by judge.second_path.judge_error (agreement, offsets and
-   their bootstrap intervals, the corrected intervals), which then applies what the registration says the gold
-   does to the second path's own verdicts (``judge_error = "decide"`` with the corrected interval's calibration,
-   ``min_gold_agreement``) before they are compared;
+   its own implementation of the score rule; its own verdicts and count of registered clusters). Decisions are
+   recomputed with the rule the registration names (the default when it names none), never with one recorded in
+   the folder. The calibration itself (thousands of simulated decisions) is recomputed from
+   that path's own inputs by judge.stats.calibration, seeded, and the power figures (mde, n_for_margin, and under
+   ``judge_error = "decide"`` the corrected decision's ``judge_error.power``) by the main path only (a folder
+   decided before that power was stated lacks it: listed unchecked). With gold, the judge's error is recomputed by
+   judge.second_path.judge_error (agreement, offsets and their bootstrap intervals, the corrected intervals), which
+   then applies what the registration says the gold does to the second path's own verdicts (``judge_error =
+   "decide"``: the family steps down on the second path's own corrected verdicts, and the corrected interval's
+   calibration is reported; ``min_gold_agreement``) before they are compared; every sample drawn for labelling
+   (labels/_samples.jsonl) is drawn again by that path from its recorded population, n and seed, and one whose
+   picks the seed does not draw, or whose population is not the run's questions, is a finding;
 3. report.md, re-rendered from the verified numbers, and review.md (judge.review_md), from the raw files, each
    compared line by line;
 4. the raw files themselves, re-derived from the rawest evidence they hold, and checked complete against the
@@ -41,7 +45,7 @@ import hashlib
 import json
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,13 +62,14 @@ from registration.seal import verify_seal, withheld
 from .analysis import RAW_FILES, anchor, compute_numbers, late_amendments, raw_sha256
 from .cost import costs
 from .folder import binding_findings
-from .gold import run_gold
+from .gold import Recorded, run_gold
 from .rederive import Replies, rederive
 from .report import render
 from .review_md import REVIEW, review_markdown
 from .runinfo import Scope, bound_scope, merged, registered
 from .second_path import decisions as second_path
 from .second_path.biases import recheck as recheck_biases
+from .second_path.judge_error import corrected_verdicts, drawn_questions
 from .second_path.judge_error import decide as decide_with_gold
 from .second_path.judge_error import recompute as recompute_validity
 from .stats.calibration import calibrate
@@ -288,6 +293,21 @@ def _subset_of(stored: dict, independent_numbers: dict) -> dict:
     return restrict(stored, independent_numbers)
 
 
+def unstated_power(numbers: dict, main: dict) -> list[str]:
+    """A folder decided under ``judge_error = "decide"`` before the corrected decision's power was stated has no
+    ``judge_error.power``: the figures decide nothing, so they are left out of the comparison (dropped from the
+    recomputation ``main``) and listed as unchecked, never a finding."""
+    stored = {c["id"]: c.get("judge_error") or {} for c in numbers["comparisons"]}
+    out = []
+    for c in main["comparisons"]:
+        e = c.get("judge_error") or {}
+        if "power" in e and c["id"] in stored and "power" not in stored[c["id"]]:
+            del e["power"]
+            out.append(f"numbers.json comparison {c['id']}: no judge_error.power (decided before the gold-corrected "
+                       "decision's power was stated): not compared; `judge run` into the folder adds it")
+    return out
+
+
 def earlier_rule_findings(numbers: dict, exp) -> list[str]:
     """A folder whose decisions were made by another rule than the one its registration names now (the default
     rule changed: a registration naming none was decided by `bootstrap_and_t` before), or by decision code that
@@ -308,6 +328,47 @@ def earlier_rule_findings(numbers: dict, exp) -> list[str]:
                 "biases were measured beside each decision: `judge run` into the folder re-decides it without any "
                 "model call"]
     return []
+
+
+def earlier_version_findings(numbers: dict, main: dict) -> list[str]:
+    """Why a folder's verdicts differ from the ones the decision code now gives, where an earlier version decided
+    them otherwise: its calibration line withdrew a claim (above `calibration_ceiling`: the calibration is now a
+    diagnostic that withdraws nothing), or, under `judge_error = "decide"`, its family stepped down on the judge-only
+    verdicts (it now steps down on the gold-corrected ones), or its calibration line under "decide" was the judge's
+    where the judge alone was inconclusive (it is now the corrected interval's wherever there is one). The
+    differences are findings of their own; this line names the version and what re-decides the folder."""
+    again = {c["id"]: c for c in main["comparisons"]}
+    out = []
+    for c in numbers["comparisons"]:
+        m = again.get(c["id"])
+        if m is not None and ((m.get("calibration") or {}).get("interval") == "ppi"
+                              and (c.get("calibration") or {}).get("interval") != "ppi"):
+            out.append(f"numbers.json comparisons[{c['id']}]: its calibration line is the judge's, which an earlier "
+                       "version kept under judge_error = \"decide\" where the judge alone was inconclusive; it is now "
+                       "the gold-corrected interval's wherever there is one: `judge run` into the folder re-decides "
+                       "it without any model call")
+        if m is None or m["verdict"] == c["verdict"]:
+            continue
+        why = ("withdrawn by its calibration line, which an earlier version let withdraw a claim; the calibration is "
+               "now a diagnostic that withdraws nothing" if "above the registered ceiling" in c["reason"] else
+               "decided under judge_error = \"decide\" by an earlier version, whose family stepped down on the "
+               "judge-only verdicts; the family now steps down on the gold-corrected intervals that decide"
+               if m["reason"].startswith('judge_error = "decide"') and (c.get("family") or {}).get("size", 1) > 1
+               else None)
+        if why:
+            out.append(f"numbers.json comparisons[{c['id']}]: {why}: `judge run` into the folder re-decides it "
+                       "without any model call")
+    return out
+
+
+def earlier_intervals(numbers: dict) -> bool:
+    """Whether an earlier version wrote the folder's judge_validity: an agreement without ``resampling`` or a
+    corrected estimate without ``step`` (core.records.GoldAgreement, Estimate). Both paths then recompute it as that
+    version did (judge.validity), and verify lists it as unchecked, never as a mismatch."""
+    agreements = [j["agreement"] for j in (numbers.get("judge_validity") or {}).get("judges", []) if j["agreement"]]
+    estimates = [e for c in numbers["comparisons"] for e in ((c.get("judge_error") or {}).get("ppi"),
+                                                               (c.get("judge_error") or {}).get("gold_only")) if e]
+    return any("resampling" not in a for a in agreements) or any("step" not in e for e in estimates)
 
 
 def cost_findings(run: dict, run_dir: Path, exp) -> list[str]:
@@ -343,13 +404,15 @@ class Published:
     """What a published bundle (judge.bundle) gives verify in place of what it withholds: the run's questions, those
     of a private set as the bundle describes them (ids, tags, clusters; no text); the original raw files' and
     binding.json's sha256 (its answers.jsonl and judgments.jsonl are published with values withheld); the original
-    folder's anchor; and whether that folder had review.md (its report links to it). Nothing is re-derived from the
+    folder's anchor; whether that folder had review.md (its report links to it); and what it recorded at publishing
+    of the gold sources on the answers whose text it withholds (judge.gold.Recorded). Nothing is re-derived from the
     rows' text then (it is withheld): judge.bundle lists that as unchecked."""
 
     questions: list[Question]
     raw_sha256: dict[str, str]
     anchor: str
     review: bool
+    gold: Recorded = field(default_factory=Recorded)
 
 
 def cache_file(path: Path) -> Path:
@@ -471,13 +534,18 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         problems += found + cache_problems
         unchecked += not_checked + cache_unchecked
     try:
-        gold = run_gold(exp, run_dir)
-        main = compute_numbers(exp, all_q, run_dir, run, gold)
+        gold = run_gold(exp, run_dir, published.questions, published.gold) if published else run_gold(exp, run_dir)
+        if gold is not None and gold.stopped:
+            unchecked.append(f"gold: {gold.stopped}, so the gold scores of that answer and every one after it were "
+                             "recomputed as errors")
+        earlier = earlier_intervals(numbers)
+        main = compute_numbers(exp, all_q, run_dir, run, gold, earlier)
     except BadRecord:  # a record missing a field cannot be read by either path: bad input, not a finding
         raise
     except BadInput as e:  # the main path refuses the raw files (e.g. the retry rule): nothing to compare with
         problems.append(f"the main path refuses the raw files: {e}")
         return Verification(list(dict.fromkeys(problems + amend["problems"])), unchecked, digest)
+    unchecked += unstated_power(numbers, main)
     if published:  # the raw files the numbers were computed from are the originals the bundle stands in for
         main["raw_sha256"] = dict(published.raw_sha256)
     if rule:
@@ -486,16 +554,21 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     problems += duplicate_names(numbers)
     problems += renamed_entries(numbers, main)
     problems += earlier_rule_findings(numbers, exp)
+    problems += earlier_version_findings(numbers, main)
     problems += diff_numbers(numbers, main, "recomputation from raw files")
     problems += amend["problems"]
     problems += _disagreement("which amendments are dated after the first judgment and not marked post hoc",
                               sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
     ind = second_path.independent(numbers, run, run_dir, questions, exp, clusters, answer_rows, verdicts,
-                                  lambda *args, scale, **kw: calibrate(*args, scale=Scale(*scale), **kw),
-                                  gold_decides=gold is not None and exp.analysis.judge_error == "decide")
+                                  lambda *args, scale, **kw: calibrate(*args, scale=Scale(*scale), **kw))
     ind["judges"] = second_path.independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
+    judged = list(verdicts.last.values())
+    blinded = ({r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
+               if gold is not None else {})
+    corrected = (corrected_verdicts(run, exp, gold, blinded, judged, questions, earlier)
+                 if gold is not None and exp.analysis.judge_error == "decide" else None)
     problems += recheck_biases(numbers, run, run_dir, exp, questions, list(answer_rows.last.values()),
-                               list(verdicts.last.values()), ind, clusters)
+                               judged, ind, clusters, corrected)
     totals: dict[str, dict[str, int]] = {}
     for j in verdicts.last.values():
         t = totals.setdefault(f"{j['judge']}/{j.get('rubric', 'correctness')}",
@@ -507,12 +580,16 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     for c in ind["cells"]:
         ind["quant_check"]["means"][c["arm"]][c["quant"]] = c["mean"]
     if gold is not None:
-        blinded = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
         alphas = {c["id"]: (c.get("family") or {}).get("tested_at")  # checked against verify's own family
                   for c in numbers["comparisons"]}
-        judged = list(verdicts.last.values())
-        check = recompute_validity(run, exp, gold, blinded, judged, questions, alphas)
-        decide_with_gold(ind["comparisons"], check, run, exp, gold, blinded, judged, questions, alphas)
+        problems += drawn_questions(gold, blinded, questions)[1]
+        check = recompute_validity(run, exp, gold, blinded, judged, questions, alphas, earlier)
+        decide_with_gold(ind["comparisons"], check, run, exp, gold, blinded, judged, questions, alphas, earlier)
+        if earlier:
+            unchecked.append("judge_validity: written by an earlier version, whose agreement intervals resampled "
+                             "answers (not whole questions) and whose corrected interval's guard was one score point "
+                             "(not half the rubric's range): recomputed as that version computed them; `judge run` "
+                             "into the folder recomputes them without any model call")
         problems += diff_numbers(_subset_of(numbers, check), check,
                                  "independent plain-Python recomputation of the judge's error")
     problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")

@@ -4,10 +4,10 @@ What still fails after the registered number of attempts propagates to the calle
 an `error` row with the cause; it is never turned into an empty answer or a score.
 
 Retried: HTTP 408/409/429/5xx/529, client timeouts (the SDKs' `APITimeoutError`; httpx/httpcore
-`TimeoutException`s such as `ReadTimeout`), lost connections and replies cut off mid-body (the SDKs'
-`APIConnectionError`, wrapping httpx `RemoteProtocolError` / `ReadError`), and the stdlib's
-`ConnectionError` / `TimeoutError`. Not retried: other 4xx (the request's fault), and a complete
-2xx body that is not a reply (`json.JSONDecodeError`, `MalformedReply`): the server answered, and
+`TimeoutException`s such as `ReadTimeout`; an attempt past its total deadline, models.deadline), lost
+connections and replies cut off mid-body (the SDKs' `APIConnectionError`, wrapping httpx `RemoteProtocolError` /
+`ReadError`), and the stdlib's `ConnectionError` / `TimeoutError`. Not retried: other 4xx (the request's fault),
+and a complete 2xx body that is not a reply (`json.JSONDecodeError`, `MalformedReply`): the server answered, and
 asking again would repeat a possibly billed call.
 """
 from __future__ import annotations
@@ -257,8 +257,11 @@ def describe(exc: BaseException) -> dict[str, Any]:
     if causes:  # the SDKs wrap the transport error in a generic one ("Connection error."): name it
         message += f" [{type(causes[0]).__name__}" + (f": {causes[0]}]" if str(causes[0]) else "]")
     if k == "timeout":
+        passed = next((c for c in (exc, *causes) if type(c).__name__ == "DeadlinePassed"), None)  # models.deadline
         t = _timeout_s(exc)
-        message = ("timed out" + (f" after the client timeout of {t:g} s" if t is not None else "") + ": " + message)
+        limit = (f" at the total deadline of {passed.seconds:g} s" if passed is not None
+                 else f" after the client timeout of {t:g} s" if t is not None else "")
+        message = "timed out" + limit + ": " + message
     status = getattr(exc, "status_code", None)
     out: dict[str, Any] = {"type": type(exc).__name__, "kind": k,
                            "status": status if type(status) is int else None, "message": shown(message)[:500]}

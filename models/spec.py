@@ -46,6 +46,7 @@ class ModelSpec:
     sampling_params: bool = False  # Anthropic-compatible server accepts temperature/top_p (the API does not)
     attempts: int = 4  # HTTP backends: tries per call before the answer becomes an `error` row
     timeout_s: float = 120.0  # HTTP backends: bounds each wait for data (not a whole call); a timeout is retried
+    deadline_s: float = 600.0  # HTTP backends: bounds each attempt as a whole (models.deadline); retried the same way
     api_key_env: str | None = None  # HTTP backends: the variable holding the key (default: the SDK's usual one)
     structured: str = "json_schema"  # openai: how structured output is asked for, one of STRUCTURED
     # `batch`: openai/anthropic answer through the provider's batch API (models.provider_batch), at half price

@@ -202,8 +202,9 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
         raise BadInput(exp_dir / "prereg.toml", "no registered judge is available (missing API keys?)", field="judges")
     mode = mode or exp.judge_mode
     rubrics = judge_rubrics(exp, panel, rubric, mode)  # refused here, before any answer is collected
+    # the gold program imports and scores a reference answer without ending or hanging, the sealed gold labels read
+    check_gold(exp, registered, rubric.scale)
     preflight(exp, arms, registered, questions, panel, rubrics)  # and everything else checkable before paying
-    check_gold(exp, registered, rubric.scale)  # the gold program imports, the sealed gold labels read
     run_dir = Path(out) if out else ROOT / "results" / run_name(exp, arms, limit)
     run_dir.mkdir(parents=True, exist_ok=True)
     plan = RunPlan(exp, arms, questions, limit, rubric, panel, mode, rubrics, run_dir, progress)

@@ -16,10 +16,11 @@ from models.spec import AdapterSpec, ModelSpec, Runtime
 
 from . import toml_lines
 from .rubric import RUBRICS_DIR, Rubric, rubric_dir
-from .scrub import DEFAULT_SCRUB, scrub_patterns
+from .scrub import DEFAULT_SCRUB, refusal, scrub_patterns
 from .seal import inside
 from .spec import (
     BOUNDS,
+    CODE_TIMEOUT_S,
     ArmSpec,
     bounded,
     check_keys,
@@ -58,10 +59,10 @@ JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop", "pan
               "min_gold_agreement")
 JUDGE_TABLE_KEYS = ("model", "quant", "requires_env", "generation")
 ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "rule", "min_clusters", "calibration_sims",
-                 "calibration_ceiling", "family", "style", "judge_error")
+                 "calibration_ceiling", "family", "style", "judge_error", "target_power", "assumed_gold_correlation")
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
-GOLD_KEYS = ("labels", "program")
+GOLD_KEYS = ("labels", "program", "timeout_s")
 GOLD_PROGRAM = re.compile(r"^(?P<file>[^:]+\.py):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")  # "file.py:function"
 # What each top-level key must be: a table, a table of tables ([models.NAME]) or an array of tables ([[arms]]).
 SHAPES = {"experiment": "table", "runtime": "table", "models": "tables", "adapters": "tables", "arms": "array",
@@ -107,12 +108,17 @@ class Analysis:
     rule: str = DEFAULT_RULE  # the decision rule (registration.vocabulary.RULES)
     min_clusters: int = 10  # a set that declares clusters: fewer clusters than this in a comparison is inconclusive
     calibration_sims: int = 200  # data sets simulated at the boundary to measure each decision's false-claim rate
-    calibration_ceiling: float | None = None  # above this simulated rate a claim is inconclusive; None: 2 * alpha
+    calibration_ceiling: float | None = None  # the calibration line flags a rate above it; None: 2 * alpha
     family: str = "holm"  # FAMILIES: how the registered hypotheses are adjusted as one family
     style: tuple[str, ...] = ("length",)  # STYLES the style caution adjusts for; length always first
     # "report": the prediction-powered (gold-corrected) interval is printed beside each decision, with a caution
     # where it would decide otherwise; "decide": it is the decision's bound
     judge_error: str = "report"
+    # the power the gold-corrected decision should have at the margin: `judge label --sample` and the report say how
+    # many labelled questions reach it (judge.stats.ppi_power)
+    target_power: float = 0.8
+    # before gold exists, the correlation of the gold and the judge's paired differences that power is stated at
+    assumed_gold_correlation: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -135,6 +141,9 @@ class Gold:
 
     labels: tuple[str, ...] = ()  # JSONL files, relative to the experiment folder
     program: str | None = None  # "file.py:function" in the experiment folder: (question, reference, answer) -> score
+    # the program runs in a child process (arms.contained): its import, and each call, must finish within this many
+    # seconds, or the child is stopped and the answer's gold is an error saying so
+    timeout_s: float = CODE_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -289,11 +298,10 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
             raise BadInput(file, f"[judge] panel must be one of {PANELS}", field="panel")
         extra_scrub = setting(jt, "scrub", "strings", file, "[judge]", [])
         for i, pattern in enumerate(extra_scrub):
-            try:
-                re.compile(pattern)
-            except (re.error, OverflowError, RecursionError) as e:  # a repeat count or nesting too large too
-                raise BadInput(file, f"[judge] scrub pattern #{i + 1} is not a regular expression: {e}",
-                               field="scrub") from None
+            if (why := refusal(pattern)) is not None:
+                raise BadInput(file, f"[judge] scrub pattern #{i + 1} {pattern!r} is not a regular expression RE2 "
+                               f"runs: {why} (a registered scrub pattern runs on RE2, which never backtracks: no "
+                               "backreferences, lookarounds or \\Z)", field="scrub")
         drop = setting(jt, "scrub_drop", "strings", file, "[judge]", [])
         for name in drop:
             if name not in DEFAULT_SCRUB:
@@ -447,11 +455,20 @@ def _analysis(at: Any, file: Path, seed: int) -> Analysis:
     if judge_error not in JUDGE_ERROR:
         raise BadInput(file, f"{where} judge_error must be one of {', '.join(repr(x) for x in JUDGE_ERROR)}, not "
                        f"{judge_error!r}", field="judge_error")
+    target_power = setting(at, "target_power", "number", file, where, 0.8)
+    if not 0 < target_power < 1:
+        raise BadInput(file, f"{where} target_power is a probability in (0, 1), not {target_power!r}",
+                       field="target_power")
+    rho = setting(at, "assumed_gold_correlation", "number", file, where, 0.5)
+    if not 0 <= rho <= 1:
+        raise BadInput(file, f"{where} assumed_gold_correlation is a correlation the judge's scores help by, in "
+                       f"[0, 1], not {rho!r}", field="assumed_gold_correlation")
     return Analysis(resamples=resamples, method=method, seed=bounded(at, "seed", "integer", file, where, seed),
                     max_unscored=float(max_unscored), rule=rule, min_clusters=counts["min_clusters"],
                     calibration_sims=counts["calibration_sims"],
                     calibration_ceiling=None if ceiling is None else float(ceiling), family=family,
-                    style=tuple(s for s in STYLES if s == "length" or s in style), judge_error=judge_error)
+                    style=tuple(s for s in STYLES if s == "length" or s in style), judge_error=judge_error,
+                    target_power=float(target_power), assumed_gold_correlation=float(rho))
 
 
 def _audit(a: Any, file: Path, arms: dict[str, ArmSpec]) -> AuditGate:
@@ -495,4 +512,5 @@ def _gold(g: Any, file: Path, exp_dir: Path) -> Gold:
             raise BadInput(file, f"{where} program must be \"file.py:function\" (a Python file in the experiment "
                            f"folder and the function in it), got {program!r}", field="program")
         inside(exp_dir, m.group("file"), file, "program")
-    return Gold(labels=tuple(labels), program=program)
+    timeout = bounded(g, "timeout_s", "number", file, where, CODE_TIMEOUT_S, bound="code_timeout_s")
+    return Gold(labels=tuple(labels), program=program, timeout_s=float(timeout))

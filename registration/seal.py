@@ -193,6 +193,20 @@ def sealed_folder_of(path: Path) -> Path | None:
     return None
 
 
+def outside_experiment(out: Path, exp_dir: Path | None, option: str = "--out") -> None:
+    """Refuse an output path that is, or lies inside, the experiment folder (or any sealed experiment folder),
+    symbolic links resolved: what a command writes there changes the sealed folder, and every later run of it is
+    refused by the seal check."""
+    target = Path(out).resolve()
+    folders = [Path(exp_dir).resolve()] if exp_dir is not None else []
+    folders += [f for f in (target, *target.parents) if (f / MANIFEST).is_file() and (f / "prereg.toml").is_file()]
+    for folder in folders:
+        if target == folder or target.is_relative_to(folder):
+            raise BadInput(option, f"{out} is inside the experiment folder {exp_dir or folder}: written there, it "
+                           "would change the sealed folder and every later run of it would be refused; name a path "
+                           "outside it")
+
+
 def sealed_bytes(exp_dir: Path, path: Path) -> bytes:
     """The bytes of a file in the experiment folder, read once and refused unless MANIFEST lists them: what a
     caller compiles or parses is then exactly what was sealed, whatever happened to the file since the check."""

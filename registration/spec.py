@@ -28,6 +28,7 @@ THINKING_CONTROLS = ("none", "chat_template_kwargs", "reasoning_effort")
 # vLLM, llama-server); json_object with the schema inside it (`python -m llama_cpp.server`, which refuses
 # json_schema); or not at all, leaving the strict parser of judge.verdict to decide.
 EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
+CODE_TIMEOUT_S = 60.0  # the default limit of each step of the experiment's own code run contained (arms.contained)
 
 
 @dataclass(frozen=True)
@@ -39,17 +40,20 @@ class ArmSpec:
     adapters: tuple[str, ...] = ()  # applied together, each with its registered scale
     glue: str | None = None  # "file.py:function" in the experiment folder, or "package.module:function"
     samples: int = 1
+    # verify runs the glue again contained (arms.contained): its import, and each row, within this many seconds
+    glue_timeout_s: float = CODE_TIMEOUT_S
 
 
 MODEL_KEYS = ("backend", "source", "base_url", "family", "sha256", "chat_template", "chat_template_sha256", "imatrix",
-              "concurrency", "attempts", "timeout_s", "api_key_env", "thinking_control", "sampling_params",
-              "structured", "batch", "batch_poll_s", "batch_max_requests", "batch_max_bytes", "price_input",
-              "price_output")
+              "concurrency", "attempts", "timeout_s", "deadline_s", "api_key_env", "thinking_control",
+              "sampling_params", "structured", "batch", "batch_poll_s", "batch_max_requests", "batch_max_bytes",
+              "price_input", "price_output")
 # keys that only the backends whose BackendInfo.model_keys lists them read, at their default when unregistered
 BACKEND_MODEL_KEYS = {"thinking_control": "none", "sampling_params": False, "structured": "json_schema",
-                      "batch": False, "batch_poll_s": 60.0, "batch_max_requests": None, "batch_max_bytes": None}
+                      "batch": False, "batch_poll_s": 60.0, "batch_max_requests": None, "batch_max_bytes": None,
+                      "deadline_s": 600.0}
 ADAPTER_KEYS = ("source", "scale", "sha256")
-ARM_KEYS = ("name", "model", "adapter", "quants", "glue", "samples", "generation")
+ARM_KEYS = ("name", "model", "adapter", "quants", "glue", "samples", "generation", "glue_timeout_s")
 
 
 def check_keys(table: Any, known: tuple[str, ...], file: Path | str, where: str) -> None:
@@ -115,7 +119,9 @@ BOUNDS = {
     "concurrency": Bound(1, 256, "each request in flight holds a thread and a connection"),
     "attempts": Bound(1, 20, "retries back off up to 30 s each: 20 attempts give up on a call within ~8 minutes"),
     "timeout_s": Bound(0, 86_400, "a wait for data of more than a day is a hang", above=True),
+    "deadline_s": Bound(0, 86_400, "an attempt of more than a day is a hang", above=True),
     "batch_poll_s": Bound(0, 86_400, "providers end a batch within 24 hours", above=True),
+    "code_timeout_s": Bound(0, 86_400, "a call of the experiment's own code of more than a day is a hang", above=True),
     "batch_max_requests": Bound(1, 1_000_000, "ten times the largest provider limit (Anthropic: 100,000)"),
     "batch_max_bytes": Bound(1, 2**31, "a batch's requests are built in memory (providers take at most 256 MB)"),
     "price": Bound(0, 1_000_000, "USD per million tokens; today's dearest models cost hundreds"),
@@ -272,6 +278,7 @@ def _model(name: str, t: Any, file: Path) -> ModelSpec:
     for key, default in (("concurrency", 4), ("attempts", 4)):
         bounded(t, key, "integer", file, where, default)
     timeout = bounded(t, "timeout_s", "number", file, where, 120.0)
+    total = bounded(t, "deadline_s", "number", file, where, BACKEND_MODEL_KEYS["deadline_s"])
     bounded(t, "batch_poll_s", "number", file, where, 60.0)
     for key in ("batch_max_requests", "batch_max_bytes"):
         bounded(t, key, "integer", file, where, 1)
@@ -287,6 +294,7 @@ def _model(name: str, t: Any, file: Path) -> ModelSpec:
                      chat_template_sha256=template_sha and template_sha.lower(),
                      imatrix=setting(t, "imatrix", "string", file, where, None),
                      concurrency=t.get("concurrency", 4), attempts=t.get("attempts", 4), timeout_s=float(timeout),
+                     deadline_s=float(total),
                      api_key_env=setting(t, "api_key_env", "string", file, where, None),
                      thinking_control=_one_of(t, "thinking_control", THINKING_CONTROLS, file, where),
                      sampling_params=setting(t, "sampling_params", "boolean", file, where, False),
@@ -386,6 +394,7 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
         raise BadInput(file, f"arm {name!r} glue must be 'file.py:function' (a file in the experiment folder) or "
                        "'package.module:function'", field="glue")
     samples = bounded(t, "samples", "integer", file, where, 1)
+    glue_timeout = bounded(t, "glue_timeout_s", "number", file, where, CODE_TIMEOUT_S, bound="code_timeout_s")
     generation = t.get("generation", {})
     if not isinstance(generation, dict):
         raise BadInput(file, f"arm {name!r} generation must be a table of settings", field="generation")
@@ -395,4 +404,4 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
                        f"exceeds {SEED_MAX:,} ({BOUNDS['seed'].why})", field="seed")
     check_generation(models[model], generation, file, f"arm {name!r}")
     return ArmSpec(name=name, model=model, quants=quants, adapters=names, glue=glue, samples=samples,
-                   generation=generation)
+                   generation=generation, glue_timeout_s=float(glue_timeout))

@@ -32,8 +32,7 @@ VERDICTS = ("superior", "non-inferior", "not shown", "equivalent", "not equivale
 
 CLAIMS = {"non_inferiority": ("non-inferior", "superior"), "superiority": ("superior",),
           "equivalence": ("equivalent",)}
-"""The verdicts of each kind that are its claim: what a calibration counts, and what the calibration ceiling can
-withdraw."""
+"""The verdicts of each kind that are its claim: what a calibration counts, and what the family steps down on."""
 
 GOLD_DESIGNS = ("random_sample", "complete_strata", "convenience")
 """How gold labels were chosen (judge.gold). "random_sample": a seeded random sample of the questions (or of each

@@ -30,8 +30,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.errors import BadInput
+from judge.analysis import anchor
 from judge.export import table
 from judge.gold import gold_scores
+from judge.report import render
 from judge.verify import verify
 from registration.prereg import load_experiment
 from registration.seal import seal
@@ -73,7 +76,8 @@ def script(seen: Seen) -> Step:
     return verdict({"rationale": "Planted.", "score": JUDGED[arm][int(item)], "harmful": False})
 
 
-def experiment(root: Path, url: str, analysis: str = "", judge: str = "") -> Path:
+def experiment(root: Path, url: str, analysis: str = "", judge: str = "",
+               hypotheses: tuple = (("H1", "base", "trained"),)) -> Path:
     exp = root / "exp"
     shutil.copytree(ROOT / "sealed" / "demo", exp)
     with open(exp / "sets" / "exam.jsonl", "w") as f:
@@ -86,7 +90,7 @@ def experiment(root: Path, url: str, analysis: str = "", judge: str = "") -> Pat
     arms = "".join(f'[[arms]]\nname = "{arm}"\nmodel = "{m}"\nquants = ["served"]\n'
                    'generation = { temperature = 0.0, max_tokens = 64, seed = 0 }\n\n'
                    for arm, m in (("base", "model-a"), ("trained", "model-b")))
-    text = http_prereg("biased", url, models + arms, [("H1", "base", "trained")])
+    text = http_prereg("biased", url, models + arms, list(hypotheses))
     text = text.replace("max_unscored = 0.10\n", f"max_unscored = 0.10\ncalibration_sims = 40\n{analysis}")
     text = text.replace('[judge]\nrubric = "correctness"\n', f'[judge]\nrubric = "correctness"\n{judge}')
     text = text.replace("[[hypotheses]]", '[gold]\nprogram = "gold.py:score"\n\n[[hypotheses]]', 1)
@@ -104,6 +108,7 @@ def label_the_sample(out: Path) -> list[str]:
     session stops), and import the true score of every answer to the drawn questions as a CSV."""
     r = cli("judge", "label", str(out), "--labeller", "truth", "--sample", str(SAMPLE), "--seed", str(SAMPLE_SEED))
     assert r.returncode == 130, r.stdout + r.stderr
+    (out.parent / "label.out").write_text(r.stdout)  # what the person read before the first answer
     (sample,) = [json.loads(x) for x in (out / "labels" / "_samples.jsonl").read_text().splitlines()]
     keys = [json.loads(x) for x in (out / "blinding.jsonl").read_text().splitlines()]
     rows = [(k["label"], TRUE[ARMS[{"base": "model-a", "trained": "model-b"}[k["arm"]]]][int(k["question_id"][1:])])
@@ -117,10 +122,10 @@ def label_the_sample(out: Path) -> list[str]:
     return sample["picked"]
 
 
-def biased_run(root: Path, analysis: str = "", judge: str = ""):
+def biased_run(root: Path, analysis: str = "", judge: str = "", hypotheses: tuple = (("H1", "base", "trained"),)):
     """Judge, label the sample, judge again into the same folder (re-decides with the gold, no model call)."""
     with ScriptedServer(script, models=(*ARMS, "judge-model")) as server:
-        exp = experiment(root, server.openai_url, analysis, judge)
+        exp = experiment(root, server.openai_url, analysis, judge, hypotheses)
         out = root / "out"
         first = judged(exp, out)
         assert first.returncode == 0, first.stderr
@@ -242,12 +247,43 @@ def test_verify_recomputes_the_judge_section_and_names_an_edited_number(report_m
         assert any("plain-Python recomputation of the judge's error" in p for p in named), problems
 
 
+def test_verify_draws_the_sample_again_and_refuses_a_copied_chain(report_mode, tmp_path):
+    """Hand-picked picks recorded as the seed's draw are a finding of verify (and the labels on them no longer a
+    random sample); the labeller's chain copied beside the original is bad input naming both files, which verify
+    reports as the main path refusing the folder (exit 1), and reading the gold refuses (exit 2)."""
+    exp, out, before, picked = report_mode
+    hand = tmp_path / "hand"
+    shutil.copytree(out, hand)
+    sample = json.loads((hand / "labels" / "_samples.jsonl").read_text())
+    others = [f"q{i:02d}" for i in range(N) if f"q{i:02d}" not in picked]
+    sample["picked"] = sorted(picked[1:] + others[:1])  # one pick swapped for a question the seed did not draw
+    (hand / "labels" / "_samples.jsonl").write_text(json.dumps(sample) + "\n")
+    problems = verify(hand, exp, caches=[]).problems
+    assert any(p.startswith("labels/_samples.jsonl line 1: seed 1 draws ") and "picks the seed does not draw" in p
+               for p in problems), problems
+    assert any("random_sample" in p for p in problems), problems  # the designs numbers.json counted no longer hold
+
+    copied = tmp_path / "copied"
+    shutil.copytree(out, copied)
+    shutil.copy(copied / "labels" / "truth.jsonl", copied / "labels" / "truth-copy.jsonl")
+    r = cli("judge", "verify", str(copied), "--exp", str(exp), "--no-cache")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    said = r.stdout + r.stderr
+    assert f"{copied / 'labels' / 'truth-copy.jsonl'}:1: field 'labeller'" in said, said
+    assert "labels/truth.jsonl (which is there too)" in said, said
+    with pytest.raises(BadInput) as e:
+        gold_scores(load_experiment(exp), copied)
+    assert (e.value.file, e.value.line, e.value.field) == (str(copied / "labels" / "truth-copy.jsonl"), 1, "labeller")
+
+
 def _interval_leaves(numbers: dict) -> list[tuple]:
-    """Every bootstrap interval end of judge_validity: kappa's, alpha's, the offsets' overall, per arm and per pair."""
+    """Every bootstrap interval end of judge_validity: exact agreement's, kappa's, alpha's, the offsets' overall, per
+    arm and per pair."""
     out = []
     for i, j in enumerate(numbers["judge_validity"]["judges"]):
         ag = ("judge_validity", "judges", i, "agreement")
-        out += [(*ag, k) for k in ("kappa_low", "kappa_high", "krippendorff_low", "krippendorff_high")]
+        out += [(*ag, k) for k in ("exact_low", "exact_high", "kappa_low", "kappa_high", "krippendorff_low",
+                                   "krippendorff_high")]
         out += [(*ag, "offset", k) for k in ("low", "high")]
         out += [(*ag, "per_arm", a, "offset", k)
                 for a in range(len(j["agreement"]["per_arm"])) for k in ("low", "high")]
@@ -266,12 +302,12 @@ def _named(numbers: dict, path: tuple) -> str:
 
 
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.floats(1e-6, 0.5), min_size=12, max_size=12), st.lists(st.booleans(), min_size=12, max_size=12))
+@given(st.lists(st.floats(1e-6, 0.5), min_size=14, max_size=14), st.lists(st.booleans(), min_size=14, max_size=14))
 def test_verify_names_every_edited_interval_of_the_judges_error_by_its_own_path(report_mode, deltas, signs):
     exp, out, before, picked = report_mode
     numbers = json.loads((out / "numbers.json").read_text())
     leaves = _interval_leaves(numbers)
-    assert len(leaves) == 12  # one judge: kappa, alpha, the offset, two arms' offsets, one pair's, each two ends
+    assert len(leaves) == 14  # one judge: exact, kappa, alpha, the offset, two arms', one pair's, each two ends
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "out"
         shutil.copytree(out, copy)
@@ -289,14 +325,47 @@ def test_verify_names_every_edited_interval_of_the_judges_error_by_its_own_path(
                    for p in problems), (name, problems)
 
 
+def test_a_folder_whose_agreement_intervals_resampled_answers_verifies_as_written_with_a_note(report_mode, tmp_path):
+    """A folder written before records no ``resampling`` (its agreement intervals resampled answers, exact agreement
+    had none) and no guard ``step``: verify recomputes it as that version did, by both paths, and lists it as
+    unchecked instead of failing; the current folder resamples whole questions."""
+    from judge.analysis import anchor, compute_numbers, write_numbers
+    from judge.gold import run_gold
+    from judge.report import render
+    from registration.questions import load_questions
+
+    exp, out, before, picked = report_mode
+    now = json.loads((out / "numbers.json").read_text())["judge_validity"]["judges"][0]["agreement"]
+    assert now["resampling"] == "question" and now["exact_low"] <= now["exact"] <= now["exact_high"]
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    e = load_experiment(exp)
+    run = json.loads((copy / "run.json").read_text())
+    numbers = compute_numbers(e, load_questions(e.set_paths()), copy, run, run_gold(e, copy), earlier_intervals=True)
+    write_numbers(numbers, copy / "numbers.json")
+    (copy / "report.md").write_text(render(numbers, run, anchor(copy)))
+    old = json.loads((copy / "numbers.json").read_text())
+    agreement = old["judge_validity"]["judges"][0]["agreement"]
+    assert "resampling" not in agreement and "exact_low" not in agreement
+    assert "step" not in old["comparisons"][0]["judge_error"]["ppi"]
+    assert agreement["kappa_low"] != now["kappa_low"]  # answers resampled: another interval
+    found = verify(copy, exp, caches=[])
+    assert found.problems == []
+    assert any("written by an earlier version, whose agreement intervals resampled answers" in u
+               for u in found.unchecked), found.unchecked
+
+
 @pytest.fixture(scope="module")
 def decide_mode(tmp_path_factory):
-    return biased_run(tmp_path_factory.mktemp("decide"), analysis='judge_error = "decide"\n')
+    """H1 as above; H2 the same pair the other way round (base non-inferior to trained: true, by 0.4, while the
+    judge alone sees base 0.35 worse), so the Holm family of the two steps down."""
+    return biased_run(tmp_path_factory.mktemp("decide"), analysis='judge_error = "decide"\n',
+                      hypotheses=(("H1", "base", "trained"), ("H2", "trained", "base")))
 
 
 def test_with_judge_error_decide_the_corrected_bound_decides(decide_mode):
     exp, out, before, picked = decide_mode
-    (h1,) = json.loads((out / "numbers.json").read_text())["comparisons"]
+    h1, _ = json.loads((out / "numbers.json").read_text())["comparisons"]
     # before the person's labels only the "computed" stratum has gold: nothing can correct the judge on the other
     # 30 questions, so the judge's "non-inferior" is withheld
     first = before["comparisons"][0]
@@ -307,12 +376,73 @@ def test_with_judge_error_decide_the_corrected_bound_decides(decide_mode):
     assert h1["judge_error"]["caution"] is None
 
 
+def test_with_judge_error_decide_the_power_the_labels_buy_is_stated_before_and_after_them(decide_mode, tmp_path):
+    exp, out, before, picked = decide_mode
+    f = [b - a for a, b in zip(JUDGED["alpha"], JUDGED["beta"], strict=True)]  # the judge's planted differences
+    first = before["comparisons"][0]["judge_error"]["power"]
+    # before any label: nothing drawn; the gold differences assumed to spread as the judge's, at the registered 0.5;
+    # planned at Holm's first level, alpha / 2 with two hypotheses registered
+    assert (first["basis"], first["labelled"], first["questions"], first["correlation"], first["target"],
+            first["alpha"]) == ("assumed", None, N, 0.5, 0.8, 0.0125)
+    assert first["sd_judge"] == first["sd_gold"] == pytest.approx(np.std(f, ddof=1), rel=1e-12)
+    assert first["mde"] is None and first["power_at_margin"] is None
+    # `judge label --sample 16` said it before the first answer: the draw's 16 of the 40 questions
+    said = (out.parent / "label.out").read_text()
+    assert said.index("Power of the gold-corrected (PPI++) interval, which decides each hypothesis") < \
+        said.index("The judge's instructions")
+    h1, _ = json.loads((out / "numbers.json").read_text())["comparisons"]
+    p = h1["judge_error"]["power"]
+    assert p["labelled"] == SAMPLE and p["basis"] == "assumed"  # the gold sits in a complete stratum too: assumed
+    line = next(x for x in said.splitlines() if x.startswith("H1 "))
+    assert f"with {SAMPLE} of them labelled" in line and f"is {p['mde']:.3f}" in line
+    # 80 % power at the margin 0.10 is out of reach on 40 questions: gold on all of them has an SE of about
+    # sqrt((39 * 0.736^2 + 2) / (41 * 40)) = 0.119 with the guard, and 0.8 power needs (t + z_0.8) SE = 0.34 > 0.10
+    assert p["labels_needed"] is None and p["labels_needed_gold_only"] is None
+    assert "80% power at the margin is out of reach: gold on all 40 questions falls short" in line
+    report = next(x for x in (out / "report.md").read_text().splitlines() if "Power of the gold-corrected" in x)
+    assert report.startswith(f"  Power of the gold-corrected decision (PPI++ on a random sample, `judge label "
+                             f"--sample`; one-sided α = 0.0125): with the {SAMPLE} of {N} questions drawn, ")
+    # verify recomputes the figures: an edited one is named
+    copy = tmp_path / "edited"
+    shutil.copytree(out, copy)
+    numbers = json.loads((copy / "numbers.json").read_text())
+    numbers["comparisons"][0]["judge_error"]["power"]["mde"] += 0.01
+    (copy / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    problems = verify(copy, exp, caches=[]).problems
+    assert any(x.startswith("numbers.json comparisons[H1].judge_error.power.mde = ") for x in problems), problems
+    # a folder decided before the figures were stated (none in numbers.json, none in its report) still verifies
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    numbers = json.loads((old / "numbers.json").read_text())
+    del numbers["comparisons"][0]["judge_error"]["power"]
+    (old / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
+    run = json.loads((old / "run.json").read_text())
+    (old / "report.md").write_text(render(numbers, run, anchor(old), True))
+    v = verify(old, exp, caches=[])
+    assert v.problems == [] and any("no judge_error.power" in x for x in v.unchecked), (v.problems, v.unchecked)
+
+
 def test_with_judge_error_decide_the_calibration_line_is_the_corrected_intervals_and_verify_agrees(decide_mode):
     exp, out, before, picked = decide_mode
-    (h1,) = json.loads((out / "numbers.json").read_text())["comparisons"]
+    h1, _ = json.loads((out / "numbers.json").read_text())["comparisons"]
     cal = h1["calibration"]
     assert cal["interval"] == "ppi" and cal["boundary"] == -0.1 and cal["sims"] == 40
     line = next(x for x in (out / "report.md").read_text().splitlines() if "Calibration" in x)
     assert line.startswith("  Calibration of the gold-corrected (PPI++) interval, which decides: at a true difference "
                            f"of -0.100 this rule claimed \"non-inferiority\" in {cal['claims']} of 40 ")
     assert verify(out, exp, caches=[]).problems == []  # both paths decide by the corrected interval, and agree
+
+
+def test_with_judge_error_decide_the_family_steps_down_on_the_corrected_intervals_and_verify_agrees(decide_mode):
+    """Holm over H1 and H2: at alpha/2 the judge alone claims H1 (its +0.35) and not H2 (its -0.35), but the
+    corrected intervals decide: H2's claims at alpha/2 (the truth is +0.4), so H1 is tested again at alpha, where
+    its corrected interval still does not claim (the truth is -0.4). verify's second path steps down on its own
+    corrected intervals, and the judge's score test does not second-guess a corrected claim at alpha/2."""
+    exp, out, before, picked = decide_mode
+    h1, h2 = json.loads((out / "numbers.json").read_text())["comparisons"]
+    assert (h2["family"]["step"], h2["family"]["tested_at"]) == (1, 0.0125) and h2["verdict"] in ("non-inferior",
+                                                                                                  "superior")
+    assert h2["result"]["diff"] == pytest.approx(-14 / 40)  # the judge alone: base 0.35 worse, no claim
+    assert (h1["family"]["claimed"], h1["family"]["tested_at"], h1["verdict"]) == (False, 0.025, "not shown")
+    assert {t["alpha"]: t["claim"] for t in h2["family"]["tests"]} == {0.025: True, 0.0125: True}  # corrected
+    assert verify(out, exp, caches=[]).problems == []

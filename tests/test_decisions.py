@@ -186,7 +186,7 @@ def test_a_declared_cluster_set_is_decided_by_clusters_and_below_the_minimum_is_
 # ---------------------------------------------------------------- small n: calibration at the boundary
 
 
-def test_two_questions_one_win_one_tie_never_say_non_inferior():
+def test_two_questions_one_win_one_tie_the_calibration_shows_the_bootstrap_rules_rate_and_decides_nothing():
     a, b = [Fraction(0), Fraction(0)], [Fraction(1), Fraction(0)]
     labels = [None, None]
     # the bootstrap bound alone is 0 (it cannot fall below the smallest observed difference) ...
@@ -199,13 +199,28 @@ def test_two_questions_one_win_one_tie_never_say_non_inferior():
     assert cal.boundary == -0.1 and cal.sims == 400
     assert 0.18 < cal.rate < 0.32  # 0.25 +- 3.5 binomial SEs
     out = compare(H, analysis(rule="bootstrap"), questions(labels), scores(a, b), cells("base", "trained"), S02)
-    assert out["verdict"] == "inconclusive" and "false-claim rate simulated at the boundary" in out["reason"]
     c = out["calibration"]  # the registered 100 simulations with the analysis seed: 0.25 +- 3.5 binomial SEs
     assert (c["sims"], c["seed"], c["boundary"]) == (100, 5, -0.1) and c["rate"] == c["claims"] / 100
     assert 0.10 < c["rate"] < 0.40 and c["rate"] > c["ceiling"] == 0.05
+    # reported above the ceiling, it withdraws nothing: the registered rule decides (BENCHMARKS.md: at the boundary
+    # the withdrawal removed almost none of the false claims, so it is a diagnostic)
+    assert out["verdict"] == "non-inferior" and "false-claim rate" not in out["reason"]
+    assert "The claim stands above the ceiling: the calibration is a diagnostic" in calibration_line(out)
+    assert "ceiling:" not in calibration_line(out | {"verdict": "not shown"})  # no claim: nothing to say
     # the default rule does not claim at all
     default = compare(H, analysis(), questions(labels), scores(a, b), cells("base", "trained"), S02)
     assert default["verdict"] == "not shown"
+
+
+def calibration_line(c: dict) -> str:
+    """The report's calibration line of comparison c, rendered from judge/templates/report.md.j2's own text."""
+    from jinja2 import Environment, StrictUndefined
+
+    from judge.report import TEMPLATES
+    src = (TEMPLATES / "report.md.j2").read_text()
+    start = src.index('{% if c.get("calibration") %}')
+    return Environment(undefined=StrictUndefined).from_string(src[start:src.index("{% endif %}{% endif %}", start)]
+                                                               + "{% endif %}{% endif %}").render(c=c)
 
 
 def test_calibration_is_seeded_and_shifts_to_the_boundary():

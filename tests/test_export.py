@@ -76,6 +76,24 @@ def test_csv_and_parquet_hold_the_same_tidy_table(small_run, tmp_path):
         assert (pd.isna(row.score) and j["score"] is None) or row.score == j["score"]
 
 
+@pytest.mark.slow
+def test_a_gold_program_that_exits_under_export_never_stops_the_export(small_run, tmp_path):
+    """Before, a gold program that exited when export called it ended export: exit 0, nothing written."""
+    import shutil
+
+    from registration.seal import seal
+
+    exp = tmp_path / "exp"
+    shutil.copytree(json.loads((small_run / "run.json").read_text())["experiment_dir"], exp)
+    (exp / "gold.py").write_text((exp / "gold.py").read_text() + "\n\ndef score(question, reference, answer):\n"
+                                 "    raise SystemExit(0)\n")
+    seal(exp)
+    r = cli("judge", "export", str(small_run), "--exp", str(exp), "--out", str(tmp_path / "t.csv"))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    c = pd.read_csv(tmp_path / "t.csv")
+    assert len(c) == 24 and c.gold.isna().all() and (c.gold_scores == 0).all()  # every gold score is an error
+
+
 @pytest.mark.integration
 def test_export_of_a_folder_that_is_not_a_run_is_bad_input(tmp_path):
     (tmp_path / "answers.jsonl").write_text("")

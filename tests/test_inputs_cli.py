@@ -77,6 +77,18 @@ def test_a_lone_surrogate_in_a_question_is_refused_at_its_line_and_field(tmp_pat
     assert_names(refused(exp, tmp_path), exp / "sets" / "exam.jsonl", 3, "question")
 
 
+def test_a_lone_surrogate_in_a_gold_labels_note_is_refused_at_its_line_and_field_before_anything_is_paid(tmp_path):
+    gold = '[gold]\nprogram = "gold.py:score"\n'
+    exp = experiment(tmp_path, edit(gold, gold + 'labels = ["gold/labels.jsonl"]\n'))
+    record = {"type": "gold", "version": 1, "question_id": "q01", "answer_sha256": "0" * 64, "score": 2,
+              "labeller": "expert", "time": "2026-11-30T12:00:00+00:00"}
+    (exp / "gold").mkdir()
+    (exp / "gold" / "labels.jsonl").write_text(json.dumps(record) + "\n" + json.dumps(
+        {**record, "question_id": "q02", "note": "half \ud800"}))  # no final newline: the last line still counts
+    seal(exp)
+    assert_names(refused(exp, tmp_path), exp / "gold" / "labels.jsonl", 2, "note")
+
+
 @pytest.mark.parametrize("template, line, says", [
     ("{% for m in messages %}{{ m.content }}{% endfor %}\n{{ raise_exception('no system role, please') }}\n", 2,
      "no system role, please"),

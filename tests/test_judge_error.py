@@ -1,6 +1,8 @@
 """judge.stats.judge_error: a judge against gold, checked against sklearn, krippendorff, scipy and planted offsets."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 import krippendorff
 import numpy as np
 import pytest
@@ -30,7 +32,7 @@ def judged(draw, min_size: int = 8):
 @given(judged())
 def test_agreement_and_confusion_equal_sklearn_and_krippendorff(data):
     gold, judge = data
-    r = judge_error.against_gold(judge, gold, SCALE, resamples=20, seed=1)
+    r = judge_error.against_gold(judge, gold, SCALE, resamples=20, seed=1, clusters=[i // 2 for i in range(len(gold))])
     kappa = cohen_kappa_score(gold, judge, weights="quadratic", labels=list(SCALE))
     if np.isfinite(kappa) and len(set(gold) | set(judge)) > 1:
         assert r.kappa == pytest.approx(kappa, abs=1e-12)
@@ -42,13 +44,14 @@ def test_agreement_and_confusion_equal_sklearn_and_krippendorff(data):
     assert r.offset.mean == pytest.approx(float(np.mean(np.array(judge) - np.array(gold))), abs=1e-12)
 
 
-def test_bootstrap_intervals_are_percentiles_of_the_peers_on_the_same_resamples():
-    """The kappa and alpha intervals are the 2.5 % and 97.5 % points of the peer's statistic on the resamples
-    ``default_rng(seed).integers(0, n, n)``, drawn in order (kappa_bootstrap's)."""
+def test_answer_resampling_recomputes_earlier_folders_as_the_peers_on_the_same_resamples():
+    """A folder written before resampled answers: its kappa and alpha intervals are the 2.5 % and 97.5 % points of
+    the peer's statistic on the resamples ``default_rng(seed).integers(0, n, n)``, drawn in order."""
     rng = np.random.default_rng(4)
     gold = rng.integers(0, 3, 60)
     judge = np.clip(gold + rng.choice([-1, 0, 1], 60, p=[0.15, 0.7, 0.15]), 0, 2)
-    r = judge_error.against_gold(judge.tolist(), gold.tolist(), SCALE, resamples=300, seed=9)
+    r = judge_error.against_gold(judge.tolist(), gold.tolist(), SCALE, resamples=300, seed=9, resampling="answer")
+    assert (r.resampling, r.exact_low, r.exact_high) == ("answer", None, None)
     draws = np.random.default_rng(9)
     kappas, alphas = [], []
     for _ in range(300):
@@ -62,6 +65,41 @@ def test_bootstrap_intervals_are_percentiles_of_the_peers_on_the_same_resamples(
     assert r.kappa_low < r.kappa < r.kappa_high
 
 
+@settings(max_examples=8, deadline=None)
+@given(judged(), st.integers(1, 6), st.integers(0, 2 ** 31))
+def test_agreement_intervals_resample_whole_questions_as_the_peers_on_the_documented_draws(data, per_question, seed):
+    """Each question's answers (both arms, K samples) move together: the units are the distinct questions sorted as
+    text, resample r the r-th ``default_rng(seed).integers(0, G, G)``, a drawn question bringing all its answers;
+    the intervals are the 2.5 % and 97.5 % points of sklearn's kappa, krippendorff's alpha and the share of equal
+    scores on those resamples, computed here from the definitions."""
+    gold, judge = data
+    questions = [f"q{i // per_question}" for i in range(len(gold))]
+    r = judge_error.against_gold(judge, gold, SCALE, resamples=120, seed=seed, clusters=questions)
+    units = [[i for i, q in enumerate(questions) if q == u] for u in sorted(set(questions))]
+    draws = np.random.default_rng(seed)
+    kappas, alphas, exacts = [], [], []
+    g, j = np.array(gold), np.array(judge)
+    for _ in range(120):
+        i = np.array([a for u in draws.integers(0, len(units), len(units)) for a in units[u]])
+        with np.errstate(all="ignore"):
+            kappas.append(cohen_kappa_score(g[i], j[i], weights="quadratic", labels=list(SCALE)))
+        alphas.append(krippendorff.alpha(reliability_data=[g[i], j[i]], level_of_measurement="ordinal",
+                                         value_domain=list(SCALE)) if len(set(g[i]) | set(j[i])) > 1 else np.nan)
+        exacts.append(float(np.mean(g[i] == j[i])))
+    assert r.resampling == "question"
+    assert (r.exact_low, r.exact_high) == pytest.approx(tuple(np.percentile(exacts, [2.5, 97.5])), abs=1e-12)
+    for (low, high), values in (((r.kappa_low, r.kappa_high), kappas),
+                                ((r.krippendorff_low, r.krippendorff_high), alphas)):
+        ok = np.array([v for v in values if np.isfinite(v)])
+        if low is not None and ok.size * 2 >= len(values):
+            assert (low, high) == pytest.approx(tuple(np.percentile(ok, [2.5, 97.5])), abs=1e-9)
+
+
+def test_question_resampling_needs_each_answers_question():
+    with pytest.raises(ValueError, match="needs each answer's question"):
+        judge_error.against_gold([0, 1, 2], [0, 1, 2], SCALE)
+
+
 def test_planted_offsets_per_arm_and_differential():
     """Arm a is read exactly; arm b one point high wherever gold is below 2 (12 of its 20 answers). By hand:
     offset(a) = 0, offset(b) = 12/20 = 0.6, overall 12/40 = 0.3, and the differential offset over the 20
@@ -71,7 +109,7 @@ def test_planted_offsets_per_arm_and_differential():
     judge_a = list(gold_a)
     judge_b = [g + 1 if g < 2 else g for g in gold_b]
     r = judge_error.against_gold(judge_a + judge_b, gold_a + gold_b, SCALE, arms=["a"] * 20 + ["b"] * 20,
-                                 resamples=500, seed=0)
+                                 resamples=500, seed=0, clusters=list(range(20)) * 2)
     per_arm = dict(r.per_arm)
     assert (per_arm["a"].mean, per_arm["a"].low, per_arm["a"].high) == (0.0, 0.0, 0.0)  # no error: no spread
     assert per_arm["b"].mean == pytest.approx(0.6) and r.offset.mean == pytest.approx(0.3)
@@ -90,12 +128,27 @@ def test_differential_offset_interval_matches_scipy_bootstrap():
     judge_a = np.clip(gold_a + rng.choice([-0.5, 0, 0.5], n), 0, 2)
     judge_b = np.clip(gold_b + rng.choice([0, 0.5, 1.0], n, p=[0.5, 0.3, 0.2]), 0, 2)
     e = (judge_b - gold_b) - (judge_a - gold_a)
-    ours = judge_error.differential_offset(judge_a, gold_a, judge_b, gold_b, resamples=10000, seed=0)
+    halves = [[Fraction(int(round(2 * x)), 2) for x in col] for col in (judge_a, gold_a, judge_b, gold_b)]
+    ours = judge_error.differential_offset(*halves, resamples=10000, seed=0)
     peer = sps.bootstrap((e,), np.mean, n_resamples=10000, method="percentile", confidence_level=0.95,
                          random_state=0).confidence_interval
     assert ours.mean == pytest.approx(float(e.mean()), abs=1e-12)
     assert ours.low == pytest.approx(peer.low, abs=1 / (2 * n) + 1e-12)
     assert ours.high == pytest.approx(peer.high, abs=1 / (2 * n) + 1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 12), st.integers(0, 3), st.data())
+def test_differential_offset_refuses_floats_as_every_decision_function_does(n, column, data):
+    """A float anywhere in any of the four columns is refused (TypeError naming the column and place), as paired()
+    refuses one, never taken at its binary value; the same values as exact Fractions are accepted."""
+    cols = [[Fraction(data.draw(st.integers(0, 4)), 2) for _ in range(n)] for _ in range(4)]
+    assert judge_error.differential_offset(*cols, resamples=50, seed=0) is not None
+    at = data.draw(st.integers(0, n - 1))
+    cols[column][at] = float(cols[column][at])
+    name = ("judge_a", "gold_a", "judge_b", "gold_b")[column]
+    with pytest.raises(TypeError, match=rf"{name}\[{at}\] is .*never floats"):
+        judge_error.differential_offset(*cols, resamples=50, seed=0)
 
 
 def test_off_scale_scores_are_refused():

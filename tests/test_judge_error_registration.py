@@ -77,3 +77,33 @@ def test_a_bad_value_is_refused_naming_file_line_and_field(tmp_path_factory, cas
     if key == "min_gold_agreement" and value not in ("nan", "inf", "-inf") and not value.startswith(("\"", "t", "f",
                                                                                                       "[", "{")):
         assert math.isfinite(float(value)) and "[-1, 1]" in str(e.value)
+
+
+def test_the_power_before_labels_defaults_to_80_percent_at_a_correlation_of_one_half(tmp_path):
+    (tmp_path / "prereg.toml").write_text(PREREG)
+    an = load_experiment(tmp_path).analysis
+    assert (an.target_power, an.assumed_gold_correlation) == (0.8, 0.5)
+    registered(tmp_path, ANALYSIS, "target_power = 0.9\nassumed_gold_correlation = 0")
+    an = load_experiment(tmp_path).analysis
+    assert (an.target_power, an.assumed_gold_correlation) == (0.9, 0.0)
+
+
+not_a_power = st.one_of(st.floats(min_value=1, allow_infinity=False), st.floats(max_value=0, allow_infinity=False),
+                        st.integers(1, 10**6), st.integers(-10**6, 0)).map(repr)
+not_a_correlation = st.one_of(st.floats(min_value=1, exclude_min=True, allow_infinity=False),
+                              st.floats(max_value=-1e-9, allow_infinity=False),
+                              st.integers(2, 10**6), st.integers(-10**6, -1)).map(repr)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.tuples(st.just("target_power"), st.one_of(toml_not_a_number, not_a_power)),
+                 st.tuples(st.just("assumed_gold_correlation"), st.one_of(toml_not_a_number, not_a_correlation))))
+def test_a_bad_target_power_or_assumed_correlation_is_refused_naming_file_line_and_field(tmp_path_factory, case):
+    key, value = case
+    d = tmp_path_factory.mktemp("reg")
+    text = registered(d, ANALYSIS, f"{key} = {value}")
+    with pytest.raises(BadInput) as e:
+        load_experiment(d)
+    assert (e.value.file, e.value.line, e.value.field) == (str(d / "prereg.toml"), line_of(text, ANALYSIS, key), key), \
+        str(e.value)
+    assert "unknown setting" not in str(e.value)

@@ -48,7 +48,8 @@ def refused(path: Path) -> BadInput:
     return e.value
 
 
-notes = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+# any text but a lone surrogate and NUL, which no input may hold (core.jsonl.read_sealed)
+notes = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=40)
 entries = st.lists(st.fixed_dictionaries({"label": st.sampled_from(sorted(LABELS)), "score": st.sampled_from(SCALE),
                                           "note": notes}), min_size=1, max_size=5, unique_by=lambda e: e["label"])
 
@@ -151,3 +152,100 @@ def test_through_the_cli_wrapper_a_foreign_label_exits_2_naming_file_line_and_fi
     assert run_cli(lambda: read_labels(path, KEY, LABELS, SCALE)) == 2
     err = capsys.readouterr().err
     assert f"{path}:2: field 'label':" in err and "Traceback" not in err
+
+
+# ---- CSV imports: read as CSV --------------------------------------------------------------------------------
+
+csv_notes = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
+csv_rows = st.lists(st.tuples(st.sampled_from(sorted(LABELS)), st.sampled_from(SCALE), csv_notes,
+                              st.sampled_from(["ann", "bob"])), min_size=1, max_size=6,
+                    unique_by=lambda r: (r[0], r[3]))
+
+
+def write_csv(path: Path, rows: list[tuple], quoting: int) -> Path:
+    """Rows as Python's csv writer writes them (its default dialect: CRLF after each row, and a field holding CR or
+    LF quoted; with another line terminator it leaves a lone CR unquoted, which no reader can tell from a row end)."""
+    import csv
+
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f, quoting=quoting)
+        w.writerow(["label", "score", "note", "labeller"])
+        w.writerows(rows)
+    return path
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(csv_rows, st.sampled_from(["QUOTE_MINIMAL", "QUOTE_ALL"]), st.booleans())
+def test_a_csv_written_by_pythons_csv_writer_imports_exactly_its_rows(tmp_path, rows, quoting, bom):
+    """Any text in a note (line separators such as U+2028 and U+0085, CR, LF, quotes, commas, spaces at either end)
+    comes back exactly, one label per row, with or without a byte-order mark. (Before: the text was split into lines
+    by str.splitlines, and a note holding U+2028, U+0085 or another of its separators broke its row.)"""
+    import csv
+
+    from judge.labelling import csv_labels
+
+    path = write_csv(tmp_path / "labels.csv", rows, getattr(csv, quoting))
+    if bom:
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    got = csv_labels(path, set(LABELS), SCALE, None)
+    assert [(x.label, x.score, x.note, x.labeller) for x in got] == [tuple(r) for r in rows]
+
+
+def test_a_note_holding_u2028_unquoted_is_one_row_as_a_csv_reader_reads_it(tmp_path):
+    """The csv writer leaves a field holding U+2028 unquoted (written out here); str.splitlines splits the row there.
+    A CSV reader sees one row: one label with the whole note; where that row has more cells than the header, it is
+    refused, never read as a second label."""
+    from judge.labelling import csv_labels
+
+    path = tmp_path / "labels.csv"
+    path.write_text("label,score,note\r\nL000000000000,1,half\u2028way\r\n", encoding="utf-8", newline="")
+    got = csv_labels(path, set(LABELS), SCALE, "ann")
+    assert [(x.line, x.label, x.score, x.note) for x in got] == [(2, "L000000000000", 1, "half\u2028way")]
+    path.write_text("label,score,note\nL000000000000,1,ok\u2028L000000000001,0,x\nL000000000002,2,\n",
+                    encoding="utf-8")
+    with pytest.raises(BadInput) as e:
+        csv_labels(path, set(LABELS), SCALE, "ann")
+    assert (e.value.line, e.value.field) == (2, None) and "has 5 cells, the header 3" in e.value.message, e.value
+
+
+# ---- a downloaded labels file is an input: decoded as every input is ------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries, st.booleans(), st.booleans())
+def test_a_download_with_a_byte_order_mark_or_crlf_line_ends_reads_as_written(tmp_path, es, bom, crlf):
+    path = tmp_path / "labels.jsonl"
+    end = "\r\n" if crlf else "\n"
+    path.write_bytes(("\ufeff" if bom else "").encode() + "".join(line(r) + end for r in chained(es)).encode())
+    got = read_labels(path, KEY, LABELS, SCALE)
+    assert [(g.label, g.score, g.note) for g in got] == [(e["label"], e["score"], e["note"]) for e in es]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries, st.data())
+def test_a_lone_surrogate_in_a_download_is_refused_naming_line_and_field(tmp_path, es, data):
+    recs = chained(es)
+    at = data.draw(st.integers(0, len(recs) - 1), label="record")
+    field = data.draw(st.sampled_from(["note", "labeller"]), label="field")
+    recs[at][field] = "x" + chr(data.draw(st.integers(0xD800, 0xDFFF), label="surrogate"))
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in recs))  # escaped: JSON can spell it
+    e = refused(path)
+    assert (e.file, e.line, e.field) == (str(path), at + 1, field), e
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.binary(max_size=300),
+                 entries.map(lambda es: "".join(line(r) + "\n" for r in chained(es)).encode()).flatmap(
+                     lambda b: st.tuples(st.integers(0, len(b)), st.binary(max_size=4)).map(
+                         lambda t: b[:t[0]] + t[1] + b[t[0]:]))))
+def test_random_bytes_as_a_labels_file_or_a_csv_are_read_or_bad_input_never_a_traceback(tmp_path, data):
+    from judge.labelling import csv_labels
+
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes(data)
+    for read in (lambda: read_labels(path, KEY, LABELS, SCALE), lambda: csv_labels(path, set(LABELS), SCALE, "ann")):
+        try:
+            read()
+        except BadInput as e:
+            assert e.file == str(path), e

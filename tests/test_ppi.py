@@ -16,6 +16,7 @@ from judge.stats import ppi
 pytestmark = pytest.mark.unit
 
 ALPHA = 0.025
+STEP = 1.0  # rule "guarded"'s pseudo-residual on these 0-2 differences: half the range, by hand
 TOL = dict(rel=1e-10, abs=1e-12)
 
 
@@ -153,8 +154,8 @@ def test_a_judge_without_information_leaves_the_gold_estimate():
     """A judge that gives every question the same difference has no variance: lam = 0, so PPI is the gold mean
     and its interval the gold-only one (hand: mean of 1, 0, 0, -1, 2 = 0.4)."""
     d = np.array([1.0, 0.0, 0.0, -1.0, 2.0])
-    est = ppi.ppi_mean(d, np.full(5, 0.5), np.full(30, 0.5), alpha=ALPHA)
-    gold = ppi.gold_only_mean({None: (d, np.full(5, 0.5), np.full(30, 0.5))}, alpha=ALPHA)
+    est = ppi.ppi_mean(d, np.full(5, 0.5), np.full(30, 0.5), alpha=ALPHA, step=STEP)
+    gold = ppi.gold_only_mean({None: (d, np.full(5, 0.5), np.full(30, 0.5))}, alpha=ALPHA, step=STEP)
     assert est.lam == 0.0 and est.estimate == pytest.approx(0.4, abs=1e-15)
     assert (est.low, est.high) == (gold.low, gold.high)
 
@@ -182,7 +183,7 @@ def test_the_guard_widens_and_never_moves_the_estimate():
     d = np.array([1.0, 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 2.0])
     f = np.concatenate([d, np.array([0.0, 1.0, -1.0] * 20)])
     normal = ppi.ppi_mean(d, d, f[8:], alpha=ALPHA, lam=1.0, rule="normal")
-    guarded = ppi.ppi_mean(d, d, f[8:], alpha=ALPHA, lam=1.0)
+    guarded = ppi.ppi_mean(d, d, f[8:], alpha=ALPHA, step=STEP, lam=1.0)
     assert guarded.estimate == normal.estimate and guarded.lam == normal.lam == 1.0
     assert guarded.low < normal.low and guarded.high > normal.high
     # by hand: rectifier d - f = 0 on L; its guarded variance (0 + 2 * 1^2) / (8 + 1), over n = 8
@@ -193,7 +194,7 @@ def test_the_guard_widens_and_never_moves_the_estimate():
     assert guarded.df == pytest.approx(df, rel=1e-12)
     assert guarded.low == pytest.approx(guarded.estimate - sps.t.ppf(1 - ALPHA, df) * guarded.se, rel=1e-12)
     # lam = 1/2: imputed lam^2 var1(f over all 68) / 60; rectifier d - f/2 = d/2, SS = SS(d) / 4 = 5.875 / 4
-    half = ppi.ppi_mean(d, d, f[8:], alpha=ALPHA, lam=0.5)
+    half = ppi.ppi_mean(d, d, f[8:], alpha=ALPHA, step=STEP, lam=0.5)
     v_imp, v_rect = 0.25 * np.var(f, ddof=1) / 60, (5.875 / 4 + 2) / 9 / 8
     assert half.se == pytest.approx(math.sqrt(v_imp + v_rect), rel=1e-12)
 
@@ -213,10 +214,10 @@ def _questions(n_gold: int, size: int = 60, seed: int = 1):
 
 def test_hand_picked_labels_never_correct():
     f, gold = _questions(20)
-    c = ppi.correct(f, gold, design="convenience", alpha=ALPHA)
+    c = ppi.correct(f, gold, design="convenience", alpha=ALPHA, step=STEP)
     assert c.ppi is None and c.gold_only is None and "agreement only" in c.reason
     assert c.judge_only.estimate == pytest.approx(f.mean())
-    assert ppi.correct(f, gold, design="random_sample", alpha=ALPHA).ppi is not None
+    assert ppi.correct(f, gold, design="random_sample", alpha=ALPHA, step=STEP).ppi is not None
 
 
 @pytest.mark.parametrize("labels,design,needle", [
@@ -226,14 +227,14 @@ def test_hand_picked_labels_never_correct():
 ])
 def test_strata_without_enough_gold_give_no_correction(labels, design, needle):
     f, gold = _questions(20)
-    c = ppi.correct(f, gold, design=design, alpha=ALPHA, strata=labels)
+    c = ppi.correct(f, gold, design=design, alpha=ALPHA, step=STEP, strata=labels)
     assert c.ppi is None and c.gold_only is None and needle in c.reason, c.reason
 
 
 def test_complete_strata_correct():
     f, gold = _questions(60)
     labels = ["x"] * 20 + ["y"] * 40
-    c = ppi.correct(f, gold, design="complete_strata", alpha=ALPHA, strata=labels)
+    c = ppi.correct(f, gold, design="complete_strata", alpha=ALPHA, step=STEP, strata=labels)
     assert c.ppi.estimate == pytest.approx(np.nanmean(gold), abs=1e-12)  # all gold: the gold mean, exactly
     assert all(s.lam is None for s in c.ppi.strata)
 
@@ -280,13 +281,13 @@ def test_coverage_and_variance_by_simulation():
         L = lab[s]
         args = (d[s][L], f[s][L], f[s][~L])
         for rule in ("guarded", "normal"):
-            e = ppi.ppi_mean(*args, alpha=ALPHA, rule=rule)
+            e = ppi.ppi_mean(*args, alpha=ALPHA, step=STEP, rule=rule)
             cover[rule].append(e.low < truth < e.high)
             se[rule].append(e.se)
         est.append(e.estimate)
         w = ppi.ppi_mean(*args, alpha=ALPHA, lam=160 / 200, rule="normal")  # the within-all form, mu = 1
         cover["within_all"].append(w.low < truth < w.high)
-        j = ppi.judge_only_mean(f[s], alpha=ALPHA)
+        j = ppi.judge_only_mean(f[s], alpha=ALPHA, step=STEP)
         cover["judge_only"].append(j.low < truth < j.high)
     rate = {k: float(np.mean(v)) for k, v in cover.items()}
     assert 0.93 <= rate["guarded"] <= 0.99, rate

@@ -243,6 +243,8 @@ BOUNDS = [
 NUMBER_BOUNDS = [
     (("models", "gpt", "timeout_s"), 0, 86_400),  # above 0
     (("models", "gpt", "batch_poll_s"), 0, 86_400),  # above 0
+    (("gold", "timeout_s"), 0, 86_400),  # above 0
+    (("arms", 0, "glue_timeout_s"), 0, 86_400),  # above 0
     (("adapters", "demo-lora", "scale"), -100, 100),
     (("hypotheses", 0, "margin"), 0, 1_000_000),
 ]
@@ -271,7 +273,7 @@ def test_each_registered_count_is_bounded_at_load(exp_dir, path, low, high):
 
 @pytest.mark.parametrize("path, low, high", NUMBER_BOUNDS, ids=[".".join(map(str, p)) for p, _, _ in NUMBER_BOUNDS])
 def test_each_registered_quantity_is_bounded_at_load(exp_dir, path, low, high):
-    positive = path[-1] in ("timeout_s", "batch_poll_s")
+    positive = path[-1] in ("timeout_s", "batch_poll_s", "glue_timeout_s")
     for ok in ((low + 0.001) if positive else float(low), float(high)):
         if path[-1] == "margin" and ok > 2:
             continue  # a margin beyond the scale loads; preflight refuses it against the rubric's scale

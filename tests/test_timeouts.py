@@ -6,6 +6,8 @@
 - a truncated response (Content-Length promising more than is sent, or a chunked body without its
   last chunk, then a close): the SDK's connection error, retried, then an `error` row naming
   RemoteProtocolError; a later complete reply gives an ok row;
+- a server that trickles its reply (a byte every 0.2 s, each read well within `timeout_s`, the whole lasting
+  two minutes): each attempt is cut off at the registered `deadline_s`, retried, then an `error` row saying so;
 - a complete body that is valid JSON but not a reply (no `choices`, no `content`): an `error`
   row keeping the body, not retried, never a crash and never a score (the backends check the
   reply's shape and raise `models.retry.MalformedReply`).
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -24,6 +27,7 @@ import pytest
 
 from arms.collect import collect
 from core import jsonl
+from core.errors import BadInput
 from judge.blinding import BlindItem
 from judge.judging import judge_all
 from models.backends.base import Generation
@@ -31,11 +35,13 @@ from models.cache import CallCache
 from models.load import open_backend
 from models.retry import MalformedReply, describe, is_call_failure, kind, retryable
 from models.spec import ModelSpec, Runtime
+from registration.prereg import load_experiment
 from registration.questions import Question
 from registration.rubric import load_rubric
 from registration.spec import ArmSpec
 
-from support.scripted_server import ScriptedServer, Seen, Step, raw_body, reply, truncated, verdict
+from conftest import ROOT
+from support.scripted_server import ScriptedServer, Seen, Step, raw_body, reply, trickled, truncated, verdict
 
 try:  # the SDKs here depend on the httpx fork `httpx2`; elsewhere on httpx itself
     import httpcore2 as httpcore
@@ -56,10 +62,10 @@ GOOD = {"rationale": "Agrees with the reference.", "score": 2, "harmful": False}
 DOOMED, RECOVERS = "Doomed", "Recovering"  # one item faults on every attempt, the other only on its first
 
 
-def spec(api: str, server: ScriptedServer, concurrency: int) -> ModelSpec:
+def spec(api: str, server: ScriptedServer, concurrency: int, **limits: float) -> ModelSpec:
     url = server.openai_url if api == "openai" else server.anthropic_url
     return ModelSpec("m", api, "m", base_url=url, base_urls=(url,) if api == "openai" else (), concurrency=concurrency,
-                     sampling_params=True, attempts=ATTEMPTS, timeout_s=TIMEOUT)
+                     sampling_params=True, attempts=ATTEMPTS, **{"timeout_s": TIMEOUT, **limits})
 
 
 class Script:
@@ -79,14 +85,16 @@ class Script:
         return fault() if times is None or n <= times else self.good()
 
 
-def run_path(path: str, api: str, script: Script, tmp_path: Path) -> tuple[dict[str, dict], ScriptedServer, dict]:
-    """Answer (collect) or judge (judge_all) one item per name in the plan, all at once.
+def run_path(path: str, api: str, script: Script, tmp_path: Path,
+             **limits: float) -> tuple[dict[str, dict], ScriptedServer, dict]:
+    """Answer (collect) or judge (judge_all) one item per name in the plan, all at once (`limits`: the model's
+    timeout_s and deadline_s, when not the module's).
 
     Returns the rows as written (by item name), the server and the stats; a call that raised would fail the test.
     """
     names = list(script.plan)
     with ScriptedServer(script, models=("m",)) as server:
-        model = spec(api, server, len(names))
+        model = spec(api, server, len(names), **limits)
         cache = CallCache(tmp_path / "calls.sqlite")
         if path == "collect":
             questions = [Question(f"q-{n}", f"{n} question?", None, (), None, "t.jsonl") for n in names]
@@ -179,6 +187,67 @@ def test_truncated_response_is_retried_then_an_error_row(path, api, tmp_path):
         assert len(script.calls[f"{RECOVERS}-{how}"]) == 2
     assert path == "judge" or stats["errors"] == 2
     assert server.abandoned == {}  # the server wrote what it meant to: the client saw the cut, not a timeout
+
+
+# --- a server that trickles ------------------------------------------------------------------------
+
+DEADLINE = 1.5  # the registered deadline_s; the per-read timeout_s is 30 s, the trickle a byte every 0.2 s for 120 s
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("api, how", [("openai", "all"), ("anthropic", "body")])  # headers trickled too, or the body
+def test_a_trickling_server_is_cut_off_at_the_total_deadline_retried_then_an_error_row(api, how, tmp_path):
+    slow = lambda: trickled(how, "in time")  # noqa: E731
+    script = Script(good_for("collect", "in time"), {DOOMED: (slow, None), RECOVERS: (slow, 1)})
+    threads, started = set(threading.enumerate()), time.monotonic()
+    rows, server, stats = run_path("collect", api, script, tmp_path, timeout_s=30.0, deadline_s=DEADLINE)
+    took = time.monotonic() - started
+
+    err = assert_failed("collect", rows[DOOMED])
+    assert err["type"] == "APITimeoutError" and err["kind"] == "timeout" and err["status"] is None
+    assert err["message"].startswith(f"timed out at the total deadline of {DEADLINE:g} s"), err["message"]
+    assert_ok("collect", rows[RECOVERS], "in time")
+    assert stats["errors"] == 1 and len(script.calls[DOOMED]) == ATTEMPTS and len(script.calls[RECOVERS]) == 2
+    # every trickled attempt was abandoned by the client near its deadline, never waited out (120 s each)
+    trickled_calls = [s.index for s in script.calls[DOOMED]] + [script.calls[RECOVERS][0].index]
+    for _ in range(50):  # the server notices the last hang-up a moment after the client's error
+        if len(server.abandoned) == len(trickled_calls):
+            break
+        time.sleep(0.1)
+    assert sorted(server.abandoned) == sorted(trickled_calls), server.abandoned
+    assert all(DEADLINE / 2 <= server.abandoned[i] < 20 for i in trickled_calls), server.abandoned
+    assert took < 40, took  # two attempts and a backoff, where the trickle alone would take 240 s
+    left = lambda: [t for t in set(threading.enumerate()) - threads if t.name != "tqdm_monitor"]  # noqa: E731
+    for _ in range(50):  # no thread left behind: the server's end once they saw the hang-ups, and the client has none
+        if not left():
+            break
+        time.sleep(0.1)
+    assert not left(), left()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("value", ["0", "-1", "86401", '"60"'])
+def test_deadline_s_is_a_number_within_its_bounds(tmp_path, value):
+    text = (ROOT / "sealed" / "demo" / "prereg.toml").read_text()
+    (tmp_path / "prereg.toml").write_text(text.replace('source = "gpt-4o-mini"\n',
+                                                       f'source = "gpt-4o-mini"\ndeadline_s = {value}\n', 1))
+    with pytest.raises(BadInput) as e:
+        load_experiment(tmp_path)
+    assert e.value.field == "deadline_s" and e.value.line == text.splitlines().index('source = "gpt-4o-mini"') + 2
+
+
+@pytest.mark.unit
+def test_deadline_s_is_registered_per_http_model_with_its_default(tmp_path):
+    text = (ROOT / "sealed" / "demo" / "prereg.toml").read_text()
+    (tmp_path / "prereg.toml").write_text(text.replace('source = "gpt-4o-mini"\n',
+                                                       'source = "gpt-4o-mini"\ndeadline_s = 45\n', 1))
+    models = load_experiment(tmp_path).models
+    assert (models["gpt"].deadline_s, models["claude"].deadline_s) == (45.0, 600.0)  # 600: README's stated default
+    (tmp_path / "prereg.toml").write_text(text.replace('source = "embedded:smollm2"',
+                                                       'source = "embedded:smollm2"\ndeadline_s = 45', 1))
+    with pytest.raises(BadInput) as e:  # a model run in process is no HTTP call: the key would be ignored
+        load_experiment(tmp_path)
+    assert e.value.field == "deadline_s" and "llama-cpp" in str(e.value)
 
 
 # --- a complete body that is not a reply -----------------------------------------------------------

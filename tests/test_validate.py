@@ -477,3 +477,24 @@ def test_a_gold_source_that_cannot_be_used_is_refused_before_any_model_call(tmp_
     (exp / name).write_text(text)
     seal(exp)
     assert_names(refused(exp, tmp_path, "--arms", "base", "--limit", "1"), exp / name, line, field)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("stop, limit, words", [
+    ("raise SystemExit(0)", "", "exited (SystemExit(0))"),
+    ("import os\n    os._exit(0)", "", "ended the process (exit status 0)"),
+    ("while True:\n        pass", "timeout_s = 1\n", "did not finish within its time limit of 1 s"),
+])
+def test_a_gold_program_that_ends_or_hangs_its_process_is_refused_before_any_model_call(tmp_path, stop, limit, words):
+    """The program is scored once on a reference answer before paying: one that exits or hangs there stops the run
+    (exit 2) naming prereg.toml's program line, what happened and the question, never an exit 0 without numbers."""
+    exp = tmp_path / "demo"
+    shutil.copytree(DEMO, exp)
+    text = PREREG.replace('[gold]\nprogram = "gold.py:score"\n', f'[gold]\nprogram = "stops.py:score"\n{limit}')
+    (exp / "prereg.toml").write_text(text)
+    (exp / "stops.py").write_text(f"def score(question, reference, answer):\n    {stop}\n")
+    seal(exp)
+    stderr = refused(exp, tmp_path, "--arms", "base", "--limit", "1")
+    assert_names(stderr, exp / "prereg.toml", _line(text, 'program = "stops.py:score"'), "program")
+    # q01 is the demo's first question, and it has a reference answer
+    assert words in stderr and "stops.py:score" in stderr and "on question 'q01'" in stderr, stderr

@@ -16,6 +16,7 @@ from judge.report import render
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.rubric import load_rubric
+from registration.seal import seal
 
 from conftest import cli
 from support.forgery import label_key, reanalyse, records, rewrite
@@ -57,6 +58,36 @@ def test_a_score_the_raw_reply_does_not_give_fails(run):
     assert f"{path}:{line}: field 'score': reads {j['score']}" in r.stderr, r.stderr
     assert f"{path}:{line}: field 'fields'" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("file, code, words", [
+    ("gold.py", "def score(question, reference, answer):\n    raise SystemExit(0)\n",
+     "gold program gold.py:score exited (SystemExit(0)) on question"),
+    ("gold.py", "import sys\nsys.exit(0)\n",
+     "gold program 'gold.py:score' exited (SystemExit(0)) while being imported"),
+    ("glue.py", "def answer(question, call_model, experiment_dir):\n    import os\n    os._exit(0)\n",
+     "glue 'glue.py:answer' ended the process (exit status 0) when run again"),
+])
+def test_the_experiments_code_exiting_under_verify_never_decides_its_exit_status(run, tmp_path, file, code, words):
+    """Every score of the folder forged, and the experiment's gold program (or glue) made to exit when verify calls
+    it: verify still finds the forged scores (exit 1) and names the exit, which no longer ends verify's process
+    (before, it exited 0 having printed nothing)."""
+    exp = tmp_path / "exp"
+    shutil.copytree(json.loads((run / "run.json").read_text())["experiment_dir"], exp)
+    (exp / file).write_text((exp / file).read_text() + "\n\n" + code)
+    seal(exp)
+    path = run / "judgments.jsonl"
+    recs = records(path)
+    line = next(i for i, j in enumerate(recs, 1) if j["status"] == "scored")
+    for j in recs:
+        if j["status"] == "scored":
+            j["score"] = j["fields"]["score"] = forged_score(j)
+    rewrite(path, recs)
+    r = verify(run, "--exp", str(exp))
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert f"{path}:{line}: field 'score': reads {recs[line - 1]['score']}" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+    assert words in r.stdout + r.stderr, (r.stdout, r.stderr)
 
 
 def _plain_answer(out):

@@ -5,8 +5,8 @@ tests/test_layers.py follows its imports, lazy and indirect ones included), only
 * ``decisions``: the raw files read by hand, every cell, comparison, subset and judge statistic, the bootstrap, the
   score rule and the verdicts;
 * ``judge_error``: each judge against gold (agreement, confusion, offsets, and their bootstrap intervals on the
-  same draws), each decision's gold-corrected (PPI++) interval, and what the gold does to the verdicts
-  (``judge_error = "decide"`` with its calibration, ``min_gold_agreement``);
+  same draws), each decision's gold-corrected (PPI++) interval and its verdict at any level (on which the family
+  steps down under ``judge_error = "decide"``), its calibration, and ``min_gold_agreement``;
 * ``biases``: self-preference, test-retest, the style regression and the family of hypotheses.
 
 judge.verify compares what these give with numbers.json.

@@ -10,7 +10,10 @@ style regression over each hypothesis's pairs by its normal equations
 the procedure (Holm's steps, the fixed sequence and where it stopped) run again on the claims. A claim at the
 registered alpha is this path's own verdict; a claim at an adjusted alpha is the main path's (its `tests`), itself
 recomputed by the main path, and under the score rule checked against verify's own score test at that alpha
-(`forged_claims`): the family check is independent in its procedure and in every claim it lets stand. Under the
+(`forged_claims`): the family check is independent in its procedure and in every claim it lets stand. Under
+`judge_error = "decide"` with gold the verdicts the family steps down on are the gold-corrected ones, this path's
+own (judge.second_path.judge_error.corrected_verdicts) at every level: a claim at an adjusted alpha stands only
+where this path's corrected interval at that alpha claims too. Under the
 panel rule "all-agree" the decision is this path's own (inconclusive where its per-judge verdicts differ); under
 "unrelated-mean" the main path's. The test-retest kappa's bootstrap interval is this path's own loop on the same
 documented resamples (decisions.kappa_boots), the flip rate's exact interval from the beta quantiles. Which
@@ -23,7 +26,7 @@ import re
 from collections import defaultdict
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from core import jsonl
 from registration.rubric import load_rubric, rubric_dir
@@ -142,9 +145,11 @@ def _tests(comparison: dict | None) -> list[dict]:
     return ((comparison or {}).get("family") or {"tests": []})["tests"]
 
 
-def _family(method: str, comparisons: list[dict], stored: dict[str, dict]) -> tuple[dict, dict[str, dict]]:
+def _family(method: str, comparisons: list[dict], stored: dict[str, dict],
+            corrected: Callable[[str, float], str | None] | None = None) -> tuple[dict, dict[str, dict]]:
     """The family procedure run again. A claim at the registered alpha is this path's verdict; at another alpha the
-    main path's recorded test (none recorded: no claim)."""
+    main path's recorded test (none recorded: no claim), and under ``judge_error = "decide"`` (``corrected``: this
+    path's gold-corrected verdict at a level) only where this path's corrected interval claims there too."""
     ids = [c["id"] for c in comparisons]
     alphas = {c["id"]: c["alpha"] for c in comparisons}
     by_id = {c["id"]: c for c in comparisons}
@@ -154,6 +159,8 @@ def _family(method: str, comparisons: list[dict], stored: dict[str, dict]) -> tu
         own = c["own_verdict"] in _CLAIMS[c["kind"]]
         if a == alphas[h] or not own:
             return own
+        if corrected is not None and corrected(h, a) not in _CLAIMS[c["kind"]]:
+            return False
         recorded = [t for t in _tests(stored.get(h)) if t["alpha"] == a]
         return bool(recorded and recorded[0]["claim"])
 
@@ -187,12 +194,13 @@ def _family(method: str, comparisons: list[dict], stored: dict[str, dict]) -> tu
 
 
 def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], questions: dict[str, list[str]],
-                  clusters: dict[str, str | None]) -> list[str]:
+                  clusters: dict[str, str | None], gold_decides: bool = False) -> list[str]:
     """Under the score rule, each claim the family recorded at an adjusted alpha must be one the score test makes
     at that alpha by verify's own implementation (judge.second_path) on the primary judge's scores: a claim it
-    does not make is a finding. (Withdrawn claims may be the calibration's or the clusters', checked by the main
-    path.)"""
-    if exp.analysis.rule != "score" or exp.judge_panel_rule != "primary":
+    does not make is a finding. (Withdrawn claims may be the clusters', checked by the main path.) None where a
+    gold-corrected interval decides (``gold_decides``): its claims are checked by this path's own corrected
+    interval at each level (``_family``), and the judge's score test does not decide them."""
+    if exp.analysis.rule != "score" or exp.judge_panel_rule != "primary" or gold_decides:
         return []
     points = second_path.rubric_scale(exp)
     span = max(points) - min(points)
@@ -273,9 +281,13 @@ def retest_kappa_interval(test: list[int], again: list[int], scale: list[int], s
 
 
 def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, list[str]], answers: list[dict],
-            verdicts: list[dict], ind: dict, clusters: dict[str, str | None]) -> list[str]:
+            verdicts: list[dict], ind: dict, clusters: dict[str, str | None],
+            corrected: Callable[[str, float], str | None] | None = None) -> list[str]:
     """Add to `ind` (verify's independent numbers) this module's recomputation of the bias numbers, and give its
-    comparisons their verdict after the family adjustment; returns the findings of `forged_claims`."""
+    comparisons their verdict after the family adjustment; returns the findings of `forged_claims`. `corrected`:
+    under ``judge_error = "decide"`` with gold, this path's gold-corrected verdict of a hypothesis at a level
+    (judge.second_path.judge_error.corrected_verdicts), which replaces the judge-only verdict the judge did not
+    already leave inconclusive, at its registered level and at every level the family tests it at."""
     keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
     single = [j for j in verdicts if (j.get("kind") or ("pairwise" if str(j["label"]).startswith("P") else "single"))
               == "single"]
@@ -331,8 +343,10 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
             entry.pop("result", None)
             at = [t for t in _tests(s) if t["alpha"] == h.alpha]
             entry["verdict"] = at[0]["verdict"] if at else s.get("verdict")
+        if corrected is not None and entry["verdict"] != "inconclusive":
+            entry["verdict"] = corrected(h.id, h.alpha) or "inconclusive"
         entry["own_verdict"], entry["kind"], entry["alpha"] = entry["verdict"], h.kind, h.alpha
-    fam, steps = _family(an.family, ind["comparisons"], stored)
+    fam, steps = _family(an.family, ind["comparisons"], stored, corrected)
     ind["family"] = fam
     for entry in ind["comparisons"]:
         st = steps[entry["id"]]
@@ -342,6 +356,8 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
         elif st["tested_at"] != entry["alpha"] and entry["own_verdict"] in _CLAIMS[entry["kind"]]:
             tests = [t for t in _tests(stored.get(entry["id"])) if t["alpha"] == st["tested_at"]]
             entry["verdict"] = tests[0]["verdict"] if tests else "inconclusive"
+            if corrected is not None and entry["verdict"] != "inconclusive":  # the judge's gate is the main path's
+                entry["verdict"] = corrected(entry["id"], st["tested_at"]) or "inconclusive"
         for k in ("own_verdict", "kind", "alpha"):
             entry.pop(k)
     ind.setdefault("judges", {})
@@ -367,5 +383,5 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
                           "kappa_ci95": retest_kappa_interval(test, again, scale, an.seed) if len(pairs) >= 2
                           else None}
         ind["judges"]["retest"] = {"judges": rows}
-    return (forged_claims(numbers, exp, means[run["judge"]["primary"]], questions, clusters)
+    return (forged_claims(numbers, exp, means[run["judge"]["primary"]], questions, clusters, corrected is not None)
             + caution_findings(numbers, ind, exp))

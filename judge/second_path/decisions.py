@@ -51,7 +51,7 @@ import numpy as np
 
 from core import jsonl
 from registration.rubric import load_rubric, rubric_dir
-from registration.vocabulary import CLAIMS, KINDS, METHODS, RULES
+from registration.vocabulary import KINDS, METHODS, RULES
 
 # ---------------------------------------------------------------- the score rule
 
@@ -498,11 +498,6 @@ def verdict(kind: str, margin: float, result: dict[str, Any]) -> str:
     return "non-inferior" if kind == "non_inferiority" and bound > -margin else "not shown"
 
 
-def claims(kind: str, said: str) -> bool:
-    """Whether a verdict is its kind's claim (what the guards can withdraw)."""
-    return said in CLAIMS[kind]
-
-
 def clustered_se(d: list[float], labels: list[str]) -> float | None:
     """Miller's cluster-robust SE of the mean difference; None with one cluster, where it is undefined."""
     if len(set(labels)) < 2:
@@ -588,13 +583,11 @@ def rubric_scale(exp) -> tuple[int, ...]:
 
 
 def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
-                clusters: dict[str, str | None], answer_rows: Final, verdicts: Final, calibration: Callable,
-                gold_decides: bool = False) -> dict:
+                clusters: dict[str, str | None], answer_rows: Final, verdicts: Final, calibration: Callable) -> dict:
     """Recompute the numeric heart of numbers.json with plain loops (no judge.analysis code). ``calibration`` is the
     one recomputation this path does not do by its own code (thousands of simulated decisions): judge.verify passes
-    the main path's judge.stats.calibration.calibrate, called here on this path's own inputs. ``gold_decides``: a
-    gold-corrected interval decides (``judge_error = "decide"`` with gold: judge_error.decide), so the judge-only
-    calibration withdraws no claim."""
+    the main path's judge.stats.calibration.calibrate, called here on this path's own inputs. The calibration is a
+    diagnostic: it withdraws no claim."""
     keys = {r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
     judge = run["judge"]["primary"]
     per: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -709,11 +702,8 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                 miss = cc["answer_errors"] + cc["unscored"] + cc["judge_errors"]
                 rates.append(miss / cc["answers"] if cc["answers"] else 1.0)
             said = verdict(h.kind, h.margin, chk)
-            claim = claims(h.kind, said)
             too_few = lab is not None and entry["clusters"] < exp.analysis.min_clusters
-            miscalibrated = claim and cal.rate > cal.ceiling and not gold_decides
-            entry["verdict"] = ("inconclusive" if max(rates) > an["max_unscored"] or too_few or miscalibrated
-                                else said)
+            entry["verdict"] = "inconclusive" if max(rates) > an["max_unscored"] or too_few else said
         else:
             entry["verdict"] = "inconclusive"
         out["comparisons"].append(entry)

@@ -6,23 +6,29 @@ Recomputed: per judge the gold scores compared, exact agreement, quadratic-weigh
 alpha, the confusion matrix, the mean offset judge - gold overall and per arm, and per hypothesis the questions
 and mean of the differential offset; per comparison the design, the PPI++ estimate (rule "guarded"), its standard
 error, interval and tuned lambda per stratum, the gold-only estimate and the corrected verdict. The gold scores
-themselves are read by judge.gold, the one reader of gold (the program is run from its sealed source).
+themselves are read by judge.gold, the one reader of gold (the program is run from its sealed source); whether a
+person's label is a random sample is decided here again (``drawn_questions``): each recorded draw drawn again from its
+population, n and seed by this path's own call of numpy, and its questions labelled on every answer.
 
 The bootstrap intervals, by this path's own loops on the resamples drawn again by their documented schemes, so the
 two paths agree to verify's tolerance (the draws are the same; only the last places of float sums may differ):
 
-* kappa and alpha: ``RESAMPLES`` resamples of the answers, resample r being the r-th call of
-  ``numpy.random.default_rng(seed).integers(0, n, n)``, both statistics on each; each interval the type-7
-  percentiles (alpha, 1 - alpha) of the resamples where the statistic is defined, none when fewer than half are;
+* exact agreement, kappa and alpha: ``RESAMPLES`` resamples of whole questions (every answer to a question, both
+  arms, every quant and sample, moves with it): the G distinct questions sorted as text, resample r being the r-th
+  call of ``numpy.random.default_rng(seed).integers(0, G, G)``, each drawn question bringing all its answers; the
+  three statistics on each resample; each interval the type-7 percentiles (alpha, 1 - alpha) of the resamples where
+  the statistic is defined, none when fewer than half are. A folder written before records no ``resampling``: its
+  answers were the units (each alone, in answer order) and exact agreement had no interval;
 * the offsets: the paired bootstrap of the decisions (``decisions.draw``, ``decisions.check_paired``: counts per
   distinct unit, numpy's multinomial from the seed, exact Fractions), gold as arm a and the judge as arm b; overall
   and per arm over whole questions (the answers of one question are one cluster), ``RESAMPLES`` resamples; per
   hypothesis pair over questions, the registered ``resamples``.
 
-Under ``[analysis] judge_error = "decide"`` a gold-corrected interval decides (``decide``): its calibration
-(``calibration``) is simulated by this path's own loop on the draws the main path documents
-(judge.stats.calibration.calibrate_ppi), its verdict replaces the judge-only one, and ``min_gold_agreement`` is
-checked against this path's own kappa interval.
+Under ``[analysis] judge_error = "decide"`` a gold-corrected interval decides: ``corrected_verdicts`` gives its
+verdict at any level, on which verify's family (judge.second_path.biases) steps down in place of the judge-only
+one; ``decide`` then adds its calibration (``calibration``, a diagnostic that withdraws nothing), simulated by this
+path's own loop on the draws the main path documents (judge.stats.calibration.calibrate_ppi), and checks
+``min_gold_agreement`` against this path's own kappa interval.
 """
 from __future__ import annotations
 
@@ -38,7 +44,7 @@ from registration.vocabulary import CLAIMS
 
 from . import decisions
 
-STEP = 1.0  # one score point: the guarded rule's pseudo-residual
+EARLIER_STEP = 1.0  # the guarded rule's pseudo-residual in folders written before it was half the rubric's range
 RESAMPLES = 2000  # the agreement section's resamples (kappa, alpha and the offsets against gold)
 ALPHA = 0.025  # the section's intervals are two-sided 95 %
 
@@ -66,10 +72,16 @@ def _lam(d: list[float], fl: list[float], fu: list[float]) -> float:
     return 0.0 if var == 0 else min(1.0, max(0.0, cov / ((1 + n / m) * var)))
 
 
+def step_of(scale: list[int], earlier: bool = False) -> float:
+    """The guarded rule's pseudo-residual: half the rubric's range (hi - lo) / 2; one point in a folder written
+    ``earlier``."""
+    return EARLIER_STEP if earlier else (max(scale) - min(scale)) / 2
+
+
 def guarded(strata: dict[Any, tuple[list[float], list[float], list[float]]], alpha: float,
-            gold_only: bool) -> dict[str, Any]:
-    """Stratified PPI++ (or the gold alone) with the guarded interval: ddof-1 spreads, two pseudo-residuals one
-    score point either side of the rectifier's mean, t with Welch-Satterthwaite degrees of freedom."""
+            gold_only: bool, step: float) -> dict[str, Any]:
+    """Stratified PPI++ (or the gold alone) with the guarded interval: ddof-1 spreads, two pseudo-residuals ``step``
+    (half the rubric's range) either side of the rectifier's mean, t with Welch-Satterthwaite degrees of freedom."""
     total = sum(len(d) + len(fu) for d, _, fu in strata.values())
     theta, pieces, out = 0.0, [], []
     for name, (d, fl, fu) in strata.items():
@@ -78,7 +90,7 @@ def guarded(strata: dict[Any, tuple[list[float], list[float], list[float]]], alp
         lam = None if m == 0 else 0.0 if gold_only else _lam(d, fl, fu)
         r = d if not lam else [x - lam * y for x, y in zip(d, fl, strict=True)]
         est = _mean(r) + (lam * _mean(fu) if lam else 0.0)
-        v_rect = (_ss(r) + 2 * STEP * STEP) / (n + 1)
+        v_rect = (_ss(r) + 2 * step * step) / (n + 1)
         pieces.append((w * w * v_rect / n, n + 1.0))
         if lam:
             pieces.append((w * w * lam * lam * _ss(fl + fu) / (n + m - 1) / m, n + m - 1.0))
@@ -89,7 +101,7 @@ def guarded(strata: dict[Any, tuple[list[float], list[float], list[float]]], alp
     df = var * var / math.fsum(v * v / k for v, k in pieces if v > 0)
     se = math.sqrt(var)
     crit = float(sps.t.ppf(1 - alpha, df))
-    return {"estimate": theta, "se": se, "df": df, "low": theta - crit * se, "high": theta + crit * se,
+    return {"estimate": theta, "se": se, "df": df, "step": step, "low": theta - crit * se, "high": theta + crit * se,
             "questions": total, "labelled": sum(len(d) for d, _, _ in strata.values()), "strata": out}
 
 
@@ -138,21 +150,34 @@ def _percentiles(values: list[float | None], alpha: float) -> tuple[float | None
 
 
 def agreement_intervals(g: list[int], j: list[int], scale: list[int], seed: int, resamples: int = RESAMPLES,
-                        alpha: float = ALPHA) -> dict[str, float | None]:
-    """Bootstrap intervals of kappa and alpha over answers: resample r draws the r-th
-    ``default_rng(seed).integers(0, n, n)``; both statistics on every resample (module doc)."""
-    n = len(g)
+                        alpha: float = ALPHA, questions: list[str] | None = None) -> dict[str, Any]:
+    """Bootstrap intervals of exact agreement, kappa and alpha over whole ``questions`` (each answer's question):
+    resample r draws the r-th ``default_rng(seed).integers(0, G, G)`` of the G questions sorted as text, each
+    bringing all its answers; the three statistics on every resample (module doc). ``questions`` None: the answers
+    resampled one by one, as a folder written before was (no exact-agreement interval then)."""
+    if questions is None:
+        units = [[i] for i in range(len(g))]
+    else:
+        members: dict[str, list[int]] = defaultdict(list)
+        for i, q in enumerate(questions):
+            members[str(q)].append(i)
+        units = [members[q] for q in sorted(members)]
     rng = np.random.default_rng(seed)
-    kappas, alphas = [], []
+    kappas, alphas, exacts = [], [], []
     for _ in range(resamples):
-        idx = rng.integers(0, n, n).tolist()
+        idx = [i for u in rng.integers(0, len(units), len(units)).tolist() for i in units[u]]
         t = _table([g[i] for i in idx], [j[i] for i in idx], scale)
         kappas.append(kappa_of(t))
         alphas.append(alpha_of(t))
+        exacts.append(sum(t[c][c] for c in range(len(scale))) / len(idx))
     whole = _table(g, j, scale)
     k_lo, k_hi = _percentiles(kappas, alpha) if kappa_of(whole) is not None else (None, None)
     a_lo, a_hi = _percentiles(alphas, alpha) if alpha_of(whole) is not None else (None, None)
-    return {"kappa_low": k_lo, "kappa_high": k_hi, "krippendorff_low": a_lo, "krippendorff_high": a_hi}
+    out: dict[str, Any] = {"kappa_low": k_lo, "kappa_high": k_hi, "krippendorff_low": a_lo, "krippendorff_high": a_hi}
+    if questions is not None:
+        e_lo, e_hi = _percentiles(exacts, alpha)
+        out |= {"exact_low": e_lo, "exact_high": e_hi, "resampling": "question"}
+    return out
 
 
 def offset(judge: list, gold: list, *, resamples: int, seed: int, clusters: list | None = None,
@@ -174,10 +199,11 @@ def offset(judge: list, gold: list, *, resamples: int, seed: int, clusters: list
 
 
 def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
-              questions: dict[str, list[str]], alphas: dict[str, float]) -> dict[str, Any]:
+              questions: dict[str, list[str]], alphas: dict[str, float], earlier: bool = False) -> dict[str, Any]:
     """The recomputed fields, shaped as numbers.json holds them (for verify's diff). `keys`: blinding.jsonl's
     records by label; `verdicts`: each verdict's current record; `questions`: the run's question ids -> tags;
-    `alphas`: the level the family tests each hypothesis at (verify recomputes the family by its own path)."""
+    `alphas`: the level the family tests each hypothesis at (verify recomputes the family by its own path);
+    `earlier`: a folder written before questions were resampled and the guard was half the range (module doc)."""
     scored = [s for s in gold.scores if s.status == "scored"]
     hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
     scale = list(gold.scale)
@@ -203,7 +229,8 @@ def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
             exact = sum(x == y for x, y in zip(g, j, strict=True)) / len(g)
             entry["agreement"] = {"answers": len(rows), "exact": exact, "kappa": decisions.kappa_quadratic(g, j, scale),
                                   "krippendorff_alpha": alpha_ordinal(g, j), "confusion": confusion,
-                                  **agreement_intervals(g, j, scale, seed),
+                                  **agreement_intervals(g, j, scale, seed, questions=None if earlier else
+                                                        [s.question_id for s, _ in rows]),
                                   "offset": offset(j, g, resamples=RESAMPLES, seed=seed,
                                                    clusters=[s.question_id for s, _ in rows]),
                                   "per_arm": per_arm, "alpha": ALPHA, "resamples": RESAMPLES, "seed": seed}
@@ -215,7 +242,7 @@ def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
             entry["pairs"] = pairs
         judges.append(entry)
     comparisons = [{"id": h.id, "judge_error": _correction(h, run, gold, scored, keys, by_cell, verdicts, questions,
-                                                                alphas.get(h.id) or h.alpha)}
+                                                                alphas.get(h.id) or h.alpha, earlier)}
                    for h in hyps]
     return {"judge_validity": {"judges": judges}, "comparisons": comparisons}
 
@@ -244,6 +271,54 @@ def _pair(h, mine: dict[str, int], golden, have: set[str], by_cell, questions, r
             "offset_difference": offset(judged_d, gold_d, resamples=resamples, seed=seed, unit="questions")}
 
 
+def redraw(population: list[str], n: int, seed: int) -> list[str] | None:
+    """A sample of questions for labelling drawn again by this path, from the documented rule (judge.stats.ppi's
+    label_sample): ``numpy.random.default_rng(seed).choice`` of n positions without replacement in the sorted
+    distinct ids, in id order; None when n cannot be drawn."""
+    pool = sorted(set(population))
+    if not 0 <= n <= len(pool):
+        return None
+    try:
+        rng = np.random.default_rng(seed)
+    except ValueError:  # a negative seed: numpy draws from none
+        return None
+    return [pool[i] for i in sorted(rng.choice(len(pool), size=n, replace=False).tolist())]
+
+
+def drawn_questions(gold, keys: dict[str, dict], questions: dict[str, list[str]]) -> tuple[set[str], list[str]]:
+    """The questions whose people's labels are a random sample by this path's own reading of the draws, and the
+    findings: a draw whose population is not the run's questions, or whose picks are not what its seed draws, was
+    not made by `judge label --sample`. A draw counts only when every answer (blinding key) of every question it
+    picked has a person's label."""
+    human = {s.label for s in gold.scores if s.source == "human" and s.status == "scored"}
+    answers: dict[str, list[str]] = defaultdict(list)
+    for k in keys.values():
+        answers[k["question_id"]].append(k["label"])
+    ok: set[str] = set()
+    findings = []
+    for d in gold.draws:
+        where = f"labels/_samples.jsonl line {d.line}"
+        if sorted(d.population) != sorted(questions):
+            findings.append(f"{where}: the draw's population is not the run's questions: a hand-made draw")
+            continue
+        again = redraw(list(d.population), d.n, d.seed)
+        if again != list(d.picked):
+            findings.append(f"{where}: seed {d.seed} draws {again} (n {d.n}), the file records {list(d.picked)}: "
+                            "picks the seed does not draw")
+            continue
+        if all(lab in human for q in d.picked for lab in answers[q]):
+            ok |= set(d.picked)
+    return ok, findings
+
+
+def _design(s, drawn: set[str]) -> str:
+    """A gold score's design as this path decides it: a person's label outside a complete stratum is a random sample
+    only on a question of a draw this path accepts (``drawn_questions``); the rest as judge.gold gives it."""
+    if s.source != "human" or s.stratum is not None:
+        return s.design
+    return "random_sample" if s.question_id in drawn else "convenience"
+
+
 def _gold_split(h, run: dict, gold, scored, keys, by_cell, verdicts,
                 questions) -> tuple[str | None, dict | None] | None:
     """The design of the gold that may correct hypothesis h and the strata it corrects on (name -> gold, judge on
@@ -260,13 +335,15 @@ def _gold_split(h, run: dict, gold, scored, keys, by_cell, verdicts,
     ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a and q in b]
     if len(ids) < 2:
         return None
-    usable = [s for s in scored if s.design != "convenience"]
+    drawn, _ = drawn_questions(gold, keys, questions)
+    design_of = {id(s): _design(s, drawn) for s in scored}
+    usable = [s for s in scored if design_of[id(s)] != "convenience"]
     have = {s.label for s in usable}
     values: dict[tuple, list[int]] = defaultdict(list)
     designs_of: dict[tuple, set[str]] = defaultdict(set)
     for s in usable:
         values[(s.arm, s.quant, s.question_id)].append(s.score)
-        designs_of[(s.arm, s.quant, s.question_id)].add(s.design)
+        designs_of[(s.arm, s.quant, s.question_id)].add(design_of[id(s)])
     complete = [t.name for t in gold.strata if t.complete]
     groups: dict[Any, list[tuple[float, float | None]]] = defaultdict(list)
     designs: set[str] = set()
@@ -279,8 +356,8 @@ def _gold_split(h, run: dict, gold, scored, keys, by_cell, verdicts,
             designs |= designs_of[(h.a, h.quant, q)] | designs_of[(h.b, h.quant, q)]
         groups[next((t for t in questions[q] if t in complete), None)].append((f, g))
     if not designs:
-        return ("convenience" if any(s.design == "convenience" and s.question_id in ids for s in scored) else None,
-                None)
+        return ("convenience" if any(design_of[id(s)] == "convenience" and s.question_id in ids for s in scored)
+                else None, None)
     design = "random_sample" if "random_sample" in designs else "complete_strata"
     split = {}
     for name, rows in groups.items():
@@ -291,20 +368,24 @@ def _gold_split(h, run: dict, gold, scored, keys, by_cell, verdicts,
     return design, split
 
 
-def _correction(h, run: dict, gold, scored, keys, by_cell, verdicts, questions, alpha: float) -> dict[str, Any]:
+def _correction(h, run: dict, gold, scored, keys, by_cell, verdicts, questions, alpha: float,
+                earlier: bool) -> dict[str, Any]:
     found = _gold_split(h, run, gold, scored, keys, by_cell, verdicts, questions)
     if found is None:
         return {}
     design, split = found
     if split is None:
         return {"design": design, "ppi": None}
-    p = guarded(split, alpha, gold_only=False)
-    return {"design": design, "ppi": p, "gold_only": guarded(split, alpha, gold_only=True),
+    step = step_of(list(gold.scale), earlier)
+    p, only = guarded(split, alpha, False, step), guarded(split, alpha, True, step)
+    if earlier:  # that version recorded no step
+        del p["step"], only["step"]
+    return {"design": design, "ppi": p, "gold_only": only,
             "verdict": verdict(h.kind, h.margin, p["low"], p["high"])}
 
 
 def calibration(split: dict[Any, tuple[list[float], list[float], list[float]]], kind: str, margin: float,
-                alpha: float, sims: int, seed: int, ceiling: float) -> dict[str, Any]:
+                alpha: float, sims: int, seed: int, ceiling: float, step: float) -> dict[str, Any]:
     """The gold-corrected decision's false-claim rate simulated at the boundary, by this path's loop on the draws
     judge.stats.calibration.calibrate_ppi documents: the strata in the order of their names as text; the gold
     and judge differences shifted together so that the weighted gold mean is the boundary; per simulated data set
@@ -312,7 +393,7 @@ def calibration(split: dict[Any, tuple[list[float], list[float], list[float]]], 
     parts = sorted(split.items(), key=lambda kv: str(kv[0]))
     total = sum(len(d) + len(fu) for _, (d, _, fu) in parts)
     gold_mean = math.fsum((len(d) + len(fu)) / total * _mean(d) for _, (d, _, fu) in parts)
-    observed = guarded(dict(parts), alpha, gold_only=False)["estimate"]
+    observed = guarded(dict(parts), alpha, False, step)["estimate"]
     target = {"non_inferiority": -margin, "superiority": 0.0}.get(kind, -margin if observed <= 0 else margin)
     shift = target - gold_mean
     rng = np.random.default_rng(seed)
@@ -324,18 +405,42 @@ def calibration(split: dict[Any, tuple[list[float], list[float], list[float]]], 
             idx = rng.integers(0, n, n + len(fu)).tolist()
             drawn[name] = ([d[i] + shift for i in idx[:n]], [fl[i] + shift for i in idx[:n]],
                            [fl[i] + shift for i in idx[n:]])
-        p = guarded(drawn, alpha, gold_only=False)
+        p = guarded(drawn, alpha, False, step)
         hits += verdict(kind, margin, p["low"], p["high"]) in CLAIMS[kind]
     return {"boundary": float(target), "sims": sims, "claims": hits, "rate": hits / sims, "ceiling": float(ceiling),
             "seed": seed, "interval": "ppi"}
 
 
+def corrected_verdicts(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
+                       questions: dict[str, list[str]], earlier: bool = False):
+    """Under ``judge_error = "decide"``: a function (hypothesis id, one-sided level) -> the verdict of this path's
+    gold-corrected interval computed at that level, None where the hypothesis has no corrected interval (it is
+    then inconclusive). The strata are split once per hypothesis."""
+    scored = [s for s in gold.scores if s.status == "scored"]
+    by_cell: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for k in keys.values():
+        by_cell[(k["arm"], k["quant"], k["question_id"])].append(k["label"])
+    hyps = {h.id: h for h in exp.hypotheses}
+    splits: dict[str, dict | None] = {}
+
+    def at(hid: str, alpha: float) -> str | None:
+        h = hyps[hid]
+        if hid not in splits:
+            found = _gold_split(h, run, gold, scored, keys, by_cell, verdicts, questions)
+            splits[hid] = None if found is None else found[1]
+        if splits[hid] is None:
+            return None
+        p = guarded(splits[hid], alpha, gold_only=False, step=step_of(list(gold.scale), earlier))
+        return verdict(h.kind, h.margin, p["low"], p["high"])
+    return at
+
+
 def decide(comparisons: list[dict], check: dict, run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
-           questions: dict[str, list[str]], alphas: dict[str, float]) -> None:
-    """What the gold does to this path's own verdicts (``comparisons``, after the family), as the registration says:
-    under ``judge_error = "decide"`` the corrected interval's verdict (inconclusive without one), with its
-    calibration and the ceiling's withdrawal; then ``min_gold_agreement`` against the lower end of the primary
-    judge's kappa interval recomputed here (``check``: ``recompute``'s result)."""
+           questions: dict[str, list[str]], alphas: dict[str, float], earlier: bool = False) -> None:
+    """What the gold adds to this path's own verdicts (``comparisons``, after the family, which under
+    ``judge_error = "decide"`` stepped down on ``corrected_verdicts``): under "decide" the corrected interval's
+    calibration, where it has one (a diagnostic: it withdraws nothing); then ``min_gold_agreement`` against the lower
+    end of the primary judge's kappa interval recomputed here (``check``: ``recompute``'s result)."""
     an, floor = exp.analysis, exp.min_gold_agreement
     scored = [s for s in gold.scores if s.status == "scored"]
     by_cell: dict[tuple[str, str, str], list[str]] = defaultdict(list)
@@ -347,17 +452,12 @@ def decide(comparisons: list[dict], check: dict, run: dict, exp, gold, keys: dic
     hyps = {h.id: h for h in exp.hypotheses}
     for c in comparisons:
         h, e = hyps[c["id"]], corrected.get(c["id"]) or {}
-        if an.judge_error == "decide" and len(c["paired_questions"]) >= 2 and c["verdict"] != "inconclusive":
-            if e.get("ppi") is None:
-                c["verdict"] = "inconclusive"
-            else:
-                _, split = _gold_split(h, run, gold, scored, keys, by_cell, verdicts, questions)
-                cap = an.calibration_ceiling
-                cal = calibration(split, h.kind, h.margin, alphas.get(h.id) or h.alpha, an.calibration_sims, an.seed,
-                                  float(cap) if cap is not None else 2 * h.alpha)
-                c["calibration"] = cal
-                claim = e["verdict"] in CLAIMS[h.kind]
-                c["verdict"] = "inconclusive" if claim and cal["rate"] > cal["ceiling"] else e["verdict"]
+        if an.judge_error == "decide" and e.get("ppi") is not None:
+            _, split = _gold_split(h, run, gold, scored, keys, by_cell, verdicts, questions)
+            cap = an.calibration_ceiling
+            c["calibration"] = calibration(split, h.kind, h.margin, alphas.get(h.id) or h.alpha, an.calibration_sims,
+                                           an.seed, float(cap) if cap is not None else 2 * h.alpha,
+                                           step_of(list(gold.scale), earlier))
         if floor is not None and c["verdict"] != "inconclusive":
             low = primary["kappa_low"] if primary else None
             if low is None or low < floor:

@@ -10,7 +10,8 @@ Modules, by concern:
 * ``decide``: the registered rule's verdict on a paired comparison; ``calibration``: its false-claim rate
   simulated at the boundary; ``hypothesis``: one registered hypothesis decided, guards included;
 * ``agreement``: Cohen's kappa (weighted, bootstrapped) and Krippendorff's alpha;
-* ``ppi``: prediction-powered estimates with gold labels; ``judge_error``: the judge measured against gold.
+* ``ppi``: prediction-powered estimates with gold labels; ``ppi_power``: their decision's power before the labels;
+  ``judge_error``: the judge measured against gold.
 Callers import each name from the module that defines it: this package exports nothing of its own. The words
 they decide by (rules, methods, kinds, verdicts) are registration.vocabulary's. verify's second path,
 judge.second_path, recomputes every decision without importing any of this package.

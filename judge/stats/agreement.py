@@ -23,7 +23,7 @@ def cohen_kappa(a_labels, b_labels, weights: str | None = None,
     if len(a_labels) != len(b_labels) or not a_labels:
         raise ValueError("need two equally long, non-empty label sequences")
     cats = list(labels) if labels is not None else sorted(set(a_labels) | set(b_labels))
-    w = _kappa_weights(len(cats), weights)
+    w = kappa_weights(len(cats), weights)
     pos = {c: i for i, c in enumerate(cats)}
     outside = [x for x in (*a_labels, *b_labels) if x not in pos]
     if outside:
@@ -33,7 +33,7 @@ def cohen_kappa(a_labels, b_labels, weights: str | None = None,
     return float(kappa_from_tables(np.bincount(codes, minlength=k * k).reshape(1, k, k), w)[0])
 
 
-def _kappa_weights(k: int, weights: str | None) -> np.ndarray:
+def kappa_weights(k: int, weights: str | None) -> np.ndarray:
     i, j = np.indices((k, k))
     if weights is None:
         return (i != j).astype(float)
@@ -63,7 +63,7 @@ def kappa_bootstrap(a_labels, b_labels, labels: Sequence, weights: str | None, r
     k, n = len(labels), len(a_labels)
     codes = np.array([pos[x] for x in a_labels]) * k + np.array([pos[x] for x in b_labels])
     rng = np.random.default_rng(seed)
-    w = _kappa_weights(k, weights)
+    w = kappa_weights(k, weights)
     out = np.empty(resamples)
     step = max(1, 2_000_000 // max(n, 1))  # resamples per batch: bounds memory at 20,000 items
     for start in range(0, resamples, step):
@@ -73,6 +73,34 @@ def kappa_bootstrap(a_labels, b_labels, labels: Sequence, weights: str | None, r
         tables = np.bincount(block.ravel(), minlength=rows * k * k).reshape(rows, k, k)
         out[start:start + rows] = kappa_from_tables(tables, w)
     return out
+
+
+def ordinal_alpha_from_tables(tables: np.ndarray) -> np.ndarray:
+    """Krippendorff's ordinal alpha of two raters who rated every unit, from each k x k contingency table in ``tables``
+    (shape (m, k, k), categories in scale order): each unit adds the coincidences (a, b) and (b, a), so the
+    coincidence matrix is t + t^T; a category nobody used adds nothing to the ordinal distances. NaN where undefined
+    (one category only). ``krippendorff_alpha`` of the same ratings, for many tables at once."""
+    o = tables + np.swapaxes(tables, 1, 2)
+    n_c = o.sum(axis=2)
+    n = n_c.sum(axis=1)
+    k = tables.shape[1]
+    cum = np.concatenate([np.zeros((len(tables), 1)), np.cumsum(n_c, axis=1)], axis=1)
+    c, e = np.indices((k, k))
+    lo, hi = np.minimum(c, e), np.maximum(c, e)
+    delta2 = (cum[:, hi + 1] - cum[:, lo] - (n_c[:, lo] + n_c[:, hi]) / 2) ** 2
+    d_o = np.sum(o * delta2, axis=(1, 2))
+    d_e = np.sum(n_c[:, :, None] * n_c[:, None, :] * delta2, axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(d_e == 0, np.nan, 1 - (n - 1) * d_o / d_e)
+
+
+def unit_draws(units: int, resamples: int, seed: int, block: int):
+    """The documented draws of a bootstrap over ``units`` resampling units (answers, or whole questions), in blocks
+    of at most ``block`` resamples: each block an array (rows x units) of the units drawn, resample r being the r-th
+    call of ``default_rng(seed).integers(0, units, units)`` (kappa_bootstrap's draws when each unit is one item)."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, resamples, block):
+        yield np.stack([rng.integers(0, units, units) for _ in range(min(block, resamples - start))])
 
 
 def krippendorff_alpha(matrix, level: str = "nominal") -> float:

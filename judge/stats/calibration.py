@@ -30,7 +30,7 @@ class Calibration:
     sims: int
     claims: int
     rate: float  # claims / sims: the rule's false-claim rate at the boundary, for data shaped like these
-    ceiling: float  # registered: above it a claim is downgraded to inconclusive
+    ceiling: float  # registered: a rate above it is flagged (the calibration is a diagnostic: it withdraws nothing)
     seed: int
 
     def to_dict(self) -> dict[str, Any]:

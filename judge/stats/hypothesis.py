@@ -1,13 +1,11 @@
-"""One registered hypothesis decided: the paired comparison, its verdict, its calibration, and the registered
-guards (too few registered clusters, a calibration above the ceiling) that can only withdraw a claim.
+"""One registered hypothesis decided: the paired comparison, its verdict, the registered guard that can only withdraw
+a claim (too few registered clusters), and its calibration, a diagnostic that decides nothing (README, Calibration).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
-
-from registration.vocabulary import CLAIMS
 
 from . import rule as score_rule
 from .calibration import Calibration, calibrate
@@ -18,8 +16,8 @@ from .rule import Scale
 
 @dataclass(frozen=True)
 class Decided:
-    """One registered hypothesis decided: what the rule says on these data, its calibration, and the verdict after
-    the registered guards (too few registered clusters, a calibration above the ceiling)."""
+    """One registered hypothesis decided: what the rule says on these data, its calibration (reported, deciding
+    nothing), and the verdict after the registered guard (too few registered clusters)."""
 
     result: Paired
     calibration: Calibration
@@ -30,16 +28,16 @@ class Decided:
 
 
 def decision(a, b, *, kind: str, margin: float, alpha: float, scale: Scale, cluster_of: Sequence | None,
-             settings, withdraw: bool = True) -> Decided:
+             settings) -> Decided:
     """Decide one registered hypothesis on its paired scores (a: reference arm, b: arm under test, exact).
 
     ``scale``: the rubric's scale and K; ``cluster_of``: each question's registered cluster (None or "" for a
     question without one; None for the whole list when the set declares none); ``settings``: the registered
     [analysis] (resamples, method, seed, rule, min_clusters, calibration_sims, calibration_ceiling). A question
     without a cluster in a clustered set is a unit of its own for resampling and variance, but only registered
-    clusters count towards ``min_clusters`` (``judge.stats.rule.cluster_units``). ``withdraw`` False: the
-    calibration does not govern this verdict, because a gold-corrected interval decides instead (judge.validity,
-    ``judge_error = "decide"``), with a calibration of its own.
+    clusters count towards ``min_clusters`` (``judge.stats.rule.cluster_units``). The calibration withdraws no
+    claim: measured at the boundary it withdrew almost none of the false claims (BENCHMARKS.md, calibration), so
+    it is reported beside the verdict and the rule, measured over the type-I grid, is what holds alpha.
     """
     labels, registered = None, None
     if cluster_of is not None and any(c not in (None, "") for c in cluster_of):
@@ -58,9 +56,4 @@ def decision(a, b, *, kind: str, margin: float, alpha: float, scale: Scale, clus
         verdict = "inconclusive"
         reason = (f"only {registered} cluster(s) of questions{why}, fewer than the registered minimum of "
                   f"{settings.min_clusters} for a clustered decision; the statistic alone would say: {d.verdict}")
-    elif withdraw and d.verdict in CLAIMS[kind] and cal.rate > cal.ceiling:
-        verdict = "inconclusive"
-        reason = (f"{d.reason}; but the rule's false-claim rate simulated at the boundary is {cal.rate:.3f} "
-                  f"({cal.claims} of {cal.sims} simulated data sets), above the registered ceiling "
-                  f"{cal.ceiling:.3f}: inconclusive")
     return Decided(result=p, calibration=cal, clusters=registered, statistic=d, verdict=verdict, reason=reason)

@@ -4,8 +4,8 @@ A judge can agree well with gold and still move a decision: what a paired differ
 judge is the differential offset, offset(b) - offset(a), where offset = mean(judge - gold). So each judge gets,
 against every gold score it can be compared with:
 
-* agreement: quadratic-weighted Cohen's kappa and Krippendorff's alpha (ordinal), each with a bootstrap interval
-  over answers (the same seeded resamples for both);
+* agreement: exact agreement, quadratic-weighted Cohen's kappa and Krippendorff's alpha (ordinal), each with a
+  bootstrap interval over whole questions (the same seeded resamples for the three; ``agreement_units``);
 * the confusion matrix on the rubric scale (rows gold, columns judge);
 * the mean offset judge - gold, overall and per arm, with a bootstrap interval over answers (or clusters);
 * per hypothesis pair, the differential offset with a paired bootstrap interval over questions.
@@ -20,8 +20,16 @@ only the order of the scale points.
 
 Intervals follow judge.stats: ``alpha`` is one-sided and every interval is the two-sided (1 - 2 alpha) one
 (0.025 gives 95 %). The offsets reuse stats.paired (gold as arm a, judge as arm b: its difference is judge - gold,
-its exact percentile bootstrap the interval); kappa and alpha reuse stats.cohen_kappa, kappa_bootstrap and
-krippendorff_alpha.
+its exact percentile bootstrap the interval); kappa and alpha reuse stats.cohen_kappa and krippendorff_alpha, and
+on the resamples kappa_from_tables and ordinal_alpha_from_tables (each resample is a weighted sum of the drawn
+questions' contingency tables).
+
+Why questions, not answers. The answers to one question (both arms, every quant, K samples) share the question's
+difficulty and so the judge's error on it: resampling answers as if independent treats them as more evidence than
+they are, and with errors shared within a question the kappa interval covered 0.74 where it promises 0.95, so
+``min_gold_agreement`` was passed too easily. The resample draws whole questions, every answer to a drawn question
+entering as often as it is drawn (BENCHMARKS.md measures the coverage). Folders written before record no
+``resampling`` and were resampled by answer: ``resampling = "answer"`` recomputes them as written.
 """
 from __future__ import annotations
 
@@ -31,13 +39,22 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .agreement import cohen_kappa, kappa_bootstrap, krippendorff_alpha
+from .agreement import (
+    cohen_kappa,
+    kappa_from_tables,
+    kappa_weights,
+    krippendorff_alpha,
+    ordinal_alpha_from_tables,
+    unit_draws,
+)
 from .bootstrap import exact
-from .paired import paired
+from .paired import exact_scores, paired
 
-__all__ = ["WEIGHTS", "Offset", "GoldAgreement", "offset", "against_gold", "differential_offset"]
+__all__ = ["WEIGHTS", "RESAMPLING", "Offset", "GoldAgreement", "offset", "agreement_units", "agreement_intervals",
+           "against_gold", "differential_offset"]
 
 WEIGHTS = "quadratic"  # kappa's disagreement weights (see the module doc)
+RESAMPLING = ("answer", "question")  # the agreement bootstrap's unit: "answer" only recomputes earlier folders
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,8 @@ class GoldAgreement:
 
     answers: int
     exact: float  # share of answers where judge == gold
+    exact_low: float | None  # its bootstrap interval (None: "answer" resampling, which had none)
+    exact_high: float | None
     kappa: float | None  # quadratic-weighted Cohen's kappa; None where undefined (one category only)
     kappa_low: float | None
     kappa_high: float | None
@@ -74,6 +93,7 @@ class GoldAgreement:
     alpha: float
     resamples: int
     seed: int
+    resampling: str  # the agreement bootstrap's unit (RESAMPLING)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,13 +127,69 @@ def offset(judge, gold, *, alpha: float = 0.025, resamples: int = 10000, seed: i
                   resampling=unit if clusters is None else "clusters", units=p.units)
 
 
+def agreement_units(n: int, clusters: Sequence | None, resampling: str) -> list[list[int]]:
+    """The agreement bootstrap's resampling units, each the list of its answers (by position), in the documented
+    order: "question": the distinct ``clusters`` (each answer's question) sorted as text, a question's answers in
+    their order; "answer": each answer alone, in answer order."""
+    if resampling not in RESAMPLING:
+        raise ValueError(f"resampling must be one of {RESAMPLING}, got {resampling!r}")
+    if resampling == "answer":
+        return [[i] for i in range(n)]
+    if clusters is None or len(clusters) != n:
+        raise ValueError("resampling by question needs each answer's question (clusters)")
+    members: dict[str, list[int]] = {}
+    for i, c in enumerate(clusters):
+        members.setdefault(str(c), []).append(i)
+    return [members[c] for c in sorted(members)]
+
+
+def _agreement_resamples(gold_codes: np.ndarray, judge_codes: np.ndarray, k: int, units: list[list[int]],
+                         resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Kappa, Krippendorff's alpha and exact agreement on each resample of ``units`` (stats.agreement.unit_draws):
+    a drawn unit brings all its answers, as often as it is drawn, so each resample's table is the drawn units'
+    tables weighted by their counts."""
+    g = len(units)
+    tables = np.zeros((g, k * k))
+    for u, rows in enumerate(units):
+        np.add.at(tables[u], gold_codes[rows] * k + judge_codes[rows], 1)
+    agree = np.array([float(np.sum(gold_codes[rows] == judge_codes[rows])) for rows in units])
+    sizes = np.array([float(len(rows)) for rows in units])
+    w = kappa_weights(k, WEIGHTS)
+    kappas, alphas, exacts = [], [], []
+    for drawn in unit_draws(g, resamples, seed, block=max(1, 2_000_000 // max(g, 1))):
+        offsets = (np.arange(len(drawn)) * g)[:, None]
+        counts = np.bincount((drawn + offsets).ravel(), minlength=len(drawn) * g).reshape(len(drawn), g).astype(float)
+        drawn_tables = (counts @ tables).reshape(-1, k, k)
+        kappas.append(kappa_from_tables(drawn_tables, w))
+        alphas.append(ordinal_alpha_from_tables(drawn_tables))
+        exacts.append(counts @ agree / (counts @ sizes))
+    return np.concatenate(kappas), np.concatenate(alphas), np.concatenate(exacts)
+
+
+def agreement_intervals(judge, gold, scale: Sequence, *, alpha: float, resamples: int, seed: int,
+                        clusters: Sequence | None, resampling: str = "question") -> tuple[tuple, tuple, tuple]:
+    """The bootstrap intervals (low, high) of quadratic kappa, ordinal alpha and exact agreement, on one set of
+    documented draws of ``resampling`` units (``agreement_units``, stats.agreement.unit_draws); an interval is the
+    type-7 percentiles (alpha, 1 - alpha) of the resamples where its statistic is defined, (None, None) when fewer
+    than half are; exact agreement's is (None, None) under "answer" resampling (folders written before had none)."""
+    scale = tuple(scale)
+    pos = {c: i for i, c in enumerate(scale)}
+    units = agreement_units(len(judge), clusters, resampling)
+    kb, ab, eb = _agreement_resamples(np.array([pos[x] for x in gold]), np.array([pos[x] for x in judge]), len(scale),
+                                      units, resamples, seed)
+    return (_percentile(kb, alpha), _percentile(ab, alpha),
+            _percentile(eb, alpha) if resampling == "question" else (None, None))
+
+
 def against_gold(judge, gold, scale: Sequence, *, arms: Sequence[str] | None = None, alpha: float = 0.025,
-                 resamples: int = 2000, seed: int = 0, clusters: Sequence | None = None) -> GoldAgreement:
+                 resamples: int = 2000, seed: int = 0, clusters: Sequence | None = None,
+                 resampling: str = "question") -> GoldAgreement:
     """Agreement, confusion matrix and offsets of one judge's scores against gold on the same answers.
 
     ``judge`` and ``gold``: one score on the rubric ``scale`` per answer; ``arms``: each answer's arm, for the
     per-arm offsets; ``clusters``: each answer's question (or cluster), so offsets resample whole clusters when
-    K samples of a question are correlated. Kappa and alpha resample answers (kappa_bootstrap's resamples).
+    K samples of a question are correlated. Exact agreement, kappa and alpha resample ``resampling`` units
+    (``agreement_units``: whole questions; "answer" only to recompute a folder written before), on one set of draws.
     """
     judge, gold = list(judge), list(gold)
     if len(judge) != len(gold) or not judge:
@@ -127,16 +203,13 @@ def against_gold(judge, gold, scale: Sequence, *, arms: Sequence[str] | None = N
     table = np.zeros((k, k), dtype=int)
     np.add.at(table, (np.array([pos[x] for x in gold]), np.array([pos[x] for x in judge])), 1)
     kappa = _finite(cohen_kappa(gold, judge, weights=WEIGHTS, labels=scale))
-    kb = kappa_bootstrap(gold, judge, scale, WEIGHTS, resamples, seed)
-    k_lo, k_hi = _percentile(kb, alpha) if kappa is not None else (None, None)
-    matrix = np.array([[float(x) for x in gold], [float(x) for x in judge]])
-    k_alpha = _finite(krippendorff_alpha(matrix, level="ordinal"))
-    a_lo = a_hi = None
-    if k_alpha is not None:
-        rng = np.random.default_rng(seed)  # kappa_bootstrap's resamples, drawn again in the same order
-        ab = np.array([krippendorff_alpha(matrix[:, rng.integers(0, n, n)], level="ordinal")
-                       for _ in range(resamples)])
-        a_lo, a_hi = _percentile(ab, alpha)
+    k_alpha = _finite(krippendorff_alpha(np.array([[float(x) for x in gold], [float(x) for x in judge]]),
+                                         level="ordinal"))
+    (k_lo, k_hi), (a_lo, a_hi), (e_lo, e_hi) = agreement_intervals(judge, gold, scale, alpha=alpha,
+                                                                   resamples=resamples, seed=seed, clusters=clusters,
+                                                                   resampling=resampling)
+    k_lo, k_hi = (k_lo, k_hi) if kappa is not None else (None, None)
+    a_lo, a_hi = (a_lo, a_hi) if k_alpha is not None else (None, None)
     per_arm: list[tuple[str, Offset | None]] = []
     if arms is not None:
         arms = list(arms)
@@ -149,14 +222,14 @@ def against_gold(judge, gold, scale: Sequence, *, arms: Sequence[str] | None = N
                                         clusters=None if clusters is None else [clusters[i] for i in idx])))
     return GoldAgreement(
         answers=n,
-        exact=float(np.trace(table)) / n,
+        exact=float(np.trace(table)) / n, exact_low=e_lo, exact_high=e_hi,
         kappa=kappa, kappa_low=k_lo, kappa_high=k_hi,
         krippendorff_alpha=k_alpha, krippendorff_low=a_lo, krippendorff_high=a_hi,
         scale=scale,
         confusion=tuple(tuple(int(x) for x in row) for row in table),
         offset=offset(judge, gold, alpha=alpha, resamples=resamples, seed=seed, clusters=clusters),
         per_arm=tuple(per_arm),
-        alpha=float(alpha), resamples=int(resamples), seed=int(seed),
+        alpha=float(alpha), resamples=int(resamples), seed=int(seed), resampling=resampling,
     )
 
 
@@ -167,11 +240,14 @@ def differential_offset(judge_a, gold_a, judge_b, gold_b, *, alpha: float = 0.02
     Per question the four scores (each a mean over the question's samples); the question's differential error
     is ``(judge_b - gold_b) - (judge_a - gold_a)``, the judge's difference minus the gold difference: the amount by
     which the judge moved this question's b - a. Its mean is exactly what a judge-only decision is off by on
-    these questions, and the paired bootstrap resamples questions (or ``clusters``) as the decision does.
+    these questions, and the paired bootstrap resamples questions (or ``clusters``) as the decision does. Scores
+    are exact (int, or Fraction for a K-sample mean); a float is refused (TypeError), as every decision function
+    refuses one, never taken at its binary value.
     """
-    cols = [list(x) for x in (judge_a, gold_a, judge_b, gold_b)]
+    cols = [exact_scores(x, name) for x, name in zip((judge_a, gold_a, judge_b, gold_b),
+                                                     ("judge_a", "gold_a", "judge_b", "gold_b"), strict=True)]
     if len({len(c) for c in cols}) != 1:
         raise ValueError("judge_a, gold_a, judge_b and gold_b must have one entry per question")
-    ja, ga, jb, gb = ([exact(x) for x in c] for c in cols)  # exact: K-sample means stay fractions
+    ja, ga, jb, gb = ([exact(x) for x in c] for c in cols)
     return offset([y - x for x, y in zip(ja, jb, strict=True)], [y - x for x, y in zip(ga, gb, strict=True)],
                   alpha=alpha, resamples=resamples, seed=seed, clusters=clusters, unit="questions")

@@ -39,12 +39,15 @@ Small samples: rule "guarded" (the default)
 n is often 20 to 40, where the normal interval with ddof-0 variances undercovers, and a judge that agreed with
 gold on every labelled question leaves a rectifier without spread. "guarded" keeps theta and lam and widens
 the interval: ddof-1 variances; ``s2(f)`` of the imputed term from all N_h judge scores of the stratum (L is a
-random part of them, so all N_h estimate it); two pseudo-residuals ``mean_L(r) -/+ step`` (one score point)
-added to the rectifier's spread, as stats.guarded_t_interval adds a pseudo-loss and a pseudo-win, but centred
-so the estimate (and its correction of the judge's bias) is not shrunk; and Student t with the
-Welch-Satterthwaite degrees of freedom of the variance's parts in place of z. BENCHMARKS.md measures both at
-the boundary with a biased judge and 40 labels of 200: "normal" claims a false non-inferiority at 0.038 where
-alpha is 0.025 (0.096 with 10 labels), "guarded" at 0.025 (0.006 with 10).
+random part of them, so all N_h estimate it); two pseudo-residuals ``mean_L(r) -/+ step`` added to the
+rectifier's spread, as stats.guarded_t_interval adds a pseudo-loss and a pseudo-win, but centred so the estimate
+(and its correction of the judge's bias) is not shrunk; and Student t with the Welch-Satterthwaite degrees of
+freedom of the variance's parts in place of z. ``step`` is the score rule's guard step, half the rubric's range
+(stats.t_bounds.guard_step: one point on 0-2, five on 0-10), so the guard means the same on every scale and the
+verdict does not change when scores and margin are multiplied together; the rule has no default step (a fixed
+one point made the guard a fifth as wide, relative to the scale, on a 0-10 rubric as on 0-2, and 10 labels claimed
+falsely at 3 alpha there).
+BENCHMARKS.md measures the false-claim rate at the boundary over 0-1, 0-2 and 0-10 rubrics.
 
 Strata (Fisch et al. 2024, stratified PPI)
 ------------------------------------------
@@ -107,6 +110,7 @@ class Estimate:
     estimate: float
     se: float
     df: float | None  # t degrees of freedom (rule "guarded"); None: normal quantile
+    step: float | None  # rule "guarded"'s pseudo-residual (half the rubric's range); None: rule "normal"
     low: float  # two-sided (1 - 2 alpha) interval; ``low`` is the one-sided (1 - alpha) lower bound
     high: float
     questions: int
@@ -152,11 +156,14 @@ def _vector(x, what: str) -> np.ndarray:
     return v
 
 
-def _check_rule(rule: str, alpha: float) -> None:
+def _check_rule(rule: str, alpha: float, step: float | None) -> None:
     if rule not in PPI_RULES:
         raise ValueError(f"rule must be one of {PPI_RULES}, got {rule!r}")
     if not 0 < alpha < 0.5:
         raise ValueError("alpha (one-sided) must be in (0, 0.5)")
+    if rule == "guarded" and (step is None or not step > 0):
+        raise ValueError(f"rule \"guarded\" needs the guard's step, half the rubric's range "
+                         f"(stats.t_bounds.guard_step), got {step!r}")
 
 
 def tuned_lambda(gold, judge_labelled, judge_unlabelled) -> float:
@@ -185,7 +192,7 @@ class _Part:
     parts: tuple[tuple[float, float], ...]
 
 
-def _spread(x: np.ndarray, rule: str, step: float, pseudo: bool) -> tuple[float, float]:
+def _spread(x: np.ndarray, rule: str, step: float | None, pseudo: bool) -> tuple[float, float]:
     """(variance of one value, its degrees of freedom): ddof 0 ("normal"); ddof 1, plus two pseudo-values
     mean -/+ step when ``pseudo`` ("guarded")."""
     if rule == "normal":
@@ -198,7 +205,7 @@ def _spread(x: np.ndarray, rule: str, step: float, pseudo: bool) -> tuple[float,
     return ss / (x.size - 1), float(x.size - 1)
 
 
-def _stratum(name, d: np.ndarray, fl: np.ndarray, fu: np.ndarray, weight: float, rule: str, step: float,
+def _stratum(name, d: np.ndarray, fl: np.ndarray, fu: np.ndarray, weight: float, rule: str, step: float | None,
              lam: float | None) -> _Part:
     """PPI within one stratum; lam 0, or no unlabelled question, is its gold mean."""
     n, m = d.size, fu.size
@@ -223,7 +230,7 @@ def _stratum(name, d: np.ndarray, fl: np.ndarray, fu: np.ndarray, weight: float,
     return _Part(Stratum(name, n + m, n, weight, theta, lam, var), parts)
 
 
-def _combine(method: str, parts: Sequence[_Part], alpha: float, rule: str) -> Estimate:
+def _combine(method: str, parts: Sequence[_Part], alpha: float, rule: str, step: float | None) -> Estimate:
     """The weighted estimate and its interval: z ("normal") or t with Welch-Satterthwaite df ("guarded")."""
     from scipy import special
     from scipy import stats as sps
@@ -241,7 +248,8 @@ def _combine(method: str, parts: Sequence[_Part], alpha: float, rule: str) -> Es
         crit = float(sps.t.ppf(1 - alpha, df)) if math.isfinite(df) else float(-special.ndtri(alpha))
     strata = tuple(p.stratum for p in parts)
     return Estimate(method=method, rule=rule, alpha=float(alpha), estimate=theta, se=se,
-                    df=None if df is None or not math.isfinite(df) else float(df), low=theta - crit * se,
+                    df=None if df is None or not math.isfinite(df) else float(df),
+                    step=None if rule == "normal" else float(step), low=theta - crit * se,
                     high=theta + crit * se, questions=sum(s.questions for s in strata),
                     labelled=sum(s.labelled for s in strata), strata=strata)
 
@@ -252,25 +260,26 @@ def _combine(method: str, parts: Sequence[_Part], alpha: float, rule: str) -> Es
 
 
 def ppi_mean(gold, judge_labelled, judge_unlabelled, *, alpha: float, lam: float | None = None,
-             rule: str = "guarded", step: float = 1.0) -> Estimate:
+             rule: str = "guarded", step: float | None = None) -> Estimate:
     """PPI++ estimate of the mean difference, in ppi_py's argument order (Y, Yhat, Yhat_unlabeled).
 
     ``gold``/``judge_labelled``: d and f on the labelled questions; ``judge_unlabelled``: f on the others (module
-    doc: the disjoint form). ``lam`` None tunes it (``tuned_lambda``); a number fixes it (0: gold only).
+    doc: the disjoint form). ``lam`` None tunes it (``tuned_lambda``); a number fixes it (0: gold only). ``step``:
+    rule "guarded"'s pseudo-residual, half the rubric's range (required by that rule; module doc).
     """
     return stratified_ppi_mean({None: (gold, judge_labelled, judge_unlabelled)}, alpha=alpha, lam=lam, rule=rule,
                                step=step)
 
 
 def stratified_ppi_mean(strata: Mapping[Any, tuple], *, alpha: float, lam: float | None = None,
-                        rule: str = "guarded", step: float = 1.0, method: str = "ppi") -> Estimate:
+                        rule: str = "guarded", step: float | None = None, method: str = "ppi") -> Estimate:
     """Stratified PPI++: ``strata`` maps a stratum's name to (gold, judge_labelled, judge_unlabelled).
 
     Each stratum is weighted by its share of the questions; one labelled whole contributes its gold mean, one
     labelled in part PPI with its own tuned lam (module doc). A stratum without gold is an error: its judge
     bias would stay in the estimate.
     """
-    _check_rule(rule, alpha)
+    _check_rule(rule, alpha, step)
     data = {k: (_vector(g, "gold"), _vector(fl, "judge_labelled"), _vector(fu, "judge_unlabelled"))
             for k, (g, fl, fu) in strata.items()}
     if not data:
@@ -283,29 +292,29 @@ def stratified_ppi_mean(strata: Mapping[Any, tuple], *, alpha: float, lam: float
         if d.size == 0:
             raise ValueError(f"stratum {name!r} has no gold: it cannot be corrected")
         parts.append(_stratum(name, d, fl, fu, (d.size + fu.size) / total, rule, step, lam))
-    return _combine(method, parts, alpha, rule)
+    return _combine(method, parts, alpha, rule, step)
 
 
 def gold_only_mean(strata: Mapping[Any, tuple], *, alpha: float, rule: str = "guarded",
-                   step: float = 1.0) -> Estimate:
+                   step: float | None = None) -> Estimate:
     """The gold labels alone (PPI at lam = 0): per stratum the gold mean, weighted by the stratum's share."""
     return stratified_ppi_mean(strata, alpha=alpha, lam=0.0, rule=rule, step=step, method="gold_only")
 
 
-def judge_only_mean(judge, *, alpha: float, rule: str = "guarded", step: float = 1.0) -> Estimate:
+def judge_only_mean(judge, *, alpha: float, rule: str = "guarded", step: float | None = None) -> Estimate:
     """The judge's mean difference over all N questions with an interval built as PPI's is (same rule, same
     guard), so widths compare like for like. The registered judge-only decision stays stats.paired's."""
-    _check_rule(rule, alpha)
+    _check_rule(rule, alpha, step)
     f = _vector(judge, "judge")
     if f.size < 2:
         raise ValueError("need at least 2 questions")
     v, df = _spread(f, rule, step, pseudo=True)
     part = _Part(Stratum(None, f.size, 0, 1.0, float(f.mean()), None, v / f.size), ((v / f.size, df),))
-    return _combine("judge_only", [part], alpha, rule)
+    return _combine("judge_only", [part], alpha, rule, step)
 
 
 def correct(judge, gold, *, design: str, alpha: float, strata: Sequence | None = None, rule: str = "guarded",
-            step: float = 1.0, lam: float | None = None) -> Correction:
+            step: float | None = None, lam: float | None = None) -> Correction:
     """PPI, gold-only and judge-only estimates of one comparison, from per-question arrays.
 
     ``judge``: the judge's difference b - a on every question; ``gold``: the gold difference, NaN (or None) where

@@ -29,6 +29,7 @@ from typing import Any
 from core.errors import CheckFailed
 from core.text import lone_surrogate
 
+from ..deadline import bounded_client, deadline
 from ..retry import (
     BatchFailed,
     MalformedReply,
@@ -52,7 +53,8 @@ class AnthropicConfig:
     api_key_env: str = "ANTHROPIC_API_KEY"
     sampling_params: bool = False  # the server accepts temperature/top_p (llama-server; not API 2026-10-21)
     attempts: int = 4
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0  # each wait for data
+    deadline_s: float = 600.0  # each attempt as a whole (models.deadline)
 
 
 class AnthropicBackend:
@@ -64,8 +66,13 @@ class AnthropicBackend:
         self.config = config
         key = os.environ.get(config.api_key_env) or "not-needed-for-local-servers"
         self.client = anthropic.Anthropic(base_url=config.base_url, api_key=key, default_headers={"x-api-key": key},
-                                          max_retries=0, timeout=config.timeout_s)
-        self._create = with_retries(decoded(self.client.messages.create), attempts=config.attempts)
+                                          max_retries=0, timeout=config.timeout_s,
+                                          http_client=bounded_client(anthropic.DefaultHttpxClient()))
+        self._create = with_retries(decoded(self._attempt), attempts=config.attempts)
+
+    def _attempt(self, **kwargs: Any) -> Any:
+        with deadline(self.config.deadline_s):
+            return self.client.messages.create(**kwargs)
 
     def identity(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.config.model, "base_url": self.config.base_url,
@@ -79,7 +86,8 @@ class AnthropicBackend:
     def _thinking_types(self) -> list[str] | str:
         """The thinking modes the API says this model supports, or why it could not say."""
         try:
-            info = self.client.models.retrieve(self.config.model)
+            with deadline(self.config.deadline_s):
+                info = self.client.models.retrieve(self.config.model)
         except Exception as e:  # llama-server and older gateways have no /v1/models/{id}
             return f"not reported: {type(e).__name__}"
         thinking = getattr(getattr(info, "capabilities", None), "thinking", None)
@@ -106,7 +114,7 @@ class AnthropicBackend:
         if self.config.base_url is None or generation.thinking:
             return nothing_read_back()
         messages = [{"role": r, "content": c} for r, c in slots.PROBE]
-        used = slots.read_back(self.config.base_url, lambda: self.client.messages.create(
+        used = slots.read_back(self.config.base_url, lambda: self._attempt(
             model=self.config.model, messages=messages, max_tokens=1, **self._kwargs(Request(slots.PROBE, generation))))
         return {**used, "seed": NOT_VERIFIABLE}  # never sent (`sent` counts it only where greedy decoding ignores it)
 
@@ -260,7 +268,8 @@ class AnthropicBackend:
 
 def open_anthropic(spec, quant: str | None, adapters: tuple, exp_dir, runtime) -> AnthropicBackend:
     return AnthropicBackend(AnthropicConfig(model=spec.source, base_url=spec.base_url, attempts=spec.attempts,
-                                            timeout_s=spec.timeout_s, sampling_params=spec.sampling_params,
+                                            timeout_s=spec.timeout_s, deadline_s=spec.deadline_s,
+                                            sampling_params=spec.sampling_params,
                                             api_key_env=spec.api_key_env or "ANTHROPIC_API_KEY"))
 
 
@@ -285,5 +294,6 @@ def expected_identity(spec, adapters: tuple, runtime, eff: dict[str, Any]) -> di
 INFO = BackendInfo(name=AnthropicBackend.name, open=open_anthropic, expected_identity=expected_identity,
                    sends=frozenset((*(k for k in SENDS if k not in ("temperature", "top_p", "seed")),
                                     "thinking_budget", "effort")),
-                   model_keys=("sampling_params", "batch", "batch_poll_s", "batch_max_requests", "batch_max_bytes"),
+                   model_keys=("sampling_params", "batch", "batch_poll_s", "batch_max_requests", "batch_max_bytes",
+                               "deadline_s"),
                    check_generation=check_generation)

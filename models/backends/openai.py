@@ -22,6 +22,7 @@ from typing import Any, Iterator
 from core.errors import CheckFailed, Refused
 from core.jsonl import json_lines
 
+from ..deadline import bounded_client, deadline
 from ..retry import (
     BatchFailed,
     MalformedReply,
@@ -83,7 +84,8 @@ class OpenAIConfig:
     structured: str = "json_schema"  # one of STRUCTURED: "json_object" sends the schema inside it, "none" nothing
     thinking_control: str = "none"  # "chat_template_kwargs" | "reasoning_effort" | "none" (registration.spec)
     attempts: int = 4
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0  # each wait for data
+    deadline_s: float = 600.0  # each attempt as a whole (models.deadline)
 
 
 class Pool:
@@ -127,13 +129,14 @@ class OpenAIBackend:
         self.config = config
         # The key is read from the environment and handed to the SDK only; it is never recorded.
         key = os.environ.get(config.api_key_env) or "not-needed-for-local-servers"
-        self.clients = [openai.OpenAI(base_url=url, api_key=key, max_retries=0, timeout=config.timeout_s)
+        self.clients = [openai.OpenAI(base_url=url, api_key=key, max_retries=0, timeout=config.timeout_s,
+                                      http_client=bounded_client(openai.DefaultHttpxClient()))
                         for url in (config.base_urls or (None,))]
         self.pool = Pool(len(self.clients))
         self._create = with_retries(self._attempt, attempts=config.attempts)
 
     def _attempt(self, **kwargs: Any) -> tuple[Any, int]:
-        with self.pool.lease() as i:
+        with self.pool.lease() as i, deadline(self.config.deadline_s):
             try:
                 return decoded(self.clients[i].chat.completions.create)(**kwargs), i
             except Exception as e:
@@ -161,7 +164,8 @@ class OpenAIBackend:
         served: dict[str, Any] = {}
         for url, client in zip(self.config.base_urls or ("default",), self.clients, strict=False):
             try:
-                served[url] = sorted(m.id for m in client.models.list())
+                with deadline(self.config.deadline_s):
+                    served[url] = sorted(m.id for m in client.models.list())
             except Exception as e:  # recorded; the calls themselves will fail into error rows
                 served[url] = f"unreachable: {type(e).__name__}"
         return {"backend": self.name, "model": self.config.model, "base_urls": list(self.config.base_urls),
@@ -188,9 +192,10 @@ class OpenAIBackend:
         return {k: {url: f[k] for url, f in zip(urls, found, strict=True)} for k in READ_BACK}
 
     def _probe(self, i: int, generation: Generation) -> None:
-        self.clients[i].chat.completions.create(model=self.config.model, max_tokens=1,
-                                                messages=[{"role": r, "content": c} for r, c in slots.PROBE],
-                                                **self._kwargs(Request(slots.PROBE, generation)))
+        with deadline(self.config.deadline_s):
+            self.clients[i].chat.completions.create(model=self.config.model, max_tokens=1,
+                                                    messages=[{"role": r, "content": c} for r, c in slots.PROBE],
+                                                    **self._kwargs(Request(slots.PROBE, generation)))
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
         """What a request sends beyond the model, messages and max_tokens."""
@@ -354,7 +359,8 @@ class OpenAIBackend:
 
 def open_openai(spec, quant: str | None, adapters: tuple, exp_dir, runtime) -> OpenAIBackend:
     return OpenAIBackend(OpenAIConfig(model=spec.source, base_urls=spec.urls(), attempts=spec.attempts,
-                                      timeout_s=spec.timeout_s, thinking_control=spec.thinking_control,
+                                      timeout_s=spec.timeout_s, deadline_s=spec.deadline_s,
+                                      thinking_control=spec.thinking_control,
                                       api_key_env=spec.api_key_env or "OPENAI_API_KEY", structured=spec.structured))
 
 
@@ -378,5 +384,5 @@ def expected_identity(spec, adapters: tuple, runtime, eff: dict[str, Any]) -> di
 INFO = BackendInfo(name=OpenAIBackend.name, open=open_openai, expected_identity=expected_identity,
                    sends=frozenset((*SENDS, "effort")),
                    model_keys=("thinking_control", "structured", "batch", "batch_poll_s", "batch_max_requests",
-                               "batch_max_bytes"),
+                               "batch_max_bytes", "deadline_s"),
                    check_generation=check_generation)

@@ -6,7 +6,8 @@ block when a tool call was forced) and `GET /v1/models` on 127.0.0.1, replaying 
 the test needs the "model" to say), a structured verdict, a raw HTTP body (malformed JSON, empty,
 any JSON shape, bytes that are not UTF-8), an HTTP error with or without Retry-After, a connection
 reset, a truncated response (headers promising more body than is sent, or a chunked body without its
-last chunk, then a close), each after an optional delay. The script is a list consumed in order or
+last chunk, then a close), a trickled response (one byte at a time, each well within any per-read timeout, the
+whole lasting minutes), each after an optional delay. The script is a list consumed in order or
 a function of the request. Every call is logged with its arrival time, and a call whose client hung
 up before the reply (a client timeout) with the time it did, so tests can measure what a client did
 (how long it waited, when it gave up, how many requests were in flight), which a patched client
@@ -39,6 +40,7 @@ ROUTES = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}
 
 
 TRUNCATIONS = (None, "length", "chunked")
+TRICKLES = (None, "all", "body")
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,15 @@ class Step:
     delay_s: float = 0.0
     truncate: str | None = None  # "length": Content-Length says more than is sent; "chunked": no last chunk
     thinking: str | None = None  # OpenAI: reasoning_content + reasoning tokens; Anthropic: a thinking block
+    trickle: str | None = None  # "all": the whole response a byte at a time; "body": the headers at once, then so
+    trickle_every_s: float = 0.2  # trickle: seconds between two bytes
+    trickle_lasts_s: float = 120.0  # trickle: the body is padded (JSON whitespace) so the response lasts this long
 
     def __post_init__(self) -> None:
         if self.truncate not in TRUNCATIONS:
             raise ValueError(f"truncate must be one of {TRUNCATIONS}, got {self.truncate!r}")
+        if self.trickle not in TRICKLES:
+            raise ValueError(f"trickle must be one of {TRICKLES}, got {self.trickle!r}")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Step":
@@ -99,6 +106,13 @@ def truncated(how: str = "length", text: str = "", body: str | None = None, dela
     tells the client that it is incomplete.
     """
     return Step(text=text, body=body, truncate=how, delay_s=delay_s)
+
+
+def trickled(how: str = "all", text: str = "", every_s: float = 0.2, lasts_s: float = 120.0) -> Step:
+    """A well-formed reply for `text` sent one byte every `every_s` seconds, so no single read waits long, padded
+    to last `lasts_s` seconds: "all" trickles the status line and headers too, "body" sends them at once. The
+    server stops when the client hangs up (logged in `abandoned`)."""
+    return Step(text=text, tool_input={"text": text}, trickle=how, trickle_every_s=every_s, trickle_lasts_s=lasts_s)
 
 
 @dataclass(frozen=True)
@@ -219,6 +233,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True  # finish() then closes: the client reads EOF in the middle of the body
 
+    def _send_trickled(self, step: Step, body: bytes) -> bool:
+        """A 200 for `body` a byte at a time (see `trickled`); False as soon as the client hangs up."""
+        body += b" " * max(0, int(step.trickle_lasts_s / step.trickle_every_s) - len(body))
+        head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                "\r\n").encode()
+        if step.trickle == "body":
+            self.connection.sendall(head)
+        for i in range(len(data := body if step.trickle == "body" else head + body)):
+            self.connection.sendall(data[i:i + 1])
+            if not self._wait(step.trickle_every_s):
+                return False
+        return True
+
     def _wait(self, seconds: float) -> bool:
         """Sleep up to `seconds`, watching the connection; False as soon as the client hangs up (reads EOF)."""
         deadline = time.monotonic() + seconds
@@ -283,6 +310,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
             self.close_connection = True
+            return
+        if step.trickle:
+            full = json.dumps((_openai_reply if api == "openai" else _anthropic_reply)(seen, step)).encode()
+            if not self._send_trickled(step, full):
+                self.server.owner._hung_up(seen)
+                self.close_connection = True
             return
         if step.truncate:
             full = step.body if step.body is not None else json.dumps(
@@ -394,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
                                    "a tool_use block for forced Anthropic tool calls)")
     p.add_argument("--script", help="JSON file: a list of steps replayed in order before the default, e.g. "
                                     '[{"status": 429, "retry_after": 1}, {"body": "{not json"}, {"reset": true}, '
-                                    '{"delay_s": 5}, {"truncate": "length"}, {"truncate": "chunked"}]')
+                                    '{"delay_s": 5}, {"truncate": "length"}, {"truncate": "chunked"}, '
+                                    '{"trickle": "all", "trickle_every_s": 0.2, "trickle_lasts_s": 120}]')
     p.add_argument("--models", default="scripted", help="comma-separated names GET /v1/models lists")
     a = p.parse_args(argv)
     default = reply(a.reply, a.latency) if a.reply is not None else verdict(GOOD_VERDICT, a.latency)
