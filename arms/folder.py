@@ -6,14 +6,20 @@ binding before their first model call; judge.folder adds what judging binds (the
 binding.json is written (atomically) before the first model call. It records what the folder's
 numbers depend on: the sha256 of prereg.toml, the MANIFEST, every question set, the source file of
 every glue module and every rubric (TOML + template) and registered chat template used; each arm's
-registered settings; the judges and the mode; the scope (arms, --limit); the blinding label key; and,
-once judging starts, the head of the amendment chain. A later run into the folder must match every
-bound entry, or it is refused (exit 2) naming each difference. The one change allowed is to extend the
-scope: more arms, or a larger --limit (the first N questions of unchanged sets, so the old ones stay a
-prefix). `arms collect` binds the entries answers depend on (no judges, rubrics or mode) and checks
-those; a `judge run` after it adds the rest. Labels come from the experiment's seed and name, never
-from the scope, so an answer keeps its label, its blinding key and its verdicts when the run is
-extended: each is written once.
+registered settings; the judges and the mode; the scope (arms, --limit); the blinding label key; the
+sha256 of the folder's blinding secret; and, once judging starts, the head of the amendment chain. A later
+run into the folder must match every bound entry, or it is refused (exit 2) naming each difference. The one
+change allowed is to extend the scope: more arms, or a larger --limit (the first N questions of unchanged
+sets, so the old ones stay a prefix). `arms collect` binds the entries answers depend on (no judges, rubrics
+or mode) and checks those; a `judge run` after it adds the rest.
+
+Blinding labels derive from a secret made when the folder is first bound: 32 random bytes in `blinding.secret`
+(readable by its owner only), which no registered or published file holds; binding.json records only its sha256,
+so the anchor covers it and a swapped secret is seen. Nothing public (the registration, the blind page, run.json,
+a published bundle) derives a label. The secret belongs to the folder, never to the scope, so an answer keeps
+its label, its blinding key and its verdicts when the run is extended: each is written once. A folder bound
+before blinding secrets has none: its labels derive from its label key (the experiment's seed and name, public),
+which it keeps, so it still resumes and verifies (`blinding_secret` is None there).
 
 The lock (flock on run.lock, released by the kernel when the process ends, however it ends) makes a
 second writer of the folder (`judge run`, `arms collect` or `judge repair`) refuse at once, naming the
@@ -27,6 +33,7 @@ import fcntl
 import hashlib
 import json
 import os
+import secrets
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,6 +54,7 @@ from .glue import glue_source
 
 BINDING = "binding.json"
 LOCK = "run.lock"
+SECRET = "blinding.secret"  # the folder's blinding secret (hex): never registered, rendered nor published
 # files a run writes: a folder holding any of them but no binding.json was written before folders were bound
 WRITTEN = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl", "run.json")
 
@@ -73,8 +81,8 @@ def locked(run_dir: Path, command: str) -> Iterator[None]:
             try:
                 h = json.loads(holder)
                 by = h.get("command", "judge run")  # only `judge run` locked folders before the command was written
-                who = f"pid {h.get('pid')} on host {h.get('host')}, started {h.get('started')}"
-            except json.JSONDecodeError:
+                who = holder_text(h)
+            except (json.JSONDecodeError, AttributeError):
                 by, who = "command", holder
             raise BadInput(path, f"another `{by}` is writing this results folder ({who}); wait for it to "
                            "finish, or pick another folder with --out") from None
@@ -88,9 +96,58 @@ def locked(run_dir: Path, command: str) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
+def holder_text(h: dict[str, Any]) -> str:
+    """Who holds the lock, as far as run.lock says: the holder writes it just after taking the lock, so a second
+    writer arriving in between reads nothing yet."""
+    who = " ".join(p for p in (f"pid {h['pid']}" if h.get("pid") is not None else "",
+                               f"on host {h['host']}" if h.get("host") else "") if p)
+    when = f"started {h['started']}" if h.get("started") else ""
+    return ", ".join(p for p in (who, when) if p) or "it has not written its pid and host yet"
+
+
 def label_key(exp: Experiment) -> str:
-    """The text whose sha256 keys the blinding labels: the experiment's seed and name, never the run's scope."""
+    """The experiment's blinding name, bound and recorded in run.json: the seed and name. Folders bound before
+    blinding secrets derive their labels from it (judge.blinding.label_secret); it is public, so it derives no label
+    of a folder bound since (`blinding_secret`)."""
     return f"blinding:{exp.seed}:{exp.name}"
+
+
+def new_secret(run_dir: Path) -> str:
+    """Make the folder's blinding secret (32 bytes from the OS's generator), write it to blinding.secret readable by
+    its owner only, and return its sha256 (what binding.json records). Called when a folder is first bound."""
+    secret = secrets.token_bytes(32)
+    path = Path(run_dir) / SECRET
+    with replacing(path) as tmp:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # whatever the umask, or a stray file of that name, left
+        with os.fdopen(fd, "w") as f:
+            f.write(secret.hex() + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    return hashlib.sha256(secret).hexdigest()
+
+
+def blinding_secret(run_dir: Path, doc: dict[str, Any] | None) -> bytes | None:
+    """The folder's blinding secret, read from blinding.secret and checked against the sha256 binding.json (`doc`)
+    records; None for a folder bound before blinding secrets (or never bound), whose labels derive from its label
+    key. Bad input (exit 2, naming the file) when the binding records a secret and the file is missing or another."""
+    want = (doc or {}).get("blinding_secret_sha256")
+    if want is None:
+        return None
+    path = Path(run_dir) / SECRET
+    if not path.is_file():
+        raise BadInput(path, f"missing: {BINDING} binds this folder's blinding labels to a secret kept in this file "
+                       f"(sha256 {want[:12]}…), and without it no label can be derived or re-derived. Restore it "
+                       "from the folder's backup; a published bundle never holds it")
+    text = path.read_text(encoding="ascii", errors="replace").strip()
+    try:
+        secret = bytes.fromhex(text)
+    except ValueError:
+        secret = b""
+    if len(secret) != 32 or hashlib.sha256(secret).hexdigest() != want:
+        raise BadInput(path, f"is not the blinding secret {BINDING} binds (sha256 {want[:12]}…): it was replaced or "
+                       "damaged, so its labels are not this folder's")
+    return secret
 
 
 def registration(exp: Experiment, arms: list[str], panel: list = (), mode: str | None = None,
@@ -155,8 +212,9 @@ def bind(run_dir: Path, exp: Experiment, arms: list[str], limit: int | None, reg
 
     Refuses (BadInput, exit 2) a folder bound to anything else, naming every difference, and a folder
     written before binding existed. `judging` False (`arms collect`): bound entries this command does not
-    compute (judges, mode, rubrics, judges' chat templates) are kept, not compared. Nothing is written
-    here: `commit` writes it before the first call.
+    compute (judges, mode, rubrics, judges' chat templates) are kept, not compared. A new binding makes the
+    folder's blinding secret (`new_secret`, written here); the binding itself is written by `commit`, before the
+    first call. A resumed folder keeps the secret it was bound with, or none (labels from its label key).
     """
     run_dir = Path(run_dir)
     path = run_dir / BINDING
@@ -169,8 +227,9 @@ def bind(run_dir: Path, exp: Experiment, arms: list[str], limit: int | None, reg
                            "before results folders were bound to one registration, so a new run cannot tell what "
                            "it holds. It still reads and verifies; pick another folder with --out")
         return {"schema": 1, "created": now(), "experiment": exp.name, "experiment_dir": str(exp.dir),
-                "label_key": label_key(exp), "registration": reg, "scope": scope, "amendments": None,
-                "history": [{"time": now(), **scope}]}
+                "label_key": label_key(exp), "blinding_secret_sha256": new_secret(run_dir), "registration": reg,
+                "scope": scope, "amendments": None, "history": [{"time": now(), **scope}]}
+    blinding_secret(run_dir, bound)  # a folder bound with a secret resumes with that one, checked before any call
     problems = []
     for k, v in bound["registration"].items():
         if k not in reg:

@@ -19,10 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from arms.folder import blinding_secret
 from core import jsonl
 from core.records import AnswerRow, Judgment, row_id
 from judge.analysis import anchor, compute_numbers, write_numbers
-from judge.blinding import blind, label_secret
+from judge.blinding import blind, folder_label_secret
 from judge.folder import bind, commit, start_judging
 from judge.gold import run_gold
 from judge.judging import build_request, prompt_sha256
@@ -75,14 +76,14 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
     commit(run_dir, binding)
     binding = start_judging(run_dir, binding, e)
     # rows as `judge run` writes them, so that verify's re-derivation from the raw evidence holds: registered
-    # settings, labels from the registered seed and the experiment's name, prompt hashes and raw judge replies, the
+    # settings, labels from the folder's blinding secret, prompt hashes and raw judge replies, the
     # judge's call keys from its identity (the arms' rows record none: verify lists them as unchecked)
     answers = [AnswerRow(row_id(arm, quant, f"q{i:06d}", 0), arm, quant, f"q{i:06d}", 0, "ok", "answer", "answer",
                          "stop", False, 10, 5, 0.1, "sha", None,
                          {**e.arm(arm).generation.to_dict(), "seed": e.arm(arm).generation.seed})
                for arm in arms for quant in qs for i in range(n)]
     items, keys = blind(answers, {q.id: q for q in load_questions(e.set_paths())},
-                        label_secret(binding["label_key"]), e.seed, e.scrub)
+                        folder_label_secret(blinding_secret(run_dir, binding), binding["label_key"]), e.seed, e.scrub)
     identity = {"backend": "llama-cpp", "model_sha256": "sha", "lora_sha256": None, "lora_scale": None,
                 "chat_template_sha256": "template", "n_ctx": e.runtime.n_ctx, "sampler": EXTRA_SAMPLING}
     read_back = {"model_sha256": "sha", "loras": [], "chat_template_sha256": "template", "cpu_extra_buffers": True}

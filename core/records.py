@@ -1244,16 +1244,19 @@ class ScopeChange(Entry):
 @dataclass(frozen=True)
 class Binding(Document):
     """binding.json (arms.folder.bind, judge.folder.start_judging): the registration a results folder is bound to, by
-    sha256 of each entry, its scope, its label key and, once judging began, the amendment chain. Its version is
-    `schema`."""
+    sha256 of each entry, its scope, its label key, the sha256 of its blinding secret and, once judging began, the
+    amendment chain. Its version is `schema`."""
 
     WHAT: ClassVar[str] = "the binding of a results folder (binding.json)"
     VERSION_KEY: ClassVar[str] = "schema"
 
     registration: dict[str, str]
     scope: BindingScope
-    label_key: str
+    label_key: str  # the experiment's blinding name; the labels of a folder without the next field derive from it
     schema: int = 1
+    # the sha256 of the folder's blinding secret (arms.folder.SECRET), which its labels derive from; absent in folders
+    # bound before blinding secrets
+    blinding_secret_sha256: str = None
     created: str | None = None
     experiment: str | None = None
     experiment_dir: str | None = None

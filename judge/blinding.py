@@ -1,6 +1,7 @@
 """Blinding: where the judge loses sight of which system wrote an answer.
 
-Each answer gets an opaque label from a keyed hash; the key file (blinding.jsonl) maps labels back
+Each answer gets an opaque label from a keyed hash whose key is the results folder's blinding secret (made when
+the folder is bound, kept in it, never published: arms.folder); the key file (blinding.jsonl) maps labels back
 to (arm, quant) and the judge never reads it. Judge calls go in a seeded shuffled order (questions
 shuffled; the answers of one question shuffled, kept together so the shared rubric+question prefix
 is reused by prompt caches). Identity-revealing text is scrubbed first and counted per label,
@@ -15,6 +16,7 @@ import hmac
 import random
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -111,11 +113,18 @@ class BlindItem:
 
 
 def label_secret(label_key: str) -> bytes:
-    """The key every label of a results folder is derived from. `label_key` is "blinding:<seed>:<experiment
-    name>" (run.json and binding.json `label_key`): the experiment's, not one invocation's scope, so an answer
-    keeps its label however the run is extended. Folders written before it used the run's name in its place.
-    One definition, used by judge run to blind and by judge verify to re-derive every label."""
+    """The key labels were derived from in folders bound before blinding secrets (the legacy scheme): the sha256 of
+    `label_key`, "blinding:<seed>:<experiment name>" (binding.json and run.json `label_key`; the run's name in its
+    place in folders written before label keys). Both are in prereg.toml, so anyone holding the registration can
+    derive those labels: such folders are not blind to a reader of their blind page, and verify says so."""
     return hashlib.sha256(label_key.encode()).digest()
+
+
+def folder_label_secret(secret: bytes | None, label_key: str) -> bytes:
+    """The key every label of a results folder derives from: its blinding secret (arms.folder.blinding_secret), or,
+    in a folder bound before blinding secrets (None), its label key (`label_secret`). One definition, used by judge
+    run to blind and by judge verify to re-derive every label."""
+    return hashlib.sha256(b"blinding secret\x1f" + secret).digest() if secret is not None else label_secret(label_key)
 
 
 def label_for(secret: bytes, row: str) -> str:
@@ -220,14 +229,18 @@ def scrub(text: str, patterns: tuple[str, ...] = tuple(DEFAULT_SCRUB.values())) 
 
 
 def blind(answers: list[AnswerRow], questions: dict[str, Question], secret: bytes, seed: int,
-          patterns: tuple[str, ...] = tuple(DEFAULT_SCRUB.values())) -> tuple[list[BlindItem], list[KeyRow]]:
-    """Blinded items in judging order, and the key rows. Error rows have no answer to judge."""
+          patterns: tuple[str, ...] = tuple(DEFAULT_SCRUB.values()),
+          labels: Mapping[str, str] | None = None) -> tuple[list[BlindItem], list[KeyRow]]:
+    """Blinded items in judging order, and the key rows. Error rows have no answer to judge. `labels` (answer row ->
+    label, as blinding.jsonl keys them) in place of deriving each from `secret`: the items judge run handed the judge,
+    read back without the folder's secret (the review and blind pages, gold scores, a published bundle); a row it
+    does not key is left out."""
     by_q: dict[str, list[BlindItem]] = {}
     keys: list[KeyRow] = []
     for a in answers:
-        if a.status != "ok":
+        if a.status != "ok" or (labels is not None and a.row not in labels):
             continue
-        label = label_for(secret, a.row)
+        label = labels[a.row] if labels is not None else label_for(secret, a.row)
         text, n = scrub(a.text or "", patterns)
         q = questions[a.question_id]
         by_q.setdefault(a.question_id, []).append(BlindItem(label, q.id, q.question, q.reference, text))

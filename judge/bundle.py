@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from arms.folder import BINDING, read_binding
+from arms.folder import SECRET as BLINDING_SECRET
 from core import jsonl
 from core.errors import BadInput
 from core.records import ANSWER_KEY, AnswerRow, BundleInfo, KeyRow, PublicQuestion, RunInfo, blinding_key, row_id
@@ -88,7 +89,7 @@ GOLD = "gold.jsonl"  # the gold sources verify cannot compute where the text is 
 SECRET = "bundle.secret"  # in the results folder: the key every salt of its bundles derives from
 # The results folder's private side: what a bundle never holds, whatever else changes: the key of its salts, a
 # blinding secret, and the logs that are not evidence of the run. Any top-level name holding "secret" is in it too.
-NEVER_PUBLISHED = (SECRET, "invocations.jsonl", "repaired.jsonl")
+NEVER_PUBLISHED = (SECRET, BLINDING_SECRET, "invocations.jsonl", "repaired.jsonl")
 REDACTED = ("answers.jsonl", "judgments.jsonl", RETESTS)  # the raw files that hold text
 PUBLISHED = (*ANCHOR_FILES, RETESTS, "report.md", REVIEW, "batches.jsonl")  # the files a bundle accounts for
 ANSWER_PUBLIC = frozenset({"type", "version", "row", "arm", "quant", "question_id", "sample", "status", "finish_reason",
@@ -664,9 +665,10 @@ def _stand_in_folder(b: Bundle, to: Path) -> int:
 
 def scope_findings(folder: Path, results: Path, exp: Experiment, questions: list[Question]) -> list[str]:
     """What verify checks of a bundle's rows without their text: every cell the binding registers has an answer row,
-    each blinding key's label and row derive from the bound label key, every answer is keyed and every key in the
-    bound mode has a verdict of each bound judge. `folder`: the stand-in results (read); `results`: the bundle's
-    (named)."""
+    each blinding key's row derives from its arm, quant, question and sample (its label from the bound label key only
+    in a folder bound before blinding secrets: a bundle never holds the folder's secret), every answer is keyed and
+    every key in the bound mode has a verdict of each bound judge. `folder`: the stand-in results (read); `results`:
+    the bundle's (named)."""
     doc = read_binding(folder)
     if doc is None:
         return []  # verify names a folder without a binding
@@ -675,8 +677,10 @@ def scope_findings(folder: Path, results: Path, exp: Experiment, questions: list
     rows = [c.record for c in jsonl.current(folder / "answers.jsonl", ANSWER_KEY, make=AnswerRow.from_dict).values()
             if c.record.arm in scope.arms and c.record.question_id in ids]
     out = missing_answers(results / "answers.jsonl", exp, scope, {r.row for r in rows})
-    secret, path = label_secret(scope.label_key), results / "blinding.jsonl"
-    keyed, pairs = set(), []
+    # labels derive from the folder's blinding secret, which a bundle never holds (legacy folders: the label key)
+    secret = None if doc.get("blinding_secret_sha256") else label_secret(scope.label_key)
+    path = results / "blinding.jsonl"
+    keyed, pairs, label_of = set(), [], {}
     for no, rec in jsonl.read(folder / "blinding.jsonl"):
         k = blinding_key(rec, path, no)
         if not isinstance(k, KeyRow):
@@ -687,11 +691,14 @@ def scope_findings(folder: Path, results: Path, exp: Experiment, questions: list
         if k.row != row_id(k.arm, k.quant, k.question_id, k.sample):
             out.append(f"{path}:{no}: field 'row': reads {k.row!r}, but arm {k.arm!r} at {k.quant}, question "
                        f"{k.question_id!r}, sample {k.sample} is row {row_id(k.arm, k.quant, k.question_id, k.sample)}")
-        if k.label != label_for(secret, k.row):
+        if secret is not None and k.label != label_for(secret, k.row):
             out.append(f"{path}:{no}: field 'label': reads {k.label!r}, but the label key binding.json binds gives "
                        f"row {k.row} the label {label_for(secret, k.row)}")
-    wanted = [] if scope.mode == "pairwise" else [label_for(secret, r.row) for r in rows if r.status == "ok"]
-    for r, label in zip([r for r in rows if r.status == "ok"], wanted, strict=False):
+        label_of[k.row] = k.label
+    ok = [r for r in rows if r.status == "ok"]
+    wanted = [] if scope.mode == "pairwise" else [
+        label_for(secret, r.row) if secret is not None else label_of.get(r.row, "(none)") for r in ok]
+    for r, label in zip(ok, wanted, strict=False):
         if label not in keyed:
             out.append(f"{path}: no blinding key of the answer of arm {r.arm!r} at {r.quant}, question "
                        f"{r.question_id!r}, sample {r.sample} (label {label}): judge run keys every answer it blinds")
@@ -715,7 +722,7 @@ def verify_bundle(bundle: Path, exp_dir: Path | None = None, caches: list[Path] 
     problems = published_findings(b)
     anchor_note = [] if recorded is not None else [f"no --anchor given: {ANCHOR_NOTE}"]
     if not b.private:  # nothing withheld: the published folder is the results folder, checked as one
-        v = verify(results, exp_dir, caches, recorded)
+        v = verify(results, exp_dir, caches, recorded, secret_withheld=True)
         checked = (f"bundle of run {b.run!r}: nothing sealed private, every file published as written and checked "
                    "against BUNDLE.json; the results folder in it verified as any results folder",)
         return Verification(problems + v.problems, v.unchecked + anchor_note, v.anchor, checked)
@@ -742,7 +749,8 @@ def verify_bundle(bundle: Path, exp_dir: Path | None = None, caches: list[Path] 
         + f"the {withheld} values withheld from {redacted} (answers, the judges' replies and rationales, people's "
         "notes) and all that is re-derived from them: the answers' and the judges' call keys, the judge prompts, the "
         "verdicts re-parsed from the raw replies, the blinding keys' scrub and grader-directed counts, the call "
-        "cache; each published row against its original line (BUNDLE.json rows); review.md"
+        "cache; the blinding labels (they derive from the results folder's blinding secret, never published: the "
+        "anchor covers them); each published row against its original line (BUNDLE.json rows); review.md"
         + (f"; the gold program's results on the {len(gold.program)} answers whose text is withheld, taken as "
            f"{GOLD} records them (the numbers they feed are recomputed)" if gold.program else "")
         + (f"; which answers {len(gold.matched)} sealed gold records matched by the sha256 of a withheld text, taken "
@@ -762,7 +770,7 @@ def verify_bundle(bundle: Path, exp_dir: Path | None = None, caches: list[Path] 
     checked = (f"bundle of run {b.run!r}: every published file and row against BUNDLE.json; the seal of {exp_dir} "
                f"(its MANIFEST binds {', '.join(sorted(b.private))} by sha256 only) and binding.json, run.json and the "
                "amendments against it; the original raw files' sha256 against numbers.json; the scope complete; "
-               "each blinding key's label and row re-derived; every number of numbers.json by both paths from the "
+               "each blinding key's row re-derived; every number of numbers.json by both paths from the "
                "published rows; report.md rendered again"
                + (f"; questions.jsonl against {', '.join(r for r in b.private if r not in absent)}"
                   if len(absent) < len(b.private) else ""),

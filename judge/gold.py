@@ -7,8 +7,10 @@ text scrubbed), so a gold score grades exactly what the judge graded:
   so written before the run). A file holds either ``gold`` records (core.records.GoldLabel: a question id and the
   sha256 of the answer's text as the judge saw it; any run of the experiment whose answer has that text gets the
   score) or ``label`` records (core.records.HumanLabel, hash-chained: a labels file of a run of this experiment,
-  downloaded from the blind review page or copied from a results folder's ``labels/``; blinded labels are keyed by
-  the experiment's seed and name, so they name the same answer row in every run of it).
+  downloaded from the blind review page or copied from a results folder's ``labels/``, of a folder bound before
+  blinding secrets, whose labels are keyed by the experiment's seed and name and so name the same answer row in every
+  such run). A folder bound since has labels from its own secret (arms.folder), which no file sealed before its run
+  can name: such records count as unmatched there; ``gold`` records (by answer text) apply to every run.
 * ``program``: the gold program registered as ``[gold] program = "file.py:function"``, run from its sealed source
   in a child process under ``[gold] timeout_s`` (arms.contained), called as ``function(question, reference,
   answer)`` with the sealed question (registration.questions.Question: ``.id``, ``.question``, ``.tags``,
@@ -355,10 +357,11 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
              recorded: Recorded | None = None) -> GoldSet:
     """The gold scores of a run's blinded single answers `items` (in the blinded order), from every source.
 
-    `keys`: the run's blinding keys (who wrote each label); `questions`: the run's questions by id; `label_key`: the
-    run's (binding.json); `run_dir`: where people's labels are (None: no human source); `recorded`: a published
-    bundle's account of the answers whose text it withholds (its registered sets may be withheld too): the program's
-    results taken as recorded, the program run on every other answer; the sealed records' matches too."""
+    `keys`: the run's blinding keys (who wrote each label); `questions`: the run's questions by id; `label_key`: what
+    the run's labels files name it by (judge.review.labels_name); `run_dir`: where people's labels are (None: no
+    human source); `recorded`: a published bundle's account of the answers whose text it withholds (its registered
+    sets may be withheld too): the program's results taken as recorded, the program run on every other answer; the
+    sealed records' matches too."""
     by_label = {k.label: k for k in keys}
     items = [i for i in items if i.label in by_label]
     found: dict[str, list[dict[str, Any]]] = {i.label: [] for i in items}
@@ -373,7 +376,7 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
         matched = recorded.matched if recorded else {}
         for rel in gold.labels:
             missed = 0
-            for no, rec in read_gold_file(exp, rel, registered, scale, label_key):
+            for no, rec in read_gold_file(exp, rel, registered, scale, experiment_label_key(exp)):
                 label = rec.label if isinstance(rec, HumanLabel) else by_text.get(
                     (rec.question_id, rec.answer_sha256), matched.get(f"{rel}:{no}"))
                 if isinstance(rec, GoldLabel) and label in found and by_label[label].question_id != rec.question_id:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -36,9 +37,17 @@ class PairItem:
                 "answer_2": self.answer_2}
 
 
+def pair_label(secret: bytes, hypothesis: str, question_id: str, first: str) -> str:
+    """The label of one ordered pair, keyed like a single answer's (judge.blinding.folder_label_secret)."""
+    return "P" + hmac.new(secret, f"{hypothesis}\x1f{question_id}\x1f{first}".encode(), hashlib.sha256).hexdigest()[:12]
+
+
 def pair_items(hypotheses: list[Hypothesis], answers: list[AnswerRow], questions: dict[str, Question],
-               secret: bytes, seed: int, patterns: tuple[str, ...]) -> tuple[list[PairItem], list[PairKey]]:
-    """Both orders of (a, b) for every hypothesis and question where both answered (sample 0)."""
+               secret: bytes, seed: int, patterns: tuple[str, ...],
+               labels: Mapping[tuple[str, str, str], str] | None = None) -> tuple[list[PairItem], list[PairKey]]:
+    """Both orders of (a, b) for every hypothesis and question where both answered (sample 0). `labels` ((hypothesis,
+    question, first arm) -> label, as blinding.jsonl keys them) in place of deriving each from `secret`: read back
+    without the folder's secret; an order it does not key is left out."""
     by = {(a.arm, a.quant, a.question_id): a for a in answers if a.status == "ok" and a.sample == 0}
     items, keys = [], []
     for h in hypotheses:
@@ -48,7 +57,9 @@ def pair_items(hypotheses: list[Hypothesis], answers: list[AnswerRow], questions
                 continue
             ta, tb = scrub(a.text or "", patterns)[0], scrub(b.text or "", patterns)[0]
             for first, second, t1, t2 in ((h.a, h.b, ta, tb), (h.b, h.a, tb, ta)):
-                label = "P" + hmac.new(secret, f"{h.id}\x1f{qid}\x1f{first}".encode(), hashlib.sha256).hexdigest()[:12]
+                if labels is not None and (h.id, qid, first) not in labels:
+                    continue
+                label = labels[h.id, qid, first] if labels is not None else pair_label(secret, h.id, qid, first)
                 items.append(PairItem(label, qid, q.question, q.reference, t1, t2))
                 keys.append(PairKey(label, h.id, qid, h.quant, first, second))
     random.Random(seed).shuffle(items)

@@ -12,7 +12,8 @@ judge.verify; this module checks those files against what produced them, with th
   scrub patterns (judge.blinding, judge.pairwise, judge.judging) and hashed against `prompt_sha256`; each
   attempt's call key re-derived from that prompt and the judge's identity in run.json, itself compared with
   the registration;
-- every blinding key re-derived from the label key the folder bound;
+- every blinding key re-derived from the folder's blinding secret (arms.folder; the label key in folders bound
+  before blinding secrets, said as unchecked: anyone can derive those labels);
 - every answer row's settings, read-back settings, model file and backend identity against the registration,
   and its call keys re-derived from its request (a glue arm's by running its registered glue again on the
   recorded replies, whose final answer must be the row's);
@@ -34,6 +35,7 @@ from typing import Any
 
 from arms.collect import Task, plain_messages, task_request
 from arms.contained import GlueSession, Outcome
+from arms.folder import BINDING, blinding_secret, read_binding
 from arms.settings import differences
 from core import jsonl
 from core.errors import BadInput
@@ -47,7 +49,7 @@ from registration.questions import Question
 from registration.rubric import Rubric, load_rubric, rubric_dir
 from registration.spec import ArmSpec
 
-from .blinding import blind, label_secret
+from .blinding import blind, folder_label_secret, label_secret
 from .judging import RETESTS, build_request, prompt_sha256
 from .pairwise import pair_items
 from .runinfo import Scope
@@ -109,10 +111,11 @@ class Replies:
 
 
 def rederive(run_dir: Path, run: dict[str, Any], exp: Experiment, questions: list[Question], scope: Scope,
-             replies: Replies) -> tuple[list[str], list[str]]:
+             replies: Replies, secret_withheld: bool = False) -> tuple[list[str], list[str]]:
     """Every mismatch between the raw files and what re-derives them, one line each; and what could not be
     checked. `run` is run.json with its registered part taken from the binding and the registration (judge.verify),
-    `scope` what binding.json registered."""
+    `scope` what binding.json registered. `secret_withheld`: the folder is a published bundle's, which never holds
+    the blinding secret: its labels are not re-derived (noted, not a finding)."""
     run_dir = Path(run_dir)
     answers_path = run_dir / "answers.jsonl"
     current = jsonl.current(answers_path, ANSWER_KEY, make=AnswerRow.from_dict)
@@ -122,8 +125,10 @@ def rederive(run_dir: Path, run: dict[str, Any], exp: Experiment, questions: lis
     answers = [c.record for c in current.values() if c.record.arm in scope.arms and c.record.question_id in qmap]
     problems, unchecked = answer_rows(answers_path, run, exp, {q.id: q for q in questions}, replies)
     problems += missing_answers(answers_path, exp, scope, {a.row for a in answers})
-    prompts, wanted_labels, blind_problems = blinding(run_dir, scope, exp, answers, qmap, line_of)
-    problems += blind_problems
+    secret, blind_problems, blind_unchecked = label_derivation(run_dir, scope, secret_withheld)
+    prompts, wanted_labels, found = blinding(run_dir, scope, exp, answers, qmap, line_of, secret)
+    problems += blind_problems + found
+    unchecked += blind_unchecked
     problems += verdicts(run_dir, run, exp, scope, prompts, replies)
     problems += missing_verdicts(run_dir, scope, prompts, wanted_labels)
     for j in scope.panel:
@@ -393,26 +398,61 @@ def _answer_rows(path: Path, run: dict[str, Any], exp: Experiment, questions: di
     return out, unchecked
 
 
+def label_derivation(run_dir: Path, scope: Scope, withheld: bool) -> tuple[bytes | None, list[str], list[str]]:
+    """The key the folder's labels re-derive from (judge.blinding.folder_label_secret), with the findings and notes
+    on it: None when it cannot be had (the secret missing or not the one binding.json binds: a finding; withheld
+    from a published bundle: a note), and the labels are then taken as blinding.jsonl keys them."""
+    doc = read_binding(run_dir)
+    if doc is None or doc.get("blinding_secret_sha256") is None:
+        return label_secret(scope.label_key), [], [
+            f"{run_dir / 'blinding.jsonl'}: the labels derive from the label key {scope.label_key!r} (the folder was "
+            "bound before blinding secrets): re-derived from it, but anyone holding the registration can derive them "
+            "too, so this folder was not blind to a reader of its blind page or its published rows"]
+    if withheld:
+        return None, [], [f"{run_dir / 'blinding.jsonl'}: the labels were not re-derived: they derive from the "
+                          f"results folder's blinding secret, which a published bundle never holds ({BINDING} binds "
+                          "its sha256, and the anchor covers blinding.jsonl)"]
+    try:
+        return folder_label_secret(blinding_secret(run_dir, doc), scope.label_key), [], []
+    except BadInput as e:
+        return None, [f"{e}: the labels of blinding.jsonl and judgments.jsonl were not re-derived"], []
+
+
+def _kind(rec: dict[str, Any]) -> str:
+    """A blinding.jsonl record's type, read as core.records reads it."""
+    return rec.get("type") or ("pair" if "hypothesis" in rec else "blinding")
+
+
+def _secret_bound(run_dir: Path) -> bool:
+    return (read_binding(run_dir) or {}).get("blinding_secret_sha256") is not None
+
+
 def blinding(run_dir: Path, scope: Scope, exp: Experiment, answers: list[AnswerRow], qmap: dict[str, Question],
-             line_of: dict[str, int]) -> tuple[dict[str, tuple[Any, str]], list[str], list[str]]:
-    """Re-derive every blinding key from the label key the folder bound with judge run's own code; compare with
-    blinding.jsonl. Returns label -> (the item the judge was shown, where its answer text is), the labels the
-    bound mode judges, and findings."""
+             line_of: dict[str, int], secret: bytes | None) -> tuple[dict[str, tuple[Any, str]], list[str], list[str]]:
+    """Re-derive every blinding key from the folder's key (`secret`, `label_derivation`) with judge run's own code;
+    compare with blinding.jsonl. Returns label -> (the item the judge was shown, where its answer text is), the labels
+    the bound mode judges, and findings. Without the key (None) the labels are read as blinding.jsonl keys them and
+    the rest (rows, counts, completeness, the prompts) is re-derived all the same."""
     path, answers_path = run_dir / "blinding.jsonl", run_dir / "answers.jsonl"
     stored = list(jsonl.read(path))
-    secret = label_secret(scope.label_key)
     mode = scope.mode
-    items, keys = blind(answers, qmap, secret, exp.seed, exp.scrub)
+    singles = pairs = None
+    if secret is None:
+        singles = {r.get("row"): r.get("label") for _, r in stored if _kind(r) == "blinding"}
+        pairs = {(r.get("hypothesis"), r.get("question_id"), r.get("first")): r.get("label") for _, r in stored
+                 if _kind(r) == "pair"}
+    items, keys = blind(answers, qmap, secret or b"", exp.seed, exp.scrub, labels=singles)
     pitems, pkeys = [], []
-    if mode != "single" or any(rec.get("type") == "pair" for _, rec in stored):
+    if mode != "single" or any(_kind(rec) == "pair" for _, rec in stored):
         hyps = [h for h in exp.hypotheses if h.a in scope.arms and h.b in scope.arms]
-        pitems, pkeys = pair_items(hyps, answers, qmap, secret, exp.seed, exp.scrub)
+        pitems, pkeys = pair_items(hyps, answers, qmap, secret or b"", exp.seed, exp.scrub, labels=pairs)
     derived = {k.label: k.to_dict() for k in [*keys, *pkeys]}
     rows = {(a.arm, a.quant, a.question_id): a.row for a in answers if a.sample == 0}
     where: dict[str, str] = {k.label: f"{answers_path}:{line_of[k.row]}" for k in keys}
     for k in pkeys:
         lines = [line_of[rows[(arm, k.quant, k.question_id)]] for arm in (k.first, k.second)]
         where[k.label] = f"{answers_path}:{lines[0]} and :{lines[1]}"
+    under = "the folder's blinding secret" if _secret_bound(run_dir) else f"the label key {scope.label_key!r}"
     out: list[str] = []
     seen: dict[str, int] = {}
     for no, rec in stored:
@@ -423,8 +463,8 @@ def blinding(run_dir: Path, scope: Scope, exp: Experiment, answers: list[AnswerR
         seen[label] = no
         want = derived.get(label)
         if want is None:
-            out.append(f"{path}:{no}: field 'label': {label!r} does not derive from any answer of this run under the "
-                       f"label key {scope.label_key!r}")
+            out.append(f"{path}:{no}: field 'label': {label!r} does not derive from any answer of this run under "
+                       f"{under}")
             continue
         for field, value in want.items():
             if field in rec and rec[field] != value:

@@ -13,14 +13,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol
 
+from arms.folder import read_binding
 from core.errors import BadInput
 from core.records import AnswerRow, Judgment, Numbers, PairKey, RunInfo
 from registration.prereg import Experiment, load_experiment
 from registration.questions import Question, load_questions
 from registration.rubric import load_rubric, rubric_dir
 
-from .analysis import RAW_FILES, Raw, load_raw
-from .blinding import BlindItem, blind, label_secret
+from .analysis import RAW_FILES, Raw, anchor, load_raw
+from .blinding import BlindItem, blind
 from .labels import run_key
 
 
@@ -131,13 +132,14 @@ class Review:
     judges: tuple[str, ...]  # the panel, primary first, then any other judge found in judgments.jsonl
     scale: tuple[int, ...]  # the rubric's scale
     hypotheses: tuple[HypothesisPairs, ...]
+    anchor: str | None = None  # the folder's (judge.analysis.anchor; None before folders were bound)
 
 
 @dataclass(frozen=True)
 class BlindView:
     """What a blind labeller may see: no arm, model, quant or judge, by construction."""
 
-    run_key: str  # judge.labels.run_key of the run's label key
+    run_key: str  # judge.labels.run_key of the folder's labels name (`labels_name`): no label derives from it
     rubric: str
     scale: tuple[int, ...]
     items: tuple[BlindItem, ...]  # in the blinded order: judge run hands them to the judge so
@@ -155,9 +157,17 @@ class Folder:
     answers: list[AnswerRow]  # current rows of the run's arms and questions
     items: list[BlindItem]  # the judge's view, in the blinded order (answers with a single-answer key)
     scale: tuple[int, ...]
-    label_key: str  # what every label derives from (the run's name in folders written before label keys)
+    label_key: str  # what labels files name the run by (`labels_name`; judge.labels.run_key of it): never a label's key
 
 
+
+
+def labels_name(doc: dict[str, Any] | None, label_key: str) -> str:
+    """What labels files name a results folder's run by (judge.labels.run_key of it): the sha256 of its blinding
+    secret that binding.json records (public, random, and no label derives from it), or, in a folder bound before
+    blinding secrets, its label key, as its labels files were written."""
+    sha = (doc or {}).get("blinding_secret_sha256")
+    return f"blinding secret sha256:{sha}" if sha else label_key
 
 
 def load(run_dir: Path, exp_dir: Path | None = None, questions: list[Question] | None = None) -> Folder:
@@ -185,10 +195,10 @@ def load(run_dir: Path, exp_dir: Path | None = None, questions: list[Question] |
     questions = {q: questions[q] for q in run["question_ids"]}
     raw = load_raw(run_dir)
     answers = [a for a in raw.answers if a.arm in run["arms"] and a.question_id in questions]
-    # the blinded order, re-derived as judge run and judge verify derive it
-    label_key = run.get("label_key") or f"blinding:{exp.seed}:{run['name']}"
-    keyed = {k.label for k in raw.keys}
-    items = [i for i in blind(answers, questions, label_secret(label_key), exp.seed, exp.scrub)[0] if i.label in keyed]
+    # the blinded order, as judge run derives it, with the labels blinding.jsonl keys (judge verify re-derives them
+    # from the folder's secret): nothing that reads a folder for people needs the secret
+    label_key = labels_name(read_binding(run_dir), run.get("label_key") or f"blinding:{exp.seed}:{run['name']}")
+    items = blind(answers, questions, b"", exp.seed, exp.scrub, labels={k.row: k.label for k in raw.keys})[0]
     rubric = run["judge"].get("rubric") or exp.rubric
     scale = load_rubric(rubric, rubric_dir(rubric, exp.dir)).scale
     return Folder(run_dir, run, exp, questions, raw, answers, items, scale, label_key)
@@ -225,7 +235,7 @@ def joined(d: Folder, gold: dict[str, list[GoldShown]]) -> Review:
             pairs.append(Pair(h.id, q, tuple(cells.get((h.a, h.quant, q.id), ())),
                               tuple(cells.get((h.b, h.quant, q.id), ())), tuple(orders)))
         hyps.append(HypothesisPairs(h.id, h.text, h.a, h.b, h.quant, h.subset, tuple(pairs)))
-    return Review(d.run, numbers, judges, d.scale, tuple(hyps))
+    return Review(d.run, numbers, judges, d.scale, tuple(hyps), anchor(d.run_dir))
 
 
 def blind_view(run_dir: Path, exp_dir: Path | None = None) -> BlindView:

@@ -471,11 +471,13 @@ def record_findings(run: dict, expected: dict, path: Path) -> list[str]:
 
 
 def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None = None,
-           recorded: str | None = None, published: Published | None = None) -> Verification:
+           recorded: str | None = None, published: Published | None = None,
+           secret_withheld: bool = False) -> Verification:
     """Every mismatch in a results folder. `caches`: the call caches to compare recorded calls with (None: the
     environment's, BLINDEVAL_CACHE or ~/.cache/blindeval; []: none, reported as unchecked); never the location
     the folder names. `recorded`: the anchor a reviewer recorded when the run finished. `published`: the folder is
-    a published bundle's (judge.bundle), which stands in for what it withholds."""
+    a published bundle's (judge.bundle), which stands in for what it withholds. `secret_withheld`: the folder is a
+    bundle's, which never holds the blinding secret (judge.rederive: the labels are not re-derived, noted)."""
     run_dir = Path(run_dir)
     for name in ("run.json", "numbers.json", "report.md", *RAW_FILES):
         if not (run_dir / name).exists():
@@ -525,7 +527,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         replies = Replies([cache_file(p) for p in caches] if caches is not None
                                else [cache_dir() / "calls.sqlite"])
         try:
-            found, not_checked = rederive(run_dir, run, exp, all_q, scope, replies)
+            found, not_checked = rederive(run_dir, run, exp, all_q, scope, replies, secret_withheld)
             cache_problems, cache_unchecked = replies.findings()
         finally:
             replies.close()

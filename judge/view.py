@@ -122,8 +122,7 @@ def review_data(r: Review) -> dict[str, Any]:
     run = r.run
     return {
         "run": {"name": run.get("name"), "experiment": run.get("experiment"), "finished": run.get("finished"),
-                "primary": run["judge"].get("primary"), "rubric": run["judge"].get("rubric"),
-                "raw_digest": (r.numbers or {}).get("raw_digest")},
+                "primary": run["judge"].get("primary"), "rubric": run["judge"].get("rubric"), "anchor": r.anchor},
         "numbers": r.numbers, "judges": list(r.judges), "scale": list(r.scale),
         "hypotheses": [{"id": h.id, "text": h.text, "a": h.a, "b": h.b, "quant": h.quant, "subset": list(h.subset)}
                        for h in r.hypotheses],

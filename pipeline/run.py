@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from arms.collect import collect, recorded_effective
-from arms.folder import locked
+from arms.folder import blinding_secret, locked
 from arms.settings import verify_settings
 from core import jsonl
 from core.atomic import write_text
@@ -29,7 +29,7 @@ from core.errors import BadInput
 from core.jsonl import Appender, current, read
 from core.records import ANSWER_KEY, AnswerRow, RunInfo
 from judge.analysis import anchor, compute_numbers, late_amendments, write_numbers
-from judge.blinding import blind, label_secret
+from judge.blinding import blind, folder_label_secret
 from judge.cost import costs
 from judge.folder import bind, commit, start_judging
 from judge.gold import check_gold, run_gold
@@ -236,7 +236,8 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
     answers = [a for a in answers if a.arm in arms and a.question_id in qids]
 
     say(f"[2/4] blinding {len(answers)} answers")
-    secret = label_secret(binding["label_key"])  # the experiment's, not this run's scope
+    # the folder's blinding secret (its label key, in a folder bound before secrets), never the scope's
+    secret = folder_label_secret(blinding_secret(run_dir, binding), binding["label_key"])
     qmap = {q.id: q for q in questions}
     items, keys = blind(answers, qmap, secret, exp.seed, exp.scrub) if mode != "pairwise" else ([], [])
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]

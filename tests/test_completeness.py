@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from core import jsonl
 from core.records import AnswerRow
 from judge.analysis import anchor, compute_numbers, write_numbers
-from judge.blinding import blind, label_secret
+from judge.blinding import blind
 from judge.cost import costs
 from judge.gold import run_gold
 from judge.judging import build_request, prompt_sha256
@@ -34,6 +34,8 @@ from models.spec import ModelSpec, Runtime
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.rubric import load_rubric
+
+from support.forgery import label_key
 
 RAW = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")
 
@@ -212,7 +214,7 @@ def test_an_answer_rewritten_with_a_call_key_the_cache_lacks_fails_on_the_key_an
     a["calls"] = ["f" * 64]
     rewrite(run / "answers.jsonl", recs)
     items, _ = blind([AnswerRow.from_dict(a)], {q.id: q for q in load_questions(e.set_paths())},
-                     label_secret(info["label_key"]), e.seed, e.scrub)
+                     label_key(run), e.seed, e.scrub)
     rubric = load_rubric(e.rubric)
     jrecs = records(run / "judgments.jsonl")
     jline, j = next((i, j) for i, j in enumerate(jrecs, 1) if j["label"] == items[0].label)
@@ -238,7 +240,7 @@ def test_a_judge_identity_edited_with_every_call_key_rederived_fails_on_the_regi
     info["judge"]["identities"][name] = info["judge"]["identity"] = forged
     (run / "run.json").write_text(json.dumps(info, indent=1) + "\n")
     answers = [AnswerRow.from_dict(a) for a in records(run / "answers.jsonl")]
-    items, _ = blind(answers, {q.id: q for q in load_questions(e.set_paths())}, label_secret(info["label_key"]),
+    items, _ = blind(answers, {q.id: q for q in load_questions(e.set_paths())}, label_key(run),
                      e.seed, e.scrub)
     by_label, rubric = {i.label: i for i in items}, load_rubric(e.rubric)
     jrecs = records(run / "judgments.jsonl")

@@ -169,10 +169,14 @@ def cells(out: Path) -> dict:
 def test_extended_run_labels_each_answer_once_and_decides_as_a_fresh_run(server, tmp_path):
     exp = experiment(tmp_path, server.openai_url)
     extended, fresh = tmp_path / "extended", tmp_path / "fresh"
+    labelled: dict[str, str] = {}  # row -> label, as each run left them
     for args in (("--arms", "base", "--limit", "2"), ("--arms", "base,trained", "--limit", "2"),
                  ("--arms", "base,trained", "--limit", "3")):
         r = run(exp, extended, *args)
         assert r.returncode == 0, r.stderr
+        now = {k["row"]: k["label"] for k in lines(extended / "blinding.jsonl")}
+        assert {row: now[row] for row in labelled} == labelled  # an extension keeps every label it found
+        labelled = now
     r = run(exp, fresh, "--arms", "base,trained", "--limit", "3")
     assert r.returncode == 0, r.stderr
 
@@ -184,8 +188,11 @@ def test_extended_run_labels_each_answer_once_and_decides_as_a_fresh_run(server,
     verdicts = lines(extended / "judgments.jsonl")
     assert Counter((v["judge"], arm_of[v["label"]]) for v in verdicts) == {("openai", "base"): 3,
                                                                           ("openai", "trained"): 3}
-    # the same labels as a fresh run of the whole scope, and the same numbers and decision
-    assert {k["label"] for k in keys} == {k["label"] for k in lines(fresh / "blinding.jsonl")}
+    # the same answers as a fresh run of the whole scope, under labels of its own secret, and the same numbers and
+    # decision
+    fresh_keys = lines(fresh / "blinding.jsonl")
+    assert {k["row"] for k in keys} == {k["row"] for k in fresh_keys}
+    assert not {k["label"] for k in keys} & {k["label"] for k in fresh_keys}
     assert cells(extended) == cells(fresh)
     binding = json.loads((extended / "binding.json").read_text())
     assert [(h["arms"], h["limit"]) for h in binding["history"]] == [

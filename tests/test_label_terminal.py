@@ -77,10 +77,15 @@ def stop(child: pexpect.spawn) -> None:
     assert child.exitstatus == 130, (child.exitstatus, child.signalstatus)
 
 
+def labels_name(run_dir: Path) -> str:
+    """What labels files name a run by: the sha256 of its blinding secret, as binding.json records it."""
+    return f"blinding secret sha256:{json.loads((run_dir / 'binding.json').read_text())['blinding_secret_sha256']}"
+
+
 def chain_ok(path: Path, run_dir: Path) -> list[dict]:
-    """The chain rule checked here, by hand: the first record's prev is the sha256 of "labels\\x1f" + the run's label
-    key, each next one's the sha256 of the canonical line of the record before it."""
-    key = json.loads((run_dir / "run.json").read_text())["label_key"]
+    """The chain rule checked here, by hand: the first record's prev is the sha256 of "labels\\x1f" + the run's labels
+    name, each next one's the sha256 of the canonical line of the record before it."""
+    key = labels_name(run_dir)
     prev = hashlib.sha256(f"labels\x1f{key}".encode()).hexdigest()
     recs = [json.loads(line) for line in path.read_text().splitlines()]
     for r in recs:
@@ -162,7 +167,7 @@ def test_label_in_a_terminal_blind_resumable_chained_and_exactly_as_the_judge_sa
 
 def write_download(path: Path, run: Path, entries: list[tuple[str, int]], labeller: str = "cy") -> Path:
     """A labels file as the blind review page downloads it (chain rule written out here)."""
-    key = json.loads((run / "run.json").read_text())["label_key"]
+    key = labels_name(run)
     rk = hashlib.sha256(f"labels\x1f{key}".encode()).hexdigest()
     prev, lines = rk, []
     for label, score in entries:

@@ -107,7 +107,11 @@ def test_the_review_page_loads_offline_and_shows_the_rows_of_numbers_json(small_
     h = next(c for c in numbers["comparisons"] if c["id"] == "H1-Q8_0")
     want = expected(small_run, h["a"], h["b"], h["quant"])
     qtags = tags(small_run)
+    anchored = ("binding.json", "run.json", "answers.jsonl", "blinding.jsonl", "judgments.jsonl", "numbers.json")
+    listing = "".join(f"{hashlib.sha256((small_run / n).read_bytes()).hexdigest()}  {n}\n" for n in anchored)
     with opened(browser, tmp_path / "review.html") as (page, problems):
+        # the header names the folder's anchor (sha256sum of the six files, by hand), never an empty digest
+        assert f"Anchor {hashlib.sha256(listing.encode()).hexdigest()}." in page.inner_text("body")
         assert [row.get_attribute("data-hypothesis") for row in page.locator("tr.decision").all()] == \
             [c["id"] for c in numbers["comparisons"]]
         # filter 1: the arm pair and the quant of H1-Q8_0
@@ -210,10 +214,11 @@ def test_an_answer_a_judge_reply_and_a_labellers_note_of_html_render_as_text(sma
 
 def identities(run_dir: Path) -> set[str]:
     """Everything that names a system: arms, quants, models (keys, sources, families, file hashes), adapters, judges,
-    the run's name and folder, its label key and the secret derived from it."""
+    the run's name and folder, its label key and the key derived from it, and the folder's blinding secret."""
     run = json.loads((run_dir / "run.json").read_text())
     exp = tomllib.loads((Path(run["experiment_dir"]) / "prereg.toml").read_text())
-    out = {run["name"], run["experiment_dir"], run["label_key"], hashlib.sha256(run["label_key"].encode()).hexdigest()}
+    out = {run["name"], run["experiment_dir"], run["label_key"], hashlib.sha256(run["label_key"].encode()).hexdigest(),
+           (run_dir / "blinding.secret").read_text().strip()}
     for arm in exp["arms"]:
         out |= {arm["name"], arm["model"], *arm["quants"]}
     for name, m in exp["models"].items():

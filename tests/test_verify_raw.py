@@ -10,7 +10,7 @@ import pytest
 
 import judge.verify
 from judge.analysis import ANCHOR_FILES, anchor
-from judge.blinding import blind, label_secret
+from judge.blinding import blind
 from judge.judging import build_request, prompt_sha256
 from judge.report import render
 from registration.prereg import load_experiment
@@ -19,7 +19,7 @@ from registration.rubric import load_rubric
 from registration.seal import seal
 
 from conftest import cli
-from support.forgery import reanalyse, records, rewrite
+from support.forgery import label_key, reanalyse, records, rewrite
 
 pytestmark = pytest.mark.slow
 
@@ -128,7 +128,7 @@ def test_an_answer_edited_with_its_prompt_sha_patched_fails_on_its_calls_and_the
     from core.records import AnswerRow
 
     items, _ = blind([AnswerRow.from_dict(a)], {q.id: q for q in load_questions(e.set_paths())},
-                     label_secret(info["label_key"]), e.seed, e.scrub)
+                     label_key(run), e.seed, e.scrub)
     jrecs = records(run / "judgments.jsonl")
     jline, j = next((i, j) for i, j in enumerate(jrecs, 1) if j["label"] == label)
     j["prompt_sha256"] = prompt_sha256(build_request(load_rubric(e.rubric), items[0], 0))

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from arms.folder import blinding_secret, read_binding
 from core import jsonl
 from judge.analysis import anchor, compute_numbers, write_numbers
+from judge.blinding import folder_label_secret
 from judge.gold import run_gold
 from judge.report import render
 from judge.review_md import write_review
@@ -31,3 +33,9 @@ def reanalyse(out: Path) -> dict:
     write_review(out, e.dir)
     (out / "report.md").write_text(render(numbers, run, anchor(out)))
     return numbers
+
+
+def label_key(out: Path) -> bytes:
+    """The key the folder's labels derive from: a forger holding the folder holds its blinding secret too."""
+    doc = read_binding(out)
+    return folder_label_secret(blinding_secret(out, doc), doc["label_key"])
