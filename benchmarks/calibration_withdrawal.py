@@ -93,12 +93,12 @@ def ppi_cell(labelled: int, biased: bool, points: int, sets: int, sims: int, rng
         d, f = ((gb - ga) * factor).astype(float), ((jb - ja) * factor).astype(float)
         lab = rng.permutation(N_PPI) < labelled
         strata = {None: (d[lab], f[lab], f[~lab])}
-        e = ppi.stratified_ppi_mean(strata, alpha=ALPHA, rule="guarded")
+        e = ppi.stratified_ppi_mean(strata, alpha=ALPHA, rule="guarded", step=1.0 * factor)
         if not claims("non_inferiority", margin, e.low, e.high):
             continue
         made += 1
         cal = calibrate_ppi(strata, "non_inferiority", margin, alpha=ALPHA, sims=sims, seed=SEED, ceiling=CEILING,
-                            step=1.0)
+                            step=1.0 * factor)  # half the range, as judge.validity.step_of
         withdrawn += cal.rate > cal.ceiling
     return {"rule": "gold-corrected (decide)", "rubric": f"0-{points}", "labelled": labelled, "biased": biased,
             "boundary": {"sets": sets, "claims": made, "withdrawn": withdrawn, "claim_rate": rate(made, sets),

@@ -40,6 +40,7 @@ from judge.stats import ppi
 from judge.stats.decide import claims
 
 ALPHA, MARGIN, N, BIAS, SEED = 0.025, 0.10, 400, 0.3, 20261204
+STEP = 1.0  # the guard's pseudo-residual: half the 0-2 rubric's range (judge.validity.step_of)
 GOLD = np.array([[14, 4, 2], [6, 16, 6], [3, 12, 37]]) / 100  # rows gold a, columns gold b: mean b - a = -0.10
 JUDGE = np.array([[0.85, 0.13, 0.02], [0.10, 0.80, 0.10], [0.02, 0.13, 0.85]])  # rows gold, columns judge
 
@@ -67,12 +68,12 @@ def one_set(rng, m: int, labelled: int, biased: bool, method: str) -> dict[str, 
     def by_gold(i: int, a: float) -> bool:
         if (i, a) not in corrected:
             d, f = data[i]
-            e = ppi.stratified_ppi_mean({None: (d[lab], f[lab], f[~lab])}, alpha=a, rule="guarded")
+            e = ppi.stratified_ppi_mean({None: (d[lab], f[lab], f[~lab])}, alpha=a, rule="guarded", step=STEP)
             corrected[(i, a)] = claims("non_inferiority", MARGIN, e.low, e.high)
         return corrected[(i, a)]
 
     def by_judge(i: int, a: float) -> bool:
-        e = ppi.judge_only_mean(data[i][1], alpha=a)
+        e = ppi.judge_only_mean(data[i][1], alpha=a, step=STEP)
         return claims("non_inferiority", MARGIN, e.low, e.high)
 
     now = family_decisions(method, ids, alphas, by_gold)
