@@ -46,7 +46,7 @@ import numpy as np
 from judge.stats import ppi
 from judge.stats.agreement import kappa_from_tables, kappa_weights, ordinal_alpha_from_tables
 from judge.stats.decide import claims
-from judge.stats.judge_error import RESAMPLING, agreement_intervals
+from judge.stats.judge_error import agreement_intervals
 from judge.stats.rule import Scale
 from judge.stats.t_bounds import guard_step
 
@@ -118,23 +118,30 @@ def population(m: int, rng: np.random.Generator) -> dict[str, float]:
             "alpha": float(ordinal_alpha_from_tables(table)[0]), "exact": float(np.trace(table[0]) / table.sum())}
 
 
-def agreement_cell(G: int, m: int, sims: int, resamples: int, seed: int, truth: dict[str, float]) -> dict:
+RULES = {"question": ("question", "bca"), "question percentile": ("question", "percentile"),
+         "answer": ("answer", "percentile")}  # the current rule, the one before it, and the one before that
+
+
+def agreement_cell(G: int, m: int, sims: int, resamples: int, seed: int, truth: dict[str, float],
+                   rules: list[str]) -> dict:
     rng = np.random.default_rng(seed)
-    covered: dict[str, dict[str, list[bool]]] = {unit: {k: [] for k in truth} for unit in RESAMPLING}
-    above: dict[str, dict[str, list[bool]]] = {unit: {k: [] for k in truth} for unit in RESAMPLING}
+    covered: dict[str, dict[str, list[bool]]] = {rule: {k: [] for k in truth} for rule in rules}
+    above: dict[str, dict[str, list[bool]]] = {rule: {k: [] for k in truth} for rule in rules}
     for s in range(sims):
         gold, judge, question = draw_answers(G, m, rng)
-        for unit in RESAMPLING:
+        for rule in rules:
+            unit, interval = RULES[rule]
             k, a, e = agreement_intervals(judge.tolist(), gold.tolist(), (0, 1, 2), alpha=ALPHA, resamples=resamples,
-                                          seed=SEED + s, clusters=question.tolist(), resampling=unit)
+                                          seed=SEED + s, clusters=question.tolist(), resampling=unit,
+                                          interval=interval)
             if unit == "answer":  # the rule before gave exact agreement no interval: its own answer bootstrap here
                 e = _answer_exact(gold, judge, resamples, SEED + s)
             for stat, (low, high) in (("kappa", k), ("alpha", a), ("exact", e)):
-                covered[unit][stat].append(low is not None and low <= truth[stat] <= high)
-                above[unit][stat].append(low is not None and low > truth[stat])
+                covered[rule][stat].append(low is not None and low <= truth[stat] <= high)
+                above[rule][stat].append(low is not None and low > truth[stat])
     return {"questions": G, "answers_per_question": m, "sims": sims,
-            "coverage": {unit: {stat: rate(v) for stat, v in c.items()} for unit, c in covered.items()},
-            "low_above_truth": {unit: {stat: rate(v) for stat, v in c.items()} for unit, c in above.items()}}
+            "coverage": {rule: {stat: rate(v) for stat, v in c.items()} for rule, c in covered.items()},
+            "low_above_truth": {rule: {stat: rate(v) for stat, v in c.items()} for rule, c in above.items()}}
 
 
 def _answer_exact(gold: np.ndarray, judge: np.ndarray, resamples: int, seed: int) -> tuple[float, float]:
@@ -153,6 +160,8 @@ def main() -> None:
     ap.add_argument("--resamples", type=int, default=2_000, help="bootstrap resamples per agreement interval")
     ap.add_argument("--rubric", choices=list(RUBRICS), help="part 1 on this rubric only, and no part 2")
     ap.add_argument("--agreement-cells", help="part 2 only, on these cells (questions x answers each: 20x4,100x4)")
+    ap.add_argument("--agreement-rules", default=",".join(RULES),
+                    help=f"part 2's interval rules, of {', '.join(RULES)} (the same data sets whichever are run)")
     args = ap.parse_args()
     cells = (AGREEMENT_CELLS if args.agreement_cells is None else
              [tuple(int(x) for x in c.split("x")) for c in args.agreement_cells.split(",")])
@@ -171,7 +180,7 @@ def main() -> None:
     for G, m in cells if args.rubric is None else []:
         j = AGREEMENT_CELLS.index((G, m)) if (G, m) in AGREEMENT_CELLS else 100 * G + m
         agreement.append(agreement_cell(G, m, agreement_sims, args.resamples, SEED + 1000 + j,
-                                        truths[m]) |
+                                        truths[m], args.agreement_rules.split(",")) |
                          {"truth": {k: round(v, 4) for k, v in truths[m].items()}})
         print(json.dumps(agreement[-1]), file=sys.stderr, flush=True)
     print(json.dumps({"alpha": ALPHA, "goal_false_claims": 1.2 * ALPHA, "goal_coverage": 0.93,
