@@ -396,6 +396,27 @@ def test_the_second_path_offsets_and_agreement_intervals_are_the_main_paths(rows
     assert off == pytest.approx(main.offset.to_dict(), abs=1e-12)
 
 
+@pytest.mark.parametrize("gold, judge, questions", [
+    ([0, 1, 2] * 6, [0, 1, 2] * 6, [i // 3 for i in range(18)]),  # every resample and jackknife value the same
+    ([0, 1, 2, 0, 1, 2, 1, 1], [0, 1, 1, 2, 2, 0, 1, 1], ["q"] * 8),  # one question: no jackknife
+    ([0, 0, 0, 0, 1, 2], [0, 0, 0, 0, 1, 2], [0, 0, 1, 1, 2, 3]),  # kappa undefined where only zeros are drawn
+    ([0, 1, 2, 2, 1, 0, 2, 2], [0, 1, 2, 1, 1, 0, 2, 0], [0, 1, 2, 3, 4, 5, 6, 7]),  # one answer per question
+])
+def test_both_paths_take_the_same_bca_fallbacks(gold, judge, questions):
+    """The degenerate cases (no spread, no jackknife, undefined resamples): both paths give the same interval, the
+    peer computation's."""
+    main = validity.judge_error.against_gold(judge, gold, SCALE, alpha=0.025, resamples=300, seed=4,
+                                             clusters=questions)
+    ours = validity_check.agreement_intervals(gold, judge, list(SCALE), 4, resamples=300, questions=questions)
+    (k_lo, k_hi), (a_lo, a_hi), (e_lo, e_hi) = peer_agreement.intervals(gold, judge, 4, 300, questions)
+    peer = {"kappa_low": k_lo, "kappa_high": k_hi, "krippendorff_low": a_lo, "krippendorff_high": a_hi,
+            "exact_low": e_lo, "exact_high": e_hi}
+    for f, theirs in peer.items():
+        assert (getattr(main, f) is None) == (ours[f] is None) == (theirs is None), f
+        if theirs is not None:
+            assert getattr(main, f) == pytest.approx(theirs, abs=1e-9) and ours[f] == pytest.approx(theirs, abs=1e-9)
+
+
 def test_a_judge_one_point_above_gold_everywhere_has_the_offset_interval_of_one_point():
     gold = [i % 2 for i in range(12)]
     off = validity_check.offset([g + 1 for g in gold], gold, resamples=500, seed=1, clusters=None)
