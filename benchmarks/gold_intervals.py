@@ -23,15 +23,20 @@ by the answers of a question:
   0-2. The judge's error is the question's: -1/0/+1 (0.2, 0.6, 0.2) for every answer to it, plus a point either
   way on 10 % of answers, clipped. m = 1 (one answer per question) is the independent contrast.
 * The true values: each statistic of the population table (4,000,000 questions of the same process).
-* Each data set's 95 % intervals (2,000 resamples, as numbers.json's), resampling whole questions (the current
-  rule) and answers (the rule before), on the same data sets. Coverage: the share of data sets whose interval
-  contains the true value (goal: at least 0.93 resampling questions), and the share whose lower end lies above it
-  (``low_above_truth``: where a ``min_gold_agreement`` floor is passed too easily; 0.025 promised).
+* Each data set's 95 % intervals (2,000 resamples, as numbers.json's), on the same data sets, by rule
+  (``--agreement-rules``): "question", BCa over whole questions (the current rule); "question percentile", the
+  percentile interval over questions (the rule before); "answer", the percentile interval over answers (the rule
+  before that); "question studentized", a contrast computed here for kappa only: the bootstrap-t over questions,
+  each resample's standard error the jackknife over its drawn questions. Coverage: the share of data sets whose
+  interval contains the true value (goal: at least 0.93 resampling questions), and the share whose lower end lies
+  above it (``low_above_truth``: where a ``min_gold_agreement`` floor is passed too easily; 0.025 promised).
 
     python benchmarks/gold_intervals.py           # 2,000 data sets per cell (part 1), 400 (part 2)
     python benchmarks/gold_intervals.py --quick   # 40 and 10 (CI: proves it runs)
     python benchmarks/gold_intervals.py --rubric 0-1 --sims 10000   # part 1 on one rubric, more data sets
     python benchmarks/gold_intervals.py --agreement-cells 20x4,100x4 --agreement-sims 2000   # part 2 on two cells
+    python benchmarks/gold_intervals.py --agreement-cells 20x4,100x4 --agreement-sims 2000 \
+        --agreement-rules "question,question percentile"   # BCa against the percentile interval only
 """
 from __future__ import annotations
 
@@ -44,9 +49,9 @@ import time
 import numpy as np
 
 from judge.stats import ppi
-from judge.stats.agreement import kappa_from_tables, kappa_weights, ordinal_alpha_from_tables
+from judge.stats.agreement import kappa_from_tables, kappa_weights, ordinal_alpha_from_tables, unit_draws
 from judge.stats.decide import claims
-from judge.stats.judge_error import RESAMPLING, agreement_intervals
+from judge.stats.judge_error import agreement_intervals
 from judge.stats.rule import Scale
 from judge.stats.t_bounds import guard_step
 
@@ -118,23 +123,64 @@ def population(m: int, rng: np.random.Generator) -> dict[str, float]:
             "alpha": float(ordinal_alpha_from_tables(table)[0]), "exact": float(np.trace(table[0]) / table.sum())}
 
 
-def agreement_cell(G: int, m: int, sims: int, resamples: int, seed: int, truth: dict[str, float]) -> dict:
+RULES = {"question": ("question", "bca"), "question percentile": ("question", "percentile"),
+         "answer": ("answer", "percentile"),  # the current rule, the one before it, and the one before that
+         "question studentized": ("question", "studentized")}  # a contrast, computed here, kappa only
+
+
+def agreement_cell(G: int, m: int, sims: int, resamples: int, seed: int, truth: dict[str, float],
+                   rules: list[str]) -> dict:
     rng = np.random.default_rng(seed)
-    covered: dict[str, dict[str, list[bool]]] = {unit: {k: [] for k in truth} for unit in RESAMPLING}
-    above: dict[str, dict[str, list[bool]]] = {unit: {k: [] for k in truth} for unit in RESAMPLING}
+    covered: dict[str, dict[str, list[bool]]] = {rule: {k: [] for k in truth} for rule in rules}
+    above: dict[str, dict[str, list[bool]]] = {rule: {k: [] for k in truth} for rule in rules}
     for s in range(sims):
         gold, judge, question = draw_answers(G, m, rng)
-        for unit in RESAMPLING:
+        for rule in rules:
+            unit, interval = RULES[rule]
+            if interval == "studentized":
+                low, high = _studentized_kappa(gold, judge, question, resamples, SEED + s)
+                covered[rule]["kappa"].append(low <= truth["kappa"] <= high)
+                above[rule]["kappa"].append(low > truth["kappa"])
+                continue
             k, a, e = agreement_intervals(judge.tolist(), gold.tolist(), (0, 1, 2), alpha=ALPHA, resamples=resamples,
-                                          seed=SEED + s, clusters=question.tolist(), resampling=unit)
+                                          seed=SEED + s, clusters=question.tolist(), resampling=unit,
+                                          interval=interval)
             if unit == "answer":  # the rule before gave exact agreement no interval: its own answer bootstrap here
                 e = _answer_exact(gold, judge, resamples, SEED + s)
             for stat, (low, high) in (("kappa", k), ("alpha", a), ("exact", e)):
-                covered[unit][stat].append(low is not None and low <= truth[stat] <= high)
-                above[unit][stat].append(low is not None and low > truth[stat])
+                covered[rule][stat].append(low is not None and low <= truth[stat] <= high)
+                above[rule][stat].append(low is not None and low > truth[stat])
     return {"questions": G, "answers_per_question": m, "sims": sims,
-            "coverage": {unit: {stat: rate(v) for stat, v in c.items()} for unit, c in covered.items()},
-            "low_above_truth": {unit: {stat: rate(v) for stat, v in c.items()} for unit, c in above.items()}}
+            "coverage": {rule: {stat: rate(v) for stat, v in c.items() if v} for rule, c in covered.items()},
+            "low_above_truth": {rule: {stat: rate(v) for stat, v in c.items() if v} for rule, c in above.items()}}
+
+
+def _jackknife_kappa(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kappa's jackknife over the last-but-one axis of ``tables`` (..., G, 9): its standard error and its values."""
+    g = tables.shape[-2]
+    loo = tables.sum(-2, keepdims=True) - tables
+    kap = kappa_from_tables(loo.reshape(-1, 3, 3), kappa_weights(3, "quadratic")).reshape(loo.shape[:-1])
+    with np.errstate(all="ignore"):
+        dev = kap - np.nanmean(kap, -1, keepdims=True)
+    return np.sqrt((g - 1) / g * np.nansum(dev ** 2, -1)), kap
+
+
+def _studentized_kappa(gold: np.ndarray, judge: np.ndarray, question: np.ndarray, resamples: int,
+                       seed: int) -> tuple[float, float]:
+    """Bootstrap-t of kappa over questions (the contrast to BCa): on the same draws, t* = (kappa* - kappa) / se*, se*
+    the jackknife over the resample's drawn questions; kappa -/+ the t* quantiles times the data's jackknife se."""
+    g = int(question.max()) + 1
+    tables = np.zeros((g, 9))
+    np.add.at(tables, (question, gold * 3 + judge), 1)
+    w = kappa_weights(3, "quadratic")
+    theta = float(kappa_from_tables(tables.sum(0).reshape(1, 3, 3), w)[0])
+    se, _ = _jackknife_kappa(tables)
+    drawn = tables[next(unit_draws(g, resamples, seed, block=resamples))]
+    boots = kappa_from_tables(drawn.sum(1).reshape(-1, 3, 3), w)
+    ses, _ = _jackknife_kappa(drawn)
+    ok = np.isfinite(boots) & (ses > 0)
+    t_lo, t_hi = np.percentile((boots[ok] - theta) / ses[ok], [100 * ALPHA, 100 * (1 - ALPHA)])
+    return float(theta - t_hi * se), float(theta - t_lo * se)
 
 
 def _answer_exact(gold: np.ndarray, judge: np.ndarray, resamples: int, seed: int) -> tuple[float, float]:
@@ -153,6 +199,8 @@ def main() -> None:
     ap.add_argument("--resamples", type=int, default=2_000, help="bootstrap resamples per agreement interval")
     ap.add_argument("--rubric", choices=list(RUBRICS), help="part 1 on this rubric only, and no part 2")
     ap.add_argument("--agreement-cells", help="part 2 only, on these cells (questions x answers each: 20x4,100x4)")
+    ap.add_argument("--agreement-rules", default="question,question percentile,answer",
+                    help=f"part 2's interval rules, of {', '.join(RULES)} (the same data sets whichever are run)")
     args = ap.parse_args()
     cells = (AGREEMENT_CELLS if args.agreement_cells is None else
              [tuple(int(x) for x in c.split("x")) for c in args.agreement_cells.split(",")])
@@ -171,7 +219,7 @@ def main() -> None:
     for G, m in cells if args.rubric is None else []:
         j = AGREEMENT_CELLS.index((G, m)) if (G, m) in AGREEMENT_CELLS else 100 * G + m
         agreement.append(agreement_cell(G, m, agreement_sims, args.resamples, SEED + 1000 + j,
-                                        truths[m]) |
+                                        truths[m], args.agreement_rules.split(",")) |
                          {"truth": {k: round(v, 4) for k, v in truths[m].items()}})
         print(json.dumps(agreement[-1]), file=sys.stderr, flush=True)
     print(json.dumps({"alpha": ALPHA, "goal_false_claims": 1.2 * ALPHA, "goal_coverage": 0.93,

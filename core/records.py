@@ -1038,6 +1038,8 @@ class GoldAgreement(Entry):
     resampling: Literal["answer", "question"] = None
     exact_low: float = None  # exact agreement's bootstrap interval, on the same resamples (absent before it had one)
     exact_high: float = None
+    # absent in folders whose agreement intervals were percentile intervals; now BCa over questions
+    interval: Literal["bca"] = None
 
 
 @dataclass(frozen=True)

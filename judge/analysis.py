@@ -356,10 +356,11 @@ def amendments(exp: Experiment, first: str | None) -> list[dict[str, Any]]:
 
 
 def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any],
-                    gold=None, earlier_intervals: bool = False) -> dict[str, Any]:
+                    gold=None, earlier_intervals: bool = False, interval: str = "bca") -> dict[str, Any]:
     """`gold`: the run's gold scores (judge.gold.gold_scores), when the experiment registers any: then the judge is
     measured against them and each decision gets its gold-corrected interval (judge.validity).
-    `earlier_intervals`: verify recomputing a folder whose judge_validity an earlier version wrote (judge.validity)."""
+    `earlier_intervals`, `interval`: verify recomputing a folder whose judge_validity an earlier version wrote
+    (judge.validity)."""
     raw = load_raw(run_dir)
     points = exp_scale(exp)
     refuse_off_scale(run_dir, points)
@@ -410,7 +411,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
               if gold_decides else apply_family(exp.analysis.family, comparisons, judge_only_at))
     checked = {} if gold is None else {"judge_validity": validity.apply(exp, gold, keys, judgments, panel, judge, hyps,
                                                                         qmap, scores, comparisons,
-                                                                        earlier_intervals)}
+                                                                        earlier_intervals, interval)}
     return {
         "schema": 1,
         "experiment": exp.name,

@@ -21,6 +21,8 @@ reach it, or the decision is inconclusive with the reason.
 ``earlier``: recompute a folder written before the agreement intervals resampled whole questions and the corrected
 interval's guard was anchored to the rubric's range (its numbers.json records neither ``resampling`` nor ``step``):
 answers resampled, no exact-agreement interval, a guard of one score point, as that version wrote them.
+``interval``: the agreement intervals' method (judge.stats.judge_error: "bca"); "percentile" recomputes a folder
+whose agreement records no ``interval`` (written before the intervals were BCa), which then records none.
 """
 from __future__ import annotations
 
@@ -77,7 +79,8 @@ def _question_means(values: dict[tuple[str, str, str], list]) -> dict[tuple[str,
 
 
 def judge_against_gold(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], judge: str,
-                       hyps: list[Hypothesis], qmap: dict[str, Question], earlier: bool = False) -> dict[str, Any]:
+                       hyps: list[Hypothesis], qmap: dict[str, Question], earlier: bool = False,
+                       interval: str = "bca") -> dict[str, Any]:
     """One judge against every gold score of the answers it scored: agreement, confusion, offsets overall, per arm
     and per hypothesis pair (the differential offset, per question, on questions whose every answer of both arms has
     gold and a verdict)."""
@@ -91,11 +94,13 @@ def judge_against_gold(exp: Experiment, gold, keys: list[KeyRow], judgments: lis
     ag = judge_error.against_gold([j for _, j in rows], [s.score for s, _ in rows], gold.scale,
                                   arms=[s.arm for s, _ in rows], alpha=ALPHA, resamples=RESAMPLES,
                                   seed=exp.analysis.seed, clusters=[s.question_id for s, _ in rows],
-                                  resampling="answer" if earlier else "question")
+                                  resampling="answer" if earlier else "question", interval=interval)
     agreement = ag.to_dict()
     if earlier:  # as that version wrote it
         for key in ("exact_low", "exact_high", "resampling"):
             del agreement[key]
+    if ag.interval == "percentile":  # written before the intervals were BCa: no field
+        del agreement["interval"]
     agreement["scale"] = list(ag.scale)
     agreement["confusion"] = [list(r) for r in ag.confusion]
     agreement["per_arm"] = [{"id": arm, "offset": o.to_dict() if o else None} for arm, o in ag.per_arm]
@@ -321,12 +326,12 @@ def _estimate(e: ppi.Estimate, earlier: bool) -> dict[str, Any]:
 
 def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], panel: list[str], primary: str,
           hyps: list[Hypothesis], qmap: dict[str, Question], scores, comparisons: list[dict[str, Any]],
-          earlier: bool = False) -> dict:
+          earlier: bool = False, interval: str = "bca") -> dict:
     """The ``judge_validity`` section, and each comparison's ``judge_error`` entry (at the level the family last
     tested it at; under ``judge_error = "decide"`` its verdict is already the corrected one, ``decide_by_gold``, and
     its calibration line becomes the corrected interval's), its verdict withdrawn where ``min_gold_agreement`` is
-    not met; ``earlier``: module doc."""
-    judges = [judge_against_gold(exp, gold, keys, judgments, name, hyps, qmap, earlier) for name in panel]
+    not met; ``earlier``, ``interval``: module doc."""
+    judges = [judge_against_gold(exp, gold, keys, judgments, name, hyps, qmap, earlier, interval) for name in panel]
     primary_ag = next(j["agreement"] for j in judges if j["id"] == primary)
     mode, floor = exp.analysis.judge_error, exp.min_gold_agreement
     by_id = {h.id: h for h in hyps}

@@ -371,6 +371,14 @@ def earlier_intervals(numbers: dict) -> bool:
     return any("resampling" not in a for a in agreements) or any("step" not in e for e in estimates)
 
 
+def agreement_interval(numbers: dict) -> str:
+    """The agreement intervals' method the folder was written with: "percentile" where an agreement records no
+    ``interval`` (core.records.GoldAgreement: written before the intervals were BCa), else "bca". Both paths
+    recompute it so."""
+    agreements = [j["agreement"] for j in (numbers.get("judge_validity") or {}).get("judges", []) if j["agreement"]]
+    return "percentile" if any("interval" not in a for a in agreements) else "bca"
+
+
 def cost_findings(run: dict, run_dir: Path, exp) -> list[str]:
     """run.json's cost table against the one the raw files and batches.jsonl give (none before costs were kept)."""
     if "cost" not in run:
@@ -539,7 +547,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
             unchecked.append(f"gold: {gold.stopped}, so the gold scores of that answer and every one after it were "
                              "recomputed as errors")
         earlier = earlier_intervals(numbers)
-        main = compute_numbers(exp, all_q, run_dir, run, gold, earlier)
+        interval = agreement_interval(numbers)
+        main = compute_numbers(exp, all_q, run_dir, run, gold, earlier, interval)
     except BadRecord:  # a record missing a field cannot be read by either path: bad input, not a finding
         raise
     except BadInput as e:  # the main path refuses the raw files (e.g. the retry rule): nothing to compare with
@@ -583,13 +592,17 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         alphas = {c["id"]: (c.get("family") or {}).get("tested_at")  # checked against verify's own family
                   for c in numbers["comparisons"]}
         problems += drawn_questions(gold, blinded, questions)[1]
-        check = recompute_validity(run, exp, gold, blinded, judged, questions, alphas, earlier)
+        check = recompute_validity(run, exp, gold, blinded, judged, questions, alphas, earlier, interval)
         decide_with_gold(ind["comparisons"], check, run, exp, gold, blinded, judged, questions, alphas, earlier)
         if earlier:
             unchecked.append("judge_validity: written by an earlier version, whose agreement intervals resampled "
                              "answers (not whole questions) and whose corrected interval's guard was one score point "
                              "(not half the rubric's range): recomputed as that version computed them; `judge run` "
                              "into the folder recomputes them without any model call")
+        elif interval == "percentile":
+            unchecked.append("judge_validity: written by an earlier version, whose agreement intervals were percentile "
+                             "intervals (not BCa): recomputed as that version computed them; `judge run` into the "
+                             "folder recomputes them without any model call")
         problems += diff_numbers(_subset_of(numbers, check), check,
                                  "independent plain-Python recomputation of the judge's error")
     problems += diff_numbers(_subset_of(numbers, ind), ind, "independent plain-Python recomputation")

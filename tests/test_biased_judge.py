@@ -355,6 +355,33 @@ def test_a_folder_whose_agreement_intervals_resampled_answers_verifies_as_writte
                for u in found.unchecked), found.unchecked
 
 
+def test_a_folder_whose_agreement_intervals_were_percentile_verifies_as_written_with_a_note(report_mode, tmp_path):
+    """A folder whose agreements record ``resampling = "question"`` but no ``interval`` had percentile intervals over
+    questions: verify recomputes them so by both paths and lists it as unchecked; the current folder records BCa,
+    whose kappa interval is another one on the same draws."""
+    from judge.analysis import anchor, compute_numbers, write_numbers
+    from judge.gold import run_gold
+    from judge.report import render
+    from registration.questions import load_questions
+
+    exp, out, before, picked = report_mode
+    now = json.loads((out / "numbers.json").read_text())["judge_validity"]["judges"][0]["agreement"]
+    assert (now["resampling"], now["interval"]) == ("question", "bca")
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    e = load_experiment(exp)
+    run = json.loads((copy / "run.json").read_text())
+    numbers = compute_numbers(e, load_questions(e.set_paths()), copy, run, run_gold(e, copy), interval="percentile")
+    write_numbers(numbers, copy / "numbers.json")
+    (copy / "report.md").write_text(render(numbers, run, anchor(copy)))
+    agreement = json.loads((copy / "numbers.json").read_text())["judge_validity"]["judges"][0]["agreement"]
+    assert agreement["resampling"] == "question" and "interval" not in agreement
+    assert (agreement["kappa_low"], agreement["kappa_high"]) != (now["kappa_low"], now["kappa_high"])
+    found = verify(copy, exp, caches=[])
+    assert found.problems == []
+    assert any("whose agreement intervals were percentile intervals" in u for u in found.unchecked), found.unchecked
+
+
 @pytest.fixture(scope="module")
 def decide_mode(tmp_path_factory):
     """H1 as above; H2 the same pair the other way round (base non-inferior to trained: true, by 0.4, while the

@@ -13,6 +13,8 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from judge.stats import judge_error
 
+from support import peer_agreement
+
 pytestmark = pytest.mark.unit
 
 SCALE = (0, 1, 2)
@@ -66,33 +68,66 @@ def test_answer_resampling_recomputes_earlier_folders_as_the_peers_on_the_same_r
 
 
 @settings(max_examples=8, deadline=None)
-@given(judged(), st.integers(1, 6), st.integers(0, 2 ** 31))
-def test_agreement_intervals_resample_whole_questions_as_the_peers_on_the_documented_draws(data, per_question, seed):
+@given(judged(), st.integers(1, 6), st.integers(0, 2 ** 31), st.sampled_from(["bca", "percentile"]))
+def test_agreement_intervals_resample_whole_questions_as_the_peers_on_the_documented_draws(data, per_question, seed,
+                                                                                          method):
     """Each question's answers (both arms, K samples) move together: the units are the distinct questions sorted as
     text, resample r the r-th ``default_rng(seed).integers(0, G, G)``, a drawn question bringing all its answers;
-    the intervals are the 2.5 % and 97.5 % points of sklearn's kappa, krippendorff's alpha and the share of equal
-    scores on those resamples, computed here from the definitions."""
+    the intervals are BCa (or, recomputing a folder written before, percentile) on sklearn's kappa, krippendorff's
+    alpha and the share of equal scores on those resamples, the jackknife leaving out one question at a time, all
+    computed in tests/support/peer_agreement.py from the definitions."""
     gold, judge = data
     questions = [f"q{i // per_question}" for i in range(len(gold))]
-    r = judge_error.against_gold(judge, gold, SCALE, resamples=120, seed=seed, clusters=questions)
-    units = [[i for i, q in enumerate(questions) if q == u] for u in sorted(set(questions))]
-    draws = np.random.default_rng(seed)
-    kappas, alphas, exacts = [], [], []
-    g, j = np.array(gold), np.array(judge)
-    for _ in range(120):
-        i = np.array([a for u in draws.integers(0, len(units), len(units)) for a in units[u]])
-        with np.errstate(all="ignore"):
-            kappas.append(cohen_kappa_score(g[i], j[i], weights="quadratic", labels=list(SCALE)))
-        alphas.append(krippendorff.alpha(reliability_data=[g[i], j[i]], level_of_measurement="ordinal",
-                                         value_domain=list(SCALE)) if len(set(g[i]) | set(j[i])) > 1 else np.nan)
-        exacts.append(float(np.mean(g[i] == j[i])))
-    assert r.resampling == "question"
-    assert (r.exact_low, r.exact_high) == pytest.approx(tuple(np.percentile(exacts, [2.5, 97.5])), abs=1e-12)
-    for (low, high), values in (((r.kappa_low, r.kappa_high), kappas),
-                                ((r.krippendorff_low, r.krippendorff_high), alphas)):
-        ok = np.array([v for v in values if np.isfinite(v)])
-        if low is not None and ok.size * 2 >= len(values):
-            assert (low, high) == pytest.approx(tuple(np.percentile(ok, [2.5, 97.5])), abs=1e-9)
+    r = judge_error.against_gold(judge, gold, SCALE, resamples=120, seed=seed, clusters=questions, interval=method)
+    (k_lo, k_hi), (a_lo, a_hi), (e_lo, e_hi) = peer_agreement.intervals(gold, judge, seed, 120, questions,
+                                                                        method=method)
+    assert (r.resampling, r.interval) == ("question", method)
+    assert (r.exact_low, r.exact_high) == pytest.approx((e_lo, e_hi), abs=1e-12)
+    for (low, high), (p_lo, p_hi) in (((r.kappa_low, r.kappa_high), (k_lo, k_hi)),
+                                      ((r.krippendorff_low, r.krippendorff_high), (a_lo, a_hi))):
+        assert (low is None) == (p_lo is None)
+        if low is not None:
+            assert (low, high) == pytest.approx((p_lo, p_hi), abs=1e-9)
+
+
+def test_with_one_answer_per_question_bca_is_the_textbook_interval_of_a_mean():
+    """One answer per question: resampling questions is resampling answers, and exact agreement is a mean, so its
+    BCa interval is the textbook one (Efron & Tibshirani 14.3, as scipy.stats.bootstrap computes it, ties counting
+    half) on the documented resamples, written here with numpy and scipy.stats.norm."""
+    rng = np.random.default_rng(11)
+    gold = rng.integers(0, 3, 25)
+    judge = np.clip(gold + rng.choice([-1, 0, 1], 25, p=[0.2, 0.6, 0.2]), 0, 2)
+    r = judge_error.against_gold(judge.tolist(), gold.tolist(), SCALE, resamples=4000, seed=5,
+                                 clusters=list(range(25)))
+    same = (gold == judge).astype(float)
+    draws = np.random.default_rng(5)
+    boots = np.array([same[draws.integers(0, 25, 25)].mean() for _ in range(4000)])
+    theta = same.mean()
+    jack = np.array([np.delete(same, i).mean() for i in range(25)])
+    z0 = sps.norm.ppf((np.sum(boots < theta) + 0.5 * np.sum(boots == theta)) / boots.size)
+    accel = np.sum((jack.mean() - jack) ** 3) / (6 * np.sum((jack.mean() - jack) ** 2) ** 1.5)
+    levels = [sps.norm.cdf(z0 + (z0 + z) / (1 - accel * (z0 + z))) for z in sps.norm.ppf([0.025, 0.975])]
+    assert (r.exact_low, r.exact_high) == pytest.approx(tuple(np.percentile(boots, [100 * x for x in levels])),
+                                                        abs=1e-12)
+    # the percentile interval is a different one on the same resamples
+    pct = judge_error.against_gold(judge.tolist(), gold.tolist(), SCALE, resamples=4000, seed=5,
+                                   clusters=list(range(25)), interval="percentile")
+    assert (pct.exact_low, pct.exact_high) == pytest.approx(tuple(np.percentile(boots, [2.5, 97.5])), abs=1e-12)
+    assert (r.kappa_low, r.kappa_high) != (pct.kappa_low, pct.kappa_high)
+
+
+def test_bca_degenerate_cases_are_the_observed_value():
+    """Every question alike (each answer agreeing, the same three scores on each): every resample and every jackknife
+    value is the observed one (no spread: the percentile levels), so each interval is [1, 1]; one question only (no
+    jackknife: the percentile levels), every resample is the whole data, so the interval is the observed value."""
+    gold = [0, 1, 2] * 6
+    r = judge_error.against_gold(gold, gold, SCALE, resamples=200, seed=2, clusters=[i // 3 for i in range(18)])
+    assert (r.kappa_low, r.kappa_high, r.krippendorff_low, r.krippendorff_high, r.exact_low, r.exact_high) == \
+        pytest.approx((1.0,) * 6)
+    judge = [0, 1, 1, 2, 2, 0, 1, 1, 2]
+    one = judge_error.against_gold(judge, gold[:9], SCALE, resamples=50, seed=2, clusters=["q"] * 9)
+    assert one.kappa_low == pytest.approx(one.kappa) and one.kappa_high == pytest.approx(one.kappa)
+    assert one.exact_low == pytest.approx(one.exact) and one.exact_high == pytest.approx(one.exact)
 
 
 def test_question_resampling_needs_each_answers_question():

@@ -28,6 +28,7 @@ from registration.prereg import Hypothesis, load_experiment
 from registration.questions import Question
 
 from conftest import ROOT
+from support import peer_agreement
 
 pytestmark = pytest.mark.unit
 
@@ -104,7 +105,7 @@ N = 30
 
 def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float | None = None, gold_on: bool = True,
             family_alpha: float | None = None, ceiling: float | None = None, strata: int = 1, scale=SCALE,
-            base: int = 1, margin: float = 0.1, earlier: bool = False):
+            base: int = 1, margin: float = 0.1, earlier: bool = False, interval: str = "bca"):
     """Arm a's answers all judged `base` and worth `base`; arm b's judged `judge_b[i]`, worth `gold_b[i]`; gold on
     every answer with `design`, on the rubric `scale`. One question per index, all tagged "all" (so gold covers the
     whole stratum), or with `strata` > 1 question i tagged "s{i % strata}"."""
@@ -144,7 +145,8 @@ def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float 
         validity.decide_by_gold(h, comparison, gold, keys, per, qmap, earlier)
     if family_alpha is not None:
         comparison["family"] = {"tested_at": family_alpha}
-    section = validity.apply(exp, gold, keys, judgments, ["j"], "j", [h], qmap, per, [comparison], earlier)
+    section = validity.apply(exp, gold, keys, judgments, ["j"], "j", [h], qmap, per, [comparison], earlier,
+                             interval)
     section["second_path_inputs"] = (
         {"arms": ["a", "b"], "judge": {"primary": "j", "panel": ["j"]}}, exp, gold,
         {k.label: {"label": k.label, "arm": k.arm, "quant": k.quant, "question_id": k.question_id} for k in keys},
@@ -319,102 +321,100 @@ def test_the_guarded_rule_has_no_default_step():
 
 def test_a_folder_written_before_is_recomputed_as_written_by_both_paths():
     """A folder whose judge_validity records no ``resampling`` and no ``step`` was computed by answer resampling
-    (no exact-agreement interval) and a one-point guard: both paths recompute it so, writing neither field; a new
-    folder records "question" and half the range. (The intervals on each scheme's draws are the peers': the tests
-    of the second path's agreement intervals above.)"""
+    (no exact-agreement interval, percentile) and a one-point guard; one that records ``resampling`` but no
+    ``interval`` by percentile intervals over questions: both paths recompute each so, writing neither field it
+    lacks; a new folder records "question", "bca" and half the range. (The intervals on each scheme's draws are the
+    peers': the tests of the second path's agreement intervals below.)"""
     gold_b = [0] * 3 + [2] * 15 + [1] * (N - 18)
     judge_b = [min(2, g + (i % 3 == 0)) for i, g in enumerate(gold_b)]
     kappa_low = {}
-    for earlier in (True, False):
-        section, c = planted(judge_b, gold_b, "complete_strata", earlier=earlier)
+    for earlier, interval in ((True, "percentile"), (False, "percentile"), (False, "bca")):
+        section, c = planted(judge_b, gold_b, "complete_strata", earlier=earlier, interval=interval)
         ag = section["judges"][0]["agreement"]
         run, exp, gold, keys, judged, questions, alphas = section["second_path_inputs"]
-        check = validity_check.recompute(run, exp, gold, keys, judged, questions, alphas, earlier)
+        check = validity_check.recompute(run, exp, gold, keys, judged, questions, alphas, earlier, interval)
         ours = check["judge_validity"]["judges"][0]["agreement"]
         fields = ("kappa_low", "kappa_high", "krippendorff_low", "krippendorff_high", "exact_low", "exact_high",
-                  "resampling")
+                  "resampling", "interval")
         assert {f: ag.get(f) for f in fields} == pytest.approx({f: ours.get(f) for f in fields})
         p, q = c["judge_error"]["ppi"], check["comparisons"][0]["judge_error"]["ppi"]
         assert ("step" in p, "step" in q, "resampling" in ag, "exact_low" in ag) == (not earlier,) * 4
-        kappa_low[earlier] = ag["kappa_low"]
+        assert ("interval" in ag, "interval" in ours) == (interval == "bca",) * 2
+        kappa_low[earlier, interval] = ag["kappa_low"]
         if not earlier:
             assert (ag["resampling"], p["step"]) == ("question", GUARD)
             assert ag["exact_low"] <= ag["exact"] <= ag["exact_high"]
-    assert kappa_low[True] != kappa_low[False]  # two answers to a question, drawn together or apart
+    assert ag["interval"] == "bca"
+    assert len(set(kappa_low.values())) == 3  # answers or questions drawn; percentile or BCa levels
 
 
 # ----------------------------------------------------------------------------------------
 # The second path's bootstrap intervals, and the calibration of a gold-corrected decision
 # ----------------------------------------------------------------------------------------
 
-def _peer_intervals(gold, judge, seed: int, resamples: int, alpha: float = 0.025, questions=None):
-    """The documented scheme computed with the peer libraries: the units are the distinct ``questions`` sorted as
-    text (each bringing every answer to it), or with ``questions`` None each answer alone; resample r is the r-th
-    default_rng(seed).integers(0, G, G) of the G units; sklearn's quadratic kappa, krippendorff's ordinal alpha and
-    the share of equal scores on each; the percentiles of the defined ones (none when fewer than half are)."""
-    if questions is None:
-        units = [[i] for i in range(len(gold))]
-    else:
-        units = [[i for i, q in enumerate(questions) if q == u] for u in sorted(set(questions))]
-    rng = np.random.default_rng(seed)
-    kappas, alphas, exacts = [], [], []
-    for _ in range(resamples):
-        idx = [i for u in rng.integers(0, len(units), len(units)) for i in units[u]]
-        g, j = [gold[i] for i in idx], [judge[i] for i in idx]
-        with np.errstate(all="ignore"):
-            kappas.append(cohen_kappa_score(g, j, weights="quadratic", labels=list(SCALE)))
-        alphas.append(krippendorff.alpha(reliability_data=[g, j], level_of_measurement="ordinal",
-                                         value_domain=list(SCALE)) if len(set(g) | set(j)) > 1 else math.nan)
-        exacts.append(float(np.mean(np.array(g) == np.array(j))))
-
-    def interval(values, defined: bool):
-        ok = np.array([v for v in values if math.isfinite(v)])
-        if not defined or ok.size == 0 or 2 * ok.size < len(values):
-            return None, None
-        return tuple(float(x) for x in np.percentile(ok, [100 * alpha, 100 * (1 - alpha)]))
-
-    with np.errstate(all="ignore"):
-        kappa_defined = math.isfinite(cohen_kappa_score(gold, judge, weights="quadratic", labels=list(SCALE)))
-    return (interval(kappas, kappa_defined), interval(alphas, len(set(gold) | set(judge)) > 1),
-            interval(exacts, True))
-
-
 answered = st.lists(st.tuples(st.sampled_from(SCALE), st.sampled_from(SCALE), st.integers(0, 11)), min_size=2,
                     max_size=30)  # (gold, judge, the answer's question): several answers to a question
 
 
 @settings(max_examples=8, deadline=None)
-@given(answered, st.integers(0, 2 ** 31), st.booleans())
-def test_the_second_path_agreement_intervals_are_the_peer_libraries_on_the_documented_draws(rows, seed, by_question):
+@given(answered, st.integers(0, 2 ** 31), st.booleans(), st.booleans())
+def test_the_second_path_agreement_intervals_are_the_peer_libraries_on_the_documented_draws(rows, seed, by_question,
+                                                                                           bca):
+    """The second path's intervals against tests/support/peer_agreement.py (sklearn, krippendorff, the BCa written
+    from its definition): BCa over questions now, percentile for a folder written before."""
     gold, judge = [g for g, _, _ in rows], [j for _, j, _ in rows]
     questions = [f"q{c}" for _, _, c in rows] if by_question else None
-    got = validity_check.agreement_intervals(gold, judge, list(SCALE), seed, resamples=80, questions=questions)
-    (k_lo, k_hi), (a_lo, a_hi), (e_lo, e_hi) = _peer_intervals(gold, judge, seed, 80, questions=questions)
+    got = validity_check.agreement_intervals(gold, judge, list(SCALE), seed, resamples=80, questions=questions,
+                                             bca=bca)
+    (k_lo, k_hi), (a_lo, a_hi), (e_lo, e_hi) = peer_agreement.intervals(
+        gold, judge, seed, 80, questions, method="bca" if bca and by_question else "percentile")
     pairs = [("kappa_low", k_lo), ("kappa_high", k_hi), ("krippendorff_low", a_lo), ("krippendorff_high", a_hi)]
     if by_question:
         pairs += [("exact_low", e_lo), ("exact_high", e_hi)]
-        assert got["resampling"] == "question"
-    else:  # a folder written before: answers resampled, no exact-agreement interval
-        assert "exact_low" not in got and "resampling" not in got
+        assert got["resampling"] == "question" and got.get("interval") == ("bca" if bca else None)
+    else:  # a folder written before: answers resampled, percentile, no exact-agreement interval
+        assert "exact_low" not in got and "resampling" not in got and "interval" not in got
     for key, theirs in pairs:
         assert (got[key] is None and theirs is None) or got[key] == pytest.approx(theirs, abs=1e-9), key
 
 
 @settings(max_examples=15, deadline=None)
-@given(answered, st.integers(0, 2 ** 31), st.booleans())
-def test_the_second_path_offsets_and_agreement_intervals_are_the_main_paths(rows, seed, by_question):
+@given(answered, st.integers(0, 2 ** 31), st.booleans(), st.booleans())
+def test_the_second_path_offsets_and_agreement_intervals_are_the_main_paths(rows, seed, by_question, bca):
     gold, judge = [g for g, _, _ in rows], [j for _, j, _ in rows]
     clusters = [f"q{c}" for _, _, c in rows]
     main = validity.judge_error.against_gold(judge, gold, SCALE, alpha=0.025, resamples=200, seed=seed,
-                                             clusters=clusters, resampling="question" if by_question else "answer")
+                                             clusters=clusters, resampling="question" if by_question else "answer",
+                                             interval="bca" if bca else "percentile")
     ours = validity_check.agreement_intervals(gold, judge, list(SCALE), seed, resamples=200,
-                                              questions=clusters if by_question else None)
+                                              questions=clusters if by_question else None, bca=bca)
     for f in ("kappa_low", "kappa_high", "krippendorff_low", "krippendorff_high") + (
             ("exact_low", "exact_high") if by_question else ()):
         theirs = getattr(main, f)
         assert (ours[f] is None and theirs is None) or ours[f] == pytest.approx(theirs, abs=1e-9)
     off = validity_check.offset(judge, gold, resamples=200, seed=seed, clusters=clusters)
     assert off == pytest.approx(main.offset.to_dict(), abs=1e-12)
+
+
+@pytest.mark.parametrize("gold, judge, questions", [
+    ([0, 1, 2] * 6, [0, 1, 2] * 6, [i // 3 for i in range(18)]),  # every resample and jackknife value the same
+    ([0, 1, 2, 0, 1, 2, 1, 1], [0, 1, 1, 2, 2, 0, 1, 1], ["q"] * 8),  # one question: no jackknife
+    ([0, 0, 0, 0, 1, 2], [0, 0, 0, 0, 1, 2], [0, 0, 1, 1, 2, 3]),  # kappa undefined where only zeros are drawn
+    ([0, 1, 2, 2, 1, 0, 2, 2], [0, 1, 2, 1, 1, 0, 2, 0], [0, 1, 2, 3, 4, 5, 6, 7]),  # one answer per question
+])
+def test_both_paths_take_the_same_bca_fallbacks(gold, judge, questions):
+    """The degenerate cases (no spread, no jackknife, undefined resamples): both paths give the same interval, the
+    peer computation's."""
+    main = validity.judge_error.against_gold(judge, gold, SCALE, alpha=0.025, resamples=300, seed=4,
+                                             clusters=questions)
+    ours = validity_check.agreement_intervals(gold, judge, list(SCALE), 4, resamples=300, questions=questions)
+    (k_lo, k_hi), (a_lo, a_hi), (e_lo, e_hi) = peer_agreement.intervals(gold, judge, 4, 300, questions)
+    peer = {"kappa_low": k_lo, "kappa_high": k_hi, "krippendorff_low": a_lo, "krippendorff_high": a_hi,
+            "exact_low": e_lo, "exact_high": e_hi}
+    for f, theirs in peer.items():
+        assert (getattr(main, f) is None) == (ours[f] is None) == (theirs is None), f
+        if theirs is not None:
+            assert getattr(main, f) == pytest.approx(theirs, abs=1e-9) and ours[f] == pytest.approx(theirs, abs=1e-9)
 
 
 def test_a_judge_one_point_above_gold_everywhere_has_the_offset_interval_of_one_point():

@@ -16,9 +16,18 @@ two paths agree to verify's tolerance (the draws are the same; only the last pla
 * exact agreement, kappa and alpha: ``RESAMPLES`` resamples of whole questions (every answer to a question, both
   arms, every quant and sample, moves with it): the G distinct questions sorted as text, resample r being the r-th
   call of ``numpy.random.default_rng(seed).integers(0, G, G)``, each drawn question bringing all its answers; the
-  three statistics on each resample; each interval the type-7 percentiles (alpha, 1 - alpha) of the resamples where
-  the statistic is defined, none when fewer than half are. A folder written before records no ``resampling``: its
-  answers were the units (each alone, in answer order) and exact agreement had no interval;
+  three statistics on each resample; each interval BCa over questions (``interval = "bca"``): the type-7
+  percentiles, at the levels below, of the B resamples where the statistic is defined; none when fewer than half
+  are or the statistic itself is undefined. The levels: p = (below + at_or_below) / (2 B), below / at_or_below the
+  defined resamples under / not over the observed value, a tie within 1e-12 * max(1, |observed|) of it;
+  z0 = Phi^-1(p); the jackknife theta_(i) leaving out one question (all its answers) at a time, where defined, m
+  their mean, d_i = m - theta_(i), a = sum(d_i^3) / (6 (sum(d_i^2))^1.5); the levels
+  Phi(z0 + (z0 + z) / (1 - a (z0 + z))) at z = Phi^-1(alpha), Phi^-1(1 - alpha). The percentile levels
+  (alpha, 1 - alpha) instead where p is 0 or 1, fewer than 2 jackknife values are defined, every
+  |d_i| <= 1e-12 * max(1, |m|), or 1 - a (z0 + z) <= 0 at either end. A folder written before with question
+  resampling records no ``interval``: percentile levels, as it was written. A folder written before that records no
+  ``resampling``: its answers were the units (each alone, in answer order), percentile levels, and exact agreement
+  had no interval;
 * the offsets: the paired bootstrap of the decisions (``decisions.draw``, ``decisions.check_paired``: counts per
   distinct unit, numpy's multinomial from the seed, exact Fractions), gold as arm a and the judge as arm b; overall
   and per arm over whole questions (the answers of one question are one cluster), ``RESAMPLES`` resamples; per
@@ -35,6 +44,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from fractions import Fraction
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -47,6 +57,7 @@ from . import decisions
 EARLIER_STEP = 1.0  # the guarded rule's pseudo-residual in folders written before it was half the rubric's range
 RESAMPLES = 2000  # the agreement section's resamples (kappa, alpha and the offsets against gold)
 ALPHA = 0.025  # the section's intervals are two-sided 95 %
+TIE = 1e-12  # relative: a resample within this of the observed value ties with it (BCa; module doc)
 
 
 def alpha_ordinal(a: list[int], b: list[int]) -> float | None:
@@ -141,20 +152,50 @@ def alpha_of(t: list[list[int]]) -> float | None:
     return decisions.alpha_from_coincidences([[t[c][e] + t[e][c] for e in range(k)] for c in range(k)])
 
 
-def _percentiles(values: list[float | None], alpha: float) -> tuple[float | None, float | None]:
-    """Type-7 percentiles (alpha, 1 - alpha) of the defined values; none when fewer than half are defined."""
+def _levels(values: list[float], observed: float, jack: list[float], alpha: float) -> tuple[float, float]:
+    """BCa's quantile levels (module doc), or the percentile levels where BCa is undefined."""
+    tol = TIE * max(1.0, abs(observed))
+    below = sum(1 for v in values if v < observed - tol)
+    at_or_below = sum(1 for v in values if v <= observed + tol)
+    p = (below + at_or_below) / (2 * len(values))
+    if p <= 0 or p >= 1 or len(jack) < 2:
+        return alpha, 1 - alpha
+    m = math.fsum(jack) / len(jack)
+    d = [m - x for x in jack]
+    if all(abs(x) <= TIE * max(1.0, abs(m)) for x in d):
+        return alpha, 1 - alpha
+    nd = NormalDist()
+    z0 = nd.inv_cdf(p)
+    a = math.fsum(x ** 3 for x in d) / (6 * math.fsum(x * x for x in d) ** 1.5)
+    out = []
+    for z in (nd.inv_cdf(alpha), nd.inv_cdf(1 - alpha)):
+        den = 1 - a * (z0 + z)
+        if den <= 0:
+            return alpha, 1 - alpha
+        out.append(nd.cdf(z0 + (z0 + z) / den))
+    return out[0], out[1]
+
+
+def _interval(values: list[float | None], observed: float | None, jack: list[float | None], alpha: float,
+              bca: bool) -> tuple[float | None, float | None]:
+    """Type-7 percentiles of the defined values at the BCa (or percentile) levels; none when fewer than half are
+    defined or ``observed`` is not."""
     ok = [v for v in values if v is not None and math.isfinite(v)]
-    if not ok or 2 * len(ok) < len(values):
+    if not ok or 2 * len(ok) < len(values) or observed is None:
         return None, None
-    return decisions.percentile(ok, 100 * alpha), decisions.percentile(ok, 100 * (1 - alpha))
+    lo, hi = _levels(ok, observed, [x for x in jack if x is not None], alpha) if bca else (alpha, 1 - alpha)
+    return decisions.percentile(ok, 100 * lo), decisions.percentile(ok, 100 * hi)
 
 
 def agreement_intervals(g: list[int], j: list[int], scale: list[int], seed: int, resamples: int = RESAMPLES,
-                        alpha: float = ALPHA, questions: list[str] | None = None) -> dict[str, Any]:
+                        alpha: float = ALPHA, questions: list[str] | None = None,
+                        bca: bool = True) -> dict[str, Any]:
     """Bootstrap intervals of exact agreement, kappa and alpha over whole ``questions`` (each answer's question):
     resample r draws the r-th ``default_rng(seed).integers(0, G, G)`` of the G questions sorted as text, each
-    bringing all its answers; the three statistics on every resample (module doc). ``questions`` None: the answers
-    resampled one by one, as a folder written before was (no exact-agreement interval then)."""
+    bringing all its answers; the three statistics on every resample, BCa with the jackknife leaving out one
+    question at a time (module doc). ``bca`` False: percentile levels, as a folder with no ``interval`` was written.
+    ``questions`` None: the answers resampled one by one, as a folder written before was (percentile, no
+    exact-agreement interval then)."""
     if questions is None:
         units = [[i] for i in range(len(g))]
     else:
@@ -171,12 +212,26 @@ def agreement_intervals(g: list[int], j: list[int], scale: list[int], seed: int,
         alphas.append(alpha_of(t))
         exacts.append(sum(t[c][c] for c in range(len(scale))) / len(idx))
     whole = _table(g, j, scale)
-    k_lo, k_hi = _percentiles(kappas, alpha) if kappa_of(whole) is not None else (None, None)
-    a_lo, a_hi = _percentiles(alphas, alpha) if alpha_of(whole) is not None else (None, None)
+    bca = bca and questions is not None
+    jack_k, jack_a, jack_e = [], [], []
+    if bca:
+        k = len(scale)
+        for left in units:  # the whole table less the left-out question's answers
+            mine = _table([g[i] for i in left], [j[i] for i in left], scale)
+            t = [[whole[r][c] - mine[r][c] for c in range(k)] for r in range(k)]
+            rest = len(g) - len(left)
+            jack_k.append(kappa_of(t) if rest else None)
+            jack_a.append(alpha_of(t) if rest else None)
+            jack_e.append(sum(t[c][c] for c in range(k)) / rest if rest else None)
+    k_lo, k_hi = _interval(kappas, kappa_of(whole), jack_k, alpha, bca)
+    a_lo, a_hi = _interval(alphas, alpha_of(whole), jack_a, alpha, bca)
     out: dict[str, Any] = {"kappa_low": k_lo, "kappa_high": k_hi, "krippendorff_low": a_lo, "krippendorff_high": a_hi}
     if questions is not None:
-        e_lo, e_hi = _percentiles(exacts, alpha)
+        exact = sum(whole[c][c] for c in range(len(scale))) / len(g)
+        e_lo, e_hi = _interval(exacts, exact, jack_e, alpha, bca)
         out |= {"exact_low": e_lo, "exact_high": e_hi, "resampling": "question"}
+        if bca:
+            out["interval"] = "bca"
     return out
 
 
@@ -199,11 +254,13 @@ def offset(judge: list, gold: list, *, resamples: int, seed: int, clusters: list
 
 
 def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
-              questions: dict[str, list[str]], alphas: dict[str, float], earlier: bool = False) -> dict[str, Any]:
+              questions: dict[str, list[str]], alphas: dict[str, float], earlier: bool = False,
+              interval: str = "bca") -> dict[str, Any]:
     """The recomputed fields, shaped as numbers.json holds them (for verify's diff). `keys`: blinding.jsonl's
     records by label; `verdicts`: each verdict's current record; `questions`: the run's question ids -> tags;
     `alphas`: the level the family tests each hypothesis at (verify recomputes the family by its own path);
-    `earlier`: a folder written before questions were resampled and the guard was half the range (module doc)."""
+    `earlier`: a folder written before questions were resampled and the guard was half the range (module doc);
+    `interval`: "percentile" for a folder whose agreement records no ``interval`` (module doc)."""
     scored = [s for s in gold.scores if s.status == "scored"]
     hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
     scale = list(gold.scale)
@@ -230,7 +287,7 @@ def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
             entry["agreement"] = {"answers": len(rows), "exact": exact, "kappa": decisions.kappa_quadratic(g, j, scale),
                                   "krippendorff_alpha": alpha_ordinal(g, j), "confusion": confusion,
                                   **agreement_intervals(g, j, scale, seed, questions=None if earlier else
-                                                        [s.question_id for s, _ in rows]),
+                                                        [s.question_id for s, _ in rows], bca=interval == "bca"),
                                   "offset": offset(j, g, resamples=RESAMPLES, seed=seed,
                                                    clusters=[s.question_id for s, _ in rows]),
                                   "per_arm": per_arm, "alpha": ALPHA, "resamples": RESAMPLES, "seed": seed}
