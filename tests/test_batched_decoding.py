@@ -243,8 +243,12 @@ def test_judge_run_with_batch_4_writes_in_order_resumes_and_records_the_batch(sm
     one, four = runs["1"], runs["4"]
     # rows in task order: the same order as one call at a time, the answers the same at Q8_0
     assert [a["row"] for a in rows(four / "answers.jsonl")] == [a["row"] for a in rows(one / "answers.jsonl")]
-    assert ([j["label"] for j in rows(four / "judgments.jsonl")]
-            == [j["label"] for j in rows(one / "judgments.jsonl")])
+    # verdicts in the same question order, of the same answers (each folder blinds them under labels of its own secret)
+    def judged(out: Path) -> tuple[list[str], list[str]]:
+        row_of = {k["label"]: k["row"] for k in rows(out / "blinding.jsonl") if k.get("type", "blinding") == "blinding"}
+        verdicts = rows(out / "judgments.jsonl")
+        return [j["question_id"] for j in verdicts], sorted(row_of[j["label"]] for j in verdicts)
+    assert judged(four) == judged(one)
     q8 = {a["row"]: a["text"] for a in rows(one / "answers.jsonl") if a["quant"] == "Q8_0"}
     assert {a["row"]: a["text"] for a in rows(four / "answers.jsonl") if a["quant"] == "Q8_0"} == q8
     # the batch is recorded: run.json, each arm's and the judge's effective settings, every row
