@@ -363,7 +363,7 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
 def _set_format(rel: str, t: dict, file: Path, sets: list[str]) -> SetFormat:
     """[sets."FILE"]: the column of each of a tabular set's fields and the separator of its tags; it must name a
     CSV or parquet file of [experiment] sets, so no mapping is registered that nothing reads."""
-    where = f"[sets.{rel!r}]"
+    where = f'[sets."{rel}"]'
     check_keys(t, SET_KEYS, file, where)
     if rel not in sets:
         raise BadInput(file, f"{where} names no file of [experiment] sets {sets}", field=rel)
