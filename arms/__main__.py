@@ -54,7 +54,7 @@ def _collect(args) -> None:
     wanted = exp.selected_arms(args.arms)
     if args.limit is not None and args.limit < 1:
         raise BadInput("--limit", "must be a positive number of questions")
-    questions = load_questions(exp.set_paths())[: args.limit]
+    questions = load_questions(exp.set_paths(), exp.set_formats_by_path())[: args.limit]
     if any(backend_info(exp.models[exp.arm(n).model].backend).local for n in wanted):
         check_gpu_layers(exp.runtime.gpu_layers, exp.dir / "prereg.toml")
     check_arms([exp.arm(n) for n in wanted], exp.models, questions, exp.set_paths(), exp.dir,

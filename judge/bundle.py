@@ -332,7 +332,8 @@ def publish(run_dir: Path, out: Path, exp_dir: Path | None = None) -> Path:
                                 salts.commit(f"{QUESTIONS}:{rel}:{q.id}:question", q.question.encode()),
                                 None if q.reference is None else
                                 salts.commit(f"{QUESTIONS}:{rel}:{q.id}:reference", q.reference.encode()))
-                 for rel in sets if rel in private for q in load_questions([sets[rel]]) if q.id in wanted]
+                 for rel in sets if rel in private
+                 for q in load_questions([sets[rel]], exp.set_formats_by_path()) if q.id in wanted]
     every_row = any(rel not in sets for rel in private)
     private_ids = {q.id for q in questions}
     withheld = (lambda qid: True) if every_row else (lambda qid: qid in private_ids)
@@ -570,7 +571,7 @@ def bundle_questions(b: Bundle, exp: Experiment, salts: Salts | None = None
     for p in exp.set_paths():
         rel = p.relative_to(exp.dir.resolve()).as_posix()
         if p.is_file() or rel not in b.private:
-            qs = load_questions([p])
+            qs = load_questions([p], exp.set_formats_by_path())
             by_id = {q.id: q for q in qs}
             if described.get(rel) and b.version > 1 and salts is None:
                 unopened.append(rel)

@@ -51,7 +51,7 @@ def table(run_dir: Path, exp_dir: Path | None = None) -> pd.DataFrame:
         raise BadInput(run_dir / "run.json", "missing: the experiment folder is not recorded; pass it with --exp",
                        field="experiment_dir")
     exp = load_experiment(Path(exp_dir or run.experiment_dir))
-    clusters = {q.id: q.cluster or q.id for q in load_questions(exp.set_paths())}
+    clusters = {q.id: q.cluster or q.id for q in load_questions(exp.set_paths(), exp.set_formats_by_path())}
     raw = load_raw(run_dir)
     by_row = {k.row: k.label for k in raw.keys}
     verdicts: dict[str, list] = {}

@@ -370,7 +370,7 @@ def gold_set(exp: Experiment, items: list[BlindItem], keys: list[KeyRow], questi
     gold = exp.gold
     if gold and gold.labels:
         sets = [p for p in exp.set_paths() if recorded is None or p.is_file()]  # a bundle may withhold a set
-        registered = {q.id: q for q in load_questions(sets)}
+        registered = {q.id: q for q in load_questions(sets, exp.set_formats_by_path())}
         registered |= {q: questions[q] for q in questions if q not in registered}  # its run's questions, described
         by_text = {(i.question_id, answer_sha256(i.answer)): i.label for i in items}
         matched = recorded.matched if recorded else {}

@@ -187,7 +187,8 @@ def load(run_dir: Path, exp_dir: Path | None = None, questions: list[Question] |
             raise BadInput(run_dir / name, "missing: not a results folder written by `judge run`")
     exp = load_experiment(Path(exp_dir or run["experiment_dir"]))
     wanted = set(run["question_ids"])
-    questions = {q.id: q for q in (questions or load_questions(exp.set_paths())) if q.id in wanted}
+    questions = {q.id: q for q in (questions or load_questions(exp.set_paths(), exp.set_formats_by_path()))
+                 if q.id in wanted}
     missing = [q for q in run["question_ids"] if q not in questions]
     if missing:
         raise BadInput(run_dir / "run.json", f"names question {missing[0]!r}, which no set of the experiment at "

@@ -68,7 +68,7 @@ def bound_scope(doc: dict[str, Any], exp: Experiment, path: Path, questions: lis
     mode = reg.get("judge mode")
     if mode not in ("single", "pairwise", "both"):
         raise BadInput(path, f"reads {mode!r}, not single, pairwise or both", field="registration.judge mode")
-    questions = load_questions(exp.set_paths()) if questions is None else questions
+    questions = load_questions(exp.set_paths(), exp.set_formats_by_path()) if questions is None else questions
     return Scope(arms, limit, [q.id for q in (questions[:limit] if limit else questions)],
                  [judges[n] for n in names], mode, doc["label_key"])
 

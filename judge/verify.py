@@ -523,7 +523,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         if numbers["raw_sha256"].get(name) != sha:
             problems.append(f"raw file {name}: sha256 {sha[:12]}… differs from the one numbers.json was computed "
                             f"from ({str(numbers['raw_sha256'].get(name))[:12]}…)")
-    all_q = published.questions if published else load_questions(exp.set_paths())
+    all_q = published.questions if published else load_questions(exp.set_paths(), exp.set_formats_by_path())
     wanted = set(scope.question_ids)
     questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
     clusters = {q.id: q.cluster for q in all_q}

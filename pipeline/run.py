@@ -194,7 +194,7 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     verify_seal(exp_dir)
     exp = load_experiment(exp_dir)
     arms = exp.selected_arms(arm_names)
-    registered = load_questions(exp.set_paths())
+    registered = load_questions(exp.set_paths(), exp.set_formats_by_path())
     questions = registered[:limit] if limit else registered
     rubric = load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir))
     panel = exp.panel(judge_names)
@@ -289,7 +289,8 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
         "cost": costs(exp, arms, [j.name for j in panel], qids, run_dir),
     })
     write_text(run_json, RunInfo.from_dict(run_info, run_json).text())
-    numbers = compute_numbers(exp, load_questions(exp.set_paths()), run_dir, run_info, run_gold(exp, run_dir))
+    numbers = compute_numbers(exp, load_questions(exp.set_paths(), exp.set_formats_by_path()), run_dir, run_info,
+                              run_gold(exp, run_dir))
     for a in late_amendments(numbers):
         raise BadInput(exp_dir / "amendments.jsonl", f"amendment {a['n']} is dated {a['date']}, after the first "
                        "judgment of this run: it cannot govern it (record it with `judge amend --post-hoc`)",

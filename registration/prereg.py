@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from core.errors import BadInput
 from models.spec import AdapterSpec, ModelSpec, Runtime
 
 from . import toml_lines
+from .questions import DEFAULT_TAG_SEPARATOR, FIELDS, TABULAR, SetFormat
 from .rubric import RUBRICS_DIR, Rubric, rubric_dir
 from .scrub import DEFAULT_SCRUB, refusal, scrub_patterns
 from .seal import inside
@@ -63,11 +64,12 @@ ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "rule", "min_clu
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
 GOLD_KEYS = ("labels", "program", "timeout_s")
+SET_KEYS = ("columns", "tag_separator")  # [sets."FILE"]: how a CSV or parquet set's columns are read
 GOLD_PROGRAM = re.compile(r"^(?P<file>[^:]+\.py):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")  # "file.py:function"
 # What each top-level key must be: a table, a table of tables ([models.NAME]) or an array of tables ([[arms]]).
 SHAPES = {"experiment": "table", "runtime": "table", "models": "tables", "adapters": "tables", "arms": "array",
           "judge": "table", "judges": "tables", "analysis": "table", "hypotheses": "array", "audit": "table",
-          "gold": "table"}
+          "gold": "table", "sets": "tables"}
 TABLES = tuple(SHAPES)
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
@@ -171,6 +173,7 @@ class Experiment:
     # [judge] min_gold_agreement: a floor on the lower bound of the deciding judge's quadratic-weighted kappa
     # against gold (judge.stats.judge_error); below it, or with no gold to measure it, a decision is inconclusive
     min_gold_agreement: float | None = None
+    set_formats: dict[str, SetFormat] = field(default_factory=dict)  # [sets."FILE"], by the name [experiment] gives
 
     def arm(self, name: str) -> ArmSpec:
         return next(a for a in self.arms if a.name == name)
@@ -190,6 +193,10 @@ class Experiment:
     def set_paths(self) -> list[Path]:
         """Each question set's real path, refused unless inside the experiment folder (where the seal covers it)."""
         return [inside(self.dir, s, self.dir / "prereg.toml", "sets") for s in self.sets]
+
+    def set_formats_by_path(self) -> dict[Path, SetFormat]:
+        """Each CSV or parquet set's registered column mapping by its real path, as load_questions takes them."""
+        return {inside(self.dir, s, self.dir / "prereg.toml", "sets"): f for s, f in self.set_formats.items()}
 
     def available_judges(self) -> list[JudgeSpec]:
         """Registered judges whose credentials are present, in registered order; the first is primary."""
@@ -275,6 +282,10 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
             raise BadInput(file, "[experiment] sets must name at least one question set file", field="sets")
         if len(set(sets)) != len(sets):
             raise BadInput(file, f"[experiment] sets lists a file twice: {sets}", field="sets")
+    formats = {}
+    for rel, t in (doc.get("sets") or {}).items():
+        with table("sets", rel):
+            formats[rel] = _set_format(rel, t, file, sets)
     with table("runtime"):
         check_keys(doc.get("runtime") or {}, RUNTIME_KEYS, file, "[runtime]")
         runtime = parse_runtime(doc, file)
@@ -345,8 +356,35 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
         dir=exp_dir, name=name, seed=seed, sets=tuple(sets), models=models, adapters=adapters, arms=arms,
         rubric=rubric, judges=judges, judge_attempts=attempts, judge_mode=mode, judge_panel=panel, scrub=tuple(scrub),
         hypotheses=hyps, analysis=analysis, audit=audit, runtime=runtime, gold=gold, judge_panel_rule=panel_rule,
-        judge_retest=retest, min_gold_agreement=None if floor is None else float(floor),
+        judge_retest=retest, min_gold_agreement=None if floor is None else float(floor), set_formats=formats,
     )
+
+
+def _set_format(rel: str, t: dict, file: Path, sets: list[str]) -> SetFormat:
+    """[sets."FILE"]: the column of each of a tabular set's fields and the separator of its tags; it must name a
+    CSV or parquet file of [experiment] sets, so no mapping is registered that nothing reads."""
+    where = f'[sets."{rel}"]'
+    check_keys(t, SET_KEYS, file, where)
+    if rel not in sets:
+        raise BadInput(file, f"{where} names no file of [experiment] sets {sets}", field=rel)
+    if not rel.lower().endswith(TABULAR):
+        raise BadInput(file, f"{where}: only a {' or '.join(TABULAR)} set is read through a column mapping; a JSONL "
+                       "set names its fields as the project does", field=rel)
+    columns = t.get("columns", {})
+    if not isinstance(columns, dict):
+        raise BadInput(file, f"in {where} must be a table of field = \"column\", got {columns!r}", field="columns")
+    for key, column in columns.items():
+        if key not in FIELDS:
+            raise BadInput(file, f"{where} columns maps no field {key!r}; the fields: {', '.join(FIELDS)}", field=key)
+        if not isinstance(column, str) or not column:
+            raise BadInput(file, f"{where} columns.{key} must be a non-empty column name, got {column!r}", field=key)
+    named = list(columns.values())
+    if len(set(named)) != len(named):
+        raise BadInput(file, f"{where} columns maps two fields to one column: {columns}", field="columns")
+    separator = setting(t, "tag_separator", "string", file, where, DEFAULT_TAG_SEPARATOR)
+    if not separator:
+        raise BadInput(file, f"{where} tag_separator must not be empty", field="tag_separator")
+    return SetFormat(tuple(columns.items()), separator)
 
 
 def unrelated(judge: JudgeSpec, arms: list[ArmSpec], models: dict[str, ModelSpec]) -> bool:

@@ -108,3 +108,24 @@ def test_a_chat_template_that_fails_on_a_prompt_is_bad_input_naming_it(tmp_path,
         counter(model, tmp_path)([("system", "Be brief."), ("user", "Hello?")])
     assert (e.value.file, e.value.field) == (str(tmp_path / "chat.jinja"), "chat_template") and says in str(e.value)
     assert line is None or e.value.line == line
+
+
+def test_a_bad_csv_question_set_is_refused_at_its_row_and_column_before_anything_is_paid(tmp_path):
+    """The demo's set as CSV under its own column names (written by pandas), one question's text spread over two
+    lines, and a repeated id planted in the row after it: refused naming the file, the row's first line and the
+    file's column; the seal lists the CSV file as any other."""
+    import pandas as pd
+
+    rows = [json.loads(line) for line in EXAM.splitlines() if line.strip()]
+    frame = pd.DataFrame({"qid": [r["id"] for r in rows], "prompt": [r["question"] for r in rows],
+                          "answer": [r.get("reference") for r in rows], "labels": [";".join(r["tags"]) for r in rows],
+                          "topic": [r.get("cluster") for r in rows]})
+    frame.loc[0, "prompt"] = frame.loc[0, "prompt"] + "\n(asked in two lines)"
+    frame.loc[1, "qid"] = frame.loc[0, "qid"]
+    prereg = edit('sets = ["sets/exam.jsonl"]', 'sets = ["sets/exam.csv"]\n\n[sets."sets/exam.csv"]\n'
+                  'columns = { id = "qid", question = "prompt", reference = "answer", tags = "labels", '
+                  'cluster = "topic" }')
+    exp = experiment(tmp_path, prereg, {"exam.csv": frame.to_csv(index=False)})
+    assert "sets/exam.csv" in (exp / "MANIFEST").read_text()
+    # header on line 1, the first question on lines 2 and 3: the repeated id's row starts on line 4
+    assert_names(refused(exp, tmp_path), exp / "sets" / "exam.csv", 4, "qid")

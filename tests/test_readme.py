@@ -87,6 +87,7 @@ def test_every_key_the_parser_reads_is_documented():
         "[[hypotheses]]": (prereg.HYPOTHESIS_KEYS, doc["hypotheses"]),
         "[audit]": (prereg.AUDIT_KEYS, [doc["audit"]]),
         "[gold]": (prereg.GOLD_KEYS, [doc["gold"]]),
+        "[sets.*]": (prereg.SET_KEYS, doc["sets"].values()),
     }
     for name, (known, documented) in tables.items():
         shown = {key for t in documented for key in t}
