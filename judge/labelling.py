@@ -160,8 +160,11 @@ def typed(prompt: str, fd: int | None = None) -> str:
     before the read begins, so the read is never interrupted and the KeyboardInterrupt waits for the next line typed.
     Here every signal also writes to a pipe (signal.set_wakeup_fd, set before the prompt is written) that the wait
     watches beside the terminal, so the handler always runs and raises at once. A line is read from the terminal in
-    canonical mode (one line per read); not a terminal, or not the main thread: input()."""
-    fd = sys.stdin.fileno() if fd is None else fd
+    canonical mode (one line per read); not a terminal, no file descriptor, or not the main thread: input()."""
+    try:
+        fd = sys.stdin.fileno() if fd is None else fd
+    except (AttributeError, OSError, ValueError):  # no standard input, or one replaced by an object with no fd
+        return input(prompt)
     if not os.isatty(fd) or threading.current_thread() is not threading.main_thread():
         return input(prompt)
     wake, woken = os.pipe()
