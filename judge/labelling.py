@@ -36,7 +36,10 @@ import io
 import os
 import random
 import re
+import select
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -145,13 +148,57 @@ def _sampled(d: Folder, labeller: str, n: int, seed: int) -> list[BlindItem]:
     return chosen
 
 
+def _waited(fds: list[int]) -> list[int]:
+    """The fds ready to read, waiting as long as it takes. A Python function of its own: entering it runs any signal
+    handler still pending, so a Ctrl-C that came before the wait is raised here rather than slept through."""
+    return select.select(fds, [], [])[0]
+
+
+def typed(prompt: str, fd: int | None = None) -> str:
+    """input() that never misses a Ctrl-C. input() writes the prompt and then reads the terminal; a Ctrl-C that comes
+    between the two (the process descheduled right after the prompt, on a busy machine) runs Python's signal handler
+    before the read begins, so the read is never interrupted and the KeyboardInterrupt waits for the next line typed.
+    Here every signal also writes to a pipe (signal.set_wakeup_fd, set before the prompt is written) that the wait
+    watches beside the terminal, so the handler always runs and raises at once. A line is read from the terminal in
+    canonical mode (one line per read); not a terminal, no file descriptor, or not the main thread: input()."""
+    try:
+        fd = sys.stdin.fileno() if fd is None else fd
+    except (AttributeError, OSError, ValueError):  # no standard input, or one replaced by an object with no fd
+        return input(prompt)
+    if not os.isatty(fd) or threading.current_thread() is not threading.main_thread():
+        return input(prompt)
+    wake, woken = os.pipe()
+    os.set_blocking(wake, False)
+    os.set_blocking(woken, False)
+    before = signal.set_wakeup_fd(woken, warn_on_full_buffer=False)
+    try:
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        line = b""
+        while not line.endswith(b"\n"):
+            if wake in _waited([fd, wake]):
+                os.read(wake, 512)  # a signal came: its handler runs as the loop goes round (Ctrl-C raises)
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:  # Ctrl-D: at the start of a line it ends the input, as for input()
+                if not line:
+                    raise EOFError
+                break
+            line += chunk
+    finally:
+        signal.set_wakeup_fd(before)
+        os.close(wake)
+        os.close(woken)
+    return line.decode(sys.stdin.encoding or "utf-8", "replace").removesuffix("\n")
+
+
 def _score(text: str, scale: tuple[int, ...]) -> int | None:
     text = text.strip()
     return int(text) if re.fullmatch(r"-?\d+", text) and int(text) in scale else None
 
 
 def label(run_dir: Path, labeller: str | None = None, sample: int | None = None, seed: int | None = None,
-          exp_dir: Path | None = None, ask: Callable[[str], str] = input, out: TextIO = sys.stdout) -> int:
+          exp_dir: Path | None = None, ask: Callable[[str], str] = typed, out: TextIO = sys.stdout) -> int:
     """The terminal session: 0 when every answer asked for is labelled, 130 when stopped (Ctrl-C, end of input)."""
     d = load(run_dir, exp_dir)
     if not d.items:
