@@ -212,7 +212,8 @@ def test_a_cost_ceiling_stops_before_the_call_that_would_cross_it_and_a_resume_p
     terse = (len("Answer in one short sentence.".encode()) + 8 + len(question.encode()) + 8 + 32) * 100 / 1e6
     start = llama_cpp_server_log.stat().st_size
     args = ("judge", "run", "--exp", str(exp), "--arms", "--limit", "1", "--out", str(out), "--quiet")
-    first = cli(*args, "--max-cost", f"{plain + terse:.6f}", timeout=600)
+    private = {"BLINDEVAL_CACHE": str(tmp_path / "cache")}  # every call of this folder paid here, none by another test
+    first = cli(*args, "--max-cost", f"{plain + terse:.6f}", env=private, timeout=600)
     assert first.returncode == 1, first.stderr
     assert "Traceback" not in first.stderr and "--max-cost" in first.stderr and "spent $" in first.stderr
     assert "Planned calls before paying" in first.stderr
@@ -220,7 +221,7 @@ def test_a_cost_ceiling_stops_before_the_call_that_would_cross_it_and_a_resume_p
     assert answered == ["200", "200"]  # the two answers, and no verdict
     assert not (out / "judgments.jsonl").exists() or not (out / "judgments.jsonl").read_text()
     middle = llama_cpp_server_log.stat().st_size
-    second = cli(*args, "--max-cost", "1000", timeout=600)
+    second = cli(*args, "--max-cost", "1000", env=private, timeout=600)
     assert second.returncode == 0, second.stderr
     answers = [row for _, row in jsonl.read(out / "answers.jsonl")]
     verdicts = [row for _, row in jsonl.read(out / "judgments.jsonl")]
