@@ -126,7 +126,7 @@ def plan_text(p: dict[str, Any], ceiling: float | None) -> str:
     out = ["Planned calls before paying (an estimate: " + p["input_tokens"] + "; " + p["output_tokens"] + "):"]
     for x in p["lines"]:
         cost = f"${x['usd']:.4f}" if x["usd"] is not None else "no price registered"
-        out.append(f"  {x['role']} {x['name']} (model {x['model']}): {x['calls']} calls, {x['input_tokens']} input "
+        out.append(f"  {x['role']} {x['name']} (model {x['model']}): {x['calls']} call(s), {x['input_tokens']} input "
                    f"tokens{'' if x['tokenizer'] else ' (bound)'}, at most {x['max_output_tokens']} output tokens: "
                    f"{cost}")
     total = f"${p['usd']:.4f}" if p["usd"] is not None else "unknown (a model of the run has no registered price)"
