@@ -149,6 +149,7 @@ class Budget:
     def __post_init__(self):
         self._lock = threading.Lock()
         self._reserved = 0.0
+        self._counters: dict[str, Any] = {}
 
     def prices(self, identity: dict[str, Any]) -> ModelSpec | None:
         """The dearest model of the run that this identity can be (a model reached over HTTP is named by its
@@ -161,7 +162,9 @@ class Budget:
         model = self.prices(identity)
         if model is None:
             return lambda reply: None
-        count = counter(model, self.exp_dir)
+        if model.name not in self._counters:  # a local model's template is compiled once, not per call
+            self._counters[model.name] = counter(model, self.exp_dir)
+        count = self._counters[model.name]
         bound = usd(model, _count(count, list(request.messages), request.generation.thinking),
                     request.generation.max_tokens)
         with self._lock:
