@@ -549,6 +549,9 @@ class RunInfo(Document):
     effective_settings: dict[str, Any] | None = None
     quant_files: dict[str, Any] | None = None
     cost: list[CostRow] = None  # absent in folders written before costs were kept
+    # what a run that can cost money planned to pay, before its first call (judge.budget): absent in older folders
+    # and in runs of in-process models only
+    cost_estimate: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

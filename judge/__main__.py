@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--mode", choices=("single", "pairwise", "both"), default=None,
                    help="single-answer grading, pairwise (both orders), or both (default: as registered)")
     r.add_argument("--quiet", action="store_true", help="no progress bars and no report on screen")
+    r.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                   help="stop before a call could take the results folder's cost past USD (at the registered prices); "
+                        "resumable (default: [runtime] max_cost_usd, else no ceiling)")
     s = sub.add_parser("seal", help="write the sha256 MANIFEST of an experiment folder")
     s.add_argument("dir", type=Path)
     s.add_argument("--private", action="append", default=[], help="a file bound by hash only (may be removed later)")
@@ -100,10 +103,12 @@ def _command(args: argparse.Namespace) -> int:
 
         if args.limit is not None and args.limit < 1:
             raise BadInput("--limit", "must be a positive number of questions")
+        if args.max_cost is not None and not 0 <= args.max_cost <= 1_000_000:
+            raise BadInput("--max-cost", f"must be a number of USD from 0 to 1,000,000, got {args.max_cost:g}")
         if args.out is not None:
             outside_experiment(args.out, args.exp or DEMO)
         out = run(args.exp or DEMO, args.arms or None, args.limit, args.out, progress=not args.quiet,
-                  judge_names=args.judges, mode=args.mode)
+                  judge_names=args.judges, mode=args.mode, max_cost=args.max_cost)
         if not args.quiet:
             print((out / "report.md").read_text())
         print(f"results: {out}", file=sys.stderr)

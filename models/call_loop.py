@@ -58,7 +58,18 @@ def cached_call(backend: Backend, cache: CallCache, request: Request) -> tuple[R
     """(reply, call key, came from the cache). Concurrent callers of one key wait for the first."""
     identity = backend.identity()
     key = call_key(identity, request)
-    reply, cached = cache.get_or_call(key, lambda: backend.complete(request), identity)
+
+    def call() -> Reply:
+        settle = cache.guard(identity, request) if cache.guard else None  # may refuse the call before it is sent
+        reply = None
+        try:
+            reply = backend.complete(request)
+            return reply
+        finally:
+            if settle:
+                settle(reply)
+
+    reply, cached = cache.get_or_call(key, call, identity)
     return reply, key, cached
 
 

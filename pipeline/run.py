@@ -30,6 +30,7 @@ from core.jsonl import Appender, current, read
 from core.records import ANSWER_KEY, AnswerRow, RunInfo
 from judge.analysis import anchor, compute_numbers, late_amendments, write_numbers
 from judge.blinding import blind, folder_label_secret
+from judge.budget import Budget, can_cost, plan_text, planned_calls
 from judge.cost import costs
 from judge.folder import bind, commit, start_judging
 from judge.gold import check_gold, run_gold
@@ -186,10 +187,14 @@ class RunPlan:
     rubrics: dict[tuple[str, str], Rubric]
     run_dir: Path
     progress: bool
+    cost_plan: dict[str, Any] | None = None  # what a run that can cost money plans to pay (judge.budget)
+    ceiling: float | None = None  # USD the folder may cost (--max-cost, else [runtime] max_cost_usd)
+    resume: str = ""  # the command that resumes this run, without its ceiling
 
 
 def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = None, out: Path | None = None,
-        progress: bool = True, judge_names: str | None = None, mode: str | None = None) -> Path:
+        progress: bool = True, judge_names: str | None = None, mode: str | None = None,
+        max_cost: float | None = None) -> Path:
     exp_dir = Path(exp_dir)
     verify_seal(exp_dir)
     exp = load_experiment(exp_dir)
@@ -207,12 +212,47 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     preflight(exp, arms, registered, questions, panel, rubrics)  # and everything else checkable before paying
     run_dir = Path(out) if out else ROOT / "results" / run_name(exp, arms, limit)
     run_dir.mkdir(parents=True, exist_ok=True)
-    plan = RunPlan(exp, arms, questions, limit, rubric, panel, mode, rubrics, run_dir, progress)
+    ceiling = max_cost if max_cost is not None else exp.runtime.max_cost_usd
+    cost_plan = None
+    if ceiling is not None or can_cost(exp, arms, panel):  # before the first call: what it plans to pay
+        check_ceiling(exp, arms, panel, ceiling)
+        cost_plan = planned_calls(exp, arms, questions, panel, rubrics, mode)
+        print(plan_text(cost_plan, ceiling), file=sys.stderr)
+    resume = " ".join(["python -m judge run", "--exp", str(exp_dir), "--out", str(run_dir)]
+                      + (["--arms", arm_names] if arm_names else []) + (["--limit", str(limit)] if limit else [])
+                      + (["--judges", judge_names] if judge_names else []) + (["--mode", mode] if mode else []))
+    plan = RunPlan(exp, arms, questions, limit, rubric, panel, mode, rubrics, run_dir, progress, cost_plan, ceiling,
+                   resume)
     # a second run into this folder is refused at once, naming this one; each judge is opened once; the call
     # cache records which of its entries this folder used (`judge cache`)
     with (locked(run_dir, "judge run"), contextlib.closing(JudgeBackends(exp)) as judges,
           contextlib.closing(CallCache(run=run_dir)) as cache):
         return _run(plan, judges, cache)
+
+
+def check_ceiling(exp: Experiment, arms: list[str], panel: list[JudgeSpec], ceiling: float | None) -> None:
+    """A ceiling bounds only what it can price before a call: every model of the run reached over HTTP needs its
+    prices, and none may answer through a provider batch (paid as a whole, after it is sent)."""
+    if ceiling is None:
+        return
+    file = exp.dir / "prereg.toml"
+    for name in sorted({exp.arm(a).model for a in arms} | {j.model for j in panel}):
+        m = exp.models[name]
+        if m.price_input is None and not backend_info(m.backend).local:
+            raise BadInput(file, f"a cost ceiling (${ceiling:g}) needs the prices of model {name!r}, which is reached "
+                           f"over HTTP: register [models.{name}] price_input and price_output (0 for a free server)",
+                           field="price_input")
+        if m.provider_batch:
+            raise BadInput(file, f"a cost ceiling (${ceiling:g}) cannot stop a provider batch part way (model "
+                           f"{name!r} has batch = true): run without one, or without the batch API", field="batch")
+
+
+def spent(exp: Experiment, arms: list[str], panel: list[JudgeSpec], questions: list[Question], run_dir: Path) -> float:
+    """What the folder's rows cost at the registered prices (run.json's `cost`), before this run pays anything."""
+    if not (run_dir / "answers.jsonl").exists():
+        return 0.0
+    lines = costs(exp, arms, [j.name for j in panel], {q.id for q in questions}, run_dir)
+    return sum(x["usd"] for x in lines if x["usd"] is not None)
 
 
 def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
@@ -225,6 +265,10 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
     audit_gate = check_audit_gate(exp, arms)
     jeffective = verify_judges(exp, rubrics, judges)
     commit(run_dir, binding)
+    if plan.ceiling is not None:  # no call crosses the ceiling; the calls already paid are in the folder and cache
+        cache.guard = Budget(plan.ceiling, spent(exp, arms, panel, questions, run_dir),
+                             [exp.models[m] for m in {exp.arm(a).model for a in arms} | {j.model for j in panel}],
+                             exp_dir, plan.resume, plan.cost_plan["usd"])
     say = (lambda m: print(m, file=sys.stderr)) if progress else (lambda m: None)
 
     say(f"[1/4] collecting answers: {len(arms)} arms, {len(questions)} questions -> {run_dir}")
@@ -287,6 +331,7 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
         "quant_files": {k: {f: v for f, v in qf.items() if f != "path"} for k, qf in files.items()},
         "audit_gate": audit_gate,
         "cost": costs(exp, arms, [j.name for j in panel], qids, run_dir),
+        **({"cost_estimate": plan.cost_plan} if plan.cost_plan is not None else {}),
     })
     write_text(run_json, RunInfo.from_dict(run_info, run_json).text())
     numbers = compute_numbers(exp, load_questions(exp.set_paths(), exp.set_formats_by_path()), run_dir, run_info,

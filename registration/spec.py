@@ -125,6 +125,7 @@ BOUNDS = {
     "batch_max_requests": Bound(1, 1_000_000, "ten times the largest provider limit (Anthropic: 100,000)"),
     "batch_max_bytes": Bound(1, 2**31, "a batch's requests are built in memory (providers take at most 256 MB)"),
     "price": Bound(0, 1_000_000, "USD per million tokens; today's dearest models cost hundreds"),
+    "max_cost": Bound(0, 1_000_000, "USD a results folder may cost; a ceiling above a million dollars bounds nothing"),
     "judge_attempts": Bound(1, 10, "each verdict attempt is a paid call; one repair rule makes more than a few "
                                    "attempts pointless"),
     "resamples": Bound(100, 100_000, "the bootstrap holds resamples x distinct differences (or clusters) counts in "
@@ -237,7 +238,8 @@ def parse_runtime(doc: dict, file: Path) -> Runtime:
                       n_ctx=bounded(rt, "n_ctx", "integer", file, where, 2048),
                       seed=bounded(rt, "seed", "integer", file, where, 0),
                       parallel_sequences=bounded(rt, "batch", "integer", file, where, 1),
-                      flash_attn=setting(rt, "flash_attn", "boolean", file, where, False))
+                      flash_attn=setting(rt, "flash_attn", "boolean", file, where, False),
+                      max_cost_usd=bounded(rt, "max_cost_usd", "number", file, where, None, bound="max_cost"))
     extra = rt.get("cpu_extra_buffers", "auto")
     if not registrable(extra):
         raise BadInput(file, f"in {where} must be \"auto\", true or false, got {extra!r}", field="cpu_extra_buffers")

@@ -193,3 +193,44 @@ def test_json_schema_refused_by_llama_cpp_server_stops_after_one_call(tmp_path, 
     # answers (200, or cached) then one judge call
     assert statuses.count("500") == 1 and statuses[-1] == "500", statuses
     assert len([row for _, row in jsonl.read(out / "answers.jsonl")]) == 2  # what was paid for is kept
+
+
+@pytest.mark.integration
+def test_a_cost_ceiling_stops_before_the_call_that_would_cross_it_and_a_resume_pays_nothing_twice(
+        tmp_path, llama_cpp_server, llama_cpp_server_log):
+    """Arms and judge priced at a planted 100 USD per million tokens, on one real server. The first run's ceiling is
+    the two answers' bounds, computed here by hand (one token per UTF-8 byte + 8 per message, max_tokens 32 out):
+    the answers are paid, the first verdict (a prompt of hundreds of bytes) would cross it and is never sent. The
+    resume with a higher ceiling asks only the verdicts; the server answered each call of the folder once."""
+    exp, out = _experiment(tmp_path, llama_cpp_server, "json_object"), tmp_path / "out"
+    text = (exp / "prereg.toml").read_text().replace('concurrency = 1\n', 'concurrency = 1\nprice_input = 100\n'
+                                                                        'price_output = 100\n')
+    (exp / "prereg.toml").write_text(text)
+    seal(exp)
+    question = json.loads((exp / "sets" / "exam.jsonl").read_text().splitlines()[0])["question"]
+    plain = (len(question.encode()) + 8 + 32) * 100 / 1e6
+    terse = (len("Answer in one short sentence.".encode()) + 8 + len(question.encode()) + 8 + 32) * 100 / 1e6
+    start = llama_cpp_server_log.stat().st_size
+    args = ("judge", "run", "--exp", str(exp), "--arms", "--limit", "1", "--out", str(out), "--quiet")
+    private = {"BLINDEVAL_CACHE": str(tmp_path / "cache")}  # every call of this folder paid here, none by another test
+    first = cli(*args, "--max-cost", f"{plain + terse:.6f}", env=private, timeout=600)
+    assert first.returncode == 1, first.stderr
+    assert "Traceback" not in first.stderr and "--max-cost" in first.stderr and "spent $" in first.stderr
+    assert "Planned calls before paying" in first.stderr
+    answered = _calls(llama_cpp_server_log, start)
+    assert answered == ["200", "200"]  # the two answers, and no verdict
+    assert not (out / "judgments.jsonl").exists() or not (out / "judgments.jsonl").read_text()
+    middle = llama_cpp_server_log.stat().st_size
+    second = cli(*args, "--max-cost", "1000", env=private, timeout=600)
+    assert second.returncode == 0, second.stderr
+    answers = [row for _, row in jsonl.read(out / "answers.jsonl")]
+    verdicts = [row for _, row in jsonl.read(out / "judgments.jsonl")]
+    assert len(answers) == 2 and len(verdicts) == 2
+    keys = [k for row in answers + verdicts for k in row["calls"]]
+    assert _calls(llama_cpp_server_log, middle) == ["200"] * sum(len(row["calls"]) for row in verdicts)
+    assert len(_calls(llama_cpp_server_log, start)) == len(keys) == len(set(keys))  # each call paid once
+    run = json.loads((out / "run.json").read_text())
+    assert [(x["role"], x["calls"]) for x in run["cost_estimate"]["lines"]] == [("arm", 1), ("arm", 1), ("judge", 2)]
+    assert sum(x["usd"] for x in run["cost"]) <= 1000
+    v = cli("judge", "verify", str(out), timeout=300)
+    assert v.returncode == 0, v.stdout + v.stderr
