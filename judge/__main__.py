@@ -1,4 +1,4 @@
-"""CLI: python -m judge {run,seal,amend,verify,publish,export,repair,view,label,cache}.
+"""CLI: python -m judge {init,run,seal,amend,verify,publish,export,repair,view,label,cache}.
 
 Exit 0 ok, 1 a gate/check failed, 2 bad input."""
 from __future__ import annotations
@@ -13,6 +13,15 @@ from core.errors import BadInput, run_cli
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m judge", description="Blind LLM-judge evaluation harness.")
     sub = p.add_subparsers(dest="cmd", required=True)
+    i = sub.add_parser("init", help="write, copy in and seal a new experiment folder from a model, a set and a judge")
+    i.add_argument("dir", type=Path)
+    i.add_argument("--base", required=True, help="the base model: a GGUF file or embedded:smollm2")
+    i.add_argument("--adapter", default=None, help="a LoRA GGUF: adds the trained arm and its non-inferiority test")
+    i.add_argument("--set", required=True, type=Path, help="the question set: .jsonl, .csv or .parquet")
+    i.add_argument("--columns", default=None, metavar="FIELD=COLUMN,...",
+                   help="a .csv or .parquet set's column of each field (id, question, reference, tags, cluster)")
+    i.add_argument("--judge", default="local", help="openai:MODEL, anthropic:MODEL, served:URL or local (default)")
+    i.add_argument("--quants", default="Q8_0,Q4_K_M", help="quants of each arm, comma-separated (default: Q8_0,Q4_K_M)")
     r = sub.add_parser("run", help="run an experiment end to end (default: the embedded demo)")
     r.add_argument("--exp", type=Path, default=None, help="experiment folder (default: sealed/demo)")
     r.add_argument("--arms", nargs="?", const="", default="", metavar="NAME,...",
@@ -95,7 +104,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _command(args: argparse.Namespace) -> int:
-    if args.cmd == "run":
+    if args.cmd == "init":
+        from registration.scaffold import scaffold
+
+        scaffold(args.dir, args.base, args.set, args.judge, args.adapter, args.quants, args.columns)
+        print(f"wrote and sealed {args.dir}; next: python -m judge run --exp {args.dir} --arms")
+    elif args.cmd == "run":
         from pipeline.run import DEMO, run
         from registration.seal import outside_experiment
 
