@@ -193,11 +193,27 @@ def scaffold(exp_dir: Path, base: str, set_file: Path, judge: str = "local", ada
     load_questions([set_file], {set_file: fmt})  # a bad set is refused now, naming its file, row and column
     set_rel = f"sets/{set_file.name}"
     text = prereg_text(name, source, family, adapter_path, set_rel, mapping, choice, quant_names)
-    (exp_dir / "sets").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(set_file, exp_dir / set_rel)
-    prereg = exp_dir / "prereg.toml"
-    prereg.write_text(text, encoding="utf-8")
-    load_experiment(exp_dir)
-    seal(exp_dir)
-    verify_seal(exp_dir)
+    created = not exp_dir.exists()
+    try:
+        (exp_dir / "sets").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(set_file, exp_dir / set_rel)
+        prereg = exp_dir / "prereg.toml"
+        prereg.write_text(text, encoding="utf-8")
+        load_experiment(exp_dir)
+        seal(exp_dir)
+        verify_seal(exp_dir)
+    except BaseException:  # a half-written folder would be refused as non-empty by the next try
+        if created:
+            shutil.rmtree(exp_dir, ignore_errors=True)
+        else:
+            _empty(exp_dir)
+        raise
     return prereg
+
+
+def _empty(exp_dir: Path) -> None:
+    for path in exp_dir.iterdir():
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 
+import pandas as pd
 import pytest
 
 from judge.__main__ import main
@@ -81,13 +82,15 @@ def test_every_judge_form_with_and_without_an_adapter_loads_and_is_sealed(tmp_pa
 
 
 @pytest.mark.unit
-def test_a_csv_set_is_read_through_the_columns_given(tmp_path, capsys, lora):
-    src = tmp_path / "in" / "qs.csv"
-    with src.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["prompt", "qid", "gold"])
-        w.writerow(["What is 2 + 2?", "a1", "4"])
-        w.writerow(["Quote \"this\", then stop", "a2", "done"])
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_tabular_set_is_read_through_the_columns_given(tmp_path, capsys, lora, suffix):
+    src = tmp_path / "in" / f"qs{suffix}"
+    rows = [["What is 2 + 2?", "a1", "4"], ['Quote "this", then stop', "a2", "done"]]
+    if suffix == ".csv":
+        with src.open("w", newline="") as f:
+            csv.writer(f).writerows([["prompt", "qid", "gold"], *rows])
+    else:
+        pd.DataFrame(rows, columns=["prompt", "qid", "gold"]).to_parquet(src)
     exp_dir = tmp_path / "exp"
     code, _, err = _init(capsys, exp_dir, "--base", lora, "--set", src, "--columns",
                          "id=qid,question=prompt,reference=gold", "--quants", "Q4_K_M")
@@ -172,3 +175,19 @@ def test_init_then_the_printed_run_then_verify_on_the_embedded_model(tmp_path, j
     assert "H1-source" in json.dumps(numbers)
     r = cli("judge", "verify", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_folder_refused_after_writing_began_is_left_as_it_was(tmp_path, capsys, existing):
+    """A set whose file name a MANIFEST line cannot hold passes every check but the seal's: the copy and the
+    registration already written are removed, so the same command can be run again."""
+    src = tmp_path / "in" / "two\nlines.jsonl"
+    src.parent.mkdir()
+    src.write_text(json.dumps(QUESTIONS[0]) + "\n")
+    exp_dir = tmp_path / "exp"
+    if existing:
+        exp_dir.mkdir()
+    code, _, err = _init(capsys, exp_dir, "--base", "embedded:smollm2", "--set", src)
+    assert code == 2 and "line break" in err, err
+    assert (list(exp_dir.iterdir()) == []) if existing else not exp_dir.exists()
