@@ -18,7 +18,7 @@ from models.files import EMBEDDED
 
 from .prereg import load_experiment
 from .questions import FIELDS, TABULAR, SetFormat, load_questions
-from .seal import seal, verify_seal
+from .seal import outside_experiment, seal, verify_seal
 from .spec import http_url, plain_name
 
 DEFAULT_QUANTS = ("Q8_0", "Q4_K_M")  # the demo's: an 8-bit and a 4-bit quant derived from the base
@@ -175,6 +175,7 @@ def scaffold(exp_dir: Path, base: str, set_file: Path, judge: str = "local", ada
     if exp_dir.exists() and (not exp_dir.is_dir() or any(exp_dir.iterdir())):
         raise BadInput(exp_dir, "exists and is not empty: init writes a new experiment folder and never overwrites "
                        "one; name a new or empty folder")
+    outside_experiment(exp_dir, None, "DIR")  # inside a sealed folder, it would break that folder's seal
     name = plain_name(exp_dir.resolve().name, exp_dir, "the folder's name", "name")  # the experiment's name
     source, family = _base_source(base)
     adapter_path = None if adapter is None else _gguf("--adapter", adapter)

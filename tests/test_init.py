@@ -191,3 +191,13 @@ def test_a_folder_refused_after_writing_began_is_left_as_it_was(tmp_path, capsys
     code, _, err = _init(capsys, exp_dir, "--base", "embedded:smollm2", "--set", src)
     assert code == 2 and "line break" in err, err
     assert (list(exp_dir.iterdir()) == []) if existing else not exp_dir.exists()
+
+
+@pytest.mark.unit
+def test_a_folder_inside_a_sealed_experiment_is_refused(tmp_path, capsys, jsonl_set):
+    """Written there, the new folder would change the sealed one, and every later run of it would be refused."""
+    outer = tmp_path / "outer"
+    assert _init(capsys, outer, "--base", "embedded:smollm2", "--set", jsonl_set)[0] == 0
+    code, _, err = _init(capsys, outer / "inner", "--base", "embedded:smollm2", "--set", jsonl_set)
+    assert code == 2 and "DIR" in err and str(outer) in err, err
+    assert set(verify_seal(outer)) == {"prereg.toml", "sets/exam.jsonl"} and not (outer / "inner").exists()
