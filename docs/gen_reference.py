@@ -19,6 +19,7 @@ import ast
 import dataclasses
 import inspect
 import io
+import re
 import sys
 import tokenize
 import typing
@@ -89,6 +90,8 @@ def _default(a: argparse.Action) -> str:
         return "off"
     if a.default is None or a.default == [] or a.default == "":
         return "—"
+    if isinstance(a.default, Path) and a.default.is_absolute() and a.default.is_relative_to(ROOT):
+        return f"`{a.default.relative_to(ROOT)}`"  # the same page from every checkout
     return f"`{a.default}`"
 
 
@@ -472,7 +475,10 @@ def records_page() -> str:
             for name, hint, required, comment in contract_fields(cls):
                 nested = _entries_in(hint)
                 queue.extend(n for n in nested if n not in seen)
-                lines.append(f"| `{name}` | {_cell(_type_name(hint))} | {'yes' if required else 'optional'} | "
+                shown = _cell(_type_name(hint))
+                for n in nested:  # each nested contract links to its own table below
+                    shown = re.sub(rf"\b{n.__name__}\b", f"[{n.__name__}](#{n.__name__.lower()})", shown)
+                lines.append(f"| `{name}` | {shown} | {'yes' if required else 'optional'} | "
                              f"{_cell(comment)} |\n")
     return "".join(lines).rstrip("\n") + "\n"
 
