@@ -76,7 +76,8 @@ def _collect(args) -> None:
           f"{stats['errors']} errors)", file=sys.stderr)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line, built apart from running it: docs/gen_reference.py documents it from here."""
     p = argparse.ArgumentParser(prog="python -m arms")
     sub = p.add_subparsers(dest="cmd", required=True)
     q = sub.add_parser("quantize", help="derive the registered quants of every llama-cpp model of an experiment")
@@ -87,7 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--limit", type=int, default=None, help="only the first N questions")
     c.add_argument("--out", type=Path, required=True, help="folder for answers.jsonl and collection.json")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     return run_cli(lambda: _quantize(args) if args.cmd == "quantize" else _collect(args))
 
 if __name__ == "__main__":

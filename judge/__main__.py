@@ -10,7 +10,8 @@ from pathlib import Path
 from core.errors import BadInput, run_cli
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line, built apart from running it: docs/gen_reference.py documents it from here."""
     p = argparse.ArgumentParser(prog="python -m judge", description="Blind LLM-judge evaluation harness.")
     sub = p.add_subparsers(dest="cmd", required=True)
     i = sub.add_parser("init", help="write, copy in and seal a new experiment folder from a model, a set and a judge")
@@ -99,7 +100,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="delete the entries no run has stored or read for DAYS days")
     c.add_argument("--prune-gone-runs", action="store_true",
                    help="delete the entries used only by results folders that are no longer on disk")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     return run_cli(lambda: _command(args))
 
 
