@@ -41,13 +41,30 @@ class JudgeChoice:
     target: str = ""  # the provider's model name, or the server's URL
 
 
+@dataclass(frozen=True)
+class JudgeKind:
+    """What a `--judge KIND:TARGET` form writes: the backend, the key the run needs, whether TARGET is a server's URL
+    (else the provider's model name), and whether the provider's default sampling is registered instead of the
+    rubric's, as the demo registers it for its Anthropic judge."""
+
+    backend: str
+    key_env: str | None
+    target_is_url: bool = False
+    provider_defaults: bool = False
+
+
+JUDGE_KINDS = {"openai": JudgeKind("openai", "OPENAI_API_KEY"),
+               "anthropic": JudgeKind("anthropic", "ANTHROPIC_API_KEY", provider_defaults=True),
+               "served": JudgeKind("openai", None, target_is_url=True)}
+
+
 def parse_judge(text: str) -> JudgeChoice:
     kind, sep, target = text.partition(":")
     if text == "local":
         return JudgeChoice("local")
-    if not sep or kind not in ("openai", "anthropic", "served") or not target.strip():
+    if not sep or kind not in JUDGE_KINDS or not target.strip():
         raise BadInput("--judge", f"must be one of {JUDGE_FORMS}, got {text!r}")
-    if kind == "served":
+    if JUDGE_KINDS[kind].target_is_url:
         http_url(target, "--judge", "served:URL", "URL")
     return JudgeChoice(kind, target)
 
@@ -151,18 +168,17 @@ def _judge_tables(judge: JudgeChoice, quants: tuple[str, ...]) -> tuple[list[str
     if judge.kind == "local":
         return [], ["[judges.local]   # the base model grades its own answers: a smoke test, not an unrelated opinion",
                     'model = "base"', f"quant = {_q(quants[0])}", ""]
-    backend = "anthropic" if judge.kind == "anthropic" else "openai"
-    model = ["[models.judge]", f"backend = {_q(backend)}"]
-    if judge.kind == "served":
+    kind = JUDGE_KINDS[judge.kind]
+    model = ["[models.judge]", f"backend = {_q(kind.backend)}"]
+    if kind.target_is_url:
         model += ['source = "served"   # the model name sent to the server',
                   f"base_url = {_q(judge.target)}"]
     else:
         model.append(f"source = {_q(judge.target)}")
-    env = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(judge.kind)
     table = ["[judges.judge]", 'model = "judge"']
-    if env:
-        table.append(f"requires_env = {_q(env)}   # the run stops, naming it, when it is unset")
-    if judge.kind == "anthropic":
+    if kind.key_env:
+        table.append(f"requires_env = {_q(kind.key_env)}   # the run stops, naming it, when it is unset")
+    if kind.provider_defaults:
         table.append(PROVIDER_DEFAULTS)
     return model + [""], table + [""]
 
