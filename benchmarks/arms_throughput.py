@@ -1,4 +1,4 @@
-"""Arm-runner throughput against a bare llama-cpp-python loop, and the gain of prompt-cache-aware ordering (issue 3).
+"""Arm-runner throughput against a bare llama-cpp-python loop, and the gain of prompt-cache-aware ordering.
 
 1. Harness vs bare: the demo's `base` arm at Q8_0 (system prompt, greedy, max_tokens 64) on the
    first N demo questions, one llama.cpp thread. "Harness" is `arms.collect.collect` end to end —

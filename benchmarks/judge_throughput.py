@@ -1,4 +1,4 @@
-"""Judge throughput at concurrency 1, 4 and 16 against a local server with injected latency (issue 4).
+"""Judge throughput at concurrency 1, 4 and 16 against a local server with injected latency.
 
 Every verdict is one HTTP call that the scripted server answers after `--latency` seconds, so at
 concurrency c the ideal time is requests x latency / c; the figure reported is ideal / achieved

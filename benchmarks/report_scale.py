@@ -4,8 +4,8 @@ Builds a sealed two-arm experiment with N questions and writes answers/blinding/
 as `judge run` would (scores drawn at random: this measures the machinery, not a model), then
 times numbers.json, plots, report.md and `judge verify`.
 
-    python benchmarks/report_scale.py --questions 10000             # issue 5: report at 10,000 questions
-    python benchmarks/report_scale.py --questions 25000 --quants 2  # issue 7: 100,000 judgments
+    python benchmarks/report_scale.py --questions 10000             # report at 10,000 questions
+    python benchmarks/report_scale.py --questions 25000 --quants 2  # 100,000 judgments
     python benchmarks/report_scale.py --quick                        # CI: 200 questions, proves it runs
 """
 from __future__ import annotations
