@@ -171,16 +171,14 @@ class Fleet:
 
 
 def test_fleet_is_load_balanced_bounded_and_written_in_order(tmp_path):
-    """Two servers, at most 4 requests in flight: both serve, every row once, in task order, faster than serial."""
+    """Two servers, at most 4 requests in flight: both serve, every row once, in task order, calls overlapped."""
     n, fleet = 12, Fleet()
     with ScriptedServer(fleet, models=("api",)) as a, ScriptedServer(fleet, models=("api",)) as b:
         spec = ModelSpec("api", "openai", "api", base_url=a.openai_url, base_urls=(a.openai_url, b.openai_url),
                          concurrency=4)
         out = tmp_path / "answers.jsonl"
-        t0 = time.perf_counter()
         stats = collect([_http_arm()], {"api": spec}, {}, _questions(n), tmp_path, Runtime(), out,
                         CallCache(tmp_path / "calls.sqlite"), progress=False)
-        elapsed = time.perf_counter() - t0
         assert a.count + b.count == n and min(a.count, b.count) >= n // 3  # balanced
     assert 3 <= fleet.peak <= 4  # bounded, and really concurrent
     rows = [r for _, r in jsonl.read(out)]
@@ -188,7 +186,6 @@ def test_fleet_is_load_balanced_bounded_and_written_in_order(tmp_path):
     want = [t.question for t in prompt_order(_tasks(n))]
     assert [r["question_id"] for r in rows] == [q.id for q in want]  # deterministic order, whatever finished first
     assert [r["text"] for r in rows] == [f"answer to: {q.question}" for q in want]
-    assert elapsed < n * fleet.delay_s * 0.6, elapsed  # against 12 x 0.25 s in series
 
 
 def test_a_failing_server_in_the_fleet_is_routed_around(tmp_path):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -183,14 +182,11 @@ def test_concurrent_judging_overlaps_calls_and_writes_each_record_once(tmp_path)
     with ScriptedServer(lambda seen: verdict(GOOD, delay_s=0.2)) as server:
         backend = open_judge("openai", server)
         try:
-            t0 = time.perf_counter()
             stats = judge_all("j", backend, RUBRIC, items, cache, out, progress=False, concurrency=4)
-            elapsed = time.perf_counter() - t0
             again = judge_all("j", backend, RUBRIC, items, cache, out, progress=False, concurrency=4)
         finally:
             backend.close()
-    assert server.max_inflight == 4 and stats["concurrency"] == 4
-    assert elapsed < 12 * 0.2 / 2  # sequential would take 2.4 s
+    assert server.max_inflight == 4 and stats["concurrency"] == 4  # four calls were open at once: overlapped
     assert server.count == 12 and stats["model_calls"] == 12 and stats["cached_calls"] == 2  # no racing duplicate
     lines = out.read_text().splitlines()
     assert len(lines) == 14 and {json.loads(x)["label"] for x in lines} == {i.label for i in items}
