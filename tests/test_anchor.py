@@ -1,5 +1,5 @@
 """The anchor: one sha256 over everything a decision depends on (the registration as the folder bound it, run.json,
-the raw files, numbers.json), which README tells a reviewer to record outside the folder. README's recipe gives it,
+the raw files, numbers.json), which the documentation tells a reviewer to record outside the folder. Its recipe gives it,
 run literally; a resume that adds no evidence leaves it byte for byte; a post-hoc change of the registration,
 however consistent, changes it and fails verify wherever a hash the folder recorded disagrees."""
 from __future__ import annotations
@@ -28,19 +28,20 @@ from registration.seal import seal
 from conftest import ROOT, cli
 
 
-def readme_recipe() -> str:
-    """The command README gives for recomputing the anchor by hand, exactly as printed there."""
-    return re.search(r"^    (sha256sum binding\.json .*\| sha256sum)$", (ROOT / "README.md").read_text(), re.M).group(1)
+def documented_recipe() -> str:
+    """The command docs/explanation/verify.md gives for recomputing the anchor by hand, exactly as printed."""
+    return re.search(r"^    (sha256sum binding\.json .*\| sha256sum)$", 
+                     (ROOT / "docs" / "explanation" / "verify.md").read_text(), re.M).group(1)
 
 
 @pytest.mark.unit
 @settings(max_examples=20, deadline=None)
 @given(contents=st.lists(st.binary(max_size=300), min_size=len(ANCHOR_FILES), max_size=len(ANCHOR_FILES)))
-def test_the_anchor_is_what_the_readme_recipe_prints(tmp_path_factory, contents):
+def test_the_anchor_is_what_the_documented_recipe_prints(tmp_path_factory, contents):
     folder = tmp_path_factory.mktemp("results")
     for name, data in zip(ANCHOR_FILES, contents, strict=True):
         (folder / name).write_bytes(data)
-    printed = subprocess.run(["bash", "-c", readme_recipe()], cwd=folder, capture_output=True, text=True, check=True)
+    printed = subprocess.run(["bash", "-c", documented_recipe()], cwd=folder, capture_output=True, text=True, check=True)
     assert printed.stdout.split()[0] == anchor(folder)
     # and spelt out with hashlib: each file's sha256, two spaces, its name, one line each; then that listing's sha256
     listing = "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in zip(ANCHOR_FILES, contents,

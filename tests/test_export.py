@@ -1,4 +1,4 @@
-"""`python -m judge export`: one tidy table of a real run, from which README's pandas snippet recomputes a
+"""`python -m judge export`: one tidy table of a real run, from which the export guide's pandas snippet recomputes a
 headline comparison without our code."""
 from __future__ import annotations
 
@@ -17,27 +17,27 @@ from core.errors import BadInput
 
 from conftest import ROOT, cli
 
-# README states this tolerance for the bootstrap bounds: the snippet draws its own resamples (question
+# docs/how-to/export.md states this tolerance for the bootstrap bounds: the snippet draws its own resamples (question
 # indices), numbers.json draws counts per distinct difference, so the two agree within Monte-Carlo error.
 CI_TOLERANCE = 0.02
 
 
-def readme_snippet() -> str:
-    """The python block under README's "Recomputing a decision without our code"."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Recomputing a decision without our code", 1)[1]
+def guide_snippet() -> str:
+    """The python block of docs/how-to/export.md ("Export a run and recompute a decision without our code")."""
+    text = (ROOT / "docs" / "how-to" / "export.md").read_text()
+    section = text.split("# Export a run and recompute a decision without our code", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
 @pytest.mark.slow
-def test_the_readme_snippet_recomputes_the_headline_comparison(small_run, tmp_path, monkeypatch):
-    snippet = readme_snippet()
+def test_the_export_guide_snippet_recomputes_the_headline_comparison(small_run, tmp_path, monkeypatch):
+    snippet = guide_snippet()
     assert len(snippet.strip().splitlines()) <= 15
     r = cli("judge", "export", str(small_run), "--format", "parquet", "--out", str(tmp_path / "export.parquet"))
     assert r.returncode == 0, r.stderr
     monkeypatch.chdir(tmp_path)
     ns: dict = {}
-    exec(compile(snippet, "README.md", "exec"), ns)
+    exec(compile(snippet, "docs/how-to/export.md", "exec"), ns)
     numbers = json.loads((small_run / "numbers.json").read_text())
     c = next(c for c in numbers["comparisons"] if c["id"] == "H1-Q8_0")
     assert c["result"] is not None, "the small run must score H1-Q8_0 for the snippet to have something to match"
@@ -63,7 +63,7 @@ def test_csv_and_parquet_hold_the_same_tidy_table(small_run, tmp_path):
     assert list(p.question.unique()) == ["q01", "q02", "q03"] and set(p.cluster) == {"d01"}
     assert (p.judge == "local").all()
     assert np.array_equal(p.score.fillna(-1).to_numpy(dtype=float), c.score.fillna(-1).to_numpy(dtype=float))
-    # the CSV's text cells as README says to read them back: one leading ' dropped where there is one
+    # the CSV's text cells as the export guide says to read them back: one leading ' dropped where there is one
     assert (p.answer == c.answer.map(_unquote)).all() and (p.label == c.label).all()
     # each row's raw-reply digest is the sha256 of the judge's last raw reply for that label
     import hashlib
@@ -126,7 +126,7 @@ def _tables():
 
 
 def _unquote(v):
-    """README's rule to get a text cell back: drop one leading ' where there is one."""
+    """The export guide's rule to get a text cell back: drop one leading ' where there is one."""
     return v[1:] if isinstance(v, str) and v.startswith("'") else v
 
 
@@ -135,7 +135,7 @@ def _unquote(v):
 @given(df=_tables())
 def test_every_text_survives_a_csv_round_trip_and_no_cell_is_a_formula(df, tmp_path, monkeypatch):
     """Through `export` as the command calls it (the table is planted): Python's csv module and pandas read back
-    one row per answer, every text exactly after README's rule, numbers as numbers, and no text cell a
+    one row per answer, every text exactly after the export guide's rule, numbers as numbers, and no text cell a
     spreadsheet would run as a formula."""
     from judge import export as export_module
 
