@@ -53,7 +53,8 @@ class JudgeSpec:
         return replace(rubric, generation=replace(rubric.generation, **dict(self.generation)))
 
 
-# The keys each table accepts (tests/test_readme.py checks README documents every one of them).
+# The keys each table accepts (docs/reference/registration.md is generated from them; tests/test_docs_site.py
+# checks it).
 EXPERIMENT_KEYS = ("name", "description", "seed", "sets")
 RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers", "gpu_layers", "batch", "flash_attn", "max_cost_usd")
 JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop", "panel_rule", "retest",

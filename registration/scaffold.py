@@ -1,7 +1,7 @@
 """`judge init`: a new experiment folder from what a user has (a base model, maybe a LoRA adapter, a question set and
 a judge), written as the shortest prereg.toml the parser accepts, with the set copied in and the folder sealed.
 
-The registration holds only what differs from the defaults (every default is in README's registration reference),
+The registration holds only what differs from the defaults (every default is in docs/reference/registration.md),
 so a reader sees the choices that were made. With an adapter it registers the base-versus-trained non-inferiority
 hypothesis at each quant; without one, a single arm and no hypothesis (answers and verdicts, nothing decided).
 Everything is checked before the folder is made: a refused argument leaves nothing behind.
@@ -125,8 +125,8 @@ def _list(values: tuple[str, ...]) -> str:
 def prereg_text(name: str, base: str, family: str | None, adapter: Path | None, set_rel: str,
                 columns: tuple[tuple[str, str], ...], judge: JudgeChoice, quants: tuple[str, ...]) -> str:
     """The registration `init` writes: only what differs from the defaults, each choice commented."""
-    out = ["# Pre-registration written by `python -m judge init`. Every key not here takes its default (README,",
-           "# \"Registering your own experiment\"). Edit, then seal again: python -m judge seal DIR", "",
+    out = ["# Pre-registration written by `python -m judge init`. Every key not here takes its default",
+           "# (docs/reference/registration.md). Edit, then seal again: python -m judge seal DIR", "",
            "[experiment]", f"name = {_q(name)}", "seed = 1   # blinding labels and order",
            f"sets = [{_q(set_rel)}]", ""]
     if columns:

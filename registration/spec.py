@@ -102,7 +102,8 @@ class Bound:
 
 # Every registered count and quantity has an upper bound, checked when prereg.toml is loaded, before the first
 # model call: generous (far above any sane design), but each keeps a run and its analysis within time and memory
-# on a laptop, so no registration can fail or hang after its calls were paid for. README "Bounds" lists them.
+# on a laptop, so no registration can fail or hang after its calls were paid for. docs/reference/registration.md
+# lists them.
 SEED_MAX = 2**32 - 2
 BOUNDS = {
     "seed": Bound(0, SEED_MAX, "llama.cpp and llama-server read a seed as a 32-bit unsigned integer and take "

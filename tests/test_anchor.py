@@ -1,6 +1,6 @@
 """The anchor: one sha256 over everything a decision depends on (the registration as the folder bound it, run.json,
-the raw files, numbers.json), which the documentation tells a reviewer to record outside the folder. Its recipe gives it,
-run literally; a resume that adds no evidence leaves it byte for byte; a post-hoc change of the registration,
+the raw files, numbers.json), which the documentation tells a reviewer to record outside the folder. Its recipe
+gives it, run literally; a resume that adds no evidence leaves it byte for byte; a post-hoc change of the registration,
 however consistent, changes it and fails verify wherever a hash the folder recorded disagrees."""
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def test_the_anchor_is_what_the_documented_recipe_prints(tmp_path_factory, conte
     folder = tmp_path_factory.mktemp("results")
     for name, data in zip(ANCHOR_FILES, contents, strict=True):
         (folder / name).write_bytes(data)
-    printed = subprocess.run(["bash", "-c", documented_recipe()], cwd=folder, capture_output=True, text=True, check=True)
+    printed = subprocess.run(["bash", "-c", documented_recipe()], cwd=folder, capture_output=True, text=True,
+                             check=True)
     assert printed.stdout.split()[0] == anchor(folder)
     # and spelt out with hashlib: each file's sha256, two spaces, its name, one line each; then that listing's sha256
     listing = "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in zip(ANCHOR_FILES, contents,

@@ -220,7 +220,7 @@ def test_any_mutation_is_loaded_or_refused_at_its_file_line_and_field(exp_dir, c
 
 # ---- bounds: every registered count within a documented range, checked at load --------------------------------
 
-# (path, lowest accepted, highest accepted), written here from README "Bounds", not read from the code
+# (path, lowest accepted, highest accepted), written here from docs/how-to/register.md "Bounds", not read from the code
 BOUNDS = [
     (("experiment", "seed"), 0, 2**32 - 2),
     (("runtime", "threads"), 1, 512),

@@ -7,7 +7,7 @@ The replies are generated from a well-formed one by hypothesis (wrong JSON types
 `content: null`, Anthropic's `content: []`, refusals, negative, fractional, textual and huge token counts, lone
 surrogates as `\\ud800` escapes, bytes that are not UTF-8, bodies that are not JSON) and sent by the scripted
 server, one per module, to the official SDKs through the harness's own collection loop. What each planted
-mutation allows is written here from the rule in README "Faults", not read from the code.
+mutation allows is written here from the rule in docs/explanation/faults.md, not read from the code.
 """
 from __future__ import annotations
 

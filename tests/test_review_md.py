@@ -216,7 +216,7 @@ def test_a_long_run_shows_the_largest_differences_and_points_to_review_html_for_
     md = render_review(r, limit=4)
     assert [h.split("`")[1] for h in headings(md, "h3")] == order[:4]
     assert "Shown here: 4; the other 5 are in review.html (`python -m judge view RESULTS_DIR`)." in md
-    assert MAX_QUESTIONS == 20  # the registered cap, documented in README.md
+    assert MAX_QUESTIONS == 20  # the registered cap, documented in docs/how-to/review.md
     assert f"at most {MAX_QUESTIONS} per hypothesis" in render_review(r)
 
 

@@ -242,7 +242,7 @@ def test_deadline_s_is_registered_per_http_model_with_its_default(tmp_path):
     (tmp_path / "prereg.toml").write_text(text.replace('source = "gpt-4o-mini"\n',
                                                        'source = "gpt-4o-mini"\ndeadline_s = 45\n', 1))
     models = load_experiment(tmp_path).models
-    assert (models["gpt"].deadline_s, models["claude"].deadline_s) == (45.0, 600.0)  # 600: README's stated default
+    assert (models["gpt"].deadline_s, models["claude"].deadline_s) == (45.0, 600.0)  # 600: the documented default
     (tmp_path / "prereg.toml").write_text(text.replace('source = "embedded:smollm2"',
                                                        'source = "embedded:smollm2"\ndeadline_s = 45', 1))
     with pytest.raises(BadInput) as e:  # a model run in process is no HTTP call: the key would be ignored

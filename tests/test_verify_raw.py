@@ -217,7 +217,8 @@ def test_a_consistent_rewrite_of_a_raw_reply_is_caught_by_the_cache_and_else_onl
     monkeypatch.setenv("BLINDEVAL_CACHE", str(tmp_path / "elsewhere"))
     found = judge.verify.verify(run).problems
     assert any(p.startswith(f"call cache: {tmp_path / 'elsewhere' / 'calls.sqlite'} does not exist") for p in found)
-    # without the run's cache (another machine, said with --no-cache) the forgery is out of verify's reach (README),
+    # without the run's cache (another machine, said with --no-cache) the forgery is out of verify's reach
+    # (docs/explanation/verify.md),
     # and verify says what it did not check ...
     r = verify(run, "--no-cache")
     assert r.returncode == 0, r.stderr

@@ -1,6 +1,6 @@
 """verify's second path: numbers.json recomputed from the raw files by its own code, in one module a reviewer reads.
 
-Written from the definitions (README, Decisions; docs/statistics-reference.md; BENCHMARKS.md, type-I grid), never
+Written from the definitions (docs/explanation; docs/statistics-reference.md; BENCHMARKS.md, type-I grid), never
 from the main path: it imports nothing of judge/ (judge.stats, judge.analysis; tests/test_layers.py follows its
 imports, lazy and indirect ones included), only lower layers: the decision vocabulary (registration.vocabulary),
 the rubric's scale, core.jsonl's line reader. Plain Python, one question at a time (no tally of distinct values),

@@ -1,5 +1,6 @@
 """One registered hypothesis decided: the paired comparison, its verdict, the registered guard that can only withdraw
-a claim (too few registered clusters), and its calibration, a diagnostic that decides nothing (README, Calibration).
+a claim (too few registered clusters), and its calibration, a diagnostic that decides nothing
+(docs/explanation/statistics.md, Calibration).
 """
 
 from __future__ import annotations
