@@ -61,8 +61,9 @@ def test_readme_links_resolve():
 
 
 def test_readme_states_no_measured_figure():
-    """Timings, rates and speed-ups belong in BENCHMARKS.md with their date and command."""
-    figure = re.compile(r"\b\d+(\.\d+)?\s*(min|s|ms|x)\b|\b\d+(\.\d+)?\s*[%×]|\b\d+ (seconds|minutes|hours)\b")
+    """Timings and speed-ups belong in BENCHMARKS.md with their date and command (the report excerpt's own numbers
+    are the demo's output, not a measurement of the machine)."""
+    figure = re.compile(r"\b\d+(\.\d+)?\s*(min|s|ms|x)\b|\b\d+(\.\d+)?\s*×|\b\d+ (seconds|minutes|hours)\b")
     found = [line for line in README.read_text().splitlines() if figure.search(line)]
     assert not found
     assert figure.search("took 7 min 11 s") and figure.search("1.46× faster") and figure.search("about 80 s")
@@ -169,3 +170,45 @@ def test_every_key_the_parser_reads_is_documented():
     for name, (known, documented) in tables.items():
         shown = {key for t in documented for key in t}
         assert set(known) <= shown, f"docs/how-to/register.md's example lacks {name} {sorted(set(known) - shown)}"
+
+
+def _glance() -> tuple[dict[str, set[str]], set[str]]:
+    """The options each command of the reference's at-a-glance block shows, and the commands shown in part (`...`)."""
+    text = (ROOT / "docs" / "reference" / "conventions.md").read_text()
+    block = re.search(r"\n\n((?:    .*\n)+)", text).group(1)
+    shown: dict[str, set[str]] = {}
+    partial: set[str] = set()
+    command = None
+    for line in block.splitlines():
+        m = re.match(r"    python -m (\w+) ([\w-]+)", line)
+        if m:
+            command = f"python -m {m.group(1)} {m.group(2)}"
+        usage = line.split("#")[0]
+        shown.setdefault(command, set()).update(re.findall(r"(?<![\w-])--[a-z][\w-]*", usage))
+        if usage.rstrip().endswith("..."):
+            partial.add(command)
+    return shown, partial
+
+
+def test_the_commands_at_a_glance_are_the_parsers_commands_and_options():
+    """Both directions: every command and option of the parsers is in the block (all of a command's options unless its
+    line ends in `...`), and the block shows no other."""
+    import argparse
+
+    from arms.__main__ import parser as arms
+    from audit.__main__ import parser as audit
+    from judge.__main__ import parser as judge
+
+    parsers = {}
+    for prog, p in (("python -m judge", judge()), ("python -m arms", arms()), ("python -m audit", audit())):
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    parsers[f"{prog} {name}"] = {o for a in sub._actions for o in a.option_strings if o.startswith("--")
+                                                 and o != "--help"}
+    shown, partial = _glance()
+    assert set(shown) == set(parsers) and partial <= {"python -m audit top40", "python -m audit topk",
+                                                        "python -m audit rewards"}
+    for command, options in parsers.items():
+        assert shown[command] <= options, (command, sorted(shown[command] - options))
+        assert command in partial or shown[command] == options, (command, sorted(options - shown[command]))
