@@ -1,4 +1,4 @@
-"""CLI: python -m judge {init,run,seal,amend,verify,publish,export,repair,view,label,cache}.
+"""CLI: python -m judge {init,run,seal,amend,verify,publish,export,compare,repair,view,label,cache}.
 
 Exit 0 ok, 1 a gate/check failed, 2 bad input."""
 from __future__ import annotations
@@ -74,6 +74,17 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("--out", type=Path, default=None, help="output file, outside the results folder "
                    "(default: RESULTS.export.<format> beside it)")
     x.add_argument("--exp", type=Path, default=None, help="experiment folder, if it moved since the run")
+    cp = sub.add_parser("compare", help="an arm of one results folder beside an arm of another, on the same questions "
+                        "matched by text (exploratory); with --history, one arm's mean over several runs")
+    cp.add_argument("results", type=Path, nargs="+", help="RUN_A RUN_B (A is the reference), or with --history any "
+                    "number of runs, oldest first")
+    cp.add_argument("--arm", default=None, help="A's arm (default: its run's first arm)")
+    cp.add_argument("--arm-b", default=None, help="B's arm (default: --arm, else its run's first arm)")
+    cp.add_argument("--quant", default=None, help="the quant on both sides (default: the arm's first registered one)")
+    cp.add_argument("--history", action="store_true", help="a table (and with --plot a PNG) of the arm's mean score "
+                    "and interval in each run")
+    cp.add_argument("--plot", type=Path, default=None, metavar="PNG", help="with --history: draw the history here")
+    cp.add_argument("--out", type=Path, default=None, metavar="MD", help="also write the table to this file")
     f = sub.add_parser("repair", help="keep one finished record per key in a results folder two writers wrote at once")
     f.add_argument("results", type=Path)
     w = sub.add_parser("view", help="write review.html: every answer beside its verdicts, one offline page")
@@ -101,6 +112,30 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--prune-gone-runs", action="store_true",
                    help="delete the entries used only by results folders that are no longer on disk")
     return p
+
+
+def _compare(args: argparse.Namespace) -> None:
+    from core.atomic import write_text
+
+    from .compare import compare_sides, history, plot_history, read_side, render_comparison, render_history
+
+    runs = args.results
+    if args.history:
+        sides = [read_side(r, args.arm, args.quant) for r in runs]
+        points = history(sides)
+        text = render_history(sides, points)
+        if args.plot is not None:
+            plot_history(points, args.plot)
+    else:
+        if len(runs) != 2:
+            raise BadInput("compare", f"takes two results folders (RUN_A RUN_B), got {len(runs)}; "
+                           "several runs of one arm: --history", field="results")
+        a = read_side(runs[0], args.arm, args.quant)
+        b = read_side(runs[1], args.arm_b or args.arm, args.quant)
+        text = render_comparison(a, b, compare_sides(a, b))
+    print(text, end="")
+    if args.out is not None:
+        write_text(args.out, text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,6 +230,8 @@ def _command(args: argparse.Namespace) -> int:
         if args.out is not None:
             outside_experiment(args.out, args.exp)
         print(f"wrote {export(args.results, args.format, args.out, args.exp)}")
+    elif args.cmd == "compare":
+        _compare(args)
     elif args.cmd == "repair":
         from arms.folder import REPAIRED, repair
 
