@@ -63,15 +63,33 @@ def judge_commands(page: list[Block]) -> list[list[str]]:
 
 @pytest.mark.unit
 def test_the_page_runs_init_to_verify_and_every_command_parses():
-    """Cheap, before the run below: the commands the page shows are the ones the test runs, from init through a
-    run, a label, verify and publish, and each is accepted by the command line as it stands."""
-    page = blocks(PAGE.read_text(encoding="utf-8"))
+    """Cheap, before the run below: the commands the page runs are init through a run, a label, verify and publish,
+    and each command the page shows (run, in a ```text block or in its prose) is accepted by the command line as
+    it stands."""
+    text = PAGE.read_text(encoding="utf-8")
+    page = blocks(text)
     commands = judge_commands(page)
     assert [c[0] for c in commands] == ["init", "seal", "run", "view", "label", "run", "verify", "publish", "verify"]
-    for argv in commands:
-        parser().parse_args(argv)  # an option the parser does not know exits 2 here
+    shown = [shlex.split(b.body.replace("\\\n", " "))[3:] for b in page if b.lang == "text"]
+    prose = FENCE.sub("", text)
+    inline = [shlex.split(m)[3:] for m in re.findall(r"`(python -m judge [^`]*)`", prose)]
+    assert len(shown) == 1 and len(inline) >= 5
+    for argv in commands + shown + inline:
+        parser().parse_args(argv)  # an option the parser does not know, or a missing argument, exits 2 here
     assert [b.file for b in page if b.file] == ["my-experiment/prereg.toml"]
     assert "python -m judge" in script(page) and ">>> docs/tutorial.md:" in script(page)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("failing", ["false", "false | cat", "echo ok\ncat no-such-file"])
+def test_a_failing_command_of_a_page_stops_the_script_naming_its_block(tmp_path, failing):
+    """The run below can fail: a command that exits non-zero (alone, in a pipeline, or not the block's last) stops
+    the page's script there, and the last block announced is the one that failed."""
+    page = blocks(f"# P\n\n```bash\necho first\n```\n\ntext\n\n```bash\n{failing}\n```\n\n```bash\necho never\n```\n")
+    assert [(b.lang, b.line) for b in page] == [("bash", 3), ("bash", 9), ("bash", 9 + failing.count("\n") + 4)]
+    r = subprocess.run(["bash", "-c", script(page)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "never" not in r.stdout
+    assert re.findall(r"^>>> docs/tutorial.md:(\d+)$", r.stderr, re.M)[-1] == "9"
 
 
 @pytest.mark.slow
