@@ -95,9 +95,12 @@ def test_a_failing_command_of_a_page_stops_the_script_naming_its_block(tmp_path,
 @pytest.mark.slow
 def test_the_tutorial_runs_verbatim_on_the_embedded_model(tmp_path):
     page = blocks(PAGE.read_text(encoding="utf-8"))
-    shims = tmp_path / "bin"  # `python` in the page is this interpreter, with this checkout importable
+    # `python` in the page is this interpreter, with this checkout first on its path; exec'd by its own path, so a
+    # virtual environment's interpreter keeps its environment (a symlink elsewhere would not find pyvenv.cfg)
+    shims = tmp_path / "bin"
     shims.mkdir()
-    (shims / "python").symlink_to(sys.executable)
+    (shims / "python").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    (shims / "python").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     env["PATH"] = f"{shims}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
