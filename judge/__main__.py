@@ -17,7 +17,8 @@ def parser() -> argparse.ArgumentParser:
     i = sub.add_parser("init", help="write, copy in and seal a new experiment folder from a model, a set and a judge")
     i.add_argument("dir", type=Path)
     i.add_argument("--base", required=True, help="the base model: a GGUF file or embedded:smollm2")
-    i.add_argument("--adapter", default=None, help="a LoRA GGUF: adds the trained arm and its non-inferiority test")
+    i.add_argument("--adapter", default=None, help="a LoRA GGUF, or generated:demo (the demo's seeded stand-in, not "
+                   "trained): adds the trained arm and its non-inferiority test")
     i.add_argument("--set", required=True, type=Path, help="the question set: .jsonl, .csv or .parquet")
     i.add_argument("--columns", default=None, metavar="FIELD=COLUMN,...",
                    help="a .csv or .parquet set's column of each field (id, question, reference, tags, cluster)")

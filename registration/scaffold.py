@@ -26,6 +26,7 @@ DEFAULT_RUBRIC = "correctness"  # rubrics/correctness.toml, shipped with the pro
 MARGIN = 0.10  # the demo's non-inferiority margin, on the rubric's 0-2 scale
 ALPHA = 0.025  # one-sided
 SET_SUFFIXES = (".jsonl", *TABULAR)
+GENERATED_ADAPTER = "generated:demo"  # models.lora's seeded stand-in, as the demo registers it
 JUDGE_FORMS = "openai:MODEL, anthropic:MODEL, served:URL or local"
 # The Messages API accepts no temperature, top_p or seed: registered as the provider's default, so the settings
 # check does not refuse the rubric's temperature 0 (as the demo registers it).
@@ -104,6 +105,12 @@ def _base_source(base: str) -> tuple[str, str | None]:
     return str(_gguf("--base", base)), None
 
 
+def _adapter_source(adapter: str) -> str:
+    """The registered source of the adapter: a LoRA GGUF file, or the demo's seeded stand-in (not trained), with
+    which a user without an adapter at hand can walk the whole way on any base."""
+    return adapter if adapter == GENERATED_ADAPTER else str(_gguf("--adapter", adapter))
+
+
 def _gguf(option: str, path: str) -> Path:
     p = Path(path)
     if not p.is_file():
@@ -122,7 +129,7 @@ def _list(values: tuple[str, ...]) -> str:
     return "[" + ", ".join(_q(v) for v in values) + "]"
 
 
-def prereg_text(name: str, base: str, family: str | None, adapter: Path | None, set_rel: str,
+def prereg_text(name: str, base: str, family: str | None, adapter: str | None, set_rel: str,
                 columns: tuple[tuple[str, str], ...], judge: JudgeChoice, quants: tuple[str, ...]) -> str:
     """The registration `init` writes: only what differs from the defaults, each choice commented."""
     out = ["# Pre-registration written by `python -m judge init`. Every key not here takes its default",
@@ -141,7 +148,9 @@ def prereg_text(name: str, base: str, family: str | None, adapter: Path | None, 
     judge_model, judge_table = _judge_tables(judge, quants)
     out += judge_model
     if adapter is not None:
-        out += ["[adapters.trained]", f"source = {_q(str(adapter))}   # a llama.cpp LoRA GGUF", ""]
+        what = ("the demo's seeded LoRA: NOT trained, a stand-in" if adapter == GENERATED_ADAPTER
+                else "a llama.cpp LoRA GGUF")
+        out += ["[adapters.trained]", f"source = {_q(adapter)}   # {what}", ""]
     arms = [("base", None)] + ([("trained", "trained")] if adapter is not None else [])
     for arm, adapter_name in arms:
         out += ["[[arms]]", f"name = {_q(arm)}", 'model = "base"']
@@ -194,7 +203,7 @@ def scaffold(exp_dir: Path, base: str, set_file: Path, judge: str = "local", ada
     outside_experiment(exp_dir, None, "DIR")  # inside a sealed folder, it would break that folder's seal
     name = plain_name(exp_dir.resolve().name, exp_dir, "the folder's name", "name")  # the experiment's name
     source, family = _base_source(base)
-    adapter_path = None if adapter is None else _gguf("--adapter", adapter)
+    adapter_source = None if adapter is None else _adapter_source(adapter)
     choice = parse_judge(judge)
     quant_names = parse_quants(quants)
     set_file = Path(set_file)
@@ -209,7 +218,7 @@ def scaffold(exp_dir: Path, base: str, set_file: Path, judge: str = "local", ada
     fmt = SetFormat(mapping)
     load_questions([set_file], {set_file: fmt})  # a bad set is refused now, naming its file, row and column
     set_rel = f"sets/{set_file.name}"
-    text = prereg_text(name, source, family, adapter_path, set_rel, mapping, choice, quant_names)
+    text = prereg_text(name, source, family, adapter_source, set_rel, mapping, choice, quant_names)
     created = not exp_dir.exists()
     try:
         (exp_dir / "sets").mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """`judge init`: every judge form, with and without an adapter, writes a registration the parser accepts and a folder
 the seal check accepts; a CSV set is read through --columns; bad arguments and a non-empty folder are refused (exit
-2, naming the option or folder) before anything is written; and the printed next command runs and verifies."""
+2, naming the option or folder) before anything is written; and the demo's stand-in adapter is registered by name."""
 from __future__ import annotations
 
 import csv
@@ -14,7 +14,7 @@ from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.seal import verify_seal
 
-from conftest import cli
+from conftest import ROOT
 
 QUESTIONS = [{"id": "q1", "question": "What is 2 + 2?", "reference": "4"},
              {"id": "q2", "question": "Name the capital of France.", "reference": "Paris", "tags": ["geo"]}]
@@ -155,26 +155,22 @@ def test_a_non_empty_folder_is_never_overwritten(tmp_path, capsys, jsonl_set):
     assert _init(capsys, empty, "--base", "embedded:smollm2", "--set", jsonl_set)[0] == 0
 
 
-@pytest.mark.integration
-def test_init_then_the_printed_run_then_verify_on_the_embedded_model(tmp_path, jsonl_set):
-    """The cheapest real path: the embedded model's own file (quant "source", nothing derived), one question, the
-    demo's generated adapter as the user's LoRA, the local judge."""
-    from models.files import embedded_model
-    from models.lora import demo_adapter
-
-    adapter = demo_adapter(embedded_model("smollm2"))
+@pytest.mark.unit
+def test_the_demo_stand_in_adapter_is_registered_as_the_demo_registers_it(tmp_path, capsys, jsonl_set):
+    """`--adapter generated:demo`: the whole way without an adapter at hand (docs/tutorial.md runs it, through to
+    verify, on the embedded model); any other name that is not a file is still refused."""
     exp_dir = tmp_path / "exp"
-    r = cli("judge", "init", str(exp_dir), "--base", "embedded:smollm2", "--adapter", str(adapter), "--set",
-            str(jsonl_set), "--judge", "local", "--quants", "source")
-    assert r.returncode == 0, r.stderr
-    command = r.stdout.strip().rsplit("next: python -m ", 1)[1].split()
-    out = tmp_path / "results"
-    r = cli(*command, "--limit", "1", "--quiet", "--out", str(out))
-    assert r.returncode == 0, r.stderr
-    numbers = json.loads((out / "numbers.json").read_text())
-    assert "H1-source" in json.dumps(numbers)
-    r = cli("judge", "verify", str(out))
-    assert r.returncode == 0, r.stdout + r.stderr
+    code, _, err = _init(capsys, exp_dir, "--base", "embedded:smollm2", "--adapter", "generated:demo", "--set",
+                         jsonl_set, "--quants", "source")
+    assert code == 0, err
+    exp = load_experiment(exp_dir)
+    assert exp.adapters["trained"].source == "generated:demo"
+    assert exp.adapters["trained"].source == load_experiment(ROOT / "sealed" / "demo").adapters["demo-lora"].source
+    assert [(a.name, a.adapters) for a in exp.arms] == [("base", ()), ("trained", ("trained",))]
+    assert "NOT trained" in (exp_dir / "prereg.toml").read_text()
+    code, _, err = _init(capsys, tmp_path / "other", "--base", "embedded:smollm2", "--adapter", "generated:other",
+                         "--set", jsonl_set)
+    assert code == 2 and "--adapter" in err and not (tmp_path / "other").exists(), err
 
 
 @pytest.mark.unit
