@@ -92,6 +92,10 @@ def test_a_failing_command_of_a_page_stops_the_script_naming_its_block(tmp_path,
     assert re.findall(r"^>>> docs/tutorial.md:(\d+)$", r.stderr, re.M)[-1] == "9"
 
 
+# the whole page on the embedded model: about 35 s of CPU, so its group is handed out early (conftest._seconds)
+EXPECTED_SECONDS = {"test_the_tutorial_runs_verbatim_on_the_embedded_model": 60.0}
+
+
 @pytest.mark.slow
 def test_the_tutorial_runs_verbatim_on_the_embedded_model(tmp_path):
     page = blocks(PAGE.read_text(encoding="utf-8"))
