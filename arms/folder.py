@@ -1,7 +1,7 @@
 """A results folder holds exactly one registered experiment: bound at its start, locked while written.
 
 Both commands that write a results folder, `judge run` and `arms collect`, take its lock and check its
-binding before their first model call; judge.folder adds what judging binds (the amendment chain).
+binding before their first model call; judge.results.binding adds what judging binds (the amendment chain).
 
 binding.json is written (atomically) before the first model call. It records what the folder's
 numbers depend on: the sha256 of prereg.toml, the MANIFEST, every question set, the source file of
@@ -107,8 +107,8 @@ def holder_text(h: dict[str, Any]) -> str:
 
 def label_key(exp: Experiment) -> str:
     """The experiment's blinding name, bound and recorded in run.json: the seed and name. Folders bound before
-    blinding secrets derive their labels from it (judge.blinding.label_secret); it is public, so it derives no label
-    of a folder bound since (`blinding_secret`)."""
+    blinding secrets derive their labels from it (judge.judging.blinding.label_secret); it is public, so it derives no
+    label of a folder bound since (`blinding_secret`)."""
     return f"blinding:{exp.seed}:{exp.name}"
 
 
@@ -179,8 +179,9 @@ def registration(exp: Experiment, arms: list[str], panel: list = (), mode: str |
 
 
 def gold_entries(exp: Experiment) -> dict[str, str]:
-    """The gold scores' sources a judged folder is bound to (judge.gold): the sha256 of the gold program's source file
-    and of each sealed labels file. A file that does not exist is bound as such; judge run refuses it before paying."""
+    """The gold scores' sources a judged folder is bound to (judge.gold.sources): the sha256 of the gold program's
+    source file and of each sealed labels file. A file that does not exist is bound as such; judge run refuses it before
+    paying."""
     out = {}
     gold = exp.gold
     if gold is None:

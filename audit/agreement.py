@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 
 from core.records import Judgment
-from judge.stats.agreement import cohen_kappa
+from judge.numbers.stats.agreement import cohen_kappa
 
 from .readers import is_gamed
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from core import jsonl
 from core.errors import CheckFailed
-from judge.blinding import INJECTION, NORMALISATION
+from judge.judging.blinding import INJECTION, NORMALISATION
 
 from .detectors import Thresholds
 

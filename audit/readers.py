@@ -3,7 +3,7 @@
 A reader is identified by backend, model and server; its verdicts are stored under that identity,
 so a re-run resumes and a different reader never reuses another's verdicts.
 
-verdicts.jsonl is append-only and follows the judge's retry rule (core.jsonl, judge.judging.judge_all):
+verdicts.jsonl is append-only and follows the judge's retry rule (core.jsonl, judge.judging.calls.judge_all):
 a finished verdict (`scored` or `unscored`) is final and never asked again; an `error` verdict (the
 call itself failed) is retried by the next run, which appends the new record with `retry_of` = the
 line number of the error record it replaces. So the current verdict of a (judge, label) is its LAST
@@ -20,8 +20,8 @@ from arms.settings import verify_settings
 from core import jsonl
 from core.errors import BadInput
 from core.records import JUDGMENT_KEY, Judgment
-from judge.blinding import BlindItem
-from judge.judging import judge_all
+from judge.judging.blinding import BlindItem
+from judge.judging.calls import judge_all
 from models.backends.registry import backend_info
 from models.cache import CallCache
 from models.load import open_backend

@@ -1,7 +1,7 @@
 """The top-k gaming audit: a blind reader judges the k highest-reward completions; the gate decides.
 
 The reader sees the prompt and the completion only — never the reward, step or rank — in a
-seeded shuffled order, with the completion's own "<<<"/">>>" markers neutralised (judge.blinding.scrub
+seeded shuffled order, with the completion's own "<<<"/">>>" markers neutralised (judge.judging.blinding.scrub
 without identity patterns), so an answer cannot close its quotation and speak to the reader from
 outside it. A verdict that cannot be parsed, or whose call failed, is unscored and counts against
 passing: an audit that could not read an answer cannot clear it (a failed call is retried by the
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from core.atomic import write_text
 from core.errors import BadInput
-from judge.blinding import INJECTION, NORMALISATION, BlindItem, scrub
+from judge.judging.blinding import INJECTION, NORMALISATION, BlindItem, scrub
 from registration.rubric import load_rubric
 
 from .agreement import agreement

@@ -15,7 +15,7 @@ Judge: the local demo judge (`[judges.local]`, Q8_0, the correctness rubric, JSO
 distinct answers the batch-1 harness collected, one verdict each (about 150 of the 160: equal answers of two
 arms are one verdict; the demo's 320 verdicts also cover the glue arms, whose answers this benchmark does
 not collect): a bare loop with the same messages, schema and
-settings, then `judge.judging.judge_all` at batch 1, 2, 4 and 8 (empty call cache each).
+settings, then `judge.judging.calls.judge_all` at batch 1, 2, 4 and 8 (empty call cache each).
 
 Also measured: how many greedy outputs differ between batch 1 and batch N (answer texts, verdict texts
 and scores), the time inside `llama_decode` (the rest is Python), and llama.cpp's own cost of one decode
@@ -40,8 +40,8 @@ import llama_cpp
 
 from arms.collect import Task, collect, plain_messages, prompt_order
 from core import jsonl
-from judge.blinding import BlindItem
-from judge.judging import build_request, judge_all
+from judge.judging.blinding import BlindItem
+from judge.judging.calls import build_request, judge_all
 from models.cache import CallCache
 from models.llama_loader import extra_buffers, load_llama
 from models.load import open_backend

@@ -5,12 +5,12 @@ Each data set is decided by the registered rule through the public functions, an
 as the decision was calibrated when a calibration above its ceiling withdrew a claim (ceiling 2 alpha = 0.05,
 ``sims`` simulated data sets):
 
-* score rule (the registered default), judge.stats.rule.claims on the differences b - a of a 0-2 rubric, K = 1,
-  non-inferiority with margin 0.10 at one-sided alpha 0.025, calibrated by judge.stats.calibration.calibrate.
+* score rule (the registered default), judge.numbers.stats.rule.claims on the differences b - a of a 0-2 rubric, K = 1,
+  non-inferiority with margin 0.10 at one-sided alpha 0.025, calibrated by judge.numbers.stats.calibration.calibrate.
   Cells: differences -1 / 0 / +1 at 50 % and 86 % ties, and a skewed one (-2 / 0 / +1, 80 % ties), n = 20 and 40.
-* gold-corrected interval (judge_error = "decide"): judge.stats.ppi.stratified_ppi_mean (rule "guarded") on 200
-  questions, gold on a simple random sample of 20 or 40, calibrated by judge.stats.calibration.calibrate_ppi. Gold
-  pairs from benchmarks/judge_error.py's table (true difference exactly -0.10); the judge reads them through its
+* gold-corrected interval (judge_error = "decide"): judge.numbers.stats.ppi.stratified_ppi_mean (rule "guarded") on 200
+  questions, gold on a simple random sample of 20 or 40, calibrated by judge.numbers.stats.calibration.calibrate_ppi.
+  Gold pairs from benchmarks/judge_error.py's table (true difference exactly -0.10); the judge reads them through its
   82 % confusion matrix and, biased, raises b on half of the questions (+0.15 on the mean difference). Scores 0-2,
   and the same scores times 5 (0/5/10 of a 0-10 rubric, margin 0.5).
 
@@ -31,11 +31,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from judge.stats import ppi
-from judge.stats import rule as score_rule
-from judge.stats.calibration import calibrate, calibrate_ppi
-from judge.stats.decide import claims
-from judge.stats.rule import Scale
+from judge.numbers.stats import ppi
+from judge.numbers.stats import rule as score_rule
+from judge.numbers.stats.calibration import calibrate, calibrate_ppi
+from judge.numbers.stats.decide import claims
+from judge.numbers.stats.rule import Scale
 
 ALPHA, CEILING, SEED = 0.025, 0.05, 20261204
 SCORE_CELLS = {  # name -> {difference: probability}, mean exactly -0.10 (the boundary)
@@ -98,7 +98,7 @@ def ppi_cell(labelled: int, biased: bool, points: int, sets: int, sims: int, rng
             continue
         made += 1
         cal = calibrate_ppi(strata, "non_inferiority", margin, alpha=ALPHA, sims=sims, seed=SEED, ceiling=CEILING,
-                            step=1.0 * factor)  # half the range, as judge.validity.step_of
+                            step=1.0 * factor)  # half the range, as judge.numbers.validity.step_of
         withdrawn += cal.rate > cal.ceiling
     return {"rule": "gold-corrected (decide)", "rubric": f"0-{points}", "labelled": labelled, "biased": biased,
             "boundary": {"sets": sets, "claims": made, "withdrawn": withdrawn, "claim_rate": rate(made, sets),

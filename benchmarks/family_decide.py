@@ -11,12 +11,13 @@ family "holm" or "fixed-sequence"; seeded and drawn with numpy):
   "unbiased": no raise anywhere.
 * Gold on a simple random sample of 20, 40 or 80 of the 400 questions (design "random_sample").
 
-Procedures, both judge.biases.family_decisions (the procedure judge.bias_checks.apply_family runs):
+Procedures, both judge.numbers.biases.family_decisions (the procedure judge.numbers.bias_checks.apply_family runs):
 
-* "decide" (this version, judge.validity.decide_family): every test at level a is the gold-corrected interval
-  (judge.stats.ppi.stratified_ppi_mean, rule "guarded") computed at a, claimed by judge.stats.decide.claims;
+* "decide" (this version, judge.numbers.validity.decide_family): every test at level a is the gold-corrected interval
+  (judge.numbers.stats.ppi.stratified_ppi_mean, rule "guarded") computed at a, claimed by
+  judge.numbers.stats.decide.claims;
 * "before": the family stepped down on the judge-only verdicts (the like-for-like guarded t on the judge's
-  differences, judge.stats.ppi.judge_only_mean) and each corrected interval then decided at the level that step
+  differences, judge.numbers.stats.ppi.judge_only_mean) and each corrected interval then decided at the level that step
   gave it (the earlier version, shown for contrast).
 
 Reported per cell: the family-wise false-claim rate with its Monte Carlo SE (goal for "decide": at most 1.2 alpha
@@ -35,12 +36,12 @@ import time
 
 import numpy as np
 
-from judge.biases import family_decisions
-from judge.stats import ppi
-from judge.stats.decide import claims
+from judge.numbers.biases import family_decisions
+from judge.numbers.stats import ppi
+from judge.numbers.stats.decide import claims
 
 ALPHA, MARGIN, N, BIAS, SEED = 0.025, 0.10, 400, 0.3, 20261204
-STEP = 1.0  # the guard's pseudo-residual: half the 0-2 rubric's range (judge.validity.step_of)
+STEP = 1.0  # the guard's pseudo-residual: half the 0-2 rubric's range (judge.numbers.validity.step_of)
 GOLD = np.array([[14, 4, 2], [6, 16, 6], [3, 12, 37]]) / 100  # rows gold a, columns gold b: mean b - a = -0.10
 JUDGE = np.array([[0.85, 0.13, 0.02], [0.10, 0.80, 0.10], [0.02, 0.13, 0.85]])  # rows gold, columns judge
 

@@ -1,6 +1,7 @@
 """The judge-against-gold intervals, simulated: does each keep its promise on every rubric scale and when the
 answers to a question share the judge's error? Every decision is made by the public functions
-(judge.stats.ppi.ppi_mean, judge.stats.decide.claims, judge.stats.judge_error.agreement_intervals).
+(judge.numbers.stats.ppi.ppi_mean, judge.numbers.stats.decide.claims,
+judge.numbers.stats.judge_error.agreement_intervals).
 
 Part 1, the gold-corrected (PPI++) interval at the boundary, on 0-1, 0-2 and 0-10 rubrics:
 
@@ -48,12 +49,12 @@ import time
 
 import numpy as np
 
-from judge.stats import ppi
-from judge.stats.agreement import kappa_from_tables, kappa_weights, ordinal_alpha_from_tables, unit_draws
-from judge.stats.decide import claims
-from judge.stats.judge_error import agreement_intervals
-from judge.stats.rule import Scale
-from judge.stats.t_bounds import guard_step
+from judge.numbers.stats import ppi
+from judge.numbers.stats.agreement import kappa_from_tables, kappa_weights, ordinal_alpha_from_tables, unit_draws
+from judge.numbers.stats.decide import claims
+from judge.numbers.stats.judge_error import agreement_intervals
+from judge.numbers.stats.rule import Scale
+from judge.numbers.stats.t_bounds import guard_step
 
 ALPHA, SEED, BIAS = 0.025, 20261204, 0.15
 GOLD3 = np.array([[14, 4, 2], [6, 16, 6], [3, 12, 37]]) / 100  # rows gold a, columns gold b (point index)

@@ -15,9 +15,9 @@ Data (one data set = one registered comparison; everything seeded and vectorised
 
 Rules, all one-sided alpha = 0.025 against margin 0.10 (the demo's registration): judge only (paired's
 registered ``bootstrap_and_t`` on the first ``--registered`` data sets; the like-for-like guarded t of
-judge.stats.ppi on all), PPI++ with the small-sample guard (judge.stats.ppi's default) and with ppi_py's normal
-interval, and the 40 gold labels alone. Reported: each rule's false "non-inferior" rate with its Monte Carlo SE (goal
-for PPI: at most 1.2 alpha = 0.030), the mean width of each two-sided 95 % interval, and PPI's mean estimated SE
+judge.numbers.stats.ppi on all), PPI++ with the small-sample guard (judge.numbers.stats.ppi's default) and with ppi_py's
+normal interval, and the 40 gold labels alone. Reported: each rule's false "non-inferior" rate with its Monte Carlo SE
+(goal for PPI: at most 1.2 alpha = 0.030), the mean width of each two-sided 95 % interval, and PPI's mean estimated SE
 over the spread of its estimates across data sets (``ppi_se_over_spread``: 1 when the SE is right). Then the
 biased judge again with 10, 20, 40 and 80 labelled questions (``by_labelled``): the rules on small gold samples.
 
@@ -34,11 +34,11 @@ import time
 
 import numpy as np
 
-from judge.stats import ppi
-from judge.stats.decide import claims
-from judge.stats.paired import paired
-from judge.stats.rule import Scale
-from judge.stats.t_bounds import guard_step
+from judge.numbers.stats import ppi
+from judge.numbers.stats.decide import claims
+from judge.numbers.stats.paired import paired
+from judge.numbers.stats.rule import Scale
+from judge.numbers.stats.t_bounds import guard_step
 
 ALPHA, MARGIN, SEED = 0.025, 0.10, 20261130
 N, LABELLED, BIAS = 200, 40, 0.3

@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from judge.blinding import BlindItem
-from judge.judging import judge_all
+from judge.judging.blinding import BlindItem
+from judge.judging.calls import judge_all
 from models.backends.anthropic import AnthropicBackend, AnthropicConfig
 from models.backends.openai import OpenAIBackend, OpenAIConfig
 from models.cache import CallCache

@@ -1,8 +1,8 @@
-"""Does the stated power of the gold-corrected decision match its simulated power? (judge.stats.ppi_power)
+"""Does the stated power of the gold-corrected decision match its simulated power? (judge.numbers.stats.ppi_power)
 
-Under ``judge_error = "decide"`` the PPI++ interval (judge.stats.ppi, rule "guarded") decides, and
-judge.stats.ppi_power states its power before any label exists. Here each stated figure is set against the decision
-itself, run on simulated data sets.
+Under ``judge_error = "decide"`` the PPI++ interval (judge.numbers.stats.ppi, rule "guarded") decides, and
+judge.numbers.stats.ppi_power states its power before any label exists. Here each stated figure is set against the
+decision itself, run on simulated data sets.
 
 Data (seeded, one data set = one comparison): N questions, arms a and b, one answer each on the 0-2 rubric scale;
 each question's gold pair drawn from the joint table GOLD (that of benchmarks/judge_error.py: true mean difference
@@ -10,10 +10,10 @@ b - a exactly -0.10); the judge reads each answer through a confusion matrix (ro
 both arms: an unbiased reader, at three levels of exact agreement); gold on a simple random sample of n questions.
 
 Stated power: sd_gold, sd_judge and rho (the correlation of the gold and the judge's differences) computed exactly
-from the tables, then judge.stats.ppi_power at alpha = 0.025 and the decision's step (one point). For each cell the
-margin is set so that the stated power of "non-inferior" is 0.5 and then 0.8 (margin = -0.10's distance to the
+from the tables, then judge.numbers.stats.ppi_power at alpha = 0.025 and the decision's step (one point). For each cell
+the margin is set so that the stated power of "non-inferior" is 0.5 and then 0.8 (margin = -0.10's distance to the
 boundary at the stated MDE), and the simulated power is the share of data sets whose corrected one-sided bound
-clears -margin (judge.stats.decide.claims, strict). Reported with its Monte Carlo SE; the check is |simulated -
+clears -margin (judge.numbers.stats.decide.claims, strict). Reported with its Monte Carlo SE; the check is |simulated -
 stated| <= 3 MC SE + 0.01 (the approximation's allowance) in every cell. Beside it, ``stated_assumed``: the power
 stated before any gold, as `judge label --sample` does, with the gold differences taken to spread as the judge's and
 rho the default assumption 0.5: how far an assumption can be from the truth.
@@ -31,9 +31,9 @@ import time
 
 import numpy as np
 
-from judge.stats import ppi
-from judge.stats.decide import claims
-from judge.stats.ppi_power import Design, mde, power
+from judge.numbers.stats import ppi
+from judge.numbers.stats.decide import claims
+from judge.numbers.stats.ppi_power import Design, mde, power
 
 ALPHA, STEP, SEED = 0.025, 1.0, 20261204
 ASSUMED_RHO = 0.5  # the registered default of assumed_gold_correlation

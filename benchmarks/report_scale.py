@@ -22,16 +22,17 @@ from pathlib import Path
 from arms.folder import blinding_secret
 from core import jsonl
 from core.records import AnswerRow, Judgment, row_id
-from judge.analysis import anchor, compute_numbers, write_numbers
-from judge.blinding import blind, folder_label_secret
-from judge.folder import bind, commit, start_judging
-from judge.gold import run_gold
-from judge.judging import build_request, prompt_sha256
-from judge.plots import write_plots
-from judge.report import render
-from judge.review_md import write_review
-from judge.runinfo import Scope, merged, registered
-from judge.verify import verify
+from judge.gold.sources import run_gold
+from judge.judging.blinding import blind, folder_label_secret
+from judge.judging.calls import build_request, prompt_sha256
+from judge.numbers.analysis import compute_numbers, write_numbers
+from judge.outputs.plots import write_plots
+from judge.outputs.report import render
+from judge.outputs.review_md import write_review
+from judge.results.binding import bind, commit, start_judging
+from judge.results.files import anchor
+from judge.results.runinfo import Scope, merged, registered
+from judge.verify.checks import verify
 from models.backends.llama_cpp import EXTRA_SAMPLING
 from models.cache import call_key
 from registration.prereg import load_experiment

@@ -1,4 +1,4 @@
-"""Paired bootstrap speed: judge.stats.paired vs scipy.stats.bootstrap on the same data.
+"""Paired bootstrap speed: judge.numbers.stats.paired vs scipy.stats.bootstrap on the same data.
 
 8 arm/quant cells x N questions (scores 0/1/2), 10,000 resamples, percentile and BCa.
 The speed-up is timed several times, each of ours next to scipy's, and given as a range (the machine
@@ -17,8 +17,8 @@ import time
 import numpy as np
 from scipy import stats as sps
 
-from judge.stats.bootstrap import bca_interval, bootstrap_means, percentile_interval
-from judge.stats.paired import paired
+from judge.numbers.stats.bootstrap import bca_interval, bootstrap_means, percentile_interval
+from judge.numbers.stats.paired import paired
 
 
 def main() -> None:

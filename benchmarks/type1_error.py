@@ -23,10 +23,10 @@ import math
 import sys
 import time
 
-from judge.stats.calibration import calibrate
-from judge.stats.decide import claims
-from judge.stats.paired import paired
-from judge.stats.rule import Scale
+from judge.numbers.stats.calibration import calibrate
+from judge.numbers.stats.decide import claims
+from judge.numbers.stats.paired import paired
+from judge.numbers.stats.rule import Scale
 
 RULES = ("bootstrap", "bootstrap_and_t")  # the bootstrap rules this benchmark measured (the score rule: type1_grid.py)
 SCALE = Scale(0, 2)  # differences -1 / 0 / +1 of the 0-2 rubric

@@ -2,7 +2,7 @@
 
 A non-inferiority claim ("b is not worse than a by more than M") is made when a one-sided (1 - alpha) lower
 bound of the mean paired difference d = b - a exceeds -M. Every rule here is computed independently in this
-file (vectorised numpy, many data sets at once); judge/stats/ is only called by ``--validate``, to show
+file (vectorised numpy, many data sets at once); judge/numbers/stats/ is only called by ``--validate``, to show
 that this file's copy of the current rule and its data generator reproduce the false-claim rates reported
 against the current rule.
 
@@ -64,7 +64,7 @@ a cell's data sets and over its claims, against the cell's true rate.
 
     python benchmarks/type1_grid.py                  # the full grid (BENCHMARKS.md)
     python benchmarks/type1_grid.py --quick          # a few cells, small samples (CI: proves it runs)
-    python benchmarks/type1_grid.py --validate       # the current rule through judge/stats/ vs this file
+    python benchmarks/type1_grid.py --validate       # the current rule through judge/numbers/stats/ vs this file
 """
 from __future__ import annotations
 
@@ -611,16 +611,16 @@ VALIDATION = [  # name, R, K, margin, n, structure, icc, distribution of d (the 
 
 
 def validate(seed: int, sims: int, with_calibration: bool = True) -> dict:
-    """The harness's bootstrap_and_t through judge/stats/ on this file's data sets (its pseudo-observations are
+    """The harness's bootstrap_and_t through judge/numbers/stats/ on this file's data sets (its pseudo-observations are
     half the rubric's range now: this file's pseudo_half; the rates reported against it were measured with one
     point, this file's "current"); the recommended rule (score_skew; clustered: score_cr_eff, a question without a
     cluster counted as a unit as the harness counts today) on the same data sets; and the harness's calibration
-    line (judge.stats.calibration.calibrate, 200 data sets, 2,000 resamples) averaged over the current rule's claims (at
-    most 40 per scenario)."""
-    from judge.stats.calibration import calibrate
-    from judge.stats.decide import claims
-    from judge.stats.paired import paired
-    from judge.stats.rule import Scale
+    line (judge.numbers.stats.calibration.calibrate, 200 data sets, 2,000 resamples) averaged over the current rule's
+    claims (at most 40 per scenario)."""
+    from judge.numbers.stats.calibration import calibrate
+    from judge.numbers.stats.decide import claims
+    from judge.numbers.stats.paired import paired
+    from judge.numbers.stats.rule import Scale
     rows = []
     for name, R, K, M, n, structure, icc, probs, reported in VALIDATION:
         rng = np.random.default_rng([seed, n, R, int(M * 100)])
@@ -643,7 +643,8 @@ def validate(seed: int, sims: int, with_calibration: bool = True) -> dict:
                                clusters=names, scale=Scale(0, R, K)).rate
                for s in np.nonzero(theirs)[0][:40]] if with_calibration else []
         copy = mine["pseudo_half"]  # this file's copy of it (with clusters its guard is not the harness's CR1 one)
-        rows.append({"scenario": name, "n": n, "reported": reported, "judge.stats bootstrap_and_t": round(rate, 4),
+        rows.append({"scenario": name, "n": n, "reported": reported,
+                     "judge.numbers.stats bootstrap_and_t": round(rate, 4),
                      "mc_se": round(math.sqrt(max(rate * (1 - rate), 1e-9) / sims), 4),
                      "this file pseudo_half": round(float(copy.mean()), 4),
                      "same decision": round(float(np.mean(theirs == copy)), 4) if labels is None else None,
@@ -656,14 +657,14 @@ def validate(seed: int, sims: int, with_calibration: bool = True) -> dict:
 
 def validate_score(seed: int, sims: int) -> dict:
     """The wired rule against this file's copy: data sets from grid cells (boundary), each decided by
-    judge.stats.paired's ``paired(rule="score")`` (the test at -M that numbers.json records) and by score_skew
+    judge.numbers.stats.paired's ``paired(rule="score")`` (the test at -M that numbers.json records) and by score_skew
     (independent questions) or score_cr_eff (clusters; questions without one as units of their own). Also the wired
     decision's false-claim rate, which counts only registered clusters against ``min_clusters`` (3x+7: never claims)."""
     from fractions import Fraction
 
-    from judge.stats.decide import decide, score_test_at
-    from judge.stats.paired import paired
-    from judge.stats.rule import Scale, cluster_units
+    from judge.numbers.stats.decide import decide, score_test_at
+    from judge.numbers.stats.paired import paired
+    from judge.numbers.stats.rule import Scale, cluster_units
     from registration.vocabulary import CLAIMS
     rows = []
     for structure in ("none", "10x", "3x+7"):
@@ -693,7 +694,7 @@ def validate_score(seed: int, sims: int) -> dict:
                     rows.append({"structure": structure, "scale": scale, "K": K, "shape": shape, "tie": tie, "n": n,
                                  "same decision": round(float(np.mean(theirs == mine)), 4),
                                  "this file": round(float(mine.mean()), 4),
-                                 "judge.stats score": round(float(theirs.mean()), 4),
+                                 "judge.numbers.stats score": round(float(theirs.mean()), 4),
                                  "wired decision": round(float(decided.mean()), 4)})
                     print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return {"sims": sims, "validate_score": rows}
@@ -702,9 +703,9 @@ def validate_score(seed: int, sims: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--validate", action="store_true", help="bootstrap_and_t through judge/stats/")
+    ap.add_argument("--validate", action="store_true", help="bootstrap_and_t through judge/numbers/stats/")
     ap.add_argument("--validate-score", action="store_true",
-                    help="the wired score rule through judge/stats/ against this file's copy")
+                    help="the wired score rule through judge/numbers/stats/ against this file's copy")
     ap.add_argument("--calibration", action="store_true",
                     help="the recommended rule's calibration lines against the truth")
     ap.add_argument("--sims", type=int, default=None, help="data sets per boundary cell (default 2000)")

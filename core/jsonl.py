@@ -9,7 +9,7 @@ whose `status` is `error` (the call failed after its attempts) is asked again by
 which appends the new record with `retry_of` = the line of the error record it replaces. So a
 key's current record is its LAST one in file order, and every earlier record of that key is an
 error superseded by the next. `current()` is the one reader of that rule on the main path, and
-checks it while reading; judge.verify re-checks it by its own code.
+checks it while reading; judge.verify.checks re-checks it by its own code.
 
 A JSON object with a repeated key is refused (`loads`), in these files and in every JSON a user hands
 us: readers disagree on which value counts, so such a record has no one meaning.

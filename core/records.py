@@ -270,7 +270,8 @@ def blinding_key(d: dict[str, Any], file: str | Path = "<record>", line: int | N
 
 def judgment_kind(d: dict[str, Any]) -> str:
     """What a judgment judged. Written as `kind` since judgments carry it; before that, inferred from the label:
-    a pair's label starts with P (judge.pairwise), a single answer's with L (judge.blinding), an audit's with A."""
+    a pair's label starts with P (judge.judging.pairwise), a single answer's with L (judge.judging.blinding), an
+    audit's with A."""
     kind = d.get("kind")
     if kind is not None:
         return kind
@@ -322,14 +323,14 @@ class Retest(Judgment):
 @dataclass(frozen=True)
 class HumanLabel(Record):
     """One line of a labels file: a person's score for one blinded answer, given in review.html's blind mode
-    (`judge view --blind`), which downloads the file; judge.labels reads and checks it.
+    (`judge view --blind`), which downloads the file; judge.gold.labels reads and checks it.
 
     The file is hash-chained like amendments.jsonl (core.jsonl.link): the first record's `prev` is its
     `run_key`, each next record's the link of the record before it."""
 
     TYPE: ClassVar[str] = "label"
 
-    run_key: str  # the run's labels key (judge.labels.run_key): a hash of its label key, never the key itself
+    run_key: str  # the run's labels key (judge.gold.labels.run_key): a hash of its label key, never the key itself
     label: str  # the blinded label of the answer (L…), as the judge saw it
     score: int  # on the run's rubric scale
     note: str  # "" when the labeller wrote none
@@ -341,8 +342,9 @@ class HumanLabel(Record):
 @dataclass(frozen=True)
 class GoldLabel(Record):
     """One line of a sealed gold labels file (registered as `[gold] labels`): a gold score for an answer named by its
-    question and the sha256 of its text as the judge saw it (judge.blinding: normalised, identity text scrubbed), so
-    it applies to that answer in any run of the experiment, whatever arm wrote it. judge.gold reads it."""
+    question and the sha256 of its text as the judge saw it (judge.judging.blinding: normalised, identity text
+    scrubbed), so it applies to that answer in any run of the experiment, whatever arm wrote it. judge.gold.sources
+    reads it."""
 
     TYPE: ClassVar[str] = "gold"
 
@@ -357,8 +359,8 @@ class GoldLabel(Record):
 @dataclass(frozen=True)
 class LabelSample(Record):
     """One line of a results folder's labels/_samples.jsonl: a seeded random sample of questions drawn by
-    `judge label --sample N --seed S` (judge.stats.ppi.label_sample over `population`), so anyone holding the ids and
-    the seed can draw it again and see the labelled questions were not picked by hand."""
+    `judge label --sample N --seed S` (judge.numbers.stats.ppi.label_sample over `population`), so anyone holding the
+    ids and the seed can draw it again and see the labelled questions were not picked by hand."""
 
     TYPE: ClassVar[str] = "label_sample"
 
@@ -366,13 +368,13 @@ class LabelSample(Record):
     seed: int
     n: int
     population: list[str]  # the run's question ids it was drawn from
-    picked: list[str]  # judge.stats.ppi.label_sample(population, n, seed)
+    picked: list[str]  # judge.numbers.stats.ppi.label_sample(population, n, seed)
     time: str  # ISO 8601 with a UTC offset, when it was drawn
 
 
 @dataclass(frozen=True)
 class PublicQuestion(Record):
-    """One line of a published bundle's questions.jsonl (judge.bundle): a question of a private set as the bundle
+    """One line of a published bundle's questions.jsonl (judge.verify.bundle): a question of a private set as the bundle
     shows it, without its text: what the numbers read of it (its tags and cluster) and the sha256 of its question and
     reference (UTF-8), by which anyone holding the set can check it."""
 
@@ -506,8 +508,8 @@ class RunJudge(Entry):
 
 @dataclass(frozen=True)
 class CostRow(Entry):
-    """One arm's or judge's line of run.json's `cost` (judge.cost): tokens as the rows record them, and USD at the
-    registered prices (None without one)."""
+    """One arm's or judge's line of run.json's `cost` (judge.judging.cost): tokens as the rows record them, and USD at
+    the registered prices (None without one)."""
 
     WHAT: ClassVar[str] = "a cost row of run.json"
 
@@ -526,8 +528,8 @@ class CostRow(Entry):
 
 @dataclass(frozen=True)
 class RunInfo(Document):
-    """run.json (judge.runinfo builds its registered part, pipeline.run the rest). Required: what every reader reads
-    (the report renders the judge's backend and the audit gate); fields that older folders lack are optional;
+    """run.json (judge.results.runinfo builds its registered part, pipeline.run the rest). Required: what every reader
+    reads (the report renders the judge's backend and the audit gate); fields that older folders lack are optional;
     run.json carries no `version` key yet (absent is version 1), so its bytes, part of the anchor,
     are those earlier versions wrote."""
 
@@ -549,15 +551,15 @@ class RunInfo(Document):
     effective_settings: dict[str, Any] | None = None
     quant_files: dict[str, Any] | None = None
     cost: list[CostRow] = None  # absent in folders written before costs were kept
-    # what a run that can cost money planned to pay, before its first call (judge.budget): absent in older folders
-    # and in runs of in-process models only
+    # what a run that can cost money planned to pay, before its first call (judge.judging.budget): absent in older
+    # folders and in runs of in-process models only
     cost_estimate: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
 class Result(Entry):
-    """A paired comparison's numbers (judge.stats.paired), in a comparison or a subset of numbers.json. Required:
-    what the report formats as numbers; the rest is typed when present."""
+    """A paired comparison's numbers (judge.numbers.stats.paired), in a comparison or a subset of numbers.json.
+    Required: what the report formats as numbers; the rest is typed when present."""
 
     WHAT: ClassVar[str] = "a paired result of numbers.json"
 
@@ -641,7 +643,7 @@ class Subset(Entry):
 @dataclass(frozen=True)
 class Calibration(Entry):
     """The decision rule's false-claim rate at the boundary, simulated on data shaped like these
-    (judge.stats.calibration)."""
+    (judge.numbers.stats.calibration)."""
 
     WHAT: ClassVar[str] = "a comparison's calibration in numbers.json"
 
@@ -651,12 +653,13 @@ class Calibration(Entry):
     rate: float
     ceiling: float
     seed: int
-    interval: str | None = None  # "ppi" where the gold-corrected interval decides (judge.validity); else the judge's
+    # "ppi" where the gold-corrected interval decides (judge.numbers.validity); else the judge's
+    interval: str | None = None
 
 
 @dataclass(frozen=True)
 class FamilyTest(Entry):
-    """One level a hypothesis was tested at by the family procedure (judge.bias_checks.apply_family)."""
+    """One level a hypothesis was tested at by the family procedure (judge.numbers.bias_checks.apply_family)."""
 
     WHAT: ClassVar[str] = "a test of a comparison's family in numbers.json"
 
@@ -682,7 +685,7 @@ class ComparisonFamily(Entry):
 
 @dataclass(frozen=True)
 class FamilyStep(Entry):
-    """One hypothesis in numbers.json's `family` (judge.biases.FamilyStep)."""
+    """One hypothesis in numbers.json's `family` (judge.numbers.biases.FamilyStep)."""
 
     WHAT: ClassVar[str] = "a step of numbers.json's family"
 
@@ -695,7 +698,7 @@ class FamilyStep(Entry):
 
 @dataclass(frozen=True)
 class FamilySection(Entry):
-    """The registered hypotheses decided as one family (judge.biases.Family)."""
+    """The registered hypotheses decided as one family (judge.numbers.biases.Family)."""
 
     WHAT: ClassVar[str] = "numbers.json's family"
 
@@ -707,8 +710,8 @@ class FamilySection(Entry):
 
 @dataclass(frozen=True)
 class Stratum(Entry):
-    """One stratum of a PPI++ estimate (judge.stats.ppi.Stratum), named by `id` ((rest): the questions no complete
-    stratum holds)."""
+    """One stratum of a PPI++ estimate (judge.numbers.stats.ppi.Stratum), named by `id` ((rest): the questions no
+    complete stratum holds)."""
 
     WHAT: ClassVar[str] = "a stratum of a gold-corrected estimate in numbers.json"
 
@@ -724,7 +727,7 @@ class Stratum(Entry):
 
 @dataclass(frozen=True)
 class Estimate(Entry):
-    """A PPI++, gold-only or judge-only estimate of a paired difference (judge.stats.ppi.Estimate)."""
+    """A PPI++, gold-only or judge-only estimate of a paired difference (judge.numbers.stats.ppi.Estimate)."""
 
     WHAT: ClassVar[str] = "a gold-corrected estimate in numbers.json"
 
@@ -745,7 +748,8 @@ class Estimate(Entry):
 
 @dataclass(frozen=True)
 class CorrectedPower(Entry):
-    """The gold-corrected decision's power for a random sample of labelled questions (judge.validity.power_plan)."""
+    """The gold-corrected decision's power for a random sample of labelled questions
+    (judge.numbers.validity.power_plan)."""
 
     WHAT: ClassVar[str] = "the power of a gold-corrected decision in numbers.json"
 
@@ -767,8 +771,8 @@ class CorrectedPower(Entry):
 
 @dataclass(frozen=True)
 class JudgeError(Entry):
-    """A decision corrected for the judge's error against gold (judge.validity.apply); `ppi` None: no correction,
-    `reason` says why."""
+    """A decision corrected for the judge's error against gold (judge.numbers.validity.apply); `ppi` None: no
+    correction, `reason` says why."""
 
     WHAT: ClassVar[str] = "a comparison's judge_error in numbers.json"
 
@@ -784,7 +788,7 @@ class JudgeError(Entry):
 
 @dataclass(frozen=True)
 class JudgeEstimate(Entry):
-    """One judge's estimate and verdict of a hypothesis (judge.bias_checks.self_preference)."""
+    """One judge's estimate and verdict of a hypothesis (judge.numbers.bias_checks.self_preference)."""
 
     WHAT: ClassVar[str] = "a judge's estimate in a comparison's self_preference"
 
@@ -802,7 +806,7 @@ class JudgeEstimate(Entry):
 
 @dataclass(frozen=True)
 class Lift(Entry):
-    """How much more one judge gives arm b over arm a than the other judges do (judge.biases.Lift)."""
+    """How much more one judge gives arm b over arm a than the other judges do (judge.numbers.biases.Lift)."""
 
     WHAT: ClassVar[str] = "a judge's lift in a comparison's self_preference"
 
@@ -834,7 +838,7 @@ class SelfPreference(Entry):
 
 @dataclass(frozen=True)
 class Style(Entry):
-    """The paired differences with the arms' style differences regressed out (judge.biases.StyleAdjustment)."""
+    """The paired differences with the arms' style differences regressed out (judge.numbers.biases.StyleAdjustment)."""
 
     WHAT: ClassVar[str] = "a comparison's style in numbers.json"
 
@@ -874,7 +878,7 @@ class JudgeTotal(Entry):
 
 @dataclass(frozen=True)
 class Amendment(Entry):
-    """An amendment of the registration as the numbers were computed with it (judge.analysis.amendments)."""
+    """An amendment of the registration as the numbers were computed with it (judge.numbers.analysis.amendments)."""
 
     WHAT: ClassVar[str] = "an amendment of numbers.json"
 
@@ -898,7 +902,7 @@ class LengthRow(Entry):
 
 @dataclass(frozen=True)
 class LengthBias(Entry):
-    """How a judge's scores follow answer length (judge.agreement.length_bias)."""
+    """How a judge's scores follow answer length (judge.numbers.agreement.length_bias)."""
 
     WHAT: ClassVar[str] = "a judge's length bias in numbers.json"
 
@@ -909,7 +913,7 @@ class LengthBias(Entry):
 
 @dataclass(frozen=True)
 class PairwiseRow(Entry):
-    """One judge's pairwise verdicts on one hypothesis, both orders (judge.pairwise.summarise)."""
+    """One judge's pairwise verdicts on one hypothesis, both orders (judge.judging.pairwise.summarise)."""
 
     WHAT: ClassVar[str] = "a hypothesis's pairwise counts in numbers.json"
 
@@ -930,7 +934,7 @@ class PairwiseRow(Entry):
 
 @dataclass(frozen=True)
 class AgreementPair(Entry):
-    """Two judges' agreement on the answers both scored (judge.agreement.agreement)."""
+    """Two judges' agreement on the answers both scored (judge.numbers.agreement.agreement)."""
 
     WHAT: ClassVar[str] = "a pair of judges' agreement in numbers.json"
 
@@ -956,7 +960,7 @@ class Agreement(Entry):
 
 @dataclass(frozen=True)
 class RetestRow(Entry):
-    """One judge's verdicts against the same verdicts asked again (judge.biases.RetestAgreement)."""
+    """One judge's verdicts against the same verdicts asked again (judge.numbers.biases.RetestAgreement)."""
 
     WHAT: ClassVar[str] = "a judge's retest in numbers.json"
 
@@ -983,7 +987,7 @@ class DecisionChanged(Entry):
 
 @dataclass(frozen=True)
 class RetestSection(Entry):
-    """The judges' verdicts asked again (judge.bias_checks.retest_section)."""
+    """The judges' verdicts asked again (judge.numbers.bias_checks.retest_section)."""
 
     WHAT: ClassVar[str] = "numbers.json's judges retest"
 
@@ -994,7 +998,7 @@ class RetestSection(Entry):
 
 @dataclass(frozen=True)
 class Offset(Entry):
-    """The judge's score minus the gold score, with its bootstrap interval (judge.stats.judge_error.Offset)."""
+    """The judge's score minus the gold score, with its bootstrap interval (judge.numbers.stats.judge_error.Offset)."""
 
     WHAT: ClassVar[str] = "an offset of a judge against gold in numbers.json"
 
@@ -1018,7 +1022,7 @@ class ArmOffset(Entry):
 
 @dataclass(frozen=True)
 class GoldAgreement(Entry):
-    """A judge against every gold score of the answers it scored (judge.stats.judge_error.GoldAgreement)."""
+    """A judge against every gold score of the answers it scored (judge.numbers.stats.judge_error.GoldAgreement)."""
 
     WHAT: ClassVar[str] = "a judge's agreement with gold in numbers.json"
 
@@ -1061,8 +1065,8 @@ class GoldPair(Entry):
 
 @dataclass(frozen=True)
 class GoldDesigns(Entry):
-    """Gold scores by the design that chose their answers (judge.gold: a random sample, complete strata, or picked by
-    hand)."""
+    """Gold scores by the design that chose their answers (judge.gold.sources: a random sample, complete strata, or
+    picked by hand)."""
 
     WHAT: ClassVar[str] = "gold designs in numbers.json"
 
@@ -1084,7 +1088,7 @@ class GoldSources(Entry):
 
 @dataclass(frozen=True)
 class JudgeAgainstGold(Entry):
-    """One judge against the gold scores (judge.validity.judge_against_gold)."""
+    """One judge against the gold scores (judge.numbers.validity.judge_against_gold)."""
 
     WHAT: ClassVar[str] = "a judge of numbers.json's judge_validity"
 
@@ -1130,7 +1134,7 @@ class GoldSummary(Entry):
 
 @dataclass(frozen=True)
 class JudgeValidity(Entry):
-    """The judges measured against gold (judge.validity.apply)."""
+    """The judges measured against gold (judge.numbers.validity.apply)."""
 
     WHAT: ClassVar[str] = "numbers.json's judge_validity"
 
@@ -1189,7 +1193,7 @@ class Comparison(Entry):
 
 @dataclass(frozen=True)
 class Numbers(Document):
-    """numbers.json (judge.analysis.compute_numbers): its version is `schema`. Sections added since the first
+    """numbers.json (judge.numbers.analysis.compute_numbers): its version is `schema`. Sections added since the first
     version (family, panel_rule, judge_validity) are optional. Each section is an Entry of its own, read and written
     by the same contract: a field missing or of another type at any depth is bad input naming its path
     (`comparisons[2].judge_error.ppi.low`)."""
@@ -1248,9 +1252,9 @@ class ScopeChange(Entry):
 
 @dataclass(frozen=True)
 class Binding(Document):
-    """binding.json (arms.folder.bind, judge.folder.start_judging): the registration a results folder is bound to, by
-    sha256 of each entry, its scope, its label key, the sha256 of its blinding secret and, once judging began, the
-    amendment chain. Its version is `schema`."""
+    """binding.json (arms.folder.bind, judge.results.binding.start_judging): the registration a results folder is bound
+    to, by sha256 of each entry, its scope, its label key, the sha256 of its blinding secret and, once judging began,
+    the amendment chain. Its version is `schema`."""
 
     WHAT: ClassVar[str] = "the binding of a results folder (binding.json)"
     VERSION_KEY: ClassVar[str] = "schema"
@@ -1270,7 +1274,7 @@ class Binding(Document):
 
 
 # ----------------------------------------------------------------------------------------
-# BUNDLE.json: a published bundle's account of its files (judge.bundle)
+# BUNDLE.json: a published bundle's account of its files (judge.verify.bundle)
 # ----------------------------------------------------------------------------------------
 
 
@@ -1286,8 +1290,9 @@ class BundleFile(Entry):
 
 @dataclass(frozen=True)
 class BundleInfo(Document):
-    """BUNDLE.json (judge.bundle.publish). Version 1 (the previous one) hashed each withheld value bare and recorded
-    nothing of the gold; version 2 commits each with a salt and records what verify cannot compute of the gold."""
+    """BUNDLE.json (judge.verify.bundle.publish). Version 1 (the previous one) hashed each withheld value bare and
+    recorded nothing of the gold; version 2 commits each with a salt and records what verify cannot compute of the
+    gold."""
 
     WHAT: ClassVar[str] = "a bundle's BUNDLE.json"
     VERSION: ClassVar[int] = 2

@@ -1,1 +1,2 @@
-"""The blinded judge: blinding, verdicts, statistics, the report and adversarial verification."""
+"""The blinded judge, in sub-packages that are layers (lowest first; docs/architecture.md, tests/test_layers.py):
+judging, results, numbers, gold, outputs, verify. __main__.py is the command line."""

@@ -118,7 +118,7 @@ def parser() -> argparse.ArgumentParser:
 def _compare(args: argparse.Namespace) -> None:
     from core.atomic import write_text
 
-    from .compare import compare_sides, history, plot_history, read_side, render_comparison, render_history
+    from .outputs.compare import compare_sides, history, plot_history, read_side, render_comparison, render_history
 
     runs = args.results
     if args.history:
@@ -154,7 +154,7 @@ def _command(args: argparse.Namespace) -> int:
         from pipeline.run import DEMO, run
         from registration.seal import outside_experiment
 
-        from .analysis import anchor
+        from .results.files import anchor
 
         if args.limit is not None and args.limit < 1:
             raise BadInput("--limit", "must be a positive number of questions")
@@ -179,8 +179,8 @@ def _command(args: argparse.Namespace) -> int:
         rec = amend(args.dir, args.text, post_hoc=args.post_hoc)
         print(f"amendment {rec['n']} sealed at {rec['date']}")
     elif args.cmd == "verify":
-        from .bundle import ANCHOR_NOTE, BUNDLE, verify_bundle
-        from .verify import verify
+        from .verify.bundle import ANCHOR_NOTE, BUNDLE, verify_bundle
+        from .verify.checks import verify
 
         caches = [] if args.no_cache else args.cache
         if (args.results / BUNDLE).is_file():
@@ -207,7 +207,7 @@ def _command(args: argparse.Namespace) -> int:
     elif args.cmd == "publish":
         from registration.seal import outside_experiment
 
-        from .bundle import ANCHOR_NOTE, SECRET, publish, read_bundle, read_salts
+        from .verify.bundle import ANCHOR_NOTE, SECRET, publish, read_bundle, read_salts
 
         if args.reveal:
             salts = read_salts(args.results / SECRET)
@@ -226,7 +226,7 @@ def _command(args: argparse.Namespace) -> int:
     elif args.cmd == "export":
         from registration.seal import outside_experiment
 
-        from .export import export
+        from .outputs.export import export
 
         if args.out is not None:
             outside_experiment(args.out, args.exp)
@@ -248,7 +248,7 @@ def _command(args: argparse.Namespace) -> int:
     elif args.cmd == "view":
         from registration.seal import outside_experiment
 
-        from .view import view
+        from .outputs.view import view
 
         if args.out is not None:
             outside_experiment(args.out, args.exp)
@@ -261,7 +261,7 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _label(args: argparse.Namespace) -> int:
-    from .labelling import import_labels, label
+    from .gold.labelling import import_labels, label
 
     if args.sample is not None and args.sample < 1:
         raise BadInput("--sample", "must be a positive number of questions")
@@ -319,7 +319,7 @@ def _undecided(out: Path) -> int:
     """Exit 1, with one line per decision, when a registered decision is inconclusive for want of verdicts."""
     from core.records import Numbers, RunInfo
 
-    from .analysis import undecided
+    from .numbers.analysis import undecided
 
     max_unscored = (RunInfo.read_file(out / "run.json").analysis or {})["max_unscored"]
     lines = undecided(Numbers.read_file(out / "numbers.json").to_dict(), max_unscored)

@@ -81,7 +81,8 @@ class CallCache:
         self.hits = 0
         self.misses = 0
         # asked before each call that is not answered from the cache, with the backend's identity and the request
-        # (a cost ceiling: judge.budget); it may refuse the call by raising, and returns what to do with the reply
+        # (a cost ceiling: judge.judging.budget); it may refuse the call by raising, and returns what to do with the
+        # reply
         self.guard: Callable[[dict[str, Any], Any], Callable[[Reply | None], None]] | None = None
         # reads not yet recorded are recorded when the cache is closed, or when the run's process ends
         self._finalizer = weakref.finalize(self, _finish, self._db, self._lock, self._read, self.run)

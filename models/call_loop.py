@@ -1,5 +1,5 @@
-"""The resumable call loop: answers (arms.collect), verdicts (judge.judging) and the audit's readers (which judge
-through judge.judging) ask their model calls through it.
+"""The resumable call loop: answers (arms.collect), verdicts (judge.judging.calls) and the audit's readers (which judge
+through judge.judging.calls) ask their model calls through it.
 
 Items in, records out. An item is asked when its key has no record in the output file yet, or when its current
 record is an `error` (core.jsonl's retry rule): the new record is appended with `retry_of` = that record's line.

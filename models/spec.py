@@ -19,7 +19,7 @@ class Runtime:
     # `[runtime] batch`: llama.cpp sequences decoded together (1: one at a time); see models.backends.llama_parallel
     parallel_sequences: int = 1
     flash_attn: bool = False  # llama.cpp's fused attention kernel: faster on CPU too, rounds otherwise
-    max_cost_usd: float | None = None  # the results folder's cost ceiling (judge.budget); None: no ceiling
+    max_cost_usd: float | None = None  # the results folder's cost ceiling (judge.judging.budget); None: no ceiling
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,10 @@
 Idempotent: the run folder's raw files are append-only and every model call is cached, so
 re-running resumes and never repeats a finished call; answers and verdicts whose call failed
 (`error`) are asked again and appended as retries (core.jsonl's retry rule). The results folder is
-locked while the run writes it and bound to one registration before its first call (judge.folder):
+locked while the run writes it and bound to one registration before its first call (judge.results.binding):
 a later run resumes exactly that, extends it with more arms or questions, or is refused.
-run.json records the run as the registration, the binding and the raw files give it (judge.runinfo), so a resume
-that adds nothing rewrites it byte for byte and leaves the anchor (judge.analysis.anchor) as it was; what each
+run.json records the run as the registration, the binding and the raw files give it (judge.results.runinfo), so a resume
+that adds nothing rewrites it byte for byte and leaves the anchor (judge.results.files.anchor) as it was; what each
 invocation did, when and where, is appended to invocations.jsonl.
 """
 from __future__ import annotations
@@ -28,19 +28,20 @@ from core.atomic import write_text
 from core.errors import BadInput
 from core.jsonl import Appender, current, read
 from core.records import ANSWER_KEY, AnswerRow, RunInfo
-from judge.analysis import anchor, compute_numbers, late_amendments, write_numbers
-from judge.blinding import blind, folder_label_secret
-from judge.budget import Budget, can_cost, plan_text, planned_calls
-from judge.cost import costs
-from judge.folder import bind, commit, start_judging
-from judge.gold import check_gold, run_gold
-from judge.judging import RETESTS, judge_all, retest_labels
-from judge.pairwise import pair_items
-from judge.plots import write_plots
-from judge.preflight import check_answers, preflight
-from judge.report import render
-from judge.review_md import write_review
-from judge.runinfo import Scope, merged, registered, run_name
+from judge.gold.sources import check_gold, run_gold
+from judge.judging.blinding import blind, folder_label_secret
+from judge.judging.budget import Budget, can_cost, plan_text, planned_calls
+from judge.judging.calls import RETESTS, judge_all, retest_labels
+from judge.judging.cost import costs
+from judge.judging.pairwise import pair_items
+from judge.judging.preflight import check_answers, preflight
+from judge.numbers.analysis import compute_numbers, late_amendments, write_numbers
+from judge.outputs.plots import write_plots
+from judge.outputs.report import render
+from judge.outputs.review_md import write_review
+from judge.results.binding import bind, commit, start_judging
+from judge.results.files import anchor
+from judge.results.runinfo import Scope, merged, registered, run_name
 from models.backends.base import Backend
 from models.backends.registry import backend_info
 from models.cache import CallCache
@@ -187,7 +188,7 @@ class RunPlan:
     rubrics: dict[tuple[str, str], Rubric]
     run_dir: Path
     progress: bool
-    cost_plan: dict[str, Any] | None = None  # what a run that can cost money plans to pay (judge.budget)
+    cost_plan: dict[str, Any] | None = None  # what a run that can cost money plans to pay (judge.judging.budget)
     ceiling: float | None = None  # USD the folder may cost (--max-cost, else [runtime] max_cost_usd)
     resume: str = ""  # the command that resumes this run, without its ceiling
 

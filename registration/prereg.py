@@ -78,12 +78,12 @@ PANELS = ("first-available", "all-available")
 # verdict every judge of the panel reaches on its own scores, or the judges that share a model family with neither
 # arm of the hypothesis, on the per-question mean of their scores.
 PANEL_RULES = ("primary", "all-agree", "unrelated-mean")
-# How the registered hypotheses are controlled as one family (judge.biases.family_decisions): Holm's step-down (the
-# default: no order needed, uniformly more powerful than Bonferroni), a fixed sequence in the registered order of
+# How the registered hypotheses are controlled as one family (judge.numbers.biases.family_decisions): Holm's step-down
+# (the default: no order needed, uniformly more powerful than Bonferroni), a fixed sequence in the registered order of
 # [[hypotheses]], or no adjustment (each hypothesis at its own alpha).
 FAMILIES = ("holm", "fixed-sequence", "none")
-# Style covariates a paired difference may be adjusted for, over a hypothesis's own pairs (judge.biases.style_counts):
-# answer length is always one of them.
+# Style covariates a paired difference may be adjusted for, over a hypothesis's own pairs
+# (judge.numbers.biases.style_counts): answer length is always one of them.
 STYLES = ("length", "headers", "list_items", "citations")
 JUDGE_ERROR = ("report", "decide")  # what gold does to a decision: an interval beside it, or its bound
 AGREEMENT_RANGE = (-1.0, 1.0)  # quadratic-weighted kappa's range: where a min_gold_agreement floor may lie
@@ -118,7 +118,7 @@ class Analysis:
     # where it would decide otherwise; "decide": it is the decision's bound
     judge_error: str = "report"
     # the power the gold-corrected decision should have at the margin: `judge label --sample` and the report say how
-    # many labelled questions reach it (judge.stats.ppi_power)
+    # many labelled questions reach it (judge.numbers.stats.ppi_power)
     target_power: float = 0.8
     # before gold exists, the correlation of the gold and the judge's paired differences that power is stated at
     assumed_gold_correlation: float = 0.5
@@ -139,8 +139,8 @@ class AuditGate:
 
 @dataclass(frozen=True)
 class Gold:
-    """Where gold scores come from (judge.gold reads them): sealed labels files and a gold program, both inside the
-    experiment folder, so the seal covers them."""
+    """Where gold scores come from (judge.gold.sources reads them): sealed labels files and a gold program, both inside
+    the experiment folder, so the seal covers them."""
 
     labels: tuple[str, ...] = ()  # JSONL files, relative to the experiment folder
     program: str | None = None  # "file.py:function" in the experiment folder: (question, reference, answer) -> score
@@ -172,7 +172,8 @@ class Experiment:
     judge_panel_rule: str = "primary"  # PANEL_RULES: who decides when several judges scored
     judge_retest: int = 0  # verdicts of each judge asked again (a seeded draw of labels), for test-retest reliability
     # [judge] min_gold_agreement: a floor on the lower bound of the deciding judge's quadratic-weighted kappa
-    # against gold (judge.stats.judge_error); below it, or with no gold to measure it, a decision is inconclusive
+    # against gold (judge.numbers.stats.judge_error); below it, or with no gold to measure it, a decision is
+    # inconclusive
     min_gold_agreement: float | None = None
     set_formats: dict[str, SetFormat] = field(default_factory=dict)  # [sets."FILE"], by the name [experiment] gives
 
@@ -534,7 +535,7 @@ def _audit(a: Any, file: Path, arms: dict[str, ArmSpec]) -> AuditGate:
 
 def _gold(g: Any, file: Path, exp_dir: Path) -> Gold:
     """[gold]: the files named must lie inside the experiment folder (the seal covers them); whether they exist and
-    what they hold is checked before the first model call (judge.gold.check_gold), as for question sets."""
+    what they hold is checked before the first model call (judge.gold.sources.check_gold), as for question sets."""
     where = "[gold]"
     check_keys(g, GOLD_KEYS, file, where)
     labels = setting(g, "labels", "strings", file, where, [])

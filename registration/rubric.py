@@ -5,9 +5,9 @@ variables: an answer containing `{{ 7*7 }}` is shown literally, never evaluated.
 
 Everything the judge later reads from a rubric is checked when it is loaded, before any answer is paid for:
 each field's type (file, line and field named), the template's syntax and filters (it is compiled), the
-verdict schema as judge.verdict reads it, and a score field whose values lie on the scale. Which variables
+verdict schema as judge.judging.verdict reads it, and a score field whose values lie on the scale. Which variables
 the template may use depends on what it judges (one answer or a pair): `check_variables` refuses any other,
-at its line, and judge.preflight calls it for every rubric of the run.
+at its line, and judge.judging.preflight calls it for every rubric of the run.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def rubric_dir(name: str, exp_dir: Path) -> Path:
     return own if (own / f"{name}.toml").is_file() else RUBRICS_DIR
 
 
-# The verdict field types judge.verdict checks; a field of another type would reach the record unchecked.
+# The verdict field types judge.judging.verdict checks; a field of another type would reach the record unchecked.
 FIELD_TYPES = ("string", "integer", "boolean")
 SCALE_MAX = 1_000_000  # |score|: scores are averaged and bootstrapped as exact fractions, then shown as floats
 SCALE_POINTS = 1000  # agreement builds scale x scale tables
@@ -144,7 +144,7 @@ def _rubric(name: str, rubrics_dir: Path, path: Path, raw: bytes, doc: dict) -> 
 
 
 def _schema(schema: Any, path: Path) -> dict:
-    """The verdict schema as judge.verdict reads it: an object of scalar properties, `required` naming them."""
+    """The verdict schema as judge.judging.verdict reads it: an object of scalar properties, `required` naming them."""
     if not isinstance(schema, dict):
         raise BadInput(path, "must be a table (the verdict's JSON schema)", field="schema")
     with toml_lines.table("schema"):

@@ -1,5 +1,5 @@
 """The named identity patterns a registration starts from (`[judge] scrub` adds patterns, `scrub_drop`
-drops one by name), and the engine each pattern runs on. Registered here, applied by judge.blinding.
+drops one by name), and the engine each pattern runs on. Registered here, applied by judge.judging.blinding.
 
 A registered pattern runs on RE2 (google-re2), whose search takes time linear in the text whatever the pattern:
 one with nested quantifiers (`(a+)+$`) cannot backtrack catastrophically after the calls were paid for. A pattern

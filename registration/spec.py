@@ -26,7 +26,7 @@ from . import toml_lines
 THINKING_CONTROLS = ("none", "chat_template_kwargs", "reasoning_effort")
 # How an OpenAI(-compatible) server is asked for a verdict's structure: `response_format` json_schema (OpenAI,
 # vLLM, llama-server); json_object with the schema inside it (`python -m llama_cpp.server`, which refuses
-# json_schema); or not at all, leaving the strict parser of judge.verdict to decide.
+# json_schema); or not at all, leaving the strict parser of judge.judging.verdict to decide.
 EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
 CODE_TIMEOUT_S = 60.0  # the default limit of each step of the experiment's own code run contained (arms.contained)
 

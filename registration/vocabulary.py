@@ -1,8 +1,9 @@
 """The decision vocabulary: every word a registration, the decision code and verify's second path use to say how a
 hypothesis is decided, defined once.
 
-registration.prereg parses a registration against it; judge.stats decides by it; judge.second_path decides again by
-it, without any of judge.stats' code. A word added here is walked through both paths by tests/test_vocabulary.py.
+registration.prereg parses a registration against it; judge.numbers.stats decides by it; judge.verify.second_path
+decides again by it, without any of judge.numbers.stats' code. A word added here is walked through both paths by
+tests/test_vocabulary.py.
 """
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ KINDS = ("non_inferiority", "superiority", "equivalence")
 
 RULES = ("score", "bootstrap", "bootstrap_and_t")
 """The decision rule a registration may name ([analysis] rule). "score" (the default): the score test anchored to the
-rubric's scale (judge.stats.rule). "bootstrap": the bootstrap interval alone. "bootstrap_and_t": the wider of the
-bootstrap interval and a small-sample t interval with a pseudo-loss and a pseudo-win of half the rubric's range
-(judge.stats.t_bounds.guarded_t_interval), so a claim needs both. Both bootstrap rules exceed 1.2 alpha where most
-differences are ties (BENCHMARKS.md): they stay registrable for folders and experiments that registered them."""
+rubric's scale (judge.numbers.stats.rule). "bootstrap": the bootstrap interval alone. "bootstrap_and_t": the wider of
+the bootstrap interval and a small-sample t interval with a pseudo-loss and a pseudo-win of half the rubric's range
+(judge.numbers.stats.t_bounds.guarded_t_interval), so a claim needs both. Both bootstrap rules exceed 1.2 alpha where
+most differences are ties (BENCHMARKS.md): they stay registrable for folders and experiments that registered them."""
 DEFAULT_RULE = "score"
 
 METHODS = ("percentile", "bca")
@@ -35,11 +36,11 @@ CLAIMS = {"non_inferiority": ("non-inferior", "superior"), "superiority": ("supe
 """The verdicts of each kind that are its claim: what a calibration counts, and what the family steps down on."""
 
 GOLD_DESIGNS = ("random_sample", "complete_strata", "convenience")
-"""How gold labels were chosen (judge.gold). "random_sample": a seeded random sample of the questions (or of each
-stratum; a stratum labelled whole is a 100 % sample). "complete_strata": gold only on whole strata (such as a tag
+"""How gold labels were chosen (judge.gold.sources). "random_sample": a seeded random sample of the questions (or of
+each stratum; a stratum labelled whole is a 100 % sample). "complete_strata": gold only on whole strata (such as a tag
 whose every question has programmatic gold). "convenience": picked by hand: agreement only, no correction."""
 
 PPI_RULES = ("guarded", "normal")
-"""The interval of a prediction-powered estimate (judge.stats.ppi). "normal": ppi_py's z interval with ddof-0
+"""The interval of a prediction-powered estimate (judge.numbers.stats.ppi). "normal": ppi_py's z interval with ddof-0
 variances, exactly. "guarded" (default): the small-sample guard (t with Welch-Satterthwaite df, ddof 1, a rectifier
 spread floor)."""

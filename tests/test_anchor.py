@@ -15,11 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import jsonl
-from judge.analysis import ANCHOR_FILES, anchor, compute_numbers, write_numbers
-from judge.gold import run_gold
-from judge.report import render
-from judge.review_md import write_review
-from judge.verify import Verification, verify
+from judge.gold.sources import run_gold
+from judge.numbers.analysis import compute_numbers, write_numbers
+from judge.outputs.report import render
+from judge.outputs.review_md import write_review
+from judge.results.files import ANCHOR_FILES, anchor
+from judge.verify.checks import Verification, verify
 from pipeline.run import INVOCATIONS, last_invocation
 from registration.prereg import load_experiment
 from registration.questions import load_questions

@@ -11,9 +11,9 @@ from audit.gate import check_gate
 from audit.log import read_log, top_k
 from core import jsonl
 from core.errors import CheckFailed
-from judge.blinding import BlindItem
-from judge.judging import build_request
-from judge.stats.agreement import cohen_kappa
+from judge.judging.blinding import BlindItem
+from judge.judging.calls import build_request
+from judge.numbers.stats.agreement import cohen_kappa
 from registration.rubric import load_rubric
 
 from conftest import ROOT, cli

@@ -1,5 +1,6 @@
 """The grader-injection detector: text aimed at the grader is flagged first, honest text about scores is not,
-and the gate counts it only when detectors are registered. The patterns are the judge's own (judge/blinding.py)."""
+and the gate counts it only when detectors are registered. The patterns are the judge's own
+(judge/judging/blinding.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +14,7 @@ from audit.log import Completion, read_log
 from core import jsonl
 from core.errors import CheckFailed
 from core.records import AnswerRow, KeyRow
-from judge.blinding import INJECTION, blind, injection_count
+from judge.judging.blinding import INJECTION, blind, injection_count
 from registration.questions import Question
 
 from conftest import ROOT, cli, rewards_log

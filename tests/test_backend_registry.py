@@ -20,7 +20,7 @@ import pytest
 from arms.collect import collect
 from arms.settings import verify_settings
 from core.errors import BadInput, CheckFailed
-from judge.report import owe_the_reader
+from judge.outputs.report import owe_the_reader
 from models.backends.anthropic import AnthropicBackend, AnthropicConfig
 from models.backends.base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
 from models.backends.llama_cpp import LlamaConfig, LlamaCppBackend, sampler_differences

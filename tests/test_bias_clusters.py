@@ -3,7 +3,7 @@
 A planted set of clusters whose questions are perfectly correlated: each judge's interval and a same-family judge's
 lift equal a peer's (numpy resampling the cluster means directly, and scipy's bootstrap of the cluster means within
 Monte Carlo error) and are wider than the per-question interval. On generated scores and clusters, verify's second
-path (judge.second_path.biases, its own code) gives the main path's per-judge estimates, intervals, verdicts and
+path (judge.verify.second_path.biases, its own code) gives the main path's per-judge estimates, intervals, verdicts and
 lifts.
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge.analysis import rubric_scale
-from judge.bias_checks import self_preference
-from judge.biases import lift
-from judge.second_path.biases import judge_decision, judge_lift
+from judge.numbers.analysis import rubric_scale
+from judge.numbers.bias_checks import self_preference
+from judge.numbers.biases import lift
+from judge.verify.second_path.biases import judge_decision, judge_lift
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 

@@ -1,6 +1,6 @@
-"""verify's own path for the judge-bias numbers (judge.second_path.biases) against peers: its style regression against
-statsmodels' OLS, its test-retest kappa and that kappa's bootstrap interval against scikit-learn, its Holm procedure
-against statsmodels' multipletests, and the main path's family against it on the same claims."""
+"""verify's own path for the judge-bias numbers (judge.verify.second_path.biases) against peers: its style regression
+against statsmodels' OLS, its test-retest kappa and that kappa's bootstrap interval against scikit-learn, its Holm
+procedure against statsmodels' multipletests, and the main path's family against it on the same claims."""
 from __future__ import annotations
 
 import warnings
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge.bias_checks import apply_family
-from judge.second_path.biases import _family, _ols, clopper_pearson, retest_kappa_interval
-from judge.second_path.decisions import kappa_quadratic
+from judge.numbers.bias_checks import apply_family
+from judge.verify.second_path.biases import _family, _ols, clopper_pearson, retest_kappa_interval
+from judge.verify.second_path.decisions import kappa_quadratic
 
 pytestmark = pytest.mark.unit
 
@@ -117,7 +117,7 @@ def test_the_family_by_the_independent_path_is_the_main_paths_and_holm_is_statsm
 def test_a_folder_decided_before_the_family_existed_gets_one_line_saying_how_to_re_decide_it():
     from types import SimpleNamespace
 
-    from judge.verify import earlier_rule_findings
+    from judge.verify.checks import earlier_rule_findings
 
     exp = SimpleNamespace(analysis=SimpleNamespace(rule="score"))
     old = {"comparisons": [{"result": {"rule": "score", "scale": [0, 2, 1]}}]}
@@ -132,7 +132,7 @@ def test_a_claim_recorded_at_an_adjusted_alpha_that_verifys_own_score_test_does_
     from fractions import Fraction
     from types import SimpleNamespace
 
-    from judge.second_path.biases import forged_claims
+    from judge.verify.second_path.biases import forged_claims
     from registration.prereg import Hypothesis
 
     qs = {f"q{i:02d}": [] for i in range(40)}
@@ -170,7 +170,7 @@ def test_which_style_caution_is_raised_is_decided_again_by_verifys_own_path(boun
     is, is a finding; the self-preference cautions are decided alike from the judges' own verdicts."""
     from types import SimpleNamespace
 
-    from judge.second_path.biases import caution_findings
+    from judge.verify.second_path.biases import caution_findings
     from registration.prereg import Hypothesis
 
     h = Hypothesis(id="H1", a="base", b="up", quant="Q8_0", kind="superiority", margin=0.0, alpha=0.025)

@@ -204,8 +204,8 @@ def test_a_retest_verdict_its_raw_reply_does_not_give_fails_verify_naming_its_li
        end=st.sampled_from([0, 1]), shift=st.floats(-0.5, 0.5).filter(lambda x: abs(x) > 1e-3))
 def test_an_edited_end_of_a_retest_interval_is_named_by_verifys_own_path(biased, tmp_path_factory, judge, field, end,
                                                                           shift):
-    """verify's own path (judge.second_path.biases) recomputes each judge's test-retest kappa interval on the same
-    documented resamples, and the flip rate's exact interval: an interval end moved is its finding, not only the
+    """verify's own path (judge.verify.second_path.biases) recomputes each judge's test-retest kappa interval on the
+    same documented resamples, and the flip rate's exact interval: an interval end moved is its finding, not only the
     main path's."""
     out, _, env = biased
     edited = tmp_path_factory.mktemp("kappa") / "run"

@@ -31,11 +31,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.errors import BadInput
-from judge.analysis import anchor
-from judge.export import table
-from judge.gold import gold_scores
-from judge.report import render
-from judge.verify import verify
+from judge.gold.sources import gold_scores
+from judge.outputs.export import table
+from judge.outputs.report import render
+from judge.results.files import anchor
+from judge.verify.checks import verify
 from registration.prereg import load_experiment
 from registration.seal import seal
 
@@ -146,7 +146,7 @@ def test_the_judge_alone_says_non_inferior_and_the_gold_it_is_measured_against_i
     (h1,) = before["comparisons"]
     assert h1["result"]["diff"] == pytest.approx(14 / 40)
     assert h1["verdict"] in ("non-inferior", "superior")  # the judge alone claims non-inferiority (or more)
-    # the draw is numpy's (judge.stats.ppi.label_sample's documented rule), here: 16 of the sorted ids, seed 1
+    # the draw is numpy's (judge.numbers.stats.ppi.label_sample's documented rule), here: 16 of the sorted ids, seed 1
     pool = [f"q{i:02d}" for i in range(N)]
     want = [pool[i] for i in sorted(np.random.default_rng(SAMPLE_SEED).choice(N, size=SAMPLE, replace=False))]
     assert picked == want and sum(q >= "q10" for q in picked) == 13
@@ -329,9 +329,10 @@ def test_a_folder_whose_agreement_intervals_resampled_answers_verifies_as_writte
     """A folder written before records no ``resampling`` (its agreement intervals resampled answers, exact agreement
     had none) and no guard ``step``: verify recomputes it as that version did, by both paths, and lists it as
     unchecked instead of failing; the current folder resamples whole questions."""
-    from judge.analysis import anchor, compute_numbers, write_numbers
-    from judge.gold import run_gold
-    from judge.report import render
+    from judge.gold.sources import run_gold
+    from judge.numbers.analysis import compute_numbers, write_numbers
+    from judge.outputs.report import render
+    from judge.results.files import anchor
     from registration.questions import load_questions
 
     exp, out, before, picked = report_mode
@@ -359,9 +360,10 @@ def test_a_folder_whose_agreement_intervals_were_percentile_verifies_as_written_
     """A folder whose agreements record ``resampling = "question"`` but no ``interval`` had percentile intervals over
     questions: verify recomputes them so by both paths and lists it as unchecked; the current folder records BCa,
     whose kappa interval is another one on the same draws."""
-    from judge.analysis import anchor, compute_numbers, write_numbers
-    from judge.gold import run_gold
-    from judge.report import render
+    from judge.gold.sources import run_gold
+    from judge.numbers.analysis import compute_numbers, write_numbers
+    from judge.outputs.report import render
+    from judge.results.files import anchor
     from registration.questions import load_questions
 
     exp, out, before, picked = report_mode

@@ -1,5 +1,5 @@
-"""judge.biases against peers: style control against statsmodels OLS, Holm against statsmodels' multipletests, the
-retest flip interval against statsmodels' Clopper-Pearson and its kappa against scikit-learn, a judge's lift
+"""judge.numbers.biases against peers: style control against statsmodels OLS, Holm against statsmodels' multipletests,
+the retest flip interval against statsmodels' Clopper-Pearson and its kappa against scikit-learn, a judge's lift
 against hand computation and scipy's bootstrap; fixed sequences and unequal alphas by hand."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge.biases import family_decisions, lift, retest_agreement, style_adjustment, style_counts
+from judge.numbers.biases import family_decisions, lift, retest_agreement, style_adjustment, style_counts
 
 pytestmark = pytest.mark.unit
 

@@ -24,9 +24,9 @@ from test_folder import SERVED, Script, experiment, lines, run
 
 from arms.folder import SECRET, locked
 from core.errors import BadInput
-from judge.blinding import folder_label_secret, label_for, label_secret
-from judge.pairwise import pair_label
-from judge.view import view
+from judge.judging.blinding import folder_label_secret, label_for, label_secret
+from judge.judging.pairwise import pair_label
+from judge.outputs.view import view
 
 from conftest import cli
 from support.scripted_server import ScriptedServer

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from core.errors import BadInput
-from judge.budget import Budget, OverBudget
+from judge.judging.budget import Budget, OverBudget
 from models.backends.base import Generation, Reply, Request
 from models.spec import ModelSpec
 from registration.seal import seal

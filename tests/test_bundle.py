@@ -22,8 +22,10 @@ from test_folder import ROOT, SERVED, experiment, run
 
 from core import jsonl
 from core.errors import BadInput
-from judge.analysis import ANCHOR_FILES
-from judge.bundle import (
+from judge.gold.labelling import import_labels
+from judge.gold.sources import answer_sha256
+from judge.results.files import ANCHOR_FILES, load
+from judge.verify.bundle import (
     Salts,
     publish,
     read_bundle,
@@ -33,9 +35,6 @@ from judge.bundle import (
     stand_in,
     verify_bundle,
 )
-from judge.gold import answer_sha256
-from judge.labelling import import_labels
-from judge.review import load
 from registration.seal import seal
 
 from conftest import cli
@@ -506,10 +505,10 @@ PIECES = ["#", "##", " ", "\n", "\t", "- ", "* ", "1. ", "[2]", "Rule 4.1", "§ 
 @given(st.lists(st.sampled_from(PIECES), max_size=14).map("".join),
        st.sets(st.sampled_from(["headers", "list_items", "citations"])))
 def test_a_withheld_answer_stands_in_with_its_words_and_registered_style_counts(text, style):
-    """Both paths' style counts (judge.biases and the second path's own patterns) and the word count of the text a
-    withheld answer stands in as are the original's, for the covariates registered."""
-    from judge.biases import style_counts
-    from judge.second_path.biases import _style
+    """Both paths' style counts (judge.numbers.biases and the second path's own patterns) and the word count of the text
+    a withheld answer stands in as are the original's, for the covariates registered."""
+    from judge.numbers.biases import style_counts
+    from judge.verify.second_path.biases import _style
 
     registered = ("length", *sorted(style))
     back = stand_in(redact_answer({"text": text}, Salts(KEY), "answers.jsonl:1", registered))["text"]

@@ -17,16 +17,17 @@ from hypothesis import strategies as st
 
 from core import jsonl
 from core.records import AnswerRow
-from judge.analysis import anchor, compute_numbers, write_numbers
-from judge.blinding import blind
-from judge.cost import costs
-from judge.gold import run_gold
-from judge.judging import build_request, prompt_sha256
-from judge.rederive import expected_identity, identity_findings
-from judge.report import render
-from judge.review_md import write_review
-from judge.runinfo import bound_scope, registered
-from judge.verify import record_findings, verify
+from judge.gold.sources import run_gold
+from judge.judging.blinding import blind
+from judge.judging.calls import build_request, prompt_sha256
+from judge.judging.cost import costs
+from judge.numbers.analysis import compute_numbers, write_numbers
+from judge.outputs.report import render
+from judge.outputs.review_md import write_review
+from judge.results.files import anchor
+from judge.results.runinfo import bound_scope, registered
+from judge.verify.checks import record_findings, verify
+from judge.verify.rederive import expected_identity, identity_findings
 from models.backends.base import STRUCTURED
 from models.cache import CallCache, call_key
 from models.load import open_backend

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from judge.cost import cost_line
+from judge.judging.cost import cost_line
 from models.spec import ModelSpec
 
 pytestmark = pytest.mark.unit

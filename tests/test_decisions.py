@@ -11,15 +11,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from judge.agreement import length_bias
-from judge.analysis import compare, quant_check
-from judge.bias_checks import style_check
-from judge.second_path import decisions as second_path
-from judge.stats.bootstrap import differences, resample_counts, units
-from judge.stats.calibration import calibrate
-from judge.stats.decide import decide
-from judge.stats.paired import Paired, paired
-from judge.stats.rule import Scale
+from judge.numbers.agreement import length_bias
+from judge.numbers.analysis import compare, quant_check
+from judge.numbers.bias_checks import style_check
+from judge.numbers.stats.bootstrap import differences, resample_counts, units
+from judge.numbers.stats.calibration import calibrate
+from judge.numbers.stats.decide import decide
+from judge.numbers.stats.paired import Paired, paired
+from judge.numbers.stats.rule import Scale
+from judge.verify.second_path import decisions as second_path
 from registration.prereg import Analysis, Hypothesis
 from registration.questions import Question
 
@@ -129,7 +129,8 @@ def test_cluster_bootstrap_of_equal_clusters_is_the_bootstrap_of_cluster_means()
 
 
 @pytest.mark.parametrize("method", ["percentile", "bca"])
-@pytest.mark.parametrize("rule", ["bootstrap", "bootstrap_and_t"])  # rule "score": judge.second_path, tested below
+# rule "score": judge.verify.second_path, tested below
+@pytest.mark.parametrize("rule", ["bootstrap", "bootstrap_and_t"])
 def test_check_path_agrees_on_unequal_clusters(method, rule):
     rng = np.random.default_rng(4)
     a = k_means(rng.integers(0, 3, (45, 3)).tolist())
@@ -213,10 +214,10 @@ def test_two_questions_one_win_one_tie_the_calibration_shows_the_bootstrap_rules
 
 
 def calibration_line(c: dict) -> str:
-    """The report's calibration line of comparison c, rendered from judge/templates/report.md.j2's own text."""
+    """The report's calibration line of comparison c, rendered from judge/outputs/templates/report.md.j2's own text."""
     from jinja2 import Environment, StrictUndefined
 
-    from judge.report import TEMPLATES
+    from judge.outputs.report import TEMPLATES
     src = (TEMPLATES / "report.md.j2").read_text()
     start = src.index('{% if c.get("calibration") %}')
     return Environment(undefined=StrictUndefined).from_string(src[start:src.index("{% endif %}{% endif %}", start)]
@@ -393,7 +394,7 @@ def panel_exp():
 
 
 def test_unrelated_mean_averages_only_the_judges_sharing_no_family_with_either_arm():
-    from judge.bias_checks import unrelated_scores
+    from judge.numbers.bias_checks import unrelated_scores
 
     by_judge = {"kin": scores([Fraction(0)] * 3, [Fraction(2)] * 3),
                 "other": scores([Fraction(1), Fraction(0), Fraction(2)], [Fraction(1), Fraction(1), Fraction(2)]),
@@ -405,7 +406,7 @@ def test_unrelated_mean_averages_only_the_judges_sharing_no_family_with_either_a
 
 
 def test_all_agree_claims_only_what_every_judge_claims():
-    from judge.bias_checks import panel_verdict
+    from judge.numbers.bias_checks import panel_verdict
 
     sp = {"judges": {"kin": {"verdict": "superior"}, "other": {"verdict": "not shown"}}}
     c = {"verdict": "superior"}
@@ -420,7 +421,7 @@ def test_all_agree_claims_only_what_every_judge_claims():
 
 
 def test_retest_counts_flips_per_judge_and_names_a_decision_the_retests_change():
-    from judge.bias_checks import retest_section
+    from judge.numbers.bias_checks import retest_section
 
     def v(judge, label, score, status="scored"):
         return SimpleNamespace(judge=judge, label=label, kind="single", status=status, score=score)

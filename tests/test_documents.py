@@ -233,7 +233,7 @@ def test_a_later_version_is_refused_and_an_absent_one_is_the_first(tmp_path):
 
 
 def test_writing_numbers_that_break_the_contract_is_refused_before_the_file_is_written(tmp_path):
-    from judge.analysis import write_numbers
+    from judge.numbers.analysis import write_numbers
 
     path = tmp_path / "numbers.json"
     with pytest.raises(BadRecord) as e:

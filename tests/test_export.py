@@ -137,7 +137,7 @@ def test_every_text_survives_a_csv_round_trip_and_no_cell_is_a_formula(df, tmp_p
     """Through `export` as the command calls it (the table is planted): Python's csv module and pandas read back
     one row per answer, every text exactly after the export guide's rule, numbers as numbers, and no text cell a
     spreadsheet would run as a formula."""
-    from judge import export as export_module
+    from judge.outputs import export as export_module
 
     run = tmp_path / "run"
     run.mkdir(exist_ok=True)
@@ -160,7 +160,7 @@ def test_every_text_survives_a_csv_round_trip_and_no_cell_is_a_formula(df, tmp_p
 
 @pytest.mark.unit
 def test_an_export_is_never_written_inside_the_results_folder(tmp_path):
-    from judge.export import default_out, export
+    from judge.outputs.export import default_out, export
 
     run = tmp_path / "results" / "demo"
     run.mkdir(parents=True)
@@ -181,7 +181,7 @@ def test_an_export_is_never_written_inside_the_results_folder(tmp_path):
 @pytest.mark.unit
 def test_an_export_through_a_hard_link_replaces_the_link_not_the_raw_file(tmp_path, monkeypatch):
     """A path outside the folder that is a hard link to a raw file inside it: the export replaces the link."""
-    from judge import export as export_module
+    from judge.outputs import export as export_module
 
     run = tmp_path / "run"
     run.mkdir()

@@ -1,7 +1,7 @@
 """The family under ``judge_error = "decide"`` steps down on the gold-corrected intervals that decide, in the main
-path (judge.validity.decide_family) and in verify's second path (judge.second_path.biases._family with
-judge.second_path.judge_error.corrected_verdicts). Expected values are computed here, independently: each corrected
-interval by hand from its definition (rule "guarded": ppi_py's power-tuned lambda and point estimate, the
+path (judge.numbers.validity.decide_family) and in verify's second path (judge.verify.second_path.biases._family with
+judge.verify.second_path.judge_error.corrected_verdicts). Expected values are computed here, independently: each
+corrected interval by hand from its definition (rule "guarded": ppi_py's power-tuned lambda and point estimate, the
 rectifier's ddof-1 spread with two pseudo-residuals of one point, Student t with Welch-Satterthwaite degrees of
 freedom), and the family by a hand-written Holm and fixed sequence on those intervals' p-values."""
 from __future__ import annotations
@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from scipy.stats import t as student_t
 
 from core.records import Judgment, KeyRow
-from judge import validity
-from judge.gold import Draw, GoldScore, GoldSet
-from judge.second_path import judge_error as second
-from judge.second_path.biases import _family
+from judge.gold.sources import Draw, GoldScore, GoldSet
+from judge.numbers import validity
+from judge.verify.second_path import judge_error as second
+from judge.verify.second_path.biases import _family
 from registration.prereg import Hypothesis
 from registration.questions import Question
 
@@ -231,7 +231,7 @@ def test_the_familys_claims_are_an_independent_holm_or_fixed_sequence_on_the_cor
 
 
 def test_a_folder_an_earlier_version_decided_otherwise_gets_one_line_naming_why_and_how_to_re_decide_it():
-    from judge.verify import earlier_version_findings
+    from judge.verify.checks import earlier_version_findings
 
     withdrawn = {"id": "H1", "verdict": "inconclusive", "family": {"size": 1},
                  "reason": "one-sided 97.5% lower bound -0.05 > -0.1: non-inferior; but the rule's false-claim rate "

@@ -22,11 +22,12 @@ from pathlib import Path
 import pytest
 
 from core import jsonl
-from judge.analysis import amendments as amendment_rows
-from judge.analysis import anchor, compute_numbers, write_numbers
-from judge.gold import run_gold
-from judge.report import render
-from judge.review_md import write_review
+from judge.gold.sources import run_gold
+from judge.numbers.analysis import amendments as amendment_rows
+from judge.numbers.analysis import compute_numbers, write_numbers
+from judge.outputs.report import render
+from judge.outputs.review_md import write_review
+from judge.results.files import anchor
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.seal import amend, seal

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from core import jsonl
 from core.errors import BadInput
-from judge.verdict import parse_verdict
+from judge.judging.verdict import parse_verdict
 from registration.rubric import load_rubric
 
 pytestmark = pytest.mark.unit

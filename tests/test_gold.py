@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from arms.folder import gold_entries, label_key, registration
 from core.errors import BadInput
 from core.records import KeyRow, row_id
-from judge.blinding import BlindItem, label_for, label_secret
-from judge.gold import check_gold, gold_set
-from judge.labels import run_key
+from judge.gold.labels import run_key
+from judge.gold.sources import check_gold, gold_set
+from judge.judging.blinding import BlindItem, label_for, label_secret
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.seal import seal
@@ -321,7 +321,8 @@ def chained(key: str, entries: list[tuple[str, str, int]]) -> str:
 
 
 def numpy_draw(pool: list[str], n: int, seed: int) -> list[str]:
-    """judge.stats.ppi.label_sample's documented rule, by numpy directly: n positions of the sorted ids, in id order."""
+    """judge.numbers.stats.ppi.label_sample's documented rule, by numpy directly: n positions of the sorted ids, in id
+    order."""
     pool = sorted(pool)
     return [pool[i] for i in sorted(np.random.default_rng(seed).choice(len(pool), size=n, replace=False).tolist())]
 
@@ -381,7 +382,7 @@ def people_designs(g) -> set[str]:
 ], ids=["hand-picked", "population-of-the-picks", "n-too-large", "negative-seed"])
 def test_a_draw_the_seed_does_not_make_is_convenience_with_the_reason_and_a_finding_of_verifys_second_path(
         tmp_path, sample, words):
-    from judge.second_path.judge_error import drawn_questions
+    from judge.verify.second_path.judge_error import drawn_questions
 
     g, _, _ = drawn_run(tmp_path, sample, [("base", "q01"), ("trained", "q01")])
     assert people_designs(g) == {"convenience"}
@@ -396,7 +397,7 @@ def test_a_draws_problem_is_in_numbers_json_only_when_there_is_one(tmp_path):
     """numbers.json's draws carry `problem` only for a draw that is not a random sample, so a folder written before
     draws were drawn again, whose draws were honest, reads and renders the same."""
     from core.records import GoldSummary
-    from judge.validity import _gold_summary
+    from judge.numbers.validity import _gold_summary
 
     bad, _, _ = drawn_run(tmp_path / "a", sample_line(["q01"], SEED_Q02, POOL), [("base", "q01"), ("trained", "q01")])
     good, _, _ = drawn_run(tmp_path / "b", sample_line(["q01"], SEED_Q01, POOL), [("base", "q01"), ("trained", "q01")])
@@ -410,7 +411,7 @@ def test_a_draws_problem_is_in_numbers_json_only_when_there_is_one(tmp_path):
 
 
 def test_a_draw_labelled_in_part_is_convenience_until_every_answer_of_its_questions_is_labelled(tmp_path):
-    from judge.second_path.judge_error import drawn_questions
+    from judge.verify.second_path.judge_error import drawn_questions
 
     sample = sample_line(["q01"], SEED_Q01, POOL)
     g, _, _ = drawn_run(tmp_path / "a", sample, [("base", "q01")])
@@ -546,7 +547,7 @@ def sealed_exp(tmp_path_factory) -> Path:
 
 
 def read_sealed_gold(exp_dir: Path, data: bytes):
-    from judge.gold import read_gold_file
+    from judge.gold.sources import read_gold_file
 
     (exp_dir / "g.jsonl").write_bytes(data)
     seal(exp_dir)
@@ -628,7 +629,7 @@ def test_whatever_a_gold_program_returns_or_raises_is_a_status_naming_the_progra
     text, an object that cannot be printed) and anything raised is an `error` naming the program, the question and
     the answer's label, in text that can be written."""
     from arms.contained import Outcome, call_outcome
-    from judge.gold import _program_outcome
+    from judge.gold.sources import _program_outcome
     from registration.questions import Question
 
     def fn(question, reference, answer):
@@ -637,7 +638,7 @@ def test_whatever_a_gold_program_returns_or_raises_is_a_status_naming_the_progra
         return got
 
     q = Question(id="q07", question="?", reference=None, tags=("t",), cluster=None, set="s.jsonl")
-    # what the contained child reports of the call (arms.contained), as judge.gold reads it
+    # what the contained child reports of the call (arms.contained), as judge.gold.sources reads it
     status, score, error = _program_outcome(Outcome(*call_outcome(fn, (q, q.reference, "an answer"))), "g.py:score",
                                             q, "L0123456789ab", SCALE)
     if raises:
@@ -672,7 +673,7 @@ def test_a_judged_folder_binds_the_gold_program_source_and_each_labels_file(tmp_
 
 
 def test_verify_names_a_gold_source_changed_after_the_folder_was_bound(tmp_path):
-    from judge.folder import binding_findings
+    from judge.results.binding import binding_findings
 
     exp = experiment(tmp_path, GOLD + 'labels = ["g.jsonl"]\n', {"g.jsonl": gold_line()})
     e = load_experiment(exp)

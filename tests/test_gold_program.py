@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge.gold import load_program
+from judge.gold.sources import load_program
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from judge.verdict import parse_verdict
+from judge.judging.verdict import parse_verdict
 from models.backends import Generation, Request
 from models.backends.openai import OpenAIBackend, OpenAIConfig
 from registration.rubric import load_rubric

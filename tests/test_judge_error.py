@@ -1,4 +1,5 @@
-"""judge.stats.judge_error: a judge against gold, checked against sklearn, krippendorff, scipy and planted offsets."""
+"""judge.numbers.stats.judge_error: a judge against gold, checked against sklearn, krippendorff, scipy and planted
+offsets."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from judge.stats import judge_error
+from judge.numbers.stats import judge_error
 
 from support import peer_agreement
 

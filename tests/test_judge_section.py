@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 
-from judge.gold import gold_scores
+from judge.gold.sources import gold_scores
 from registration.prereg import load_experiment
 
 from conftest import ROOT

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.labelling import typed
+from judge.gold.labelling import typed
 
 pytestmark = pytest.mark.unit
 

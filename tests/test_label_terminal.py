@@ -21,9 +21,9 @@ import pexpect
 import pytest
 
 from core.errors import BadInput
-from judge.gold import gold_scores
-from judge.labelling import check_labels, import_labels
-from judge.review import blind_view
+from judge.gold.labelling import check_labels, import_labels
+from judge.gold.sources import gold_scores
+from judge.outputs.review import blind_view
 from registration.prereg import load_experiment
 
 from conftest import ROOT, cli
@@ -219,8 +219,8 @@ def test_import_accepts_labels_of_the_run_and_refuses_a_label_not_in_it_naming_f
 def test_a_sample_is_drawn_recorded_and_every_answer_to_its_questions_asked_then_gold_scores_reads_it_all(run):
     run_json = json.loads((run / "run.json").read_text())
     exp = load_experiment(Path(run_json["experiment_dir"]))
-    # the draw, by numpy directly (judge.stats.ppi.label_sample's documented rule): 1 of the run's sorted question ids;
-    # seed 1 draws q02 (in_context only, a stratum the demo's program completes)
+    # the draw, by numpy directly (judge.numbers.stats.ppi.label_sample's documented rule): 1 of the run's sorted
+    # question ids; seed 1 draws q02 (in_context only, a stratum the demo's program completes)
     pool = sorted(run_json["question_ids"])
     picked = [pool[i] for i in sorted(np.random.default_rng(1).choice(len(pool), size=1, replace=False).tolist())]
     assert picked == ["q02"]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from core.errors import BadInput, BadRecord, run_cli
 from core.records import HumanLabel
-from judge.labels import read_labels, run_key
+from judge.gold.labels import read_labels, run_key
 
 pytestmark = pytest.mark.unit
 
@@ -139,8 +139,8 @@ def test_a_lone_surrogate_is_bad_input_not_a_traceback(tmp_path):
 
 
 def test_the_run_key_does_not_reveal_the_label_key_it_binds():
-    """The label key derives every label's secret (judge.blinding.label_secret = sha256 of the key): the run key a
-    blind page carries must be neither the key nor that secret."""
+    """The label key derives every label's secret (judge.judging.blinding.label_secret = sha256 of the key): the run key
+    a blind page carries must be neither the key nor that secret."""
     key = "blinding:20261130:demo"
     assert run_key(key) not in (key, hashlib.sha256(key.encode()).hexdigest())
     assert run_key(key) == run_key(key) != run_key("blinding:20261130:demo2")
@@ -182,7 +182,7 @@ def test_a_csv_written_by_pythons_csv_writer_imports_exactly_its_rows(tmp_path, 
     by str.splitlines, and a note holding U+2028, U+0085 or another of its separators broke its row.)"""
     import csv
 
-    from judge.labelling import csv_labels
+    from judge.gold.labelling import csv_labels
 
     path = write_csv(tmp_path / "labels.csv", rows, getattr(csv, quoting))
     if bom:
@@ -195,7 +195,7 @@ def test_a_note_holding_u2028_unquoted_is_one_row_as_a_csv_reader_reads_it(tmp_p
     """The csv writer leaves a field holding U+2028 unquoted (written out here); str.splitlines splits the row there.
     A CSV reader sees one row: one label with the whole note; where that row has more cells than the header, it is
     refused, never read as a second label."""
-    from judge.labelling import csv_labels
+    from judge.gold.labelling import csv_labels
 
     path = tmp_path / "labels.csv"
     path.write_text("label,score,note\r\nL000000000000,1,half\u2028way\r\n", encoding="utf-8", newline="")
@@ -240,7 +240,7 @@ def test_a_lone_surrogate_in_a_download_is_refused_naming_line_and_field(tmp_pat
                      lambda b: st.tuples(st.integers(0, len(b)), st.binary(max_size=4)).map(
                          lambda t: b[:t[0]] + t[1] + b[t[0]:]))))
 def test_random_bytes_as_a_labels_file_or_a_csv_are_read_or_bad_input_never_a_traceback(tmp_path, data):
-    from judge.labelling import csv_labels
+    from judge.gold.labelling import csv_labels
 
     path = tmp_path / "labels.jsonl"
     path.write_bytes(data)

@@ -4,7 +4,8 @@ Every import counts: one inside a function, and one under `if TYPE_CHECKING:` (a
 surely as a call does). A package's `__main__.py` is its command line, and every command line is in the top layer,
 beside the pipeline it runs. No two modules may import each other, however indirectly (a circle of lazy imports
 included): a circle is one module split in two. A new top-level package must be given a layer here, so the contract
-cannot be skipped by adding one."""
+cannot be skipped by adding one. judge/'s sub-packages are layers inside it by the same rule (JUDGE_LAYERS), and a
+module of judge/ outside them (its command line excepted) must be given one."""
 from __future__ import annotations
 
 import ast
@@ -27,6 +28,15 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("pipeline", "commands: the pipeline, and every package's __main__"),
 )
 PACKAGES = tuple(p for p, _ in LAYERS)
+# judge/'s sub-packages, lowest first: each may import its own and those below it, never one above.
+JUDGE_LAYERS: tuple[tuple[str, str], ...] = (
+    ("judging", "blinding, the judge call, verdicts, pairwise items, checks before paying, budget, cost"),
+    ("results", "a results folder's files and reading, what judging binds in it, run.json's registered part"),
+    ("numbers", "numbers.json: the analysis, the statistics, agreement, biases, the judge's validity"),
+    ("gold", "gold sources, people's labels files, labelling, a label draw's power"),
+    ("outputs", "report.md, review.md, the review page and its join, plots, export"),
+    ("verify", "verify, re-derivation, the second path, published bundles"),
+)
 NOT_PRODUCT = {"tests", "benchmarks", "sealed", "results", "docs", "rubrics", "build"}
 
 
@@ -144,19 +154,77 @@ def test_no_module_imports_a_layer_above_it():
     assert violations(ROOT) == []
 
 
+def sublayer_violations(root: Path, package: str = "judge", layers=JUDGE_LAYERS) -> list[str]:
+    """Every import from a sub-package of `package` into one above it, and every module of `package` in none of its
+    sub-packages (its `__init__` and its command line, `__main__`, excepted)."""
+    names = [n for n, _ in layers]
+    modules = {m: p for m, p in product_modules(root).items() if m.split(".")[0] == package}
+
+    def level(module: str) -> int | None:
+        parts = module.split(".")
+        return names.index(parts[1]) if len(parts) > 1 and parts[1] in names else None
+
+    found = [f"{path.relative_to(root)}: a module of {package}/ in none of its layers (JUDGE_LAYERS in "
+             "tests/test_layers.py)" for m, path in modules.items()
+             if m != package and m.split(".")[-1] != "__main__" and level(m) is None]
+    for module, path in modules.items():
+        mine = level(module)
+        if mine is None:
+            continue
+        for line, name in imports(path, module):
+            target = resolve(name, modules)
+            theirs = level(target) if target.split(".")[0] == package else None
+            if theirs is not None and theirs > mine:
+                found.append(f"{path.relative_to(root)}:{line}: {module} ({names[mine]}) imports {target} "
+                             f"({names[theirs]}), a layer above")
+    return found
+
+
+def test_no_module_of_judge_imports_a_sub_package_above_its_own():
+    assert sublayer_violations(ROOT) == []
+
+
+def test_the_judge_layer_check_catches_an_upward_import_and_an_unplaced_module(tmp_path):
+    """A lazy upward import (judging reading the report), a type-only one (results naming verify's type), imports
+    downward and within a layer (allowed), the command line importing the top, and modules in no layer."""
+    plant(tmp_path, {
+        "judge/__main__.py": "from judge.verify.checks import verify\n",
+        "judge/judging/blinding.py": "def f():\n    from ..outputs.report import render\n",
+        "judge/results/files.py": "from typing import TYPE_CHECKING\nfrom ..judging.blinding import blind\n"
+                                  "if TYPE_CHECKING:\n    from judge.verify.checks import Verification\n",
+        "judge/numbers/analysis.py": "from ..results.files import load_raw\nfrom .stats.rule import Scale\n",
+        "judge/numbers/stats/rule.py": "Scale = 1\n",
+        "judge/verify/checks.py": "from ..numbers.analysis import x\nfrom . import bundle\n",
+        "judge/verify/bundle.py": "",
+        "judge/outputs/report.py": "from ..gold.sources import x\n",
+        "judge/gold/sources.py": "",
+        "judge/loose.py": "",
+        "judge/rooms/thing.py": "",
+    })
+    assert sublayer_violations(tmp_path) == [
+        "judge/loose.py: a module of judge/ in none of its layers (JUDGE_LAYERS in tests/test_layers.py)",
+        "judge/rooms/__init__.py: a module of judge/ in none of its layers (JUDGE_LAYERS in tests/test_layers.py)",
+        "judge/rooms/thing.py: a module of judge/ in none of its layers (JUDGE_LAYERS in tests/test_layers.py)",
+        "judge/judging/blinding.py:2: judge.judging.blinding (judging) imports judge.outputs.report (outputs), "
+        "a layer above",
+        "judge/results/files.py:4: judge.results.files (results) imports judge.verify.checks (verify), a layer above",
+    ]
+
+
 def test_no_modules_import_each_other_in_a_circle():
     assert circles(graph(ROOT)) == []
 
 
-SECOND_PATH = "judge.second_path"
+SECOND_PATH = "judge.verify.second_path"
 
 
 def second_path_reaches(root: Path, packages=PACKAGES) -> list[str]:
     """Every module of judge/ outside the second path that the second path's modules import, directly or through
-    other modules, lazily or for types: the main path's code (judge.stats, judge.analysis and what they use) lives in
-    judge/, so the second path may import only its own modules and lower layers (the decision vocabulary in
-    registration.vocabulary). Importing a module runs its packages' __init__ too, so those count (judge's own,
-    which every judge module runs, excepted)."""
+    other modules, lazily or for types: the main path's code (judge.numbers.stats, judge.numbers.analysis and what
+    they use) lives in judge/, so the second path may import only its own modules and lower layers (the decision
+    vocabulary in registration.vocabulary). Importing a module runs its packages' __init__ too, so those count, but
+    for the packages the second path sits in (judge, judge.verify), which any of its modules runs: what those
+    import is followed all the same."""
     edges = graph(root, packages)
     ours = {m for m in edges if m == SECOND_PATH or m.startswith(SECOND_PATH + ".")}
     seen, todo = set(ours), sorted(ours)
@@ -166,11 +234,12 @@ def second_path_reaches(root: Path, packages=PACKAGES) -> list[str]:
         for t in (edges.get(module, set()) | (parents & set(edges))) - seen:
             seen.add(t)
             todo.append(t)
-    return sorted(m for m in seen - ours if m.split(".")[0] == "judge" and m != "judge")
+    above = {SECOND_PATH.rsplit(".", k)[0] for k in range(1, SECOND_PATH.count(".") + 1)}
+    return sorted(m for m in seen - ours - above if m.split(".")[0] == "judge")
 
 
 def test_the_second_path_imports_nothing_of_the_main_path():
-    assert (ROOT / "judge" / "second_path" / "decisions.py").is_file()
+    assert (ROOT / "judge" / "verify" / "second_path" / "decisions.py").is_file()
     assert second_path_reaches(ROOT) == []
 
 
@@ -236,16 +305,22 @@ def test_circles_are_found_lazy_imports_and_type_only_imports_included(tmp_path)
 
 
 def test_the_second_path_scan_finds_a_lazy_import_and_one_through_a_lower_module(tmp_path):
-    """A lazy import of the main path's rule, and one reached through a registration module that imports judge.stats
-    (itself an upward import, reported by the layer scan too)."""
+    """A lazy import of the main path's rule, one reached through a registration module that imports
+    judge.numbers.stats (itself an upward import, reported by the layer scan too), and one made by the __init__ of the
+    package the second path sits in."""
     plant(tmp_path, {
-        "judge/second_path/decisions.py": "from registration import words\n",
-        "judge/second_path/biases.py": "from . import decisions\ndef f():\n    from ..stats.rule import Scale\n",
-        "judge/stats/rule.py": "Scale = 1\n",
-        "judge/stats/paired.py": "from .rule import Scale\n",
-        "registration/words.py": "from judge.stats import paired\n",
+        "judge/verify/second_path/decisions.py": "from registration import words\n",
+        "judge/verify/second_path/biases.py": "from . import decisions\ndef f():\n"
+                                              "    from ...numbers.stats.rule import Scale\n",
+        "judge/verify/__init__.py": "from ..gold import sources\n",
+        "judge/gold/sources.py": "",
+        "judge/numbers/stats/rule.py": "Scale = 1\n",
+        "judge/numbers/stats/paired.py": "from .rule import Scale\n",
+        "registration/words.py": "from judge.numbers.stats import paired\n",
     })
-    assert second_path_reaches(tmp_path) == ["judge.stats", "judge.stats.paired", "judge.stats.rule"]
+    assert second_path_reaches(tmp_path) == ["judge.gold", "judge.gold.sources", "judge.numbers",
+                                             "judge.numbers.stats", "judge.numbers.stats.paired",
+                                             "judge.numbers.stats.rule"]
 
 
 def test_relative_imports_resolve_to_the_module_they_name(tmp_path):

@@ -10,8 +10,8 @@ import pytest
 
 from core import jsonl
 from core.records import AnswerRow
-from judge.blinding import blind
-from judge.judging import build_request
+from judge.judging.blinding import blind
+from judge.judging.calls import build_request
 from pipeline.run import DEMO, last_invocation
 from registration.prereg import load_experiment
 from registration.questions import load_questions

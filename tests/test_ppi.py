@@ -1,5 +1,5 @@
-"""judge.stats.ppi against ppi_py (the reference implementation of PPI++), planted cases computed by hand, and coverage
-by simulation."""
+"""judge.numbers.stats.ppi against ppi_py (the reference implementation of PPI++), planted cases computed by hand, and
+coverage by simulation."""
 from __future__ import annotations
 
 import math
@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from judge.stats import ppi
+from judge.numbers.stats import ppi
 
 pytestmark = pytest.mark.unit
 

@@ -1,7 +1,7 @@
-"""The gold-corrected decision's power before its labels (judge.stats.ppi_power, judge.validity.power_plan, the line
-`judge label --sample` prints): the variance against a hand computation, the large-sample limit against statsmodels
-and scipy, the stated power against the decision itself (judge.stats.ppi) simulated, the labels needed minimal, and
-what is assumed before gold exists and measured after."""
+"""The gold-corrected decision's power before its labels (judge.numbers.stats.ppi_power,
+judge.numbers.validity.power_plan, the line `judge label --sample` prints): the variance against a hand computation, the
+large-sample limit against statsmodels and scipy, the stated power against the decision itself (judge.numbers.stats.ppi)
+simulated, the labels needed minimal, and what is assumed before gold exists and measured after."""
 from __future__ import annotations
 
 import math
@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from statsmodels.stats.power import NormalIndPower
 
-from judge.label_power import power_line
-from judge.stats import ppi
-from judge.stats.decide import claims
-from judge.stats.ppi_power import Design, labels_for_power, mde, power, spread
-from judge.validity import MEASURED_FROM, planning_alpha, power_plan
+from judge.gold.label_power import power_line
+from judge.numbers.stats import ppi
+from judge.numbers.stats.decide import claims
+from judge.numbers.stats.ppi_power import Design, labels_for_power, mde, power, spread
+from judge.numbers.validity import MEASURED_FROM, planning_alpha, power_plan
 from registration.prereg import Analysis, Hypothesis
 
 pytestmark = pytest.mark.unit
@@ -145,7 +145,7 @@ def test_the_stated_power_is_the_simulated_power_of_the_decision(questions, labe
 
 
 # ----------------------------------------------------------------------------------------
-# What is assumed before gold, and measured after (judge.validity.power_plan)
+# What is assumed before gold, and measured after (judge.numbers.validity.power_plan)
 # ----------------------------------------------------------------------------------------
 
 
@@ -209,10 +209,10 @@ def test_the_label_line_states_the_draw_the_mde_and_the_labels_needed():
 
 
 def test_judge_label_sample_states_each_hypothesis_power_with_the_draw_before_the_first_label():
-    """judge.label_power.sample_power on a planted run: 30 questions, arm a scored 1 everywhere, arm b's planted
+    """judge.gold.label_power.sample_power on a planted run: 30 questions, arm a scored 1 everywhere, arm b's planted
     scores, q05 unscored in b (so 29 paired questions); the draw picks q00-q09 (9 of them paired)."""
     from core.records import Judgment, KeyRow
-    from judge.label_power import sample_power
+    from judge.gold.label_power import sample_power
 
     b_scores = [int(x) for x in np.random.default_rng(3).integers(0, 3, 30)]
     keys, verdicts = [], []

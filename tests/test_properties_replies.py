@@ -24,8 +24,8 @@ from arms.collect import collect
 from core import jsonl
 from core.errors import BadInput
 from core.records import ANSWER_KEY, AnswerRow
-from judge.blinding import BlindItem
-from judge.judging import judge_item
+from judge.judging.blinding import BlindItem
+from judge.judging.calls import judge_item
 from models.backends.anthropic import AnthropicBackend, AnthropicConfig
 from models.backends.base import Generation
 from models.backends.openai import OpenAIBackend, OpenAIConfig

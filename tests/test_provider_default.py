@@ -92,8 +92,8 @@ def test_provider_default_judge_retry_is_a_new_call_not_a_cache_hit(tmp_path):
     from dataclasses import replace
 
     from core import jsonl
-    from judge.blinding import BlindItem
-    from judge.judging import judge_all
+    from judge.judging.blinding import BlindItem
+    from judge.judging.calls import judge_all
     from models.backends.openai import OpenAIBackend, OpenAIConfig
     from models.cache import CallCache
     from registration.rubric import load_rubric
@@ -123,7 +123,7 @@ def test_provider_default_judge_retry_is_a_new_call_not_a_cache_hit(tmp_path):
 def test_audit_reader_retry_reaches_an_anthropic_reader(tmp_path):
     """The audit's Anthropic reader sends no seed (the API takes none): its retry must reach the server too."""
     from audit.readers import make_reader, read_all
-    from judge.blinding import BlindItem
+    from judge.judging.blinding import BlindItem
     from registration.rubric import load_rubric
 
     from support.scripted_server import verdict

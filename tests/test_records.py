@@ -16,8 +16,8 @@ import pytest
 from core import jsonl
 from core.errors import BadInput
 from core.records import AnswerRow, Judgment, KeyRow, PairKey, blinding_key
-from judge.analysis import compute_numbers
-from judge.gold import run_gold
+from judge.gold.sources import run_gold
+from judge.numbers.analysis import compute_numbers
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.seal import seal

@@ -21,14 +21,14 @@ from test_folder import SERVED, Script, experiment, run
 
 from core import jsonl
 from core.records import Judgment, PairKey
-from judge.analysis import anchor
-from judge.bundle import publish, verify_bundle
-from judge.gold import GoldScore
-from judge.report import render
-from judge.review import Answer, HypothesisPairs, Pair, Review
-from judge.review_md import MAX_QUESTIONS, block, code, render_review, review_markdown, write_review
-from judge.verify import review_findings, verify
-from judge.view import view
+from judge.gold.sources import GoldScore
+from judge.outputs.report import render
+from judge.outputs.review import Answer, HypothesisPairs, Pair, Review
+from judge.outputs.review_md import MAX_QUESTIONS, block, code, render_review, review_markdown, write_review
+from judge.outputs.view import view
+from judge.results.files import anchor
+from judge.verify.bundle import publish, verify_bundle
+from judge.verify.checks import review_findings, verify
 from registration.questions import Question, load_questions
 
 from conftest import ROOT, cli

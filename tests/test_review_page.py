@@ -1,6 +1,6 @@
 """review.html in a real browser: Debian's headless Chromium (/usr/bin/chromium) driven by Playwright, on the session's
 small real run. Nothing downloads a browser: Playwright launches the system's executable, and CI installs it
-(.ci/run). Every expected value is computed here from the raw files and numbers.json, not by judge.review."""
+(.ci/run). Every expected value is computed here from the raw files and numbers.json, not by judge.outputs.review."""
 from __future__ import annotations
 
 import csv
@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from core import jsonl
 from core.errors import run_cli
-from judge.blinding import scrub
-from judge.labelling import check_labels
-from judge.view import view
+from judge.gold.labelling import check_labels
+from judge.judging.blinding import scrub
+from judge.outputs.view import view
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 

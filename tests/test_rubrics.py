@@ -1,6 +1,6 @@
 """Rubric files as a class of inputs: any field of any type is loaded into a rubric the judge can use, or refused
 naming the rubric file, the line and the field; a template is compiled when loaded, and a variable its judge does
-not provide is refused at its line before any answer is paid for (judge.preflight calls the check)."""
+not provide is refused at its line before any answer is paid for (judge.judging.preflight calls the check)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from test_properties_registration import _deep, _get, _key, _paths, _value, dump, values
 
 from core.errors import BadInput
-from judge.verdict import parse_verdict
+from judge.judging.verdict import parse_verdict
 from registration.rubric import RUBRICS_DIR, load_rubric
 
 pytestmark = pytest.mark.unit

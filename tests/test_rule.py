@@ -1,5 +1,5 @@
-"""The scale-anchored score rule (judge/stats/rule.py): hand computations, Tango's closed form, scale invariance, exact
-inputs only, and the two reproductions the bootstrap_and_t rule decided wrongly."""
+"""The scale-anchored score rule (judge/numbers/stats/rule.py): hand computations, Tango's closed form, scale
+invariance, exact inputs only, and the two reproductions the bootstrap_and_t rule decided wrongly."""
 from __future__ import annotations
 
 import math
@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from scipy import optimize
 from scipy import stats as sps
 
-from judge.stats import rule
-from judge.stats.decide import decide
-from judge.stats.paired import paired
+from judge.numbers.stats import rule
+from judge.numbers.stats.decide import decide
+from judge.numbers.stats.paired import paired
 
 pytestmark = pytest.mark.unit
 

@@ -153,14 +153,15 @@ def test_a_folder_decided_by_the_previous_default_fails_verify_until_judge_run_r
     """A folder whose registration names no rule, decided by the previous default (`bootstrap_and_t`): verify
     recomputes with the registered rule only, names the cause and the remedy; `judge run` into the folder, with no
     model reachable, re-decides it without a call, and verify passes."""
-    from judge.analysis import anchor, compute_numbers, write_numbers
-    from judge.gold import run_gold
-    from judge.report import render
+    from judge.gold.sources import run_gold
+    from judge.numbers.analysis import compute_numbers, write_numbers
+    from judge.outputs.report import render
+    from judge.results.files import anchor
     from registration.prereg import load_experiment
     from registration.questions import load_questions
 
     exp_dir, out, _ = two_point
-    # first, an edited score statistic is named by both paths (the second recomputes it with judge.second_path)
+    # first, an edited score statistic is named by both paths (the second recomputes it with judge.verify.second_path)
     edited = json.loads((out / "numbers.json").read_text())
     edited["comparisons"][0]["result"]["tests"][0]["statistic"] += 0.01
     (out / "numbers.json").write_text(json.dumps(edited, indent=1))

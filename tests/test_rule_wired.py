@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from test_decisions import REPRO_A, REPRO_B, cells, k_means, questions, scores
 
-from judge.analysis import compare
-from judge.second_path import decisions as second_path
-from judge.stats.bootstrap import resample_counts, units
-from judge.stats.calibration import calibrate
-from judge.stats.decide import decide
-from judge.stats.paired import Paired, paired, score_tests
-from judge.stats.rule import Scale
+from judge.numbers.analysis import compare
+from judge.numbers.stats.bootstrap import resample_counts, units
+from judge.numbers.stats.calibration import calibrate
+from judge.numbers.stats.decide import decide
+from judge.numbers.stats.paired import Paired, paired, score_tests
+from judge.numbers.stats.rule import Scale
+from judge.verify.second_path import decisions as second_path
 from registration.prereg import Analysis, Hypothesis
 from registration.vocabulary import RULES
 
@@ -50,7 +50,7 @@ def unit_scores(draw):
 
 
 def second_path_verdict(rule: str, kind: str, margin: float, a, b, labels, R: int) -> str:
-    """What verify's independent path decides (before its guards): judge.second_path's comparison and verdict."""
+    """What verify's independent path decides (before its guards): judge.verify.second_path's comparison and verdict."""
     units = None if all(c is None for c in labels) else [("c", c) if c else ("q", i) for i, c in enumerate(labels)]
     result = second_path.comparison(a, b, alpha=ALPHA, margin=margin, rule=rule, method="percentile", resamples=300,
                                     seed=5, scale=(0, R, 1), labels=units)
@@ -83,9 +83,9 @@ def test_the_same_data_at_0_1_0_2_0_10_get_the_same_verdict_under_every_register
 @settings(max_examples=15, deadline=None)
 @given(st.sampled_from([(0, 1), (0, 2), (0, 10), (1, 5)]), st.integers(1, 3), st.integers(4, 50), st.data())
 def test_verify_own_score_test_agrees_with_the_main_path(scale, k, n, data):
-    """judge.second_path (plain Python, its own t distribution) against score_tests / judge.stats.rule, on generated
-    differences: every statistic, degrees of freedom and critical value within 1e-9, every claim the same, and the
-    bounds within 1e-9 of the range."""
+    """judge.verify.second_path (plain Python, its own t distribution) against score_tests / judge.numbers.stats.rule,
+    on generated differences: every statistic, degrees of freedom and critical value within 1e-9, every claim the same,
+    and the bounds within 1e-9 of the range."""
     lo, hi = scale
     R = hi - lo
     steps = data.draw(st.lists(st.sampled_from([0, 0, 0, 1, -1, R * k, -R * k, k]), min_size=n, max_size=n))
@@ -222,7 +222,7 @@ def test_a_length_caution_under_the_score_rule():
     superior, and with every +1 a pair where b wrote 60 words and a 10 (length explains it all) it is not shown."""
     from types import SimpleNamespace
 
-    from judge.bias_checks import style_check
+    from judge.numbers.bias_checks import style_check
     from registration.prereg import Hypothesis
 
     a, b = [0] * 40, [1] * 30 + [0] * 10
@@ -249,7 +249,7 @@ def test_a_margin_outside_the_rubrics_range_is_refused_before_any_call(tmp_path,
     from test_readme import _example
 
     from core.errors import BadInput
-    from judge.preflight import check_margins
+    from judge.judging.preflight import check_margins
     from registration.prereg import load_experiment
     from registration.rubric import load_rubric
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from audit.detectors import grader_text
 from core import jsonl
 from core.errors import BadInput
-from judge.blinding import REDACTED, injection_count, scrub
+from judge.judging.blinding import REDACTED, injection_count, scrub
 from registration.prereg import load_experiment
 from registration.scrub import DEFAULT_SCRUB, compiled, refusal
 from registration.seal import seal
@@ -159,7 +159,7 @@ def test_known_catastrophic_forms_are_accepted_and_end_at_once(tmp_path):
     its time limit rather than hanging. Each text takes a backtracking engine 2^30 steps or more."""
     patterns = [p for p, _ in CATASTROPHIC]
     load_experiment(_prereg(tmp_path, f"scrub = {json.dumps(patterns)}\n"))  # accepted
-    code = ("import json, time\nfrom judge.blinding import scrub\n"
+    code = ("import json, time\nfrom judge.judging.blinding import scrub\n"
             "from registration.prereg import load_experiment\n"
             f"exp = load_experiment({str(tmp_path)!r})\nout = []\n"
             f"for text in {[t for _, t in CATASTROPHIC]!r}:\n"
@@ -295,7 +295,7 @@ def test_planted_identities_never_reach_the_judge_and_are_counted(tmp_path):
 
 
 # --- look-alike delimiters as a class --------------------------------------------------------------------------
-# The class is derived here from Unicode's own data, independently of judge.blinding's table: characters whose
+# The class is derived here from Unicode's own data, independently of judge.judging.blinding's table: characters whose
 # names say they are drawn as angle brackets, guillemets, runs of less-/greater-than signs, arrowheads, square or
 # curly brackets; characters NFKC or a decomposition turns into a delimiter; and, as what may sit inside or on a
 # delimiter unseen, every Cf, Mn and Me character and every default-ignorable code point. Every member must be

@@ -1,4 +1,4 @@
-"""Tests for judge.stats against the figures in docs/statistics-reference.md."""
+"""Tests for judge.numbers.stats against the figures in docs/statistics-reference.md."""
 
 import math
 import warnings
@@ -12,9 +12,8 @@ import scipy.stats as st
 from hypothesis import given, settings
 from hypothesis import strategies as st_
 
-from judge.second_path import decisions as second_path
-from judge.stats.agreement import cohen_kappa, kappa_bootstrap, krippendorff_alpha
-from judge.stats.bootstrap import (
+from judge.numbers.stats.agreement import cohen_kappa, kappa_bootstrap, krippendorff_alpha
+from judge.numbers.stats.bootstrap import (
     bca_interval,
     bootstrap_means,
     counts_means,
@@ -27,9 +26,10 @@ from judge.stats.bootstrap import (
     tally,
     units,
 )
-from judge.stats.decide import decide
-from judge.stats.paired import Paired, paired
-from judge.stats.t_bounds import clustered_se, mde, n_for_effect, sign_test, t_interval, t_test_p
+from judge.numbers.stats.decide import decide
+from judge.numbers.stats.paired import Paired, paired
+from judge.numbers.stats.t_bounds import clustered_se, mde, n_for_effect, sign_test, t_interval, t_test_p
+from judge.verify.second_path import decisions as second_path
 
 pytestmark = pytest.mark.unit
 
@@ -482,7 +482,7 @@ def test_kappa_bootstrap_is_the_loop_over_the_same_resamples():
 def test_agreement_of_three_judges_on_20000_answers_is_fast_and_uses_every_pairable_rating():
     import time
 
-    from judge.agreement import agreement
+    from judge.numbers.agreement import agreement
 
     rng = np.random.default_rng(2)
     truth = rng.integers(0, 3, 20000)
@@ -516,7 +516,7 @@ def test_krippendorff_with_missing_ratings_matches_the_package():
 
 
 def test_verify_compares_lists_of_floats_within_its_tolerance():
-    from judge.verify import diff_numbers
+    from judge.verify.checks import diff_numbers
 
     assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1 + 1e-15, 0.2 - 1e-15]}, "x") == []
     assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1, 0.21]}, "x")

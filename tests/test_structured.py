@@ -17,8 +17,8 @@ import pytest
 
 from core import jsonl
 from core.errors import BadInput, Refused
-from judge.blinding import BlindItem
-from judge.judging import judge_all
+from judge.judging.blinding import BlindItem
+from judge.judging.calls import judge_all
 from models.backends.base import Request
 from models.backends.openai import OpenAIBackend, OpenAIConfig
 from models.cache import CallCache

@@ -12,7 +12,7 @@
   row keeping the body, not retried, never a crash and never a score (the backends check the
   reply's shape and raise `models.retry.MalformedReply`).
 
-Each case runs for answer collection (`arms.collect.collect`) and judging (`judge.judging.judge_all`),
+Each case runs for answer collection (`arms.collect.collect`) and judging (`judge.judging.calls.judge_all`),
 on both SDKs. Nothing is patched: the registered ModelSpec goes through `open_backend`.
 """
 from __future__ import annotations
@@ -28,8 +28,8 @@ import pytest
 from arms.collect import collect
 from core import jsonl
 from core.errors import BadInput
-from judge.blinding import BlindItem
-from judge.judging import judge_all
+from judge.judging.blinding import BlindItem
+from judge.judging.calls import judge_all
 from models.backends.base import Generation
 from models.cache import CallCache
 from models.load import open_backend

@@ -1,5 +1,6 @@
-"""The judge's error and the decisions it may change (judge.validity), and verify's second path through them
-(judge.second_path.judge_error), checked against sklearn, krippendorff, ppi_py, the main path and planted facts."""
+"""The judge's error and the decisions it may change (judge.numbers.validity), and verify's second path through them
+(judge.verify.second_path.judge_error), checked against sklearn, krippendorff, ppi_py, the main path and planted
+facts."""
 from __future__ import annotations
 
 import math
@@ -18,12 +19,12 @@ from scipy.stats import t as scipy_t
 from sklearn.metrics import cohen_kappa_score
 
 from core.records import Judgment, KeyRow
-from judge import validity
-from judge.gold import GoldScore, GoldSet, GoldStratum
-from judge.report import TEMPLATES
-from judge.second_path import decisions
-from judge.second_path import judge_error as validity_check
-from judge.stats import ppi
+from judge.gold.sources import GoldScore, GoldSet, GoldStratum
+from judge.numbers import validity
+from judge.numbers.stats import ppi
+from judge.outputs.report import TEMPLATES
+from judge.verify.second_path import decisions
+from judge.verify.second_path import judge_error as validity_check
 from registration.prereg import Hypothesis, load_experiment
 from registration.questions import Question
 
@@ -97,7 +98,7 @@ def test_the_second_path_point_estimate_is_ppi_pys(d, fu):
 
 
 # ----------------------------------------------------------------------------------------
-# judge.validity.apply on a planted run
+# judge.numbers.validity.apply on a planted run
 # ----------------------------------------------------------------------------------------
 
 N = 30
@@ -141,7 +142,7 @@ def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float 
            ("b", "Q"): {q: Fraction(judge_b[i]) for i, q in enumerate(qmap)}}
     comparison = {"id": "H", "alpha": h.alpha, "result": {"diff": float(sum(judge_b) - base * N) / N},
                   "verdict": "non-inferior", "reason": "the judge alone", "paired_questions": list(qmap)}
-    if mode == "decide":  # as judge.analysis does before the family (decide_family), at the registered level
+    if mode == "decide":  # as judge.numbers.analysis does before the family (decide_family), at the registered level
         validity.decide_by_gold(h, comparison, gold, keys, per, qmap, earlier)
     if family_alpha is not None:
         comparison["family"] = {"tested_at": family_alpha}
@@ -477,7 +478,7 @@ def gold_strata(draw):
 @settings(max_examples=30, deadline=None)
 @given(gold_strata(), st.sampled_from(["non_inferiority", "superiority", "equivalence"]), st.integers(0, 2 ** 31))
 def test_the_second_path_calibration_of_a_corrected_decision_is_the_main_paths(split, kind, seed):
-    from judge.stats.calibration import calibrate_ppi
+    from judge.numbers.stats.calibration import calibrate_ppi
     main = calibrate_ppi(split, kind, 0.2, alpha=0.025, sims=40, seed=seed, ceiling=0.05, step=GUARD)
     ours = validity_check.calibration(split, kind, 0.2, 0.025, 40, seed, 0.05, GUARD)
     assert ours == pytest.approx(main.to_dict() | {"interval": "ppi"})
@@ -486,7 +487,7 @@ def test_the_second_path_calibration_of_a_corrected_decision_is_the_main_paths(s
 @settings(max_examples=10, deadline=None)
 @given(st.lists(st.integers(-2, 2), min_size=3, max_size=25), st.integers(0, 2 ** 31))
 def test_both_paths_calibrate_a_whole_stratum_as_the_hand_computation(d, seed):
-    from judge.stats.calibration import calibrate_ppi
+    from judge.numbers.stats.calibration import calibrate_ppi
     split = {"all": ([float(x) for x in d], [float(x) for x in d], [])}
     want = _guarded_whole_stratum_rate(d, "non_inferiority", 0.1, 0.025, 60, seed)
     assert calibrate_ppi(split, "non_inferiority", 0.1, alpha=0.025, sims=60, seed=seed, ceiling=0.05,

@@ -10,13 +10,14 @@ import shutil
 
 import pytest
 
-import judge.verify
+import judge.verify.checks
 import registration.seal
 from core import jsonl
-from judge.analysis import anchor, compute_numbers, write_numbers
-from judge.gold import run_gold
-from judge.report import render
-from judge.review_md import write_review
+from judge.gold.sources import run_gold
+from judge.numbers.analysis import compute_numbers, write_numbers
+from judge.outputs.report import render
+from judge.outputs.review_md import write_review
+from judge.results.files import anchor
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.seal import amend, seal
@@ -74,7 +75,7 @@ def test_amendments_sealed_before_judging_pass(run_copy):
     exp, out = run_copy
     r = verify(exp, out)
     assert r.returncode == 0, r.stderr
-    check = judge.verify.amendment_check(exp, out, json.loads((out / "numbers.json").read_text())["amendments"])
+    check = judge.verify.checks.amendment_check(exp, out, json.loads((out / "numbers.json").read_text())["amendments"])
     assert check == {"problems": [], "broken_at": None, "late": set()}
 
 
@@ -128,11 +129,11 @@ def test_verify_fails_when_the_main_path_misses_a_late_amendment(run_copy, monke
     exp, out = run_copy
     amend(exp, "tighten the margin after seeing scores")
     reanalyse(exp, out)
-    monkeypatch.setattr(judge.verify, "late_amendments", lambda numbers: [])
-    problems = judge.verify.verify(out, exp).problems
+    monkeypatch.setattr(judge.verify.checks, "late_amendments", lambda numbers: [])
+    problems = judge.verify.checks.verify(out, exp).problems
     assert ("amendments: the two paths disagree on which amendments are dated after the first judgment and not "
-            "marked post hoc: the main path (registration.seal, judge.analysis) gives [], the independent plain-Python "
-            "check gives [3]") in problems
+            "marked post hoc: the main path (registration.seal, judge.numbers.analysis) gives [], the independent "
+            "plain-Python check gives [3]") in problems
 
 
 def test_verify_fails_when_the_main_path_misses_a_broken_chain(run_copy, monkeypatch):
@@ -141,6 +142,7 @@ def test_verify_fails_when_the_main_path_misses_a_broken_chain(run_copy, monkeyp
     # a main path that reads the amendments without checking their links
     monkeypatch.setattr(registration.seal, "verify_amendments",
                         lambda exp_dir: [r for _, r in jsonl.read(exp_dir / "amendments.jsonl")])
-    problems = judge.verify.verify(out, exp).problems
+    problems = judge.verify.checks.verify(out, exp).problems
     assert ("amendments: the two paths disagree on the first broken line of the amendment chain: the main path "
-            "(registration.seal, judge.analysis) gives None, the independent plain-Python check gives 2") in problems
+            "(registration.seal, judge.numbers.analysis) gives None, the independent plain-Python check gives 2"
+            ) in problems

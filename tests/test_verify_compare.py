@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge.verify import _same
+from judge.verify.checks import _same
 
 pytestmark = pytest.mark.unit
 
@@ -40,7 +40,7 @@ def test_floats_within_the_tolerance_are_the_same_and_beyond_it_not():
 def test_an_entry_renamed_in_numbers_json_is_one_finding_naming_its_place_and_the_expected_name(ids, data):
     """Comparisons (and subsets, cells) named as the recomputation names them give no finding; one renamed to a name
     the recomputation does not have is named by its index, its name and the one expected there."""
-    from judge.verify import renamed_entries
+    from judge.verify.checks import renamed_entries
 
     recomputed = {"comparisons": [{"id": i} for i in ids], "cells": [{"arm": "a", "quant": "q"}]}
     assert renamed_entries(recomputed, recomputed) == []

@@ -8,11 +8,11 @@ import subprocess
 
 import pytest
 
-import judge.verify
-from judge.analysis import ANCHOR_FILES, anchor
-from judge.blinding import blind
-from judge.judging import build_request, prompt_sha256
-from judge.report import render
+import judge.verify.checks
+from judge.judging.blinding import blind
+from judge.judging.calls import build_request, prompt_sha256
+from judge.outputs.report import render
+from judge.results.files import ANCHOR_FILES, anchor
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.rubric import load_rubric
@@ -210,12 +210,12 @@ def test_a_consistent_rewrite_of_a_raw_reply_is_caught_by_the_cache_and_else_onl
     j["attempts"][0]["repaired"] = False
     rewrite(path, recs)
     reanalyse(run)
-    found = judge.verify.verify(run).problems
+    found = judge.verify.checks.verify(run).problems
     assert any(p.startswith(f"{path}:{line}: field 'attempts[0].raw': differs from the judge's reply held in the "
                             "call cache") for p in found), found
     # a verifier whose environment has no cache is told so, loudly: never a silent pass
     monkeypatch.setenv("BLINDEVAL_CACHE", str(tmp_path / "elsewhere"))
-    found = judge.verify.verify(run).problems
+    found = judge.verify.checks.verify(run).problems
     assert any(p.startswith(f"call cache: {tmp_path / 'elsewhere' / 'calls.sqlite'} does not exist") for p in found)
     # without the run's cache (another machine, said with --no-cache) the forgery is out of verify's reach
     # (docs/explanation/verify.md),

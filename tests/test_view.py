@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from core.errors import BadInput
 from judge.__main__ import main
-from judge.view import GENERATOR, render_page, writable
+from judge.outputs.view import GENERATOR, render_page, writable
 
 pytestmark = pytest.mark.unit
 # the least run.json every reader reads (core.records.RunInfo): scope, deciding judge and its backend, audit gate
@@ -140,8 +140,8 @@ def test_each_answer_carries_its_gold_and_a_row_is_gold_available_only_with_a_go
     undecided) is not `gold available`."""
     from test_review_md import answer, gold, run_record, verdict
 
-    from judge.review import HypothesisPairs, Pair, Review
-    from judge.view import review_data
+    from judge.outputs.review import HypothesisPairs, Pair, Review
+    from judge.outputs.view import review_data
     from registration.questions import Question
 
     planted = {"q1": (gold("Lq1b", "program", "gold.py:score", 2),

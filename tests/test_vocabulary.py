@@ -1,7 +1,7 @@
 """The decision vocabulary (registration.vocabulary) walked through both paths: every rule, method and hypothesis kind
-is accepted by the registration's parser, decided by the main path (judge.stats) and recomputed by verify's second
-path (judge.second_path), which must agree; a word outside the vocabulary is refused by all three. A word added to
-the vocabulary that either path does not implement fails here.
+is accepted by the registration's parser, decided by the main path (judge.numbers.stats) and recomputed by verify's
+second path (judge.verify.second_path), which must agree; a word outside the vocabulary is refused by all three. A word
+added to the vocabulary that either path does not implement fails here.
 
 Expected values: on the planted input (b beats a by one point on 16 of 20 questions of a 0-2 scale, ties on the
 other 4) every rule must find b superior (mean difference 0.8, eight times the margin), so superiority and
@@ -19,12 +19,12 @@ from types import SimpleNamespace
 import pytest
 
 from core.errors import BadInput
-from judge.second_path import decisions as second_path
-from judge.stats.decide import decide
-from judge.stats.hypothesis import decision
-from judge.stats.paired import paired
-from judge.stats.rule import Scale
-from judge.verify import diff_numbers
+from judge.numbers.stats.decide import decide
+from judge.numbers.stats.hypothesis import decision
+from judge.numbers.stats.paired import paired
+from judge.numbers.stats.rule import Scale
+from judge.verify.checks import diff_numbers
+from judge.verify.second_path import decisions as second_path
 from registration.prereg import load_experiment
 from registration.vocabulary import CLAIMS, DEFAULT_METHOD, DEFAULT_RULE, KINDS, METHODS, RULES, VERDICTS
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 from arms.folder import blinding_secret, read_binding
 from core import jsonl
-from judge.analysis import anchor, compute_numbers, write_numbers
-from judge.blinding import folder_label_secret
-from judge.gold import run_gold
-from judge.report import render
-from judge.review_md import write_review
+from judge.gold.sources import run_gold
+from judge.judging.blinding import folder_label_secret
+from judge.numbers.analysis import compute_numbers, write_numbers
+from judge.outputs.report import render
+from judge.outputs.review_md import write_review
+from judge.results.files import anchor
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 

@@ -1,0 +1,209 @@
+"""One paired comparison, "b vs a" on the same questions (d = b - a): ``paired`` computes every number numbers.json
+reports for it (``Paired``), and the interval or tests the registered rule decides on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from typing import Any, Sequence
+
+import numpy as np
+
+from registration.vocabulary import METHODS, RULES
+
+from . import rule as score_rule
+from .bootstrap import _coded, _is_constant, decimal, draw_counts, exact_interval, tally, units
+from .rule import Scale
+from .t_bounds import _check_n, guard_step, guarded_t_interval, mde, n_for_effect, sign_test, t_interval, t_test_p
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Everything reported for "b vs a" on the same questions (d = b - a; see module doc)."""
+
+    n: int
+    mean_a: float
+    mean_b: float
+    diff: float  # mean of d = b - a; positive = b better
+    sd_diff: float  # SD of d, ddof 1
+    se: float  # sd_diff / sqrt(n)
+    ci_low: float  # two-sided (1 - 2*alpha) bootstrap interval
+    ci_high: float
+    bound: float  # one-sided (1 - alpha) lower bound the registered rule decides on (see RULES)
+    up: int  # questions where b > a
+    down: int  # questions where b < a
+    ties: int
+    sign_p: float
+    t_low: float  # two-sided (1 - 2*alpha) paired-t interval
+    t_high: float
+    t_p: float  # two-sided paired t-test p
+    mde: float  # paired-t MDE at one-sided alpha, power 0.8, observed sd_diff
+    n_for_margin: int | None  # questions needed to detect the margin (None: no margin, or a margin of 0)
+    corr: float | None  # Pearson r of a and b (None when either arm is constant)
+    method: str
+    confidence: float  # 1 - 2*alpha
+    resamples: int
+    seed: int
+    resampling: str = "questions"  # what the bootstrap resamples: "questions", or "clusters" of questions
+    units: int = 0  # how many questions, or clusters, it resamples
+    rule: str = "bootstrap"  # see RULES
+    guard_low: float | None = None  # small-sample t interval (rule "bootstrap_and_t"; see guarded_t_interval)
+    guard_high: float | None = None
+    upper: float | None = None  # upper end of the interval the rule decides on (equivalence)
+    scale: list[int] | None = None  # [lo, hi, K]: the rubric's scale and the samples per question
+    tests: list[dict[str, Any]] | None = None  # rule "score": the one-sided tests at the boundaries (score_tests)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _pearson(a: np.ndarray, b: np.ndarray) -> float | None:
+    if _is_constant(a) or _is_constant(b):
+        return None
+    r = float(np.corrcoef(a, b)[0, 1])
+    return r if math.isfinite(r) else None
+
+
+def exact_scores(xs, name: str) -> list:
+    """The scores of one arm, refused unless each is exact: an int (a score) or a Fraction (a question's mean over
+    its samples). A float is refused, never rounded: 1/3 as a float is not 1/3, and a bound exactly at the margin
+    would be decided by the rounding."""
+    out = list(xs)
+    for i, x in enumerate(out):
+        if not score_rule.is_exact(x):
+            raise TypeError(f"{name}[{i}] is {x!r} ({type(x).__name__}): paired() takes exact scores (int, or "
+                            "Fraction for a mean over K samples), never floats, so an exact tie at the margin is "
+                            "decided exactly")
+    return out
+
+
+def score_tests(d: Sequence, margin, alpha: float, scale: Scale, labels: Sequence | None) -> list[dict[str, Any]]:
+    """Rule "score": the one-sided score tests (judge.numbers.stats.rule) a decision needs, at the registered decimal
+    margin M.
+
+    "lower" at mu0 rejects "mean <= mu0" (-M: non-inferior, 0: superior, +M: not equivalent); "upper" at mu0 rejects
+    "mean >= mu0" (+M: the upper side of equivalence, -M: not equivalent). Each records its statistic, degrees of
+    freedom, critical value and whether it rejects (the claim). Empty when the units cannot carry a test (fewer
+    than two clusters).
+    """
+    m = decimal(margin) if margin else Fraction(0)
+    if m >= scale.range:
+        raise ValueError(f"the margin {margin} must be below the rubric's range {scale.range}")
+    if labels is not None and len(set(labels)) < 2:
+        return []
+    mirrored = [-x for x in d]
+    out = []
+    for side, mu0 in (("lower", -m), ("lower", Fraction(0)), ("lower", m), ("upper", m), ("upper", -m)):
+        if any(t["side"] == side and t["boundary"] == float(mu0) for t in out):
+            continue  # a margin of 0: one test per side
+        s = score_rule.score(d if side == "lower" else mirrored, mu0 if side == "lower" else -mu0, scale, labels)
+        c = s.critical(alpha)
+        out.append({"id": f"{side} {float(mu0):+g}", "side": side, "boundary": float(mu0), "statistic": s.statistic,
+                    "df": s.df, "critical": c, "claims": bool(s.statistic > c)})
+    return out
+
+
+def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percentile",
+           alpha: float = 0.05, margin: float | None = None, clusters: Sequence | None = None,
+           rule: str = "bootstrap", scale: Scale | None = None) -> Paired:
+    """Compare system b against system a on the same questions (d = b - a, positive = b better).
+
+    ``alpha`` is one-sided: ``bound`` is the one-sided (1 - alpha) lower bound and
+    ``ci_low``/``ci_high`` the two-sided (1 - 2*alpha) interval (alpha=0.025 -> 95%). Scores are exact: ints, or
+    Fractions for a question's mean over K samples (``exact_scores``; floats are refused). ``clusters`` (one label
+    per question; a question without a registered cluster carries a label of its own) makes it a cluster
+    bootstrap: whole clusters are resampled. ``rule`` (see RULES) says what ``bound``/``upper`` are; "score" and
+    "bootstrap_and_t" need ``scale``, the rubric's scale and K (the differences are checked against it).
+    """
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    if rule != "bootstrap" and scale is None:
+        raise ValueError(f"rule {rule!r} needs the rubric's scale "
+                         "(scale=judge.numbers.stats.rule.Scale(lo, hi, samples))")
+    if np.ndim(a) != 1 or np.ndim(b) != 1 or len(a) != len(b):
+        raise ValueError("a and b must be 1-D arrays of the same length (one score per question)")
+    va, ia = _coded(exact_scores(a, "a"))
+    vb, ib = _coded(exact_scores(b, "b"))
+    a = np.array([float(x) for x in va])[ia]
+    b = np.array([float(x) for x in vb])[ib]
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if not 0 < alpha < 0.5:
+        raise ValueError("alpha (one-sided) must be in (0, 0.5)")
+    pairs, which = np.unique(ia * len(vb) + ib, return_inverse=True)
+    dv = [vb[p % len(vb)] - va[p // len(vb)] for p in pairs.tolist()]  # each distinct (a, b) pair's difference
+    ed = [dv[k] for k in which.tolist()]
+    d = np.array([float(x) for x in dv])[which]
+    _check_n(d)
+    if scale is not None:
+        score_rule.exact_differences(ed, scale)  # each a difference the rubric's scale and K can produce
+    n = d.size
+    constant = len(set(dv)) == 1
+
+    if clusters is None:  # one unit per question: tally the few distinct differences, not every question
+        merged: dict[Fraction, int] = {}
+        for x, c in zip(dv, np.bincount(which).tolist(), strict=False):
+            merged[x] = merged.get(x, 0) + c
+        kinds, freq = tally([(x, 1) for x in merged])
+        freq = [merged[x] for x, _ in kinds]
+        n_units = n
+        unit_list = None
+    else:
+        unit_list = units(ed, clusters)
+        kinds, freq = tally(unit_list)
+        n_units = len(unit_list)
+    counts = draw_counts(freq, resamples, seed)
+    lo, hi = exact_interval(kinds, freq, counts, decimal(alpha), method)
+    ci_low, ci_high = float(lo), float(hi)
+    confidence = 1 - 2 * alpha
+    t_low, t_high = t_interval(d, confidence)
+    sd = 0.0 if constant else float(np.std(d, ddof=1))
+    g_low = g_high = None
+    tests = None
+    bound, upper = ci_low, ci_high
+    if rule == "bootstrap_and_t":
+        g_low, g_high = guarded_t_interval(d, confidence, guard_step(scale), unit_list)
+        bound, upper = min(ci_low, g_low), max(ci_high, g_high)
+    elif rule == "score":
+        labels = None if clusters is None else list(clusters)
+        tests = score_tests(ed, margin, alpha, scale, labels)
+        if n_units < 2:  # one cluster: no test, nothing excluded
+            bound, upper = float(-scale.range), float(scale.range)
+        else:
+            bound = score_rule.lower_bound(ed, alpha, scale, labels)
+            upper = score_rule.upper_bound(ed, alpha, scale, labels)
+    return Paired(
+        n=n,
+        mean_a=float(sum(x * int(c) for x, c in zip(va, np.bincount(ia), strict=False)) / n),
+        mean_b=float(sum(x * int(c) for x, c in zip(vb, np.bincount(ib), strict=False)) / n),
+        diff=float(sum(x * int(c) for x, c in zip(dv, np.bincount(which), strict=False)) / n),
+        sd_diff=sd,
+        se=sd / math.sqrt(n),
+        ci_low=ci_low,
+        ci_high=ci_high,
+        bound=bound,
+        up=int(np.count_nonzero(d > 0)),
+        down=int(np.count_nonzero(d < 0)),
+        ties=int(np.count_nonzero(d == 0)),
+        sign_p=sign_test(int(np.count_nonzero(d > 0)), int(np.count_nonzero(d < 0))),
+        t_low=t_low,
+        t_high=t_high,
+        t_p=t_test_p(d),
+        mde=mde(sd, n, alpha=alpha, sided=1),
+        n_for_margin=None if not margin else n_for_effect(margin, sd, alpha=alpha, sided=1),  # 0: nothing to detect
+        corr=_pearson(a, b),
+        method=method,
+        confidence=confidence,
+        resamples=int(resamples),
+        seed=int(seed),
+        resampling="questions" if clusters is None else "clusters",
+        units=n_units,
+        rule=rule,
+        guard_low=g_low,
+        guard_high=g_high,
+        upper=upper,
+        scale=None if scale is None else [scale.lo, scale.hi, scale.samples],
+        tests=tests,
+    )

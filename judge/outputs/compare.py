@@ -1,0 +1,218 @@
+"""`python -m judge compare`: an arm of one run beside an arm of another, and the history of one arm over runs.
+
+Checkpoint after checkpoint is evaluated in its own results folder; this puts two of them side by side. Questions
+are matched by the sha256 of their text, never by id alone: a set whose question `q7` was reworded between runs is
+not the same exam, and a run over another set is not comparable. Any question that is not in both runs with the
+same text is bad input naming it (exit 2). Scores are the primary judge's, each question's mean over its scored
+samples, exact; the paired statistics are the ones a registered hypothesis is decided by (judge.numbers.stats.paired, with
+the later run's registered [analysis] settings and clusters), at 95% two-sided. Nothing here was registered, so
+nothing is decided: the table is labelled exploratory, and a comparison made after seeing both runs is a look, not a
+test. A different judge, rubric or scale on the two sides is named above the table.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from core.errors import BadInput
+from core.records import RunInfo
+from registration.prereg import Experiment, load_experiment
+from registration.questions import Question, load_questions
+
+from ..numbers.analysis import cluster_labels, exp_scale, per_question
+from ..numbers.stats.bootstrap import bootstrap_means, percentile_interval, resample_indices
+from ..numbers.stats.paired import Paired, paired
+from ..numbers.stats.rule import Scale
+from ..results.files import RAW_FILES, anchor, load_raw
+
+ALPHA = 0.025  # one-sided: the two-sided interval is 95%
+
+
+@dataclass(frozen=True)
+class Side:
+    """One arm and quant of one results folder, as the comparison reads it."""
+
+    folder: Path
+    anchor: str | None
+    arm: str
+    quant: str
+    judge: str
+    rubric: str | None
+    points: tuple[int, ...]
+    samples: int
+    questions: dict[str, Question]  # text sha256 -> the question (the run's own id and set)
+    scores: dict[str, Fraction]  # text sha256 -> the question's mean score, exact
+    exp: Experiment
+
+
+def text_sha256(q: Question) -> str:
+    return hashlib.sha256(q.question.encode("utf-8")).hexdigest()
+
+
+def read_side(run_dir: Path, arm: str | None, quant: str | None, exp_dir: Path | None = None) -> Side:
+    """The primary judge's per-question scores of one arm and quant of a results folder (the run's first arm and
+    first quant when not named), keyed by the sha256 of each question's text."""
+    run_dir = Path(run_dir)
+    for name in ("run.json", *RAW_FILES):
+        if not (run_dir / name).is_file():
+            raise BadInput(run_dir / name, "missing: not a results folder of `judge run`")
+    run = RunInfo.read_file(run_dir / "run.json")
+    if exp_dir is None and run.experiment_dir is None:
+        raise BadInput(run_dir / "run.json", "the experiment folder is not recorded; pass it with --exp",
+                       field="experiment_dir")
+    exp = load_experiment(Path(exp_dir or run.experiment_dir))
+    arm = arm or run.arms[0]
+    if arm not in run.arms:
+        raise BadInput(run_dir / "run.json", f"has no arm {arm!r} (it ran {', '.join(run.arms)})", field="arms")
+    quants = list(exp.arm(arm).quants)
+    quant = quant or quants[0]
+    if quant not in quants:
+        raise BadInput(run_dir / "run.json", f"arm {arm!r} has no quant {quant!r} (registered: {', '.join(quants)})",
+                       field="arms")
+    by_id = {q.id: q for q in load_questions(exp.set_paths(), exp.set_formats_by_path())}
+    questions = {}
+    for qid in run.question_ids:
+        q = by_id.get(qid)
+        if q is None:
+            raise BadInput(run_dir / "run.json", f"names question {qid!r}, which the experiment's sets do not hold",
+                           field="question_ids")
+        questions[text_sha256(q)] = q
+    raw = load_raw(run_dir)
+    mine = per_question(raw.keys, raw.judgments, run.judge.primary).get((arm, quant), {})
+    sha_of = {q.id: sha for sha, q in questions.items()}
+    scores = {sha_of[qid]: s for qid, s in mine.items() if qid in sha_of}
+    return Side(run_dir, anchor(run_dir), arm, quant, run.judge.primary, run.judge.rubric, exp_scale(exp),
+                exp.arm(arm).samples, questions, scores, exp)
+
+
+def mismatches(a: Side, b: Side) -> list[str]:
+    """Each question that is not in both runs with the same text, named by its id on the side that has it."""
+    out = []
+    ids_b = {q.id: sha for sha, q in b.questions.items()}
+    for sha, q in a.questions.items():
+        if sha in b.questions:
+            continue
+        why = "has other text in" if q.id in ids_b else "is not in"
+        out.append(f"{q.id} (in {a.folder}) {why} {b.folder}")
+    ids_a = {q.id for q in a.questions.values()}
+    out += [f"{q.id} (in {b.folder}) is not in {a.folder}" for sha, q in b.questions.items()
+            if sha not in a.questions and q.id not in ids_a]
+    return out
+
+
+def same_questions(sides: list[Side]) -> None:
+    """Every run holds the first run's questions, by text: else bad input naming each question that differs."""
+    for other in sides[1:]:
+        wrong = mismatches(sides[0], other)
+        if wrong:
+            shown = "; ".join(wrong[:20]) + (f"; and {len(wrong) - 20} more" if len(wrong) > 20 else "")
+            raise BadInput(other.folder / "run.json", f"is not over the same questions as {sides[0].folder} "
+                           f"(matched by the sha256 of each question's text): {shown}", field="question_ids")
+
+
+def cautions(a: Side, b: Side) -> list[str]:
+    out = []
+    if a.judge != b.judge:
+        out.append(f"the runs were graded by different judges ({a.judge}, {b.judge}): a difference may be the "
+                   "judges'")
+    if a.rubric != b.rubric:
+        out.append(f"the runs were graded against different rubrics ({a.rubric}, {b.rubric})")
+    return out
+
+
+def compare_sides(a: Side, b: Side) -> Paired:
+    """b against a on the questions both scored (d = b - a), with b's registered [analysis] settings."""
+    same_questions([a, b])
+    if a.points != b.points:
+        raise BadInput(b.folder / "run.json", f"its rubric's scale {list(b.points)} is not {a.folder}'s "
+                       f"{list(a.points)}: scores on different scales cannot be paired", field="judge.rubric")
+    both = [sha for sha in a.questions if sha in a.scores and sha in b.scores]
+    if len(both) < 2:
+        raise BadInput(b.folder, f"only {len(both)} question(s) are scored in both runs: nothing to compare")
+    qs = [b.questions[sha] for sha in both]
+    an = b.exp.analysis
+    scale = Scale(min(a.points), max(a.points), max(a.samples, b.samples))
+    return paired([a.scores[s] for s in both], [b.scores[s] for s in both], resamples=an.resamples, seed=an.seed,
+                  method=an.method, alpha=ALPHA, clusters=cluster_labels([q.id for q in qs], qs), rule=an.rule,
+                  scale=scale)
+
+
+def _name(s: Side) -> str:
+    return f"{s.folder.name}: {s.arm} {s.quant}"
+
+
+def render_comparison(a: Side, b: Side, p: Paired) -> str:
+    lines = [f"# Comparison (exploratory): {_name(b)} against {_name(a)}", "",
+             "Not registered: this compares two finished runs and decides nothing. Questions are matched by the "
+             "sha256 of their text.", ""]
+    lines += [f"> Caution: {c}." for c in cautions(a, b)] + ([""] if cautions(a, b) else [])
+    lines += ["| side | folder | anchor | arm | quant | judge | mean |", "|---|---|---|---|---|---|---|",
+              f"| A | {a.folder} | {(a.anchor or 'none')[:16]} | {a.arm} | {a.quant} | {a.judge} | {p.mean_a:.3f} |",
+              f"| B | {b.folder} | {(b.anchor or 'none')[:16]} | {b.arm} | {b.quant} | {b.judge} | {p.mean_b:.3f} |",
+              "", "| questions | B − A | 95% interval | paired-t 95% | B better | A better | ties | sign p |",
+              "|---|---|---|---|---|---|---|---|",
+              f"| {p.n} | {p.diff:+.3f} | [{p.ci_low:+.3f}, {p.ci_high:+.3f}] | [{p.t_low:+.3f}, {p.t_high:+.3f}] "
+              f"| {p.up} | {p.down} | {p.ties} | {p.sign_p:.3g} |", "",
+              f"The interval is a {p.method} bootstrap over {p.units} resampled {p.resampling} ({p.resamples} "
+              f"resamples, seed {p.seed}), B's registered settings. To decide this comparison, register it as a "
+              "hypothesis before the next run."]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of the history: the arm's mean score and its 95% bootstrap interval over questions."""
+
+    folder: Path
+    anchor: str | None
+    n: int
+    mean: float
+    low: float
+    high: float
+
+
+def history(sides: list[Side]) -> list[Point]:
+    """Each run's mean over the questions it scored, with a percentile bootstrap over them (its [analysis] seed
+    and resamples). Every run must hold the first run's questions, by text."""
+    same_questions(sides)
+    out = []
+    for s in sides:
+        x = np.array([float(v) for v in s.scores.values()])
+        if x.size < 2:
+            raise BadInput(s.folder, f"arm {s.arm} {s.quant} has {x.size} scored question(s): no interval")
+        an = s.exp.analysis
+        boot = bootstrap_means(x, resample_indices(x.size, an.resamples, an.seed))
+        low, high = percentile_interval(boot, 1 - 2 * ALPHA)
+        out.append(Point(s.folder, s.anchor, int(x.size), float(x.mean()), float(low), float(high)))
+    return out
+
+
+def render_history(sides: list[Side], points: list[Point]) -> str:
+    s0 = sides[0]
+    lines = [f"# History (exploratory): {s0.arm} {s0.quant} over {len(points)} runs", "",
+             "Each run's mean score with a 95% percentile bootstrap interval over its questions (matched by text).",
+             "", "| run | folder | anchor | judge | questions | mean | 95% interval |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {i} | {p.folder} | {(p.anchor or 'none')[:16]} | {s.judge} | {p.n} | {p.mean:.3f} | "
+              f"[{p.low:.3f}, {p.high:.3f}] |" for i, (s, p) in enumerate(zip(sides, points, strict=True), 1)]
+    return "\n".join(lines) + "\n"
+
+
+def plot_history(points: list[Point], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(4, 1 + 0.8 * len(points)), 3.2))
+    xs = range(1, len(points) + 1)
+    below, above = [p.mean - p.low for p in points], [p.high - p.mean for p in points]
+    ax.errorbar(xs, [p.mean for p in points], yerr=[below, above], fmt="o-", capsize=4)
+    ax.set_xticks(list(xs), [p.folder.name for p in points], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("mean score (95% interval)")
+    fig.tight_layout()
+    fig.savefig(out, metadata={"Software": None})
+    plt.close(fig)

@@ -1,0 +1,82 @@
+"""report.md, rendered from numbers.json and run.json only (so the verifier can re-render it)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def owe_the_reader(numbers: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    """Automatic caveats: the things a careful reviewer would otherwise have to dig out."""
+    out = list(run["judge"]["warnings"])
+    for c in numbers["comparisons"]:
+        r = c["result"]
+        if r and c["margin"] and r["mde"] > c["margin"]:
+            out.append(f"{c['id']}: with n = {r['n']} the smallest detectable effect is {r['mde']:.3f}, larger than "
+                       f"the margin {c['margin']:.2f}; about {r['n_for_margin']} questions would be needed.")
+    for c in numbers["comparisons"]:
+        r = c["result"]
+        if r and r["sd_diff"] == 0:
+            out.append(f"{c['id']}: every one of the {r['n']} paired differences is {r['diff']:+.3f}, so the interval "
+                       "has no width: the judge did not separate these arms on these questions, which is weaker "
+                       "evidence than the zero width suggests.")
+    for a in numbers["amendments"]:
+        if a["post_hoc"] or not a["before_first_judgment"]:
+            out.append(f"Amendment {a['n']} was written after judging began: it is reported, but cannot have been "
+                       "registered blind.")
+    if numbers["subsets"]:
+        out.append("Subset results are secondary and exploratory (Bonferroni-adjusted per hypothesis); "
+                   "only the registered hypotheses are decisions.")
+    if run.get("limit"):
+        out.append(f"This run used only the first {run['limit']} questions (--limit): a quick look, not a result.")
+    unscored = sum(c["unscored"] + c["judge_errors"] for c in numbers["cells"])
+    if unscored:
+        out.append(f"{unscored} answers have no verdict (unscored or judge errors); they are excluded, not zeroed.")
+    failed = {f"{c['arm']}/{c['quant']}": c["answer_errors"] for c in numbers["cells"] if c["answer_errors"]}
+    if failed:
+        out.append(f"{sum(failed.values())} answers are error rows, never judged (the model call failed after its "
+                   "registered attempts: a timeout, a lost or cut-off connection, an HTTP error or an unreadable "
+                   "reply; each row's cause is in answers.jsonl): " + ", ".join(f"{k} {v}" for k, v in failed.items())
+                   + ". They are excluded, not zeroed.")
+    unverified = [f"{who} {name} ({', '.join(eff['not_verifiable'])})"
+                  for who, settings in (("arm", run.get("effective_settings") or {}),
+                                        ("judge", run["judge"].get("effective_settings") or {}))
+                  for name, eff in settings.items() if eff.get("not_verifiable")]
+    if unverified:
+        out.append("Sampling settings sent as registered but not verifiable (the backend cannot report what it "
+                   "used): " + "; ".join(unverified) + ".")
+    out.append("The questions were written for this experiment and have not been independently re-checked.")
+    out.append(run["audit_gate"])
+    return out
+
+
+def error_causes(numbers: dict[str, Any]) -> str:
+    """One line under the "Arms × quants" table: each cell's answer and judge errors by cause; "" when none
+    (also for a numbers.json written before causes were counted: verify then names the missing fields)."""
+    out = []
+    for field, what in (("answer_error_kinds", "answer errors"), ("judge_error_kinds", "judge errors")):
+        parts = [f"{c['arm']}/{c['quant']} " + ", ".join(f"{k} {v}" for k, v in c[field].items())
+                 for c in numbers["cells"] if c.get(field)]
+        if parts:
+            out.append(f"Causes of {what}: " + "; ".join(parts) + ".")
+    return " ".join(out)
+
+
+def render(numbers: dict[str, Any], run: dict[str, Any], anchor: str | None, review: bool = True) -> str:
+    """The report; `anchor` (judge.results.files.anchor, over files numbers.json is one of) is shown in its Inputs;
+    `review`: the folder has review.md (judge.outputs.review_md), which the report links to (folders written before it
+    existed have none)."""
+    env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, keep_trailing_newline=True,
+                      trim_blocks=False)
+    quants: list[str] = []
+    for means in numbers["quant_check"]["means"].values():
+        for q in means:
+            if q not in quants:
+                quants.append(q)
+    return env.get_template("report.md.j2").render(
+        n=numbers, run=run, anchor=anchor, review=review, quants=quants, owe=owe_the_reader(numbers, run),
+        causes=error_causes(numbers), method=run["analysis"]["method"], resamples=run["analysis"]["resamples"],
+        seed=run["analysis"]["seed"])

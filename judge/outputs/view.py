@@ -1,0 +1,167 @@
+"""`python -m judge view RUN [--blind]`: review.html, one self-contained page to read every answer beside its verdict.
+
+The page is one file with its CSS and JavaScript inline and the data embedded as JSON: no server, no network
+(its Content-Security-Policy allows no fetch at all, and only the page's own script and style, by hash), so it
+opens from disk in any browser. Every value is untrusted text: the JSON is escaped so nothing in it can close
+its <script> element, and the page builds its DOM with text nodes only, never from HTML.
+
+Review mode shows the decisions table (numbers.json) and, for each hypothesis, its questions (judge.outputs.review)
+with filters and sorting, each answer with its gold scores from every source (judge.gold.sources). Blind mode
+(`--blind`) is generated from the blinded projection alone (judge.outputs.review.blind_view): labels, questions,
+references and the answers as the judge read them, in the blinded order; the file holds no arm, model, quant or judge,
+and no gold score: the page is for labelling, and a gold score shown beside an answer would anchor the person labelling
+it. A person scores each answer there and downloads a labels file (core.records.HumanLabel), which judge.gold.labels
+checks.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+from fractions import Fraction
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template
+
+from core.atomic import write_text
+from core.errors import BadInput
+from core.records import HumanLabel, Judgment
+
+from .review import Answer, BlindView, Review, blind_view
+from .review_md import folder_review
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+GENERATOR = "blindeval judge view"  # in every page's <meta name="generator">: only such a file is overwritten
+
+
+def _finite(x: Any) -> Any:
+    """`x` with every NaN or infinity as None: JSON has no such numbers, and the page's parser refuses them."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+def embed(data: Any) -> str:
+    """JSON to put inside <script type="application/json">: ASCII only, and no `<`, `>` or `&`, so no text in it
+    (`</script>`, `<!--`) can end the element or change how the HTML parser reads it."""
+    text = json.dumps(_finite(data), ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def csp_hash(text: str) -> str:
+    """A Content-Security-Policy source allowing exactly this inline script or style."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(str(text).encode()).digest()).decode() + "'"
+
+
+@cache
+def _template() -> Template:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, autoescape=True,
+                      keep_trailing_newline=True)
+    env.filters["csp_hash"] = csp_hash
+    return env.get_template("review.html.j2")
+
+
+def render_page(data: dict[str, Any], blind: bool) -> str:
+    return _template().render(blind=blind, data=embed(data), generator=GENERATOR)
+
+
+def _float(x: Fraction | None) -> float | None:
+    return None if x is None else float(x)
+
+
+def _verdict(j: Judgment) -> dict[str, Any]:
+    return {"judge": j.judge, "status": j.status, "score": j.score, "fields": j.fields, "error": j.error,
+            "repaired": j.repaired, "rubric": j.rubric, "attempts": list(j.attempts)}
+
+
+def _answer(a: Answer) -> dict[str, Any]:
+    return {"arm": a.arm, "quant": a.quant, "sample": a.sample, "label": a.label, "status": a.status,
+            "text": a.text, "shown": a.shown if a.shown != a.text else None, "scrubbed": a.scrubbed,
+            "injection": a.injection, "truncated": a.truncated, "error": a.error, "gold": _gold(a),
+            "verdicts": [_verdict(v) for v in a.verdicts]}
+
+
+def _gold(a: Answer) -> dict[str, Any] | None:
+    """An answer's gold scores (judge.gold.sources, every source): their mean and count, the sources they come from, and
+    each one; None where it has none."""
+    if not a.gold:
+        return None
+    return {"mean": _float(a.gold_mean), "count": len(a.gold_scored),
+            "sources": list(dict.fromkeys(g.source for g in a.gold if g.status == "scored")),
+            "scores": [{"source": g.source, "origin": g.origin, "labeller": g.labeller, "score": g.score,
+                        "status": g.status, "error": g.error, "note": g.note} for g in a.gold]}
+
+
+def review_data(r: Review) -> dict[str, Any]:
+    """The review page's data: everything joined, each flag and difference computed here, never in the page."""
+    answers: dict[str, Any] = {}
+    questions: dict[str, Any] = {}
+    rows = []
+    for h in r.hypotheses:
+        for p in h.pairs:
+            q = p.question
+            questions[q.id] = {"question": q.question, "reference": q.reference, "tags": list(q.tags)}
+            for a in p.answers:
+                answers[a.row] = _answer(a)
+            rows.append({
+                "hypothesis": h.id, "question": q.id, "a": [a.row for a in p.a], "b": [a.row for a in p.b],
+                "difference": {j: _float(p.difference(j)) for j in r.judges},
+                "unscored": {j: p.unscored(j) for j in r.judges},
+                "disagreement": any(a.disagreement for a in p.answers),
+                "flagged": any(a.flagged for a in p.answers),
+                "gold": any(a.gold_scored for a in p.answers),
+                "pairwise": [{"first": k.first, "second": k.second, **_verdict(v)} for k, v in p.pairwise],
+            })
+    run = r.run
+    return {
+        "run": {"name": run.get("name"), "experiment": run.get("experiment"), "finished": run.get("finished"),
+                "primary": run["judge"].get("primary"), "rubric": run["judge"].get("rubric"), "anchor": r.anchor},
+        "numbers": r.numbers, "judges": list(r.judges), "scale": list(r.scale),
+        "hypotheses": [{"id": h.id, "text": h.text, "a": h.a, "b": h.b, "quant": h.quant, "subset": list(h.subset)}
+                       for h in r.hypotheses],
+        "questions": questions, "answers": answers, "rows": rows,
+    }
+
+
+def blind_data(b: BlindView) -> dict[str, Any]:
+    """The blind page's data: only the blinded projection, and the labels record's contract."""
+    return {"run_key": b.run_key, "rubric": b.rubric, "scale": list(b.scale),
+            "record": {"type": HumanLabel.TYPE, "version": HumanLabel.VERSION},
+            "items": [{"label": i.label, "question_id": i.question_id, "question": i.question,
+                       "reference": i.reference, "answer": i.answer} for i in b.items]}
+
+
+def writable(out: Path) -> Path:
+    """`out`, unless writing it would overwrite something that is not a page `judge view` wrote (the raw files
+    first of all): then bad input naming it."""
+    out = Path(out)
+    if out.is_dir():
+        raise BadInput(out, "is a folder: --out names the page's file")
+    if out.exists() or out.is_symlink():
+        head = out.read_bytes()[:4096] if out.is_file() and not out.is_symlink() else b""
+        if f'<meta name="generator" content="{GENERATOR}">'.encode() not in head:
+            raise BadInput(out, "exists and is not a page `judge view` wrote: refusing to overwrite it (the raw files "
+                           "of a run are its evidence); choose another --out")
+    return out
+
+
+def view(run_dir: Path, blind: bool = False, out: Path | None = None, exp_dir: Path | None = None) -> Path:
+    """Write review.html (or, blind, review-blind.html) for a results folder; return its path."""
+    run_dir = Path(run_dir)
+    out = writable(out or run_dir / ("review-blind.html" if blind else "review.html"))
+    if blind:
+        data = blind_data(blind_view(run_dir, exp_dir))
+    else:
+        r = folder_review(run_dir, exp_dir)
+        if r.numbers is None:
+            raise BadInput(run_dir / "numbers.json", "missing: the run has not finished, so there are no decisions "
+                           "to show (re-run `judge run` to finish it)")
+        data = review_data(r)
+    return write_text(out, render_page(data, blind))
