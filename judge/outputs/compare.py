@@ -4,8 +4,8 @@ Checkpoint after checkpoint is evaluated in its own results folder; this puts tw
 are matched by the sha256 of their text, never by id alone: a set whose question `q7` was reworded between runs is
 not the same exam, and a run over another set is not comparable. Any question that is not in both runs with the
 same text is bad input naming it (exit 2). Scores are the primary judge's, each question's mean over its scored
-samples, exact; the paired statistics are the ones a registered hypothesis is decided by (judge.numbers.stats.paired, with
-the later run's registered [analysis] settings and clusters), at 95% two-sided. Nothing here was registered, so
+samples, exact; the paired statistics are the ones a registered hypothesis is decided by (judge.numbers.stats.paired,
+with the later run's registered [analysis] settings and clusters), at 95% two-sided. Nothing here was registered, so
 nothing is decided: the table is labelled exploratory, and a comparison made after seeing both runs is a look, not a
 test. A different judge, rubric or scale on the two sides is named above the table.
 """
