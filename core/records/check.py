@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import types
 import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -22,8 +23,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from . import jsonl
-from .errors import BadInput, BadRecord
+from .. import jsonl
+from ..errors import BadInput, BadRecord
 
 ANSWER_KEY = ("row",)  # the key of the retry rule: `row` is the hash of (arm, quant, question, sample)
 JUDGMENT_KEY = ("judge", "label")  # the key of the retry rule (single labels start L, pair labels P)
@@ -33,6 +34,9 @@ RETEST_KEY = ("judge", "label", "retest")  # retests.jsonl: a verdict asked agai
 def row_id(*parts: object) -> str:
     """Stable identity of a row from its coordinates (used for resume and joins)."""
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:24]
+
+
+_QUALIFIED = re.compile(r"\btyping\.|\bcore\.records\.(?:\w+\.)*")  # module names in a printed type
 
 
 def _accepted(hint: Any) -> tuple[frozenset[type], frozenset[str]] | None:
@@ -89,7 +93,8 @@ def _deep(hint: Any) -> bool:
 
 
 def _type_name(hint: Any) -> str:
-    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "").replace("core.records.", "")
+    """A field's type as a message names it: `list[Cell] | None`, without the modules the names come from."""
+    return hint.__name__ if isinstance(hint, type) else _QUALIFIED.sub("", str(hint))
 
 
 @cache
