@@ -7,7 +7,7 @@
   the type and default of each `setting(...)`/`bounded(...)` call that reads the key, found in the parsing code's
   syntax tree. A key whose type or default is decided by code rather than by such a call says so.
 - records.md: every field of run.json, numbers.json, binding.json and BUNDLE.json, walked from the frozen
-  dataclasses of core/records.py (types, required or optional, and the comments and docstrings that say why).
+  dataclasses of core/records/ (types, required or optional, and the comments and docstrings that say why).
 
 `python docs/gen_reference.py` rewrites the pages; `--check` exits 1 naming each page that differs from a fresh
 generation (tests/test_docs_site.py runs the same comparison).
@@ -430,10 +430,10 @@ def _entries_in(hint: object) -> list[type]:
 
 
 def documents() -> list[type]:
-    """The whole JSON files whose contracts core/records.py declares, in the order it declares them."""
+    """The whole JSON files whose contracts core/records/ declares, in the order it declares them."""
     from core import records
 
-    return [c for c in vars(records).values()
+    return [c for c in map(vars(records).get, records.__all__)
             if isinstance(c, type) and issubclass(c, records.Document) and c is not records.Document]
 
 
@@ -457,7 +457,7 @@ def _doc(cls: type) -> str:
 def records_page() -> str:
     lines = [HEADER, "# Result files (run.json, numbers.json, binding.json, BUNDLE.json)\n\n",
              "The contracts of a results folder's JSON documents, walked from the frozen dataclasses of "
-             "`core/records.py`. Each file is read through its contract: a required field missing, or any field of "
+             "`core/records/`. Each file is read through its contract: a required field missing, or any field of "
              "another type at any depth, is bad input naming its path (exit 2). A field marked optional may be absent "
              "(a folder written by an earlier version); keys beyond the contract are kept as written.\n"]
     seen: set[type] = set()
