@@ -441,7 +441,11 @@ def records_page() -> str:
              "The contracts of a results folder's JSON documents, walked from the frozen dataclasses of "
              "`core/records/`. Each file is read through its contract: a required field missing, or any field of "
              "another type at any depth, is bad input naming its path (exit 2). A field marked optional may be absent "
-             "(a folder written by an earlier version); keys beyond the contract are kept as written.\n"]
+             "(a folder written by an earlier version); keys beyond the contract are kept as written.\n\n",
+             "The same contracts as JSON Schemas (draft 2020-12), for a tool that checks a file without blindeval "
+             "(`core/records/schema.py`; a value such as 1.0 in an integer field, which a schema accepts "
+             "and the reader refuses, is the one known difference): "
+             + ", ".join(f"[{name}](schemas/{name}.schema.json)" for name in _schema_names()) + ".\n"]
     seen: set[type] = set()
     for doc_cls in documents():
         lines.append(f"\n## {doc_cls.WHAT}\n\n{_doc(doc_cls)}\n")
@@ -463,6 +467,12 @@ def records_page() -> str:
                 lines.append(f"| `{name}` | {shown} | {'yes' if required else 'optional'} | "
                              f"{_cell(comment)} |\n")
     return "".join(lines).rstrip("\n") + "\n"
+
+
+def _schema_names() -> list[str]:
+    from core.records.schema import CONTRACTS
+
+    return list(CONTRACTS)
 
 
 def schema_files() -> dict[str, str]:
