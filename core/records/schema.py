@@ -159,7 +159,7 @@ def schema(contract: type) -> dict[str, Any]:
         raise TypeError(f"{contract!r} is not a contract of core.records")
     defs: dict[str, Any] = {}
     body = _object(contract, defs)
-    title = getattr(contract, "WHAT", None) or f"a {contract.TYPE} record"
+    title = getattr(contract, "WHAT", None) or f"a raw record of type {contract.TYPE!r}"
     return {"$schema": DRAFT, **body, "title": title, **({"$defs": defs} if defs else {})}
 
 
