@@ -7,7 +7,9 @@
   the type and default of each `setting(...)`/`bounded(...)` call that reads the key, found in the parsing code's
   syntax tree. A key whose type or default is decided by code rather than by such a call says so.
 - records.md: every field of run.json, numbers.json, binding.json and BUNDLE.json, walked from the frozen
-  dataclasses of core/records.py (types, required or optional, and the comments and docstrings that say why).
+  dataclasses of core/records/ (types, required or optional, and the comments and docstrings that say why).
+- schemas/NAME.schema.json: the JSON Schema (draft 2020-12) of each of those documents and of each raw record kind,
+  from core/records/schema.py.
 
 `python docs/gen_reference.py` rewrites the pages; `--check` exits 1 naming each page that differs from a fresh
 generation (tests/test_docs_site.py runs the same comparison).
@@ -18,10 +20,9 @@ import argparse
 import ast
 import dataclasses
 import inspect
-import io
+import json
 import re
 import sys
-import tokenize
 import typing
 from pathlib import Path
 
@@ -328,11 +329,12 @@ def _generation_defaults() -> dict[str, tuple[str, str]]:
 
 
 def registration_page() -> str:
+    from core.records.schema import field_comments
     from registration import prereg, spec
 
     modules = [prereg, spec]
     generation = _generation_defaults()
-    comments = _field_comments(sys.modules["models.backends.base"].Generation)
+    comments = field_comments(sys.modules["models.backends.base"].Generation)
     lines = [HEADER, "# Registration keys (prereg.toml)\n\n",
              "Every key each table of `prereg.toml` accepts: a key not listed is refused when the file is loaded "
              "(exit 2, naming the table and the key). The type, default and range are taken from the code that reads "
@@ -398,28 +400,6 @@ def _type_name(hint: object) -> str:
     return str(hint).replace("typing.", "")
 
 
-def _field_comments(cls: type) -> dict[str, str]:
-    """The comment beside each field of a dataclass, or on the lines just above it: the contract's own why."""
-    source = inspect.getsource(cls)
-    tree = ast.parse(source)
-    comments: dict[int, str] = {}
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            comments[tok.start[0]] = tok.string.lstrip("#").strip()
-    out = {}
-    body = tree.body[0].body
-    for node in body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            above, line = [], node.lineno - 1
-            while line in comments and line not in {n.lineno for n in body}:
-                above.insert(0, comments[line])
-                line -= 1
-            text = " ".join(above + ([comments[node.lineno]] if node.lineno in comments else []))
-            if text:
-                out[node.target.id] = text
-    return out
-
-
 def _entries_in(hint: object) -> list[type]:
     from core.records import Entry
 
@@ -430,17 +410,19 @@ def _entries_in(hint: object) -> list[type]:
 
 
 def documents() -> list[type]:
-    """The whole JSON files whose contracts core/records.py declares, in the order it declares them."""
+    """The whole JSON files whose contracts core/records/ declares, in the order it declares them."""
     from core import records
 
-    return [c for c in vars(records).values()
+    return [c for c in map(vars(records).get, records.__all__)
             if isinstance(c, type) and issubclass(c, records.Document) and c is not records.Document]
 
 
 def contract_fields(cls: type) -> list[tuple[str, object, bool, str]]:
     """(name, type, required, comment) of each field of an Entry class."""
+    from core.records.schema import field_comments
+
     hints = typing.get_type_hints(cls)
-    comments = _field_comments(cls)
+    comments = field_comments(cls)
     out = []
     for f in dataclasses.fields(cls):
         if f.name == "written":
@@ -457,9 +439,13 @@ def _doc(cls: type) -> str:
 def records_page() -> str:
     lines = [HEADER, "# Result files (run.json, numbers.json, binding.json, BUNDLE.json)\n\n",
              "The contracts of a results folder's JSON documents, walked from the frozen dataclasses of "
-             "`core/records.py`. Each file is read through its contract: a required field missing, or any field of "
+             "`core/records/`. Each file is read through its contract: a required field missing, or any field of "
              "another type at any depth, is bad input naming its path (exit 2). A field marked optional may be absent "
-             "(a folder written by an earlier version); keys beyond the contract are kept as written.\n"]
+             "(a folder written by an earlier version); keys beyond the contract are kept as written.\n\n",
+             "The same contracts as JSON Schemas (draft 2020-12), for a tool that checks a file without blindeval "
+             "(`core/records/schema.py`; a value such as 1.0 in an integer field, which a schema accepts "
+             "and the reader refuses, is the one known difference): "
+             + ", ".join(f"[{name}](schemas/{name}.schema.json)" for name in _schema_names()) + ".\n"]
     seen: set[type] = set()
     for doc_cls in documents():
         lines.append(f"\n## {doc_cls.WHAT}\n\n{_doc(doc_cls)}\n")
@@ -483,9 +469,24 @@ def records_page() -> str:
     return "".join(lines).rstrip("\n") + "\n"
 
 
+def _schema_names() -> list[str]:
+    from core.records.schema import CONTRACTS
+
+    return list(CONTRACTS)
+
+
+def schema_files() -> dict[str, str]:
+    """The JSON Schema of each document and raw record kind (core.records.schema), one file each."""
+    from core.records.schema import schemas
+
+    return {f"schemas/{name}.schema.json": json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+            for name, doc in schemas().items()}
+
+
 def pages() -> dict[str, str]:
     """Each generated page's file name under docs/reference/ and its text."""
-    return {"cli.md": cli_page(), "registration.md": registration_page(), "records.md": records_page()}
+    return {"cli.md": cli_page(), "registration.md": registration_page(), "records.md": records_page(),
+            **schema_files()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,78 @@
+"""The contracts of every raw record and of binding.json, run.json and numbers.json, one module per document
+(numbers.json's by section), each read and written by the rule of `check`. Every name is imported from here:
+`from core.records import Numbers`."""
+from .binding import Binding, BindingScope, ChainHead, ScopeChange
+from .bundle import BundleFile, BundleInfo
+from .check import Document, Entry
+from .comparisons import (
+    Calibration,
+    Comparison,
+    ComparisonFamily,
+    CorrectedPower,
+    Estimate,
+    FamilyTest,
+    JudgeError,
+    JudgeEstimate,
+    Lift,
+    Result,
+    SelfPreference,
+    Stratum,
+    Style,
+)
+from .gold import (
+    ArmOffset,
+    GoldAgreement,
+    GoldDesigns,
+    GoldDraw,
+    GoldPair,
+    GoldSources,
+    GoldSummary,
+    JudgeAgainstGold,
+    JudgeValidity,
+    Offset,
+)
+from .judges import (
+    Agreement,
+    AgreementPair,
+    DecisionChanged,
+    JudgesSection,
+    JudgeTotal,
+    LengthBias,
+    LengthRow,
+    PairwiseRow,
+    RetestRow,
+    RetestSection,
+)
+from .numbers import Amendment, Cell, FamilySection, FamilyStep, Numbers, QuantCheck, Subset
+from .raw import (
+    ANSWER_KEY,
+    JUDGMENT_KEY,
+    RETEST_KEY,
+    AnswerRow,
+    GoldLabel,
+    HumanLabel,
+    Judgment,
+    KeyRow,
+    LabelSample,
+    PairKey,
+    PublicQuestion,
+    Record,
+    Retest,
+    blinding_key,
+    judgment_kind,
+    row_id,
+)
+from .run import BackendIdentity, CostRow, RunInfo, RunJudge
+
+# in the order the contracts were declared: docs/gen_reference.py lists the documents in it
+__all__ = [
+    "ANSWER_KEY", "JUDGMENT_KEY", "RETEST_KEY", "row_id", "Record", "AnswerRow", "KeyRow", "PairKey", "blinding_key",
+    "judgment_kind", "Judgment", "Retest", "HumanLabel", "GoldLabel", "LabelSample", "PublicQuestion", "Entry",
+    "Document", "BackendIdentity", "RunJudge", "CostRow", "RunInfo", "Result", "Cell", "Subset", "Calibration",
+    "FamilyTest", "ComparisonFamily", "FamilyStep", "FamilySection", "Stratum", "Estimate", "CorrectedPower",
+    "JudgeError", "JudgeEstimate", "Lift", "SelfPreference", "Style", "QuantCheck", "JudgeTotal", "Amendment",
+    "LengthRow", "LengthBias", "PairwiseRow", "AgreementPair", "Agreement", "RetestRow", "DecisionChanged",
+    "RetestSection", "Offset", "ArmOffset", "GoldAgreement", "GoldPair", "GoldDesigns", "GoldSources",
+    "JudgeAgainstGold", "GoldDraw", "GoldSummary", "JudgeValidity", "JudgesSection", "Comparison", "Numbers",
+    "BindingScope", "ChainHead", "ScopeChange", "Binding", "BundleFile", "BundleInfo",
+]

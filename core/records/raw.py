@@ -1,0 +1,249 @@
+"""The record contracts of the raw files, in one place every layer may import.
+
+answers.jsonl holds answer rows; blinding.jsonl holds blinding keys (single answers) and pair keys
+(pairwise); judgments.jsonl holds judgments; retests.jsonl (only with `[judge] retest`) the verdicts asked
+again. Each record is written with its `type` and `version`,
+and read back by `from_dict`, which refuses a missing or ill-typed field as BadRecord (bad input) naming the
+file, the line and the field (exit 2), never a TypeError. Older folders read unchanged: a record
+without `version` is version 1, one without `type` is taken as its file's kind, and a judgment
+without `kind` is inferred from its label (pair labels start with P, see `judgment_kind`).
+
+An answer or judgment whose `status` is `error` is retried by the next run (core.jsonl's retry rule):
+the key's last record is its current one.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from ..errors import BadRecord
+from .check import _checked
+
+ANSWER_KEY = ("row",)  # the key of the retry rule: `row` is the hash of (arm, quant, question, sample)
+JUDGMENT_KEY = ("judge", "label")  # the key of the retry rule (single labels start L, pair labels P)
+RETEST_KEY = ("judge", "label", "retest")  # retests.jsonl: a verdict asked again, numbered from 1
+
+
+def row_id(*parts: object) -> str:
+    """Stable identity of a row from its coordinates (used for resume and joins)."""
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:24]
+
+
+class Record:
+    """What every raw record shares: its `type`, its `version`, and a checked `from_dict`."""
+
+    TYPE: ClassVar[str]
+    VERSION: ClassVar[int] = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "version": self.VERSION, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], file: str | Path = "<record>", line: int | None = None):
+        """The record `d` holds; BadRecord naming file, line and field if one is missing or of the wrong type."""
+        version = d.get("version", 1)  # written since records carry versions: absent is version 1
+        if type(version) is not int or not 1 <= version <= cls.VERSION:
+            raise BadRecord(file, f"reads {version!r}; this version of blindeval reads {cls.TYPE} records of "
+                            f"version 1 to {cls.VERSION}", line=line, field="version")
+        if d.get("type", cls.TYPE) != cls.TYPE:
+            raise BadRecord(file, f"reads {d['type']!r}, expected {cls.TYPE!r}", line=line, field="type")
+        return cls(**_checked(cls, cls._upgrade(d), file, line, "", f"this {cls.TYPE} record"))
+
+    @classmethod
+    def _upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
+        """The fields of an older version's record as the current version names them (none changed yet)."""
+        return d
+
+
+@dataclass(frozen=True)
+class AnswerRow(Record):
+    """One current row per (arm, quant, question, sample) in answers.jsonl."""
+
+    TYPE: ClassVar[str] = "answer"
+
+    row: str
+    arm: str
+    quant: str
+    question_id: str
+    sample: int
+    status: str  # "ok" | "error"
+    text: str | None  # the final answer (after glue); None on error
+    raw_output: str | None  # what the model itself wrote (last call)
+    finish_reason: str | None
+    truncated: bool
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    model_sha256: str | None
+    lora_sha256: str | None  # comma-separated when several adapters are applied
+    settings: dict[str, Any]  # registered generation settings, with this sample's seed
+    calls: list[str] = field(default_factory=list)  # cache keys of the model calls made
+    cached_calls: int = 0  # how many of them came from the cache (0 new cost)
+    trace: dict[str, Any] | None = None  # glue trace: retrieved ids, prompt, raw output
+    error: dict[str, Any] | str | None = None  # models.retry.describe(); a plain message in older rows
+    effective: dict[str, Any] | None = None  # read back from the backend: file, template, adapters, sampling as sent
+    thinking: bool = False  # the model's (last) reply showed thinking: compare with settings["thinking"]
+    identity: dict[str, Any] | None = None  # the backend identity in every call key (models.cache.call_key); None in
+    # rows written before rows recorded it
+
+
+@dataclass(frozen=True)
+class KeyRow(Record):
+    """One line of blinding.jsonl: label -> system. Only analysis reads it."""
+
+    TYPE: ClassVar[str] = "blinding"
+
+    label: str
+    row: str
+    arm: str
+    quant: str
+    question_id: str
+    sample: int
+    scrubbed: int  # identity-revealing matches removed from this answer
+    injection: int = 0  # grader-directed text found in this answer (counted, shown, never obeyed)
+
+
+@dataclass(frozen=True)
+class PairKey(Record):
+    """One line of blinding.jsonl for a pair: which system was shown first."""
+
+    TYPE: ClassVar[str] = "pair"
+
+    label: str
+    hypothesis: str
+    question_id: str
+    quant: str
+    first: str  # arm shown first
+    second: str
+
+
+def blinding_key(d: dict[str, Any], file: str | Path = "<record>", line: int | None = None) -> KeyRow | PairKey:
+    """A line of blinding.jsonl as the key it is: by its `type`, else (no type) a pair key if it names a hypothesis."""
+    kind = d.get("type") or ("pair" if "hypothesis" in d else "blinding")
+    cls = {"blinding": KeyRow, "pair": PairKey}.get(kind)
+    if cls is None:
+        raise BadRecord(file, f"reads {kind!r}, expected 'blinding' or 'pair'", line=line, field="type")
+    return cls.from_dict(d, file, line)
+
+
+def judgment_kind(d: dict[str, Any]) -> str:
+    """What a judgment judged. Written as `kind` since judgments carry it; before that, inferred from the label:
+    a pair's label starts with P (judge.judging.pairwise), a single answer's with L (judge.judging.blinding), an
+    audit's with A."""
+    kind = d.get("kind")
+    if kind is not None:
+        return kind
+    return "pairwise" if str(d.get("label", "")).startswith("P") else "single"
+
+
+@dataclass(frozen=True)
+class Judgment(Record):
+    """One current row per (judge, blinded label) in judgments.jsonl (and the audit's verdicts.jsonl)."""
+
+    TYPE: ClassVar[str] = "judgment"
+
+    judge: str
+    label: str
+    question_id: str
+    status: str  # "scored" | "unscored" (no parseable verdict) | "error" (the judge call itself failed)
+    score: int | None  # None unless scored: a parse failure is never a zero
+    fields: dict[str, Any] | None
+    repaired: bool
+    error: str | None
+    prompt_sha256: str
+    attempts: list[dict[str, Any]]  # every raw judge output with its parse error
+    latency_s: float
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    calls: list[str] = field(default_factory=list)
+    cached_calls: int = 0
+    time: str | None = None  # UTC time the verdict was recorded: amendments must predate the first one
+    rubric: str = "correctness"  # the name of the rubric that produced it: shown, never matched on
+    kind: Literal["single", "pairwise"] = "single"  # what it judged: analysis selects verdicts by this
+
+    @classmethod
+    def _upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
+        return d if "kind" in d else {**d, "kind": judgment_kind(d)}
+
+
+@dataclass(frozen=True)
+class Retest(Judgment):
+    """One current row per (judge, blinded label, retest) in retests.jsonl: a single answer's verdict asked again
+    (`[judge] retest`), as a call of its own (the retest number is in its call key), to measure how often the judge
+    would have answered otherwise. Never read as a verdict of the decisions: judgments.jsonl holds those."""
+
+    TYPE: ClassVar[str] = "retest"
+
+    retest: int = field(kw_only=True)  # 1 for the first re-ask of this label
+
+
+@dataclass(frozen=True)
+class HumanLabel(Record):
+    """One line of a labels file: a person's score for one blinded answer, given in review.html's blind mode
+    (`judge view --blind`), which downloads the file; judge.gold.labels reads and checks it.
+
+    The file is hash-chained like amendments.jsonl (core.jsonl.link): the first record's `prev` is its
+    `run_key`, each next record's the link of the record before it."""
+
+    TYPE: ClassVar[str] = "label"
+
+    run_key: str  # the run's labels key (judge.gold.labels.run_key): a hash of its label key, never the key itself
+    label: str  # the blinded label of the answer (L…), as the judge saw it
+    score: int  # on the run's rubric scale
+    note: str  # "" when the labeller wrote none
+    labeller: str
+    time: str  # ISO 8601 with a UTC offset, when the score was entered
+    prev: str  # the hash chain
+
+
+@dataclass(frozen=True)
+class GoldLabel(Record):
+    """One line of a sealed gold labels file (registered as `[gold] labels`): a gold score for an answer named by its
+    question and the sha256 of its text as the judge saw it (judge.judging.blinding: normalised, identity text
+    scrubbed), so it applies to that answer in any run of the experiment, whatever arm wrote it. judge.gold.sources
+    reads it."""
+
+    TYPE: ClassVar[str] = "gold"
+
+    question_id: str
+    answer_sha256: str  # sha256 of the UTF-8 bytes of the answer as the judge saw it
+    score: int  # on the experiment's rubric scale
+    labeller: str  # who or what gave it
+    time: str  # ISO 8601 with a UTC offset
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class LabelSample(Record):
+    """One line of a results folder's labels/_samples.jsonl: a seeded random sample of questions drawn by
+    `judge label --sample N --seed S` (judge.numbers.stats.ppi.label_sample over `population`), so anyone holding the
+    ids and the seed can draw it again and see the labelled questions were not picked by hand."""
+
+    TYPE: ClassVar[str] = "label_sample"
+
+    labeller: str
+    seed: int
+    n: int
+    population: list[str]  # the run's question ids it was drawn from
+    picked: list[str]  # judge.numbers.stats.ppi.label_sample(population, n, seed)
+    time: str  # ISO 8601 with a UTC offset, when it was drawn
+
+
+@dataclass(frozen=True)
+class PublicQuestion(Record):
+    """One line of a published bundle's questions.jsonl (judge.verify.bundle): a question of a private set as the bundle
+    shows it, without its text: what the numbers read of it (its tags and cluster) and the sha256 of its question and
+    reference (UTF-8), by which anyone holding the set can check it."""
+
+    TYPE: ClassVar[str] = "question"
+
+    id: str
+    set: str  # the set's MANIFEST name, e.g. "sets/exam.jsonl"
+    line: int  # its line in the set
+    tags: list[str]
+    cluster: str | None
+    question_sha256: str
+    reference_sha256: str | None  # None: the question has no reference
