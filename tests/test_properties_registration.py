@@ -226,7 +226,7 @@ BOUNDS = [
     (("runtime", "threads"), 1, 512),
     (("runtime", "n_ctx"), 16, 2**20),
     (("runtime", "seed"), 0, 2**32 - 2),
-    (("runtime", "batch"), 1, 256),
+    (("runtime", "parallel_sequences"), 1, 256),
     (("runtime", "gpu_layers"), 0, 10_000),
     (("models", "gpt", "concurrency"), 1, 256),
     (("models", "gpt", "attempts"), 1, 20),
