@@ -58,7 +58,7 @@ class JudgeSpec:
 EXPERIMENT_KEYS = ("name", "description", "seed", "sets")
 RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers", "gpu_layers", "parallel_sequences", "flash_attn",
                 "max_cost_usd")
-JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop", "panel_rule", "retest",
+JUDGE_KEYS = ("rubric", "verdict_attempts", "mode", "panel", "scrub", "scrub_drop", "panel_rule", "retest",
               "min_gold_agreement")
 JUDGE_TABLE_KEYS = ("model", "quant", "requires_env", "generation")
 ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "decision_rule", "min_clusters", "calibration_sims",
@@ -311,7 +311,7 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
         if not (rubric_dir(rubric, exp_dir) / f"{rubric}.toml").is_file():
             known = sorted({p.stem for d in (exp_dir / "rubrics", RUBRICS_DIR) for p in d.glob("*.toml")})
             raise BadInput(file, f"[judge] names unknown rubric {rubric!r}; known: {', '.join(known)}", field="rubric")
-        attempts = bounded(jt, "attempts", "integer", file, "[judge]", 2, bound="judge_attempts")
+        attempts = bounded(jt, "verdict_attempts", "integer", file, "[judge]", 2, bound="judge_attempts")
         mode = setting(jt, "mode", "string", file, "[judge]", "single")
         if mode not in MODES:
             raise BadInput(file, f"[judge] mode must be one of {MODES}", field="mode")

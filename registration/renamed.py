@@ -2,8 +2,9 @@
 
 `batch` was a number in [runtime] (sequences llama.cpp decodes together) and a switch in [models.NAME] (answer
 through the provider's batch API); `rule` in [analysis] was one of three rules (decision, gold-corrected interval,
-panel). A sealed prereg.toml cannot be edited, so an old name still loads as its new one, and the loader says
-which it renamed (Experiment.renamed_keys). Registering both names in one table is refused: which would count?
+panel); `attempts` counted verdicts asked again in [judge] and the tries of one call in [models.NAME]. A sealed
+prereg.toml cannot be edited, so an old name still loads as its new one, and the loader says which it renamed
+(Experiment.renamed_keys). Registering both names in one table is refused: which would count?
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ RENAMED = (
     Renamed("runtime", "batch", "parallel_sequences"),
     Renamed("models", "batch", "provider_batch", each=True),
     Renamed("analysis", "rule", "decision_rule"),
+    Renamed("judge", "attempts", "verdict_attempts"),  # [models.NAME] attempts: the tries of one call
 )
 
 

@@ -77,7 +77,7 @@ generation = {{ temperature = 0.0, max_tokens = 8, seed = 0, system = "Answer in
 
 [judge]
 rubric = "correctness"
-attempts = 2
+verdict_attempts = 2
 
 [judges.j]
 model = "judgemodel"

@@ -233,7 +233,7 @@ BOUNDS = [
     (("models", "gpt", "batch_max_requests"), 1, 1_000_000),
     (("models", "gpt", "batch_max_bytes"), 1, 2**31),
     (("arms", 0, "samples"), 1, 1000),
-    (("judge", "attempts"), 1, 10),
+    (("judge", "verdict_attempts"), 1, 10),
     (("analysis", "resamples"), 100, 100_000),
     (("analysis", "calibration_sims"), 1, 10_000),
     (("analysis", "min_clusters"), 1, 1_000_000),

@@ -6,6 +6,7 @@ through the attribute the rest of the code uses.
 """
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -32,6 +33,7 @@ CASES = [
     ("[runtime]", "batch", "parallel_sequences", lambda e: e.runtime.parallel_sequences, st.integers(1, 256), 4),
     ("[models.claude]", "batch", "provider_batch", lambda e: e.models["claude"].provider_batch, st.booleans(), True),
     ("[analysis]", "rule", "decision_rule", lambda e: e.analysis.rule, st.sampled_from(RULES), "bootstrap"),
+    ("[judge]", "attempts", "verdict_attempts", lambda e: e.judge_attempts, st.integers(1, 10), 3),
 ]
 IDS = [f"{header}-{old}" for header, old, *_ in CASES]
 
@@ -42,8 +44,11 @@ def toml(value) -> str:
 
 
 def registered(exp: Path, header: str, lines: list[str]) -> tuple[Path, str]:
-    """The demo's registration with `lines` right under `header`; the file and its text."""
+    """The demo's registration with `lines` right under `header`, and without its own lines of the keys they set;
+    the file and its text."""
     text = (DEMO / "prereg.toml").read_text(encoding="utf-8")
+    for key in {x.split(" = ")[0] for x in lines} | {r.new for r in RENAMED}:
+        text = re.sub(rf"(?m)^{key} = .*\n", "", text)
     assert text.count(f"\n{header}\n") == 1
     text = text.replace(f"\n{header}\n", f"\n{header}\n" + "".join(f"{x}\n" for x in lines), 1)
     (exp / "prereg.toml").write_text(text, encoding="utf-8")
