@@ -8,7 +8,7 @@ error row's line (core.jsonl's retry rule), the calls that succeeded inside a fa
 coming from the cache. HTTP backends answer several questions at once (bounded by the model's registered
 concurrency) but rows are still written in task order: a kill leaves a prefix, and the calls
 finished beyond it are in the cache (models.call_loop, the loop verdicts go through too). A model
-registered with `batch = true` is asked through its provider's batch API first (models.provider_batch),
+registered with `provider_batch = true` is asked through its provider's batch API first (models.provider_batch),
 and the same loop then writes the rows from the batch's results.
 """
 from __future__ import annotations

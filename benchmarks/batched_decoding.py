@@ -1,4 +1,4 @@
-"""Batched local decoding (`[runtime] batch`) against the bare sequential llama-cpp-python loop.
+"""Batched local decoding (`[runtime] parallel_sequences`) against the bare sequential llama-cpp-python loop.
 
 Arms: the demo's plain arms (`base`, `trained`) at both quants on its 40 questions (160 answers,
 greedy, max_tokens 64), one llama.cpp thread, measured in one run:

@@ -375,7 +375,19 @@ def registration_page() -> str:
                 value = _evaluated(info.choices, modules)
                 choices = ", ".join(f"`{v}`" for v in value) if isinstance(value, (tuple, list, dict)) else ""
             lines.append(f"| `{key}` | {_cell(kind)} | {_cell(default)} | {_cell(bound)} | {_cell(choices)} |\n")
+    lines.append(renamed_keys_section())
     return "".join(lines).rstrip("\n") + "\n"
+
+
+def renamed_keys_section() -> str:
+    """The old key names that still load, each under its new name (registration/renamed.py)."""
+    from registration.renamed import RENAMED
+
+    rows = "".join(f"| `{r.where('NAME')}` | `{r.old}` | `{r.new}` |\n" for r in RENAMED)
+    return ("\n## Renamed keys\n\nEach key name means one thing. A registration written with an old name still "
+            "loads (a sealed prereg.toml cannot be edited): the old key is read as the new one and `judge run` prints "
+            "one notice per key naming the file, line, table and old -> new. A table registering both names is "
+            "refused (exit 2).\n\n| table | old key | new key |\n|---|---|---|\n" + rows)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Provider batch APIs (OpenAI Batch, Anthropic Message Batches) in front of the ordinary call loop.
 
-A model registered with `batch = true` is asked through its provider's batch API, which bills half the
+A model registered with `provider_batch = true` is asked through its provider's batch API, which bills half the
 synchronous price and answers within a day. Collection and judging stay as they are: before their
 per-row loop, `fill` sends every call the loop will make that the call cache does not hold as one batch
 (custom_id = the call key), and `Answered` then stands in for the backend, answering each call from the

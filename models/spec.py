@@ -50,7 +50,7 @@ class ModelSpec:
     deadline_s: float = 600.0  # HTTP backends: bounds each attempt as a whole (models.deadline); retried the same way
     api_key_env: str | None = None  # HTTP backends: the variable holding the key (default: the SDK's usual one)
     structured: str = "json_schema"  # openai: how structured output is asked for, one of STRUCTURED
-    # `batch`: openai/anthropic answer through the provider's batch API (models.provider_batch), at half price
+    # `provider_batch`: openai/anthropic answer through the provider's batch API (models.provider_batch), at half price
     provider_batch: bool = False
     batch_poll_s: float = 60.0  # batch: seconds between two looks at a submitted batch
     batch_max_requests: int | None = None  # batch: requests per batch (None: the provider's limit)

@@ -199,6 +199,8 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     exp_dir = Path(exp_dir)
     verify_seal(exp_dir)
     exp = load_experiment(exp_dir)
+    for notice in exp.renamed_keys:  # a sealed registration keeps its old key names: say how they were read
+        print(notice, file=sys.stderr)
     arms = exp.selected_arms(arm_names)
     registered = load_questions(exp.set_paths(), exp.set_formats_by_path())
     questions = registered[:limit] if limit else registered
@@ -245,7 +247,8 @@ def check_ceiling(exp: Experiment, arms: list[str], panel: list[JudgeSpec], ceil
                            field="price_input")
         if m.provider_batch:
             raise BadInput(file, f"a cost ceiling (${ceiling:g}) cannot stop a provider batch part way (model "
-                           f"{name!r} has batch = true): run without one, or without the batch API", field="batch")
+                           f"{name!r} has provider_batch = true): run without one, or without the batch API",
+                           field="provider_batch")
 
 
 def spent(exp: Experiment, arms: list[str], panel: list[JudgeSpec], questions: list[Question], run_dir: Path) -> float:

@@ -14,7 +14,7 @@ from typing import Any
 from core.errors import BadInput
 from models.spec import AdapterSpec, ModelSpec, Runtime
 
-from . import toml_lines
+from . import renamed, toml_lines
 from .questions import DEFAULT_TAG_SEPARATOR, FIELDS, TABULAR, SetFormat
 from .rubric import RUBRICS_DIR, Rubric, rubric_dir
 from .scrub import DEFAULT_SCRUB, refusal, scrub_patterns
@@ -56,11 +56,12 @@ class JudgeSpec:
 # The keys each table accepts (docs/reference/registration.md is generated from them; tests/test_docs_site.py
 # checks it).
 EXPERIMENT_KEYS = ("name", "description", "seed", "sets")
-RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers", "gpu_layers", "batch", "flash_attn", "max_cost_usd")
-JUDGE_KEYS = ("rubric", "attempts", "mode", "panel", "scrub", "scrub_drop", "panel_rule", "retest",
+RUNTIME_KEYS = ("threads", "n_ctx", "seed", "cpu_extra_buffers", "gpu_layers", "parallel_sequences", "flash_attn",
+                "max_cost_usd")
+JUDGE_KEYS = ("rubric", "verdict_attempts", "mode", "panel", "scrub", "scrub_drop", "panel_rule", "retest",
               "min_gold_agreement")
 JUDGE_TABLE_KEYS = ("model", "quant", "requires_env", "generation")
-ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "rule", "min_clusters", "calibration_sims",
+ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "decision_rule", "min_clusters", "calibration_sims",
                  "calibration_ceiling", "family", "style", "judge_error", "target_power", "assumed_gold_correlation")
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
@@ -176,6 +177,8 @@ class Experiment:
     # inconclusive
     min_gold_agreement: float | None = None
     set_formats: dict[str, SetFormat] = field(default_factory=dict)  # [sets."FILE"], by the name [experiment] gives
+    # an old key read under its new name (registration.renamed): one notice each, naming file, line and old -> new
+    renamed_keys: tuple[str, ...] = ()
 
     def arm(self, name: str) -> ArmSpec:
         return next(a for a in self.arms if a.name == name)
@@ -230,10 +233,17 @@ def load_experiment(exp_dir: Path) -> Experiment:
     if not file.exists():
         raise BadInput(file, "no prereg.toml in the experiment folder")
     text, doc = toml_lines.read(file)
+    written: dict[tuple, str] = {}
     try:
         check_shapes(doc, file)
-        return _experiment(exp_dir, file, doc)
+        doc, notices, written = renamed.migrate(doc, text, file)
+        return replace(_experiment(exp_dir, file, doc), renamed_keys=notices)
     except BadInput as e:
+        at = getattr(e, "table", None) or ()
+        old = written.get((*at, e.field))
+        if old is not None and e.line is None:  # about a value registered under the old name: point at that key
+            e = BadInput(e.file, e.message, field=old)
+            e.table = at
         raise toml_lines.located(e, text) if e.file == str(file) else e from None
 
 
@@ -302,7 +312,7 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
         if not (rubric_dir(rubric, exp_dir) / f"{rubric}.toml").is_file():
             known = sorted({p.stem for d in (exp_dir / "rubrics", RUBRICS_DIR) for p in d.glob("*.toml")})
             raise BadInput(file, f"[judge] names unknown rubric {rubric!r}; known: {', '.join(known)}", field="rubric")
-        attempts = bounded(jt, "attempts", "integer", file, "[judge]", 2, bound="judge_attempts")
+        attempts = bounded(jt, "verdict_attempts", "integer", file, "[judge]", 2, bound="judge_attempts")
         mode = setting(jt, "mode", "string", file, "[judge]", "single")
         if mode not in MODES:
             raise BadInput(file, f"[judge] mode must be one of {MODES}", field="mode")
@@ -466,10 +476,10 @@ def _analysis(at: Any, file: Path, seed: int) -> Analysis:
     if not 0 <= max_unscored <= 1:
         raise BadInput(file, f"{where} max_unscored is a share of answers, in [0, 1]; got {max_unscored!r}",
                        field="max_unscored")
-    rule = setting(at, "rule", "string", file, where, DEFAULT_RULE)
+    rule = setting(at, "decision_rule", "string", file, where, DEFAULT_RULE)
     if rule not in RULES:
-        raise BadInput(file, f"{where} rule must be one of {', '.join(repr(r) for r in RULES)}, not {rule!r}",
-                       field="rule")
+        raise BadInput(file, f"{where} decision_rule must be one of {', '.join(repr(r) for r in RULES)}, not "
+                       f"{rule!r}", field="decision_rule")
     counts = {key: bounded(at, key, "integer", file, where, default)
               for key, default in (("min_clusters", 10), ("calibration_sims", 200))}
     work = BOUNDS["calibration_work"]

@@ -46,12 +46,12 @@ class ArmSpec:
 
 MODEL_KEYS = ("backend", "source", "base_url", "family", "sha256", "chat_template", "chat_template_sha256", "imatrix",
               "concurrency", "attempts", "timeout_s", "deadline_s", "api_key_env", "thinking_control",
-              "sampling_params", "structured", "batch", "batch_poll_s", "batch_max_requests", "batch_max_bytes",
-              "price_input", "price_output")
+              "sampling_params", "structured", "provider_batch", "batch_poll_s", "batch_max_requests",
+              "batch_max_bytes", "price_input", "price_output")
 # keys that only the backends whose BackendInfo.model_keys lists them read, at their default when unregistered
 BACKEND_MODEL_KEYS = {"thinking_control": "none", "sampling_params": False, "structured": "json_schema",
-                      "batch": False, "batch_poll_s": 60.0, "batch_max_requests": None, "batch_max_bytes": None,
-                      "deadline_s": 600.0}
+                      "provider_batch": False, "batch_poll_s": 60.0, "batch_max_requests": None,
+                      "batch_max_bytes": None, "deadline_s": 600.0}
 ADAPTER_KEYS = ("source", "scale", "sha256")
 ARM_KEYS = ("name", "model", "adapter", "quants", "glue", "samples", "generation", "glue_timeout_s")
 
@@ -111,7 +111,7 @@ BOUNDS = {
     "threads": Bound(1, 512, "llama.cpp runs at most 512 threads (GGML_MAX_N_THREADS)"),
     "n_ctx": Bound(16, 2**20, "llama.cpp allocates the KV cache of the whole context up front; 2^20 tokens is the "
                               "longest context current open models take"),
-    "batch": Bound(1, 256, "llama.cpp decodes at most 256 sequences in one context (LLAMA_MAX_SEQ)"),
+    "parallel_sequences": Bound(1, 256, "llama.cpp decodes at most 256 sequences in one context (LLAMA_MAX_SEQ)"),
     "gpu_layers": Bound(0, 10_000, "no model has that many layers (999 is the customary 'all')"),
     "max_tokens": Bound(1, 2**20, "no reply is longer than the largest n_ctx"),
     "samples": Bound(1, 1000, "each sample of each question is a paid call and a row"),
@@ -238,7 +238,7 @@ def parse_runtime(doc: dict, file: Path) -> Runtime:
     runtime = Runtime(threads=bounded(rt, "threads", "integer", file, where, 1),
                       n_ctx=bounded(rt, "n_ctx", "integer", file, where, 2048),
                       seed=bounded(rt, "seed", "integer", file, where, 0),
-                      parallel_sequences=bounded(rt, "batch", "integer", file, where, 1),
+                      parallel_sequences=bounded(rt, "parallel_sequences", "integer", file, where, 1),
                       flash_attn=setting(rt, "flash_attn", "boolean", file, where, False),
                       max_cost_usd=bounded(rt, "max_cost_usd", "number", file, where, None, bound="max_cost"))
     extra = rt.get("cpu_extra_buffers", "auto")
@@ -302,7 +302,7 @@ def _model(name: str, t: Any, file: Path) -> ModelSpec:
                      thinking_control=_one_of(t, "thinking_control", THINKING_CONTROLS, file, where),
                      sampling_params=setting(t, "sampling_params", "boolean", file, where, False),
                      structured=_one_of(t, "structured", STRUCTURED, file, where),
-                     provider_batch=setting(t, "batch", "boolean", file, where, False),
+                     provider_batch=setting(t, "provider_batch", "boolean", file, where, False),
                      batch_poll_s=float(t.get("batch_poll_s", 60.0)), batch_max_requests=t.get("batch_max_requests"),
                      batch_max_bytes=t.get("batch_max_bytes"), price_input=t.get("price_input"),
                      price_output=t.get("price_output"))
@@ -390,8 +390,9 @@ def _arm(where: str, t: Any, file: Path, models: dict[str, ModelSpec], adapters:
     glue = setting(t, "glue", "string", file, where, None)
     if glue is not None and models[model].provider_batch:
         raise BadInput(file, f"arm {name!r} has glue, whose calls depend on each other's replies, on model {model!r} "
-                       "registered with batch = true: a batch answers only calls known before it is sent (a known "
-                       "gap: glue arms cannot run through a provider batch). Register the model without batch, or "
+                       "registered with provider_batch = true: a batch answers only calls known before it is sent (a "
+                       "known gap: glue arms cannot run through a provider batch). Register the model without "
+                       "provider_batch, or "
                        "the arm without glue", field="glue")
     if glue is not None and ":" not in glue:
         raise BadInput(file, f"arm {name!r} glue must be 'file.py:function' (a file in the experiment folder) or "

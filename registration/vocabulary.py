@@ -11,11 +11,12 @@ KINDS = ("non_inferiority", "superiority", "equivalence")
 """What a hypothesis claims of the mean difference b - a: above -margin, above 0, or inside (-margin, +margin)."""
 
 RULES = ("score", "bootstrap", "bootstrap_and_t")
-"""The decision rule a registration may name ([analysis] rule). "score" (the default): the score test anchored to the
-rubric's scale (judge.numbers.stats.rule). "bootstrap": the bootstrap interval alone. "bootstrap_and_t": the wider of
-the bootstrap interval and a small-sample t interval with a pseudo-loss and a pseudo-win of half the rubric's range
-(judge.numbers.stats.t_bounds.guarded_t_interval), so a claim needs both. Both bootstrap rules exceed 1.2 alpha where
-most differences are ties (BENCHMARKS.md): they stay registrable for folders and experiments that registered them."""
+"""The decision rule a registration may name ([analysis] decision_rule). "score" (the default): the score test anchored
+to the rubric's scale (judge.numbers.stats.rule). "bootstrap": the bootstrap interval alone. "bootstrap_and_t": the
+wider of the bootstrap interval and a small-sample t interval with a pseudo-loss and a pseudo-win of half the rubric's
+range (judge.numbers.stats.t_bounds.guarded_t_interval), so a claim needs both. Both bootstrap rules exceed 1.2 alpha
+where most differences are ties (BENCHMARKS.md): they stay registrable for folders and experiments that registered
+them."""
 DEFAULT_RULE = "score"
 
 METHODS = ("percentile", "bca")

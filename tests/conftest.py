@@ -228,7 +228,7 @@ family = "gpt"
 {models_and_arms}
 [judge]
 rubric = "correctness"
-attempts = 2
+verdict_attempts = 2
 
 [judges.openai]
 model = "gpt"

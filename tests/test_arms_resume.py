@@ -1,7 +1,7 @@
 """SIGKILL a real collection several times mid-run, then finish it: nothing lost, nothing twice, no call repaid.
 
-Once decoding one sequence at a time and once with `[runtime] batch = 4`, where four calls are in flight in one
-llama.cpp context when the kill comes: the rows written are still a prefix of the task order."""
+Once decoding one sequence at a time and once with `[runtime] parallel_sequences = 4`, where four calls are in flight in
+one llama.cpp context when the kill comes: the rows written are still a prefix of the task order."""
 from __future__ import annotations
 
 import json
@@ -41,7 +41,7 @@ def registered(tmp_path: Path, batch: int) -> Path:
     exp = tmp_path / f"exp-{batch}"
     shutil.copytree(DEMO, exp)
     toml = (exp / "prereg.toml").read_text()
-    (exp / "prereg.toml").write_text(toml.replace("n_ctx = 2048\n", f"n_ctx = 2048\nbatch = {batch}\n", 1))
+    (exp / "prereg.toml").write_text(toml.replace("n_ctx = 2048\n", f"n_ctx = 2048\nparallel_sequences = {batch}\n", 1))
     seal(exp)
     return exp
 

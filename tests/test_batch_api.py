@@ -53,7 +53,7 @@ backend = "{api}"
 source = "arm-model"
 base_url = "{base}"
 family = "served"
-batch = true
+provider_batch = true
 batch_poll_s = 0.1
 timeout_s = 60
 {sampling}{arm_model_lines}
@@ -62,7 +62,7 @@ backend = "{api}"
 source = "judge-model"
 base_url = "{base}"
 family = "judgefamily"
-batch = true
+provider_batch = true
 batch_poll_s = 0.1
 timeout_s = 60
 price_input = {PRICE_IN}
@@ -77,7 +77,7 @@ generation = {{ temperature = 0.0, max_tokens = 8, seed = 0, system = "Answer in
 
 [judge]
 rubric = "correctness"
-attempts = 2
+verdict_attempts = 2
 
 [judges.j]
 model = "judgemodel"
@@ -426,14 +426,15 @@ def test_a_kill_between_the_provider_accepting_a_batch_and_its_record_pays_it_on
 def test_batch_on_a_local_model_is_refused_naming_the_field(tmp_path):
     exp = tmp_path / "exp"
     shutil.copytree(ROOT / "sealed" / "demo", exp)
-    text = (exp / "prereg.toml").read_text().replace('family = "smollm2"\n', 'family = "smollm2"\nbatch = true\n', 1)
+    text = (exp / "prereg.toml").read_text()
+    text = text.replace('family = "smollm2"\n', 'family = "smollm2"\nprovider_batch = true\n', 1)
     (exp / "prereg.toml").write_text(text)
     seal(exp)
     r = cli("judge", "run", "--exp", str(exp), "--limit", "1", "--out", str(tmp_path / "run"), "--quiet",
             env={"BLINDEVAL_CACHE": str(tmp_path / "cache")}, timeout=120)
     assert r.returncode == 2, r.stderr
-    line = text.splitlines().index("batch = true") + 1
-    assert f"prereg.toml:{line}: field 'batch'" in r.stderr and "[models.smollm2-135m]" in r.stderr
+    line = text.splitlines().index("provider_batch = true") + 1
+    assert f"prereg.toml:{line}: field 'provider_batch'" in r.stderr and "[models.smollm2-135m]" in r.stderr
     assert "openai and anthropic" in r.stderr and "Traceback" not in r.stderr
 
 

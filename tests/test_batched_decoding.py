@@ -1,4 +1,5 @@
-"""`[runtime] batch = N`: several llama.cpp sequences decoded together in one context (models.backends.llama_parallel).
+"""`[runtime] parallel_sequences = N`: several llama.cpp sequences decoded together in one context
+(models.backends.llama_parallel).
 
 The expected outputs come from the sequential path (`Llama.create_chat_completion` through llama-cpp-python's
 chat handler, one request at a time), never from the batched code. What is guaranteed: the same prompt tokens,
@@ -210,7 +211,7 @@ def registered(tmp_path: Path, batch: str) -> Path:
     exp = tmp_path / ("exp-" + re.sub(r"\W", "", batch))
     shutil.copytree(DEMO, exp)
     toml = (exp / "prereg.toml").read_text()
-    (exp / "prereg.toml").write_text(toml.replace("n_ctx = 2048\n", f"n_ctx = 2048\nbatch = {batch}\n", 1))
+    (exp / "prereg.toml").write_text(toml.replace("n_ctx = 2048\n", f"n_ctx = 2048\nparallel_sequences = {batch}\n", 1))
     seal(exp)
     return exp
 
@@ -218,10 +219,11 @@ def registered(tmp_path: Path, batch: str) -> Path:
 @pytest.mark.parametrize("value", ["0", '"4"', "2.5", "true"])
 def test_a_bad_batch_exits_2_naming_the_line_and_field(tmp_path, value):
     exp = registered(tmp_path, value)
-    line = (exp / "prereg.toml").read_text().splitlines().index(f"batch = {value}") + 1
+    line = (exp / "prereg.toml").read_text().splitlines().index(f"parallel_sequences = {value}") + 1
     r = cli("judge", "run", "--exp", str(exp), "--arms", "base", "--limit", "1", "--out", str(tmp_path / "out"),
             "--quiet", timeout=120)
-    assert r.returncode == 2 and f"prereg.toml:{line}" in r.stderr and "field 'batch'" in r.stderr, r.stderr
+    assert r.returncode == 2 and f"prereg.toml:{line}" in r.stderr, r.stderr
+    assert "field 'parallel_sequences'" in r.stderr
     assert "Traceback" not in r.stderr
 
 

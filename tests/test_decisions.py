@@ -357,7 +357,8 @@ def test_quantisation_caution_uses_the_hypothesis_questions_not_the_whole_arm():
 # ---------------------------------------------------------------- registration
 
 
-@pytest.mark.parametrize("line, field", [("rule = \"t\"", "rule"), ("min_clusters = 0", "min_clusters"),
+@pytest.mark.parametrize("line, field", [("decision_rule = \"t\"", "decision_rule"),
+                                         ("min_clusters = 0", "min_clusters"),
                                          ("calibration_sims = 1.5", "calibration_sims"),
                                          ("calibration_ceiling = 2", "calibration_ceiling")])
 def test_bad_analysis_settings_are_refused_naming_the_field(tmp_path, line, field):

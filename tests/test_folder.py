@@ -106,7 +106,7 @@ quants = ["served"]
 
 [judge]
 rubric = "correctness"
-attempts = 2
+verdict_attempts = 2
 
 [judges.openai]
 model = "gpt"

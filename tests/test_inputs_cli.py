@@ -25,7 +25,7 @@ def test_a_prereg_that_is_not_utf8_is_refused_at_its_line(tmp_path):
 @pytest.mark.parametrize("old, new, field", [
     ("resamples = 10000", "resamples = 10000000000", "resamples"),
     ("resamples = 10000", "resamples = 10000\ncalibration_sims = 100000000", "calibration_sims"),
-    ("n_ctx = 2048", "n_ctx = 2048\nbatch = 100000", "batch"),
+    ("n_ctx = 2048", "n_ctx = 2048\nparallel_sequences = 100000", "parallel_sequences"),
     ('source = "gpt-4o-mini"', 'source = "gpt-4o-mini"\nbase_url = "localhost:8080/v1"', "base_url"),
 ])
 def test_an_unbounded_count_or_a_bad_url_is_refused_before_anything_is_paid(tmp_path, old, new, field):

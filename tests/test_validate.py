@@ -98,7 +98,7 @@ def test_a_bad_hypothesis_value_is_refused_at_its_line(tmp_path, new, field, nee
     ("max_unscored = 0.10", "max_unscored = 1.5", "max_unscored"),
     ('method = "percentile"', 'method = 1', "method"),
     ("n_ctx = 2048", 'n_ctx = "2048"', "n_ctx"),
-    ("attempts = 2 ", "attempts = 0 ", "attempts"),
+    ("verdict_attempts = 2 ", "verdict_attempts = 0 ", "verdict_attempts"),
     ("max_tokens = 64, seed = 0, system", 'max_tokens = "many", seed = 0, system', "max_tokens"),
     ("k = 40", "k = 40.5", "k"),
 ])

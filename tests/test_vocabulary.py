@@ -46,7 +46,7 @@ def registration(tmp_path: Path, rule: str, method: str, kind: str) -> Path:
     exp = tmp_path / "exp"
     shutil.copytree(DEMO, exp)
     text = (exp / "prereg.toml").read_text()
-    text = text.replace('[analysis]\n', f'[analysis]\nrule = "{rule}"\n', 1)
+    text = text.replace('[analysis]\n', f'[analysis]\ndecision_rule = "{rule}"\n', 1)
     text = text.replace('method = "percentile"', f'method = "{method}"', 1)
     text = text.replace('kind = "non_inferiority"', f'kind = "{kind}"', 1)
     (exp / "prereg.toml").write_text(text)
@@ -86,7 +86,7 @@ def test_a_word_outside_the_vocabulary_is_refused_by_all_three(tmp_path, where):
     parsed = {"rule": DEFAULT_RULE, "method": DEFAULT_METHOD, "kind": "non_inferiority"} | {where: "bayes"}
     with pytest.raises(BadInput) as e:
         load_experiment(registration(tmp_path, parsed["rule"], parsed["method"], parsed["kind"]))
-    assert e.value.field == where
+    assert e.value.field == {"rule": "decision_rule"}.get(where, where)
     a, b = CLEAR
     words = {"rule": DEFAULT_RULE, "method": DEFAULT_METHOD} | ({} if where == "kind" else {where: "bayes"})
     kind = "bayes" if where == "kind" else "non_inferiority"

@@ -6,7 +6,7 @@ and their largest output (the registered max_tokens). Input tokens are counted w
 chat template where the harness has it (a GGUF run in process); for a model behind an API they are bounded: one
 token per UTF-8 byte of the messages (a byte-level BPE token is at least one byte) plus OVERHEAD tokens per
 message for the chat template's markers. A judge's prompt holds the answers, unknown before they are written: each
-is counted at its arm's max_tokens. A verdict that does not parse is asked again (up to [judge] attempts): those
+is counted at its arm's max_tokens. A verdict that does not parse is asked again (up to [judge] verdict_attempts): those
 calls are not planned. So the plan is an estimate of what the run pays when every call runs to max_tokens.
 
 What is spent is measured: the tokens each reply reports, at the registered prices. The ceiling (`--max-cost`, or

@@ -135,7 +135,7 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
               max_attempts: int = 2, progress: bool = True, concurrency: int = 1, parallel_sequences: int = 1,
               provider_batching: provider_batch.ProviderBatching | None = None, retest: int = 0) -> dict:
     """Judge every item not yet in `out` or whose verdict is an `error`, up to `concurrency` calls in flight
-    (HTTP judges; llama.cpp: `parallel_sequences`, the registered `[runtime] batch`, decoded together). A retried
+    (HTTP judges; llama.cpp: the registered `[runtime] parallel_sequences`, decoded together). A retried
     verdict is appended with `retry_of` = the error record's line.
 
     Records are written by this thread only, in judging order (models.call_loop, the loop answers go through
@@ -144,8 +144,8 @@ def judge_all(name: str, backend: Backend, rubric: Rubric, items: list[BlindItem
     the second is a cache hit instead of a second paid call racing the first. The first item is judged
     alone before any other is sent, so a server that refuses every call (core.errors.Refused) stops
     the run after one call, not after one per worker. With `provider_batching` (a model registered with
-    `batch = true`), the calls go through the provider's batch API first (`provider_batch_rounds`), and the same
-    loop then writes the verdicts from the batches' results. With `retest` >= 1 the items are asked again as
+    `provider_batch = true`), the calls go through the provider's batch API first (`provider_batch_rounds`), and the
+    same loop then writes the verdicts from the batches' results. With `retest` >= 1 the items are asked again as
     retest number `retest` (`out` is then retests.jsonl, keyed by judge, label and retest), each a call of its own.
     """
     resume = call_loop.Resume.of(out, RETEST_KEY if retest else JUDGMENT_KEY)

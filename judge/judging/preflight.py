@@ -78,10 +78,11 @@ def check_rubrics(exp: Experiment, rubrics: dict[tuple[str, str], Rubric], quest
         rounds = 2 if exp.judge_retest and kind == "single" else 1  # a retest's attempts follow the original's
         if seed is not None and seed + rounds * exp.judge_attempts - 1 > SEED_MAX:
             why = " and [judge] retest asks again at seed + attempts + n" if rounds > 1 else ""
+            lines = KeyLines(input_text.read(file))
+            key = "attempts" if ("judge", "attempts") in lines.lines else "verdict_attempts"  # as registered
             raise BadInput(file, f"judge {name!r}: attempt n of a verdict is sent the rubric's seed {seed} + n{why}, "
-                           f"which exceeds {SEED_MAX:,} at [judge] attempts = {exp.judge_attempts}",
-                           line=KeyLines(input_text.read(file)).find(("judge",), "attempts"),
-                           field="attempts")
+                           f"which exceeds {SEED_MAX:,} at [judge] verdict_attempts = {exp.judge_attempts}",
+                           line=lines.find(("judge",), key), field=key)
 
 
 def check_subsets(exp: Experiment, questions: list[Question]) -> None:

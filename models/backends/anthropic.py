@@ -294,6 +294,6 @@ def expected_identity(spec, adapters: tuple, runtime, eff: dict[str, Any]) -> di
 INFO = BackendInfo(name=AnthropicBackend.name, open=open_anthropic, expected_identity=expected_identity,
                    sends=frozenset((*(k for k in SENDS if k not in ("temperature", "top_p", "seed")),
                                     "thinking_budget", "effort")),
-                   model_keys=("sampling_params", "batch", "batch_poll_s", "batch_max_requests", "batch_max_bytes",
-                               "deadline_s"),
+                   model_keys=("sampling_params", "provider_batch", "batch_poll_s", "batch_max_requests",
+                               "batch_max_bytes", "deadline_s"),
                    check_generation=check_generation)

@@ -147,8 +147,8 @@ class ParallelDecoding(Backend, Protocol):
 
 
 class ProviderBatchBackend(Backend, Protocol):
-    """A backend whose provider answers batches (its BackendInfo.model_keys lists `batch`); models.provider_batch drives
-    it."""
+    """A backend whose provider answers batches (its BackendInfo.model_keys lists `provider_batch`);
+    models.provider_batch drives it."""
 
     batch_limits: tuple[int, int]  # the provider's most requests, and bytes of requests, in one batch
 
@@ -200,7 +200,7 @@ class BackendInfo:
     comparing backend names, so a new backend is one module plus one registry line. A further way of running is
     one more capability here, with the protocol its backend then implements: several sequences decoded together
     is `parallel_decoding` (ParallelDecoding), which `workers` turns into the registered `[runtime] batch` calls in
-    flight; a provider's batch API is `batch` in `model_keys` (ProviderBatchBackend)."""
+    flight; a provider's batch API is `provider_batch` in `model_keys` (ProviderBatchBackend)."""
 
     name: str
     open: Callable[[ModelSpec, str | None, tuple[AdapterSpec, ...], Path, Runtime], Backend]

@@ -383,6 +383,6 @@ def expected_identity(spec, adapters: tuple, runtime, eff: dict[str, Any]) -> di
 
 INFO = BackendInfo(name=OpenAIBackend.name, open=open_openai, expected_identity=expected_identity,
                    sends=frozenset((*SENDS, "effort")),
-                   model_keys=("thinking_control", "structured", "batch", "batch_poll_s", "batch_max_requests",
+                   model_keys=("thinking_control", "structured", "provider_batch", "batch_poll_s", "batch_max_requests",
                                "batch_max_bytes", "deadline_s"),
                    check_generation=check_generation)
