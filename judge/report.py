@@ -50,6 +50,8 @@ def owe_the_reader(numbers: dict[str, Any], run: dict[str, Any]) -> list[str]:
                    "used): " + "; ".join(unverified) + ".")
     out.append("The questions were written for this experiment and have not been independently re-checked.")
     out.append(run["audit_gate"])
+    if run.get("contamination"):
+        out.append(run["contamination"])
     return out
 
 
