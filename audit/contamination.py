@@ -1,208 +1,25 @@
-"""The contamination gate: n-gram overlap between every sealed question (and its reference) and the training data the
-registration names, so a fine-tune that saw the exam in training is not credited with a gain it memorised.
+"""The contamination gate's record: `python -m audit contamination` writes it (contamination.json, and the same
+listing as contamination.md), and `judge run` requires it for the arms trained on the registered data.
 
-The overlap is defined as lm-evaluation-harness's decontamination defines it (`lm_eval/decontamination/janitor.py`:
-`Janitor.normalize_string`, `word_ngrams`; `decontaminate.py`: "an overlap occurs when any of the 13-grams found in
-the task document exist in the training set documents"):
-
-- normalisation: ASCII upper case to lower case, every character of Python's `string.punctuation` deleted (the
-  Janitor's translation table; other characters, non-ASCII letters included, are kept as they are);
-- tokens: the normalised text split on whitespace (`str.split()`);
-- n-grams: every run of n consecutive tokens (n = 13 by default, as there and in the GPT-3 paper, Brown et al. 2020,
-  appendix C).
-
-A text shorter than n tokens has no n-gram; the GPT-3 paper counts such an example as overlapping when the whole of it
-occurs in the training data, and so does `short = "whole"` here (the default); `short = "skip"` leaves it unchecked,
-as lm-evaluation-harness does. Per text (a question's `question` and `reference` fields, as registered) the fraction
-is its distinct n-grams found anywhere in the training data over its distinct n-grams; a text is contaminated when
-that fraction exceeds the registered threshold (0, the default: any shared n-gram), and a question when any of its
-registered texts is.
-
-Where each gram occurs is recorded: the training file, its line (JSONL, CSV) or 1-based row (parquet), the column,
-and the character span in that cell. The record (contamination.json) is a pure function of the sealed sets, the
-training files and the registered settings, so `judge run` computes it again and refuses a record that differs.
+The overlap itself is registration.contamination's (lm-evaluation-harness's normalisation and 13-gram rule). The
+record is a pure function of the sealed sets, the training files and the registered settings, so `judge run`
+computes it again and refuses a record that differs: missing, computed from other inputs or settings, or edited.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-import string
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from core import jsonl
 from core.atomic import write_text
-from core.errors import BadInput, CheckFailed
+from core.errors import CheckFailed
+from registration.contamination import NORMALISATION, overlap, questions_and_training, sha256
 from registration.prereg import Contamination, Experiment
-from registration.questions import Question, load_questions
-from registration.seal import inside
 
-from .log import _csv_records, _parquet_records
-
-NORMALISATION = ("ASCII letters lower-cased, string.punctuation deleted, split on whitespace "
-                 "(lm-evaluation-harness decontamination: Janitor.normalize_string, word_ngrams)")
-MAX_PLACES = 5  # places recorded per overlapping gram (every occurrence is counted)
 VERSION = 1
 ROOT = Path(__file__).resolve().parent.parent
-_TABLE = str.maketrans(string.ascii_uppercase, string.ascii_lowercase, string.punctuation)
-_TOKEN = re.compile(r"\S+")  # the characters str.split() splits on are those \s matches (both: str.isspace)
-
-
-def normalise(text: str) -> str:
-    """The Janitor's normalisation: ASCII upper case to lower case, punctuation deleted."""
-    return text.translate(_TABLE)
-
-
-@dataclass(frozen=True)
-class Token:
-    text: str  # normalised
-    start: int  # its characters in the original text: [start, end)
-    end: int
-
-
-def tokens(text: str) -> list[Token]:
-    """normalise(text).split(), with where each token stands in `text` (a token that was all punctuation is gone,
-    as it is from the normalised text)."""
-    out = []
-    for m in _TOKEN.finditer(text):
-        t = normalise(m.group(0))
-        if t:
-            out.append(Token(t, m.start(), m.end()))
-    return out
-
-
-def grams(toks: list[Token], n: int) -> list[tuple[str, ...]]:
-    """Every run of n consecutive tokens, in order."""
-    words = [t.text for t in toks]
-    return [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
-
-
-@dataclass(frozen=True)
-class Place:
-    file: str  # as registered
-    line: int  # JSONL/CSV line, parquet 1-based row
-    column: str
-    start: int  # characters of the cell: [start, end)
-    end: int
-
-
-@dataclass(frozen=True)
-class Overlap:
-    gram: str  # its normalised tokens joined by one space
-    occurrences: int
-    places: tuple[Place, ...]  # the first MAX_PLACES, in file, line and column order
-
-
-@dataclass(frozen=True)
-class TextOverlap:
-    field: str  # "question" | "reference"
-    tokens: int
-    whole: bool  # shorter than n tokens: matched whole (short = "whole")
-    grams: int  # distinct grams checked (0: too short and skipped, or empty)
-    found: int  # of them, found in the training data
-    fraction: float
-    contaminated: bool
-    overlaps: tuple[Overlap, ...]
-
-
-@dataclass(frozen=True)
-class QuestionOverlap:
-    id: str
-    set: str
-    contaminated: bool
-    texts: tuple[TextOverlap, ...]
-
-
-@dataclass(frozen=True)
-class Source:
-    file: str  # as registered, relative to the experiment folder
-    sha256: str
-    rows: int
-
-
-def training_rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, str, str]]:
-    """(line or row, column, text) of every registered column of every row; a row without one of them, or with one
-    that is not a string, is bad input naming the file, the line and the column. A JSONL file is read whole (the
-    last line counts with or without its newline), as a sealed input is."""
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        rows: Iterator[tuple[int, dict[str, Any]]] = jsonl.read_sealed(path)
-    elif suffix == ".csv":
-        rows = _csv_records(path)
-    elif suffix in (".parquet", ".pq"):
-        rows = _parquet_records(path)
-    else:
-        raise BadInput(path, f"unknown training data format {path.suffix!r}: use .jsonl, .csv or .parquet")
-    where = "row {0}: " if suffix in (".parquet", ".pq") else ""
-    for line, rec in rows:
-        for column in columns:
-            value = rec.get(column)
-            if not isinstance(value, str):
-                what = "missing" if value is None else f"must be a string, got {type(value).__name__}"
-                raise BadInput(path, where.format(line) + f"{what} (a registered [contamination] column)",
-                               line=None if where else line, field=column)
-            yield line, column, value
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def overlap(questions: list[Question], training: list[tuple[str, Path]],
-            settings: Contamination) -> tuple[list[QuestionOverlap], list[Source]]:
-    """Every question's overlap with the training files ((registered name, path) pairs)."""
-    n, short = settings.n, settings.short
-    checked: dict[tuple[str, str], tuple[list[Token], set[tuple[str, ...]], bool]] = {}
-    index: dict[tuple[str, ...], list[tuple[str, str]]] = {}
-    for q in questions:
-        for field in settings.fields:
-            text = getattr(q, field)
-            if text is None:
-                continue
-            toks = tokens(text)
-            whole = 0 < len(toks) < n and short == "whole"
-            own = {tuple(t.text for t in toks)} if whole else set(grams(toks, n))
-            checked[q.id, field] = (toks, own, whole)
-            for g in own:
-                index.setdefault(g, []).append((q.id, field))
-    lengths = sorted({len(g) for g in index})
-    counts: dict[tuple[str, ...], int] = {}
-    places: dict[tuple[str, ...], list[Place]] = {}
-    sources = []
-    for name, path in training:
-        if not path.is_file():
-            raise BadInput(path, "training data file not found (a [contamination] training file)")
-        rows = 0
-        last = None
-        for line, column, text in training_rows(path, settings.columns):
-            rows += line != last
-            last = line
-            toks = tokens(text)
-            for length in lengths:
-                for i in range(len(toks) - length + 1):
-                    g = tuple(t.text for t in toks[i:i + length])
-                    if g in index:
-                        counts[g] = counts.get(g, 0) + 1
-                        at = places.setdefault(g, [])
-                        if len(at) < MAX_PLACES:
-                            at.append(Place(name, line, column, toks[i].start, toks[i + length - 1].end))
-        sources.append(Source(name, sha256(path), rows))
-    out = []
-    for q in questions:
-        texts = []
-        for field in settings.fields:
-            if (q.id, field) not in checked:
-                continue
-            toks, own, whole = checked[q.id, field]
-            found = sorted(g for g in own if g in counts)
-            fraction = len(found) / len(own) if own else 0.0
-            texts.append(TextOverlap(field, len(toks), whole, len(own), len(found), fraction,
-                                     fraction > settings.threshold,
-                                     tuple(Overlap(" ".join(g), counts[g], tuple(places[g])) for g in found)))
-        out.append(QuestionOverlap(q.id, q.set, any(t.contaminated for t in texts), tuple(texts)))
-    return out, sources
 
 
 def settings_doc(c: Contamination) -> dict[str, Any]:
@@ -213,11 +30,7 @@ def settings_doc(c: Contamination) -> dict[str, Any]:
 def compute(exp: Experiment) -> dict[str, Any]:
     """The contamination record of this registration: settings, inputs (by sha256) and every question's overlap."""
     c = exp.contamination
-    if c is None:
-        raise BadInput(exp.dir / "prereg.toml", "no [contamination] section registered", field="contamination")
-    prereg = exp.dir / "prereg.toml"
-    questions = load_questions(exp.set_paths(), exp.set_formats_by_path())
-    training = [(rel, inside(exp.dir, rel, prereg, "training")) for rel in c.training]
+    questions, training = questions_and_training(exp)
     result, sources = overlap(questions, training, c)
     contaminated = [q.id for q in result if q.contaminated]
     doc = {"version": VERSION, "experiment": exp.name, **settings_doc(c),

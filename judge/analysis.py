@@ -38,6 +38,7 @@ from registration.questions import Question
 from . import validity
 from .agreement import agreement, length_bias
 from .bias_checks import apply_family, panel_verdict, retest_section, self_preference, style_check, unrelated_scores
+from .contamination import contamination_section
 from .pairwise import summarise
 from .stats.decide import decide
 from .stats.hypothesis import decision
@@ -428,6 +429,9 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "family": family,
         "panel_rule": rule,
         **checked,
+        **contamination_section(exp, hyps, qmap, comparisons, lambda h, qs: _paired_block(
+            exp, scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {}), qs, h.alpha, h.margin,
+            rubric_scale(exp, h, points))),
     }
 
 

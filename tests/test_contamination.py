@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit.contamination import compute, normalise, overlap, tokens
+from audit.contamination import compute
 from core.errors import BadInput, CheckFailed
+from registration.contamination import normalise, overlap, tokens
 from registration.prereg import Contamination, load_experiment
 from registration.questions import Question
 
@@ -284,3 +285,4 @@ def test_judge_run_refuses_a_missing_stale_or_edited_record_and_reads_a_current_
     _jsonl(exp_dir / "training" / "log.jsonl", ROWS[:1])  # the training data changed since the record
     with pytest.raises(CheckFailed, match="other training"):
         check_contamination(exp, ["trained"])
+

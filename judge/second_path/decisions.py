@@ -53,6 +53,8 @@ from core import jsonl
 from registration.rubric import load_rubric, rubric_dir
 from registration.vocabulary import KINDS, METHODS, RULES
 
+from . import contamination
+
 # ---------------------------------------------------------------- the score rule
 
 _STEPS = 300  # bisection steps for lambda and for the t quantile (stopped early once the midpoint stops moving)
@@ -707,6 +709,22 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         else:
             entry["verdict"] = "inconclusive"
         out["comparisons"].append(entry)
+    if exp.contamination is not None:  # each hypothesis about a trained arm decided again on its clean questions
+        bad, files = contamination.contaminated(exp)
+        clean = []
+        for h in (h for h in hyps if {h.a, h.b} & set(exp.contamination.arms)):
+            a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
+            qs = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q not in bad]
+            ids = [q for q in qs if q in a_m and q in b_m]
+            chk = check(a_m, b_m, ids, h.alpha, h.margin, h)
+            said = verdict(h.kind, h.margin, chk) if chk else "inconclusive"
+            shown = next((x for x in (numbers.get("contamination") or {}).get("comparisons", []) if x["id"] == h.id),
+                         {}).get("result") or chk
+            clean.append({"id": h.id, "questions": len(qs), "paired_questions": ids,
+                          "result": chk and {k: v for k, v in chk.items() if k in shown}, "verdict": said,
+                          "all_questions_verdict": stored.get(h.id, {}).get("verdict"),
+                          "differs": said != stored.get(h.id, {}).get("verdict")})
+        out["contamination"] = contamination.section(exp, bad, files, clean)
     return out
 
 
