@@ -380,6 +380,11 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
     if "contamination" in doc:
         with table("contamination"):
             contamination = _contamination(doc["contamination"], file, exp_dir, arm_names, name)
+            if contamination.decide == "clean_only" and analysis.judge_error == "decide":
+                raise BadInput(file, '[contamination] decide = "clean_only" leaves the contaminated questions out of '
+                               'the judge\'s decisions, but [analysis] judge_error = "decide" decides by the '
+                               "gold-corrected interval over every question: register one or the other",
+                               field="decide")
     return Experiment(
         dir=exp_dir, name=name, seed=seed, sets=tuple(sets), models=models, adapters=adapters, arms=arms,
         rubric=rubric, judges=judges, judge_attempts=attempts, judge_mode=mode, judge_panel=panel, scrub=tuple(scrub),

@@ -286,3 +286,16 @@ def test_judge_run_refuses_a_missing_stale_or_edited_record_and_reads_a_current_
     with pytest.raises(CheckFailed, match="other training"):
         check_contamination(exp, ["trained"])
 
+
+
+def test_clean_only_with_a_gold_decided_interval_is_refused(tmp_path):
+    """Under judge_error = "decide" the gold-corrected interval over every question decides, which clean_only could
+    not keep the contaminated questions out of: the pair is refused at load, naming decide."""
+    exp = _experiment(tmp_path, SECTION.format(record="r.json") + 'decide = "clean_only"\n')
+    text = (exp / "prereg.toml").read_text().replace("[analysis]\n", '[analysis]\njudge_error = "decide"\n', 1)
+    (exp / "prereg.toml").write_text(text)
+    with pytest.raises(BadInput) as e:
+        load_experiment(exp)
+    assert e.value.field == "decide" and "judge_error" in e.value.message
+    (exp / "prereg.toml").write_text(text.replace('decide = "clean_only"', 'decide = "both"'))
+    assert load_experiment(exp).contamination.decide == "both"

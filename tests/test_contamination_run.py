@@ -26,17 +26,16 @@ ANSWER = re.compile(r"Reply (alpha|beta) (\d\d)\.")
 PLANTED_SEEN = range(6)  # the training log holds questions q00..q05 verbatim
 
 
-def test_a_superior_trained_arm_that_wins_only_the_seen_questions_is_cautioned_and_verify_rederives_it(tmp_path):
-    """Planted: on the six questions the training log holds verbatim the judge scores trained 2 and base 0, on the
-    other six both 1. On all questions trained is superior (six wins of two points, six ties: the score rule's bound
-    on 0-2 clears 0 at n = 12); on the clean ones every pair is a tie, so "superior" is not shown there, and the
-    report cautions. Both of verify's paths derive the section again; an edit of it is a finding."""
+def planted_run(tmp_path, decide: str):
+    """`judge run` on 12 questions whose first six the training log holds verbatim: on those the judge scores trained
+    2 and base 0, on the other six both 1; H1 registers trained superior to base. The run is refused until the
+    contamination record exists. Returns the results folder."""
     exp, out = tmp_path / "exp", tmp_path / "out"
     shutil.copytree(ROOT / "sealed" / "demo", exp)
     jsonl_file(exp / "sets" / "exam.jsonl", [{"id": f"q{i:02d}", "question": f"What is item {i:02d}?",
-                                          "reference": "It is."} for i in range(12)])
-    jsonl_file(exp / "training" / "planted.jsonl", [{"prompt": f"What is item {i:02d}?", "completion": f"Item {i:02d}."}
-                                                for i in PLANTED_SEEN])
+                                              "reference": "It is."} for i in range(12)])
+    jsonl_file(exp / "training" / "planted.jsonl", [{"prompt": f"What is item {i:02d}?",
+                                                     "completion": f"Item {i:02d}."} for i in PLANTED_SEEN])
     arms = {"model-a": "alpha", "model-b": "beta"}
     score = {"alpha": [0 if i in PLANTED_SEEN else 1 for i in range(12)],
              "beta": [2 if i in PLANTED_SEEN else 1 for i in range(12)]}
@@ -59,7 +58,7 @@ def test_a_superior_trained_arm_that_wins_only_the_seen_questions_is_cautioned_a
         text = text.replace('kind = "non_inferiority"\nmargin = 0.10', 'kind = "superiority"\nmargin = 0.0')
         text = text.replace("max_unscored = 0.10\n", "max_unscored = 0.10\ncalibration_sims = 20\n")
         text += (f'\n[contamination]\ntraining = ["training/planted.jsonl"]\narms = ["trained"]\n'
-                 f'record = "{record}"\n')
+                 f'record = "{record}"\ndecide = "{decide}"\n')
         (exp / "prereg.toml").write_text(text)
         seal(exp)
         run = ("judge", "run", "--exp", str(exp), "--arms", "--out", str(out), "--quiet")
@@ -69,6 +68,14 @@ def test_a_superior_trained_arm_that_wins_only_the_seen_questions_is_cautioned_a
         assert r.returncode == 1 and "6 of 12 questions: q00, q01, q02, q03, q04, q05" in r.stderr
         r = cli(*run, env={"OPENAI_API_KEY": "sentinel"}, timeout=600)
         assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_a_superior_trained_arm_that_wins_only_the_seen_questions_is_cautioned_and_verify_rederives_it(tmp_path):
+    """On all questions trained is superior (six wins of two points, six ties: the score rule's bound on 0-2 clears 0
+    at n = 12); on the clean ones every pair is a tie, so "superior" is not shown there, and the report cautions.
+    Both of verify's paths derive the section again; an edit of it is a finding."""
+    out = planted_run(tmp_path, "both")
     numbers = json.loads((out / "numbers.json").read_text())
     [h1] = numbers["comparisons"]
     assert h1["verdict"] == "superior" and h1["result"]["up"] == 6 and h1["result"]["ties"] == 6
@@ -93,3 +100,18 @@ def test_a_superior_trained_arm_that_wins_only_the_seen_questions_is_cautioned_a
         said = v.stdout + v.stderr
         assert v.returncode == 1 and finding in said, said
         assert "independent plain-Python recomputation" in said and "recomputation from raw files" in said
+
+
+def test_clean_only_decides_the_trained_arms_hypothesis_without_the_seen_questions(tmp_path):
+    """Registered decide = "clean_only": H1 itself is decided on the six clean questions, all ties: "not shown", and
+    verify's two paths agree."""
+    out = planted_run(tmp_path, "clean_only")
+    numbers = json.loads((out / "numbers.json").read_text())
+    [h1] = numbers["comparisons"]
+    assert h1["paired_questions"] == [f"q{i:02d}" for i in range(6, 12)]
+    assert h1["verdict"] == "not shown" and h1["result"]["diff"] == 0 and h1["result"]["n"] == 6
+    assert numbers["contamination"]["comparisons"] == [] and numbers["contamination"]["decide"] == "clean_only"
+    assert "every hypothesis about trained is decided without the 6 contaminated question(s)" in (
+        out / "report.md").read_text()
+    v = cli("judge", "verify", str(out), timeout=600)
+    assert v.returncode == 0, v.stdout + v.stderr

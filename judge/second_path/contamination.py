@@ -73,6 +73,27 @@ def contaminated(exp) -> tuple[list[str], dict[str, str]]:
     return bad, files
 
 
+_FOUND: dict[tuple, tuple[list[str], dict[str, str]]] = {}
+
+
+def contaminated_once(exp) -> tuple[list[str], dict[str, str]]:
+    """`contaminated`, once per registration and state of its input files (verify asks for each hypothesis)."""
+    files = [*exp.set_paths(), *((exp.dir / rel).resolve() for rel in exp.contamination.training)]
+    key = (str(exp.dir), exp.contamination, tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files))
+    if key not in _FOUND:
+        _FOUND[key] = contaminated(exp)
+    return _FOUND[key]
+
+
+def left_out(exp, h) -> frozenset[str]:
+    """The questions hypothesis `h` is not decided on: the contaminated ones when decide = "clean_only" and it is
+    about an arm trained on the registered data; none otherwise."""
+    c = exp.contamination
+    if c is None or c.decide != "clean_only" or not {h.a, h.b} & set(c.arms):
+        return frozenset()
+    return frozenset(contaminated_once(exp)[0])
+
+
 def section(exp, bad: list[str], files: dict[str, str], clean: list[dict[str, Any]]) -> dict[str, Any]:
     """The section as this path gives it, with its clean comparisons (decided by judge.second_path.decisions)."""
     c = exp.contamination

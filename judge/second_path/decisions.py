@@ -671,10 +671,12 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     by_cell = {(x["arm"], x["quant"]): x for x in out["cells"]}
     for h in hyps:
         a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
-        tags = sorted({t for q, ts in questions.items() if all(x in ts for x in h.subset) for t in ts} - set(h.subset))
+        out_ = contamination.left_out(exp, h)
+        tags = sorted({t for q, ts in questions.items() if all(x in ts for x in h.subset) and q not in out_
+                       for t in ts} - set(h.subset))
         for tag in tags:
             ids = [q for q, ts in questions.items() if all(x in ts for x in h.subset) and tag in ts
-                   and q in a_m and q in b_m]
+                   and q in a_m and q in b_m and q not in out_]
             chk = check(a_m, b_m, ids, h.alpha / len(tags), h.margin, h)
             shown = (stored_subsets.get(f"{h.id} [{tag}]") or {}).get("result") or chk
             out.setdefault("subsets", []).append({"id": f"{h.id} [{tag}]", "tests": len(tags), "paired_questions": ids,
@@ -682,7 +684,8 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     for h in hyps:
         c = stored.get(h.id) or {}
         a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
-        ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a_m and q in b_m]
+        ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a_m and q in b_m
+               and q not in contamination.left_out(exp, h)]
         entry: dict[str, Any] = {"id": h.id, "paired_questions": ids}
         if len(ids) >= 2:
             chk = check(a_m, b_m, ids, h.alpha, h.margin, h)
@@ -710,9 +713,10 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
             entry["verdict"] = "inconclusive"
         out["comparisons"].append(entry)
     if exp.contamination is not None:  # each hypothesis about a trained arm decided again on its clean questions
-        bad, files = contamination.contaminated(exp)
+        bad, files = contamination.contaminated_once(exp)
         clean = []
-        for h in (h for h in hyps if {h.a, h.b} & set(exp.contamination.arms)):
+        again = exp.contamination.decide == "both"  # under "clean_only" the comparisons above are the clean ones
+        for h in (h for h in hyps if again and {h.a, h.b} & set(exp.contamination.arms)):
             a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
             qs = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q not in bad]
             ids = [q for q in qs if q in a_m and q in b_m]
