@@ -299,3 +299,29 @@ def test_clean_only_with_a_gold_decided_interval_is_refused(tmp_path):
     assert e.value.field == "decide" and "judge_error" in e.value.message
     (exp / "prereg.toml").write_text(text.replace('decide = "clean_only"', 'decide = "both"'))
     assert load_experiment(exp).contamination.decide == "both"
+
+
+VOCAB = st.sampled_from(["the", "Bike", "dock", "fee,", "DAY", "pass.", "rider", "--", "crowns", "a"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(questions=st.lists(st.lists(VOCAB, min_size=1, max_size=12), min_size=1, max_size=5),
+       rows=st.lists(st.lists(VOCAB, max_size=30), min_size=1, max_size=5), n=st.integers(1, 6),
+       threshold=st.sampled_from([0.0, 0.3, 0.5]), short=st.sampled_from(["whole", "skip"]))
+def test_verifys_second_path_finds_the_same_contaminated_questions(tmp_path, questions, rows, n, threshold, short):
+    """The second path's own overlap (judge.second_path.contamination) against the main one on generated texts drawn
+    from a small vocabulary, so that grams are shared often, with case and punctuation varying."""
+    from types import SimpleNamespace
+
+    from judge.second_path.contamination import contaminated
+
+    sets = _jsonl(tmp_path / "sets" / "exam.jsonl",
+                  [{"id": f"q{i}", "question": " ".join(w)} for i, w in enumerate(questions)])
+    log = _jsonl(tmp_path / "training" / "log.jsonl", [{"prompt": " ".join(r), "completion": ""} for r in rows])
+    c = _settings(n=n, threshold=threshold, short=short)
+    exp = SimpleNamespace(dir=tmp_path, contamination=c, set_paths=lambda: [sets], set_formats_by_path=lambda: {})
+    main, _ = overlap([Question(f"q{i}", " ".join(w), None, (), None, "exam.jsonl") for i, w in enumerate(questions)],
+                      [("training/log.jsonl", log)], c)
+    bad, files = contaminated(exp)
+    assert bad == [q.id for q in main if q.contaminated]
+    assert set(files) == {"training/log.jsonl"}
