@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def settings_doc(c: Contamination) -> dict[str, Any]:
+    """The registered settings as the record states them (a record made under others is stale)."""
     return {"n": c.n, "threshold": c.threshold, "fields": list(c.fields), "short": c.short,
             "columns": list(c.columns), "arms": list(c.arms), "decide": c.decide, "normalisation": NORMALISATION}
 
@@ -34,15 +35,15 @@ def compute(exp: Experiment) -> dict[str, Any]:
     result, sources = overlap(questions, training, c)
     contaminated = [q.id for q in result if q.contaminated]
     doc = {"version": VERSION, "experiment": exp.name, **settings_doc(c),
-            "sets": [{"file": rel, "sha256": sha256(p)} for rel, p in zip(exp.sets, exp.set_paths(), strict=True)],
-            "training": [asdict(s) for s in sources],
-            "verdict": "contaminated" if contaminated else "clean",
-            "contaminated": contaminated, "questions": [asdict(q) for q in result]}
+           "sets": [{"file": rel, "sha256": sha256(p)} for rel, p in zip(exp.sets, exp.set_paths(), strict=True)],
+           "training": [asdict(s) for s in sources],
+           "verdict": "contaminated" if contaminated else "clean",
+           "contaminated": contaminated, "questions": [asdict(q) for q in result]}
     return json.loads(text(doc))  # as the file reads back (tuples are lists), so a record compares equal to it
 
 
 def text(doc: dict[str, Any]) -> str:
-    """The record as JSON, one canonical form (what `judge run` compares byte for byte)."""
+    """The record as JSON, in one canonical form."""
     return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
 
 
