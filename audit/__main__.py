@@ -1,4 +1,4 @@
-"""CLI: python -m audit {top40,topk,rewards}. Exit 0 pass, 1 a gate stopped the run, 2 bad input."""
+"""CLI: python -m audit {top40,topk,rewards,contamination}. Exit 0 pass, 1 a gate stopped the run, 2 bad input."""
 from __future__ import annotations
 
 import argparse
@@ -71,6 +71,12 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--tolerance", type=float, default=1e-6, help="max drift the fidelity gate accepts")
     r.add_argument("--out", type=Path, default=None, help="output folder (default results/rewards-<log name>)")
     r.add_argument("--quiet", action="store_true")
+    c = sub.add_parser("contamination", help="n-gram overlap of every sealed question and reference with the "
+                                             "registered training data ([contamination]), and its record")
+    c.add_argument("--exp", type=Path, required=True, help="the experiment folder (its prereg.toml's [contamination])")
+    c.add_argument("--out", type=Path, default=None,
+                   help="output folder (default: the folder of the registered record, which `judge run` reads)")
+    c.add_argument("--quiet", action="store_true", help="print only the verdict line, not every question")
     return p
 
 
@@ -79,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         from registration.seal import outside_experiment
+
+        if args.cmd == "contamination":
+            return _contamination(args)
 
         from .log import load_columns
 
@@ -131,6 +140,27 @@ def _rewards(args, columns) -> int:
         return 1
     print(f"telemetry written to {out}", file=sys.stderr)
     return 0
+
+
+def _contamination(args) -> int:
+    from registration.prereg import load_experiment
+    from registration.seal import outside_experiment
+
+    from .contamination import compute, record_path, summary, write
+
+    exp = load_experiment(args.exp)
+    if exp.contamination is None:
+        raise BadInput(exp.dir / "prereg.toml", "no [contamination] section registered", field="contamination")
+    out = args.out or record_path(exp).parent
+    outside_experiment(out, exp.dir)
+    doc = compute(exp)
+    write(doc, out)
+    if not args.quiet:
+        print(summary(doc))
+    bad = doc["contaminated"]
+    print(f"contamination: {'CONTAMINATED' if bad else 'clean'} ({len(bad)} of {len(doc['questions'])} questions"
+          f"{': ' + ', '.join(bad) if bad else ''}); files in {out}", file=sys.stderr)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

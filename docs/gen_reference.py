@@ -165,6 +165,7 @@ def registration_tables() -> dict[str, tuple[tuple[str, ...], str, str]]:
         "[[hypotheses]]": (prereg.HYPOTHESIS_KEYS, "registration/prereg.py", "_hypothesis"),
         "[audit]": (prereg.AUDIT_KEYS, "registration/prereg.py", "_audit"),
         "[gold]": (prereg.GOLD_KEYS, "registration/prereg.py", "_gold"),
+        "[contamination]": (prereg.CONTAMINATION_KEYS, "registration/prereg.py", "_contamination"),
         '[sets."FILE"]': (prereg.SET_KEYS, "registration/prereg.py", "_set_format"),
     }
 

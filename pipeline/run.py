@@ -112,6 +112,28 @@ def check_audit_gate(exp: Experiment, arms: list[str]) -> str:
             f"(max {doc['max_gamed']}); gate file sha256 {hashlib.sha256(gate_file.read_bytes()).hexdigest()[:16]}.")
 
 
+def check_contamination(exp: Experiment, arms: list[str]) -> str | None:
+    """Refuse to score an arm trained on the registered training data unless the contamination record is the one
+    the sealed sets and training files give now; the report's line says what it found. None when not registered."""
+    from audit.contamination import check_record, record_path
+
+    c = exp.contamination
+    if c is None:
+        return None
+    trained = [x for x in c.arms if x in arms]
+    if not trained:
+        return f"Contamination gate: registered for {', '.join(c.arms)}, none of which is in this run."
+    record = record_path(exp)
+    doc = check_record(record, exp)
+    bad = doc["contaminated"]
+    found = (f"{len(bad)} of {len(doc['questions'])} questions contaminated ({', '.join(bad)}): CAUTION, a difference "
+             "involving these arms may be memorised, not learned" if bad else
+             f"none of the {len(doc['questions'])} questions contaminated")
+    return (f"Contamination gate for {', '.join(trained)}: {doc['n']}-gram overlap of the sealed questions "
+            f"({', '.join(doc['fields'])}) with {', '.join(t['file'] for t in doc['training'])}: {found}; record "
+            f"sha256 {hashlib.sha256(record.read_bytes()).hexdigest()[:16]}.")
+
+
 def quant_files(exp: Experiment, arms: list[str]) -> dict[str, dict]:
     """Which quantiser produced which file, with its sha256 and the types read back from it (and where it is on
     this machine, under `path`: invocations.jsonl records that, run.json does not)."""
@@ -267,6 +289,7 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
     binding = bind(run_dir, exp, arms, limit, panel, mode, rubrics)
     run_json = run_dir / "run.json"
     audit_gate = check_audit_gate(exp, arms)
+    contamination = check_contamination(exp, arms)
     jeffective = verify_judges(exp, rubrics, judges)
     commit(run_dir, binding)
     if plan.ceiling is not None:  # no call crosses the ceiling; the calls already paid are in the folder and cache
@@ -334,6 +357,7 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
         "effective_settings": recorded_effective(rows),  # as the rows record it: a resume that loads no model agrees
         "quant_files": {k: {f: v for f, v in qf.items() if f != "path"} for k, qf in files.items()},
         "audit_gate": audit_gate,
+        **({"contamination": contamination} if contamination is not None else {}),
         "cost": costs(exp, arms, [j.name for j in panel], qids, run_dir),
         **({"cost_estimate": plan.cost_plan} if plan.cost_plan is not None else {}),
     })

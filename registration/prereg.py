@@ -66,12 +66,13 @@ ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "decision_rule",
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
 GOLD_KEYS = ("labels", "program", "timeout_s")
+CONTAMINATION_KEYS = ("training", "columns", "arms", "n", "threshold", "fields", "short", "decide", "record")
 SET_KEYS = ("columns", "tag_separator")  # [sets."FILE"]: how a CSV or parquet set's columns are read
 GOLD_PROGRAM = re.compile(r"^(?P<file>[^:]+\.py):(?P<function>[A-Za-z_][A-Za-z0-9_]*)$")  # "file.py:function"
 # What each top-level key must be: a table, a table of tables ([models.NAME]) or an array of tables ([[arms]]).
 SHAPES = {"experiment": "table", "runtime": "table", "models": "tables", "adapters": "tables", "arms": "array",
           "judge": "table", "judges": "tables", "analysis": "table", "hypotheses": "array", "audit": "table",
-          "gold": "table", "sets": "tables"}
+          "gold": "table", "sets": "tables", "contamination": "table"}
 TABLES = tuple(SHAPES)
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
@@ -88,6 +89,13 @@ FAMILIES = ("holm", "fixed-sequence", "none")
 STYLES = ("length", "headers", "list_items", "citations")
 JUDGE_ERROR = ("report", "decide")  # what gold does to a decision: an interval beside it, or its bound
 AGREEMENT_RANGE = (-1.0, 1.0)  # quadratic-weighted kappa's range: where a min_gold_agreement floor may lie
+# [contamination] (audit.contamination): the texts of a question checked against the training data; what a text
+# shorter than n tokens does (matched whole, as the GPT-3 paper does, or left unchecked, as lm-evaluation-harness
+# does); and how a hypothesis about an arm trained on that data is decided: on every question and on the clean ones,
+# both reported, or on the clean questions only.
+CONTAMINATION_FIELDS = ("question", "reference")
+SHORT_TEXTS = ("whole", "skip")
+CONTAMINATION_DECIDE = ("both", "clean_only")
 
 
 @dataclass(frozen=True)
@@ -139,6 +147,21 @@ class AuditGate:
 
 
 @dataclass(frozen=True)
+class Contamination:
+    """The contamination gate (audit.contamination): the sealed questions against the training data of `arms`."""
+
+    training: tuple[str, ...]  # training data files (JSONL, CSV or parquet), relative to the experiment folder
+    arms: tuple[str, ...]  # arms trained on that data: `judge run` refuses them without a current record
+    record: str  # contamination.json written by `python -m audit contamination`, relative to the repository root
+    columns: tuple[str, ...] = ("prompt", "completion")  # the columns of each row read as training text
+    n: int = 13  # tokens per n-gram
+    threshold: float = 0.0  # a text is contaminated when more than this fraction of its distinct n-grams occur
+    fields: tuple[str, ...] = CONTAMINATION_FIELDS  # the question's texts checked
+    short: str = "whole"  # SHORT_TEXTS
+    decide: str = "both"  # CONTAMINATION_DECIDE
+
+
+@dataclass(frozen=True)
 class Gold:
     """Where gold scores come from (judge.gold.sources reads them): sealed labels files and a gold program, both inside
     the experiment folder, so the seal covers them."""
@@ -179,6 +202,7 @@ class Experiment:
     set_formats: dict[str, SetFormat] = field(default_factory=dict)  # [sets."FILE"], by the name [experiment] gives
     # an old key read under its new name (registration.renamed): one notice each, naming file, line and old -> new
     renamed_keys: tuple[str, ...] = ()
+    contamination: Contamination | None = None  # [contamination]: None when not registered
 
     def arm(self, name: str) -> ArmSpec:
         return next(a for a in self.arms if a.name == name)
@@ -364,11 +388,21 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
     if "gold" in doc:
         with table("gold"):
             gold = _gold(doc["gold"], file, exp_dir)
+    contamination = None
+    if "contamination" in doc:
+        with table("contamination"):
+            contamination = _contamination(doc["contamination"], file, exp_dir, arm_names, name)
+            if contamination.decide == "clean_only" and analysis.judge_error == "decide":
+                raise BadInput(file, '[contamination] decide = "clean_only" leaves the contaminated questions out of '
+                               'the judge\'s decisions, but [analysis] judge_error = "decide" decides by the '
+                               "gold-corrected interval over every question: register one or the other",
+                               field="decide")
     return Experiment(
         dir=exp_dir, name=name, seed=seed, sets=tuple(sets), models=models, adapters=adapters, arms=arms,
         rubric=rubric, judges=judges, judge_attempts=attempts, judge_mode=mode, judge_panel=panel, scrub=tuple(scrub),
         hypotheses=hyps, analysis=analysis, audit=audit, runtime=runtime, gold=gold, judge_panel_rule=panel_rule,
         judge_retest=retest, min_gold_agreement=None if floor is None else float(floor), set_formats=formats,
+        contamination=contamination,
     )
 
 
@@ -564,3 +598,52 @@ def _gold(g: Any, file: Path, exp_dir: Path) -> Gold:
         inside(exp_dir, m.group("file"), file, "program")
     timeout = bounded(g, "timeout_s", "number", file, where, CODE_TIMEOUT_S, bound="code_timeout_s")
     return Gold(labels=tuple(labels), program=program, timeout_s=float(timeout))
+
+
+def _contamination(c: Any, file: Path, exp_dir: Path, arms: dict[str, ArmSpec], name: str) -> Contamination:
+    """[contamination]: the training files must lie inside the experiment folder (the seal covers them); what they
+    hold is read by `python -m audit contamination` and again by `judge run` (audit.contamination)."""
+    where = "[contamination]"
+    check_keys(c, CONTAMINATION_KEYS, file, where)
+    training = setting(c, "training", "strings", file, where)
+    if not training:
+        raise BadInput(file, f"{where} training must name at least one training data file", field="training")
+    for rel in training:
+        if not rel.strip():
+            raise BadInput(file, f"{where} training names an empty path", field="training")
+        inside(exp_dir, rel, file, "training")
+    if len(set(training)) != len(training):
+        raise BadInput(file, f"{where} training lists a file twice: {training}", field="training")
+    columns = setting(c, "columns", "strings", file, where, ["prompt", "completion"])
+    if not columns or not all(columns) or len(set(columns)) != len(columns):
+        raise BadInput(file, f"{where} columns must name one or more distinct, non-empty columns, got {columns!r}",
+                       field="columns")
+    trained = setting(c, "arms", "strings", file, where)
+    if not trained:
+        raise BadInput(file, f"{where} arms must name the arms trained on this data", field="arms")
+    for arm in trained:
+        if arm not in arms:
+            raise BadInput(file, f"{where} names unknown arm {arm!r}", field="arms")
+    n = bounded(c, "n", "integer", file, where, 13, bound="ngram_n")
+    threshold = setting(c, "threshold", "number", file, where, 0.0)
+    if not 0 <= threshold < 1:
+        raise BadInput(file, f"{where} threshold is the fraction of a text's n-grams above which it is contaminated, "
+                       f"in [0, 1) (0: any shared n-gram); got {threshold!r}", field="threshold")
+    fields = setting(c, "fields", "strings", file, where, list(CONTAMINATION_FIELDS))
+    if not fields or any(f not in CONTAMINATION_FIELDS for f in fields) or len(set(fields)) != len(fields):
+        raise BadInput(file, f"{where} fields must list one or both of {', '.join(CONTAMINATION_FIELDS)}, got "
+                       f"{fields!r}", field="fields")
+    short = setting(c, "short", "string", file, where, "whole")
+    if short not in SHORT_TEXTS:
+        raise BadInput(file, f"{where} short must be one of {', '.join(repr(s) for s in SHORT_TEXTS)}, not "
+                       f"{short!r}", field="short")
+    decide = setting(c, "decide", "string", file, where, "both")
+    if decide not in CONTAMINATION_DECIDE:
+        raise BadInput(file, f"{where} decide must be one of {', '.join(repr(d) for d in CONTAMINATION_DECIDE)}, not "
+                       f"{decide!r}", field="decide")
+    record = setting(c, "record", "string", file, where, f"results/contamination-{name}/contamination.json")
+    if not record.strip():
+        raise BadInput(file, f"{where} record names an empty path", field="record")
+    return Contamination(training=tuple(training), arms=tuple(trained), record=record, columns=tuple(columns), n=n,
+                         threshold=float(threshold), fields=tuple(f for f in CONTAMINATION_FIELDS if f in fields),
+                         short=short, decide=decide)

@@ -139,6 +139,7 @@ BOUNDS = {
     "margin": Bound(0, 1_000_000, "a distance on the score scale; preflight also holds it within the rubric's "
                                   "scale"),
     "k": Bound(1, 10_000, "each of the top k answers is a paid read"),
+    "ngram_n": Bound(1, 1_000, "tokens per contamination n-gram; above it every question is shorter, so checked whole"),
     "retest": Bound(0, 100_000, "each retest is a paid verdict; a test-retest sample larger than this measures "
                                 "nothing more"),
 }

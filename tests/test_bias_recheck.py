@@ -139,7 +139,8 @@ def test_a_claim_recorded_at_an_adjusted_alpha_that_verifys_own_score_test_does_
     h = [Hypothesis(id=x, a="base", b=arm, quant="Q8_0", kind="superiority", margin=0.0, alpha=0.025)
          for x, arm in (("Hup", "up"), ("Htie", "tie"))]
     exp = SimpleNamespace(analysis=SimpleNamespace(rule="score"), judge_panel_rule="primary", hypotheses=h,
-                          rubric="correctness", dir=Path(__file__).resolve().parents[1] / "sealed" / "demo")  # 0 to 2
+                          rubric="correctness", dir=Path(__file__).resolve().parents[1] / "sealed" / "demo",  # 0 to 2
+                          contamination=None)
     means = {("base", "Q8_0"): {q: Fraction(0) for q in qs},
              ("up", "Q8_0"): {q: Fraction(int(i < 30)) for i, q in enumerate(qs)},
              ("tie", "Q8_0"): {q: Fraction(0) for q in qs}}

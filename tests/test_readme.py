@@ -113,6 +113,7 @@ def test_the_register_guide_example_registers_every_documented_field(tmp_path):
     ("[models.served]", "concurency = 8"), ("[models.base]", "imatix = \"x\""), ("[judge]", "atempts = 2"),
     ("[analysis]", "resample = 10"), ("[runtime]", "thread = 1"), ("[experiment]", "sead = 1"),
     ("[judges.local]", "qant = \"Q8_0\""), ("[audit]", "max_gamd = 4"), ("[gold]", "programme = \"g.py:f\""),
+    ("[contamination]", "treshold = 0.1"),
 ])
 def test_a_misspelt_setting_is_refused_naming_table_and_key(tmp_path, table, typo):
     text = re.sub(rf"(?m)^{re.escape(table)}.*$", lambda m: f"{m.group(0)}\n{typo}", _example(), count=1)
@@ -166,6 +167,7 @@ def test_every_key_the_parser_reads_is_documented():
         "[audit]": (prereg.AUDIT_KEYS, [doc["audit"]]),
         "[gold]": (prereg.GOLD_KEYS, [doc["gold"]]),
         "[sets.*]": (prereg.SET_KEYS, doc["sets"].values()),
+        "[contamination]": (prereg.CONTAMINATION_KEYS, [doc["contamination"]]),
     }
     for name, (known, documented) in tables.items():
         shown = {key for t in documented for key in t}

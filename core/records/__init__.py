@@ -43,7 +43,17 @@ from .judges import (
     RetestRow,
     RetestSection,
 )
-from .numbers import Amendment, Cell, FamilySection, FamilyStep, Numbers, QuantCheck, Subset
+from .numbers import (
+    Amendment,
+    Cell,
+    CleanComparison,
+    ContaminationSection,
+    FamilySection,
+    FamilyStep,
+    Numbers,
+    QuantCheck,
+    Subset,
+)
 from .raw import (
     ANSWER_KEY,
     JUDGMENT_KEY,
@@ -73,6 +83,7 @@ __all__ = [
     "JudgeError", "JudgeEstimate", "Lift", "SelfPreference", "Style", "QuantCheck", "JudgeTotal", "Amendment",
     "LengthRow", "LengthBias", "PairwiseRow", "AgreementPair", "Agreement", "RetestRow", "DecisionChanged",
     "RetestSection", "Offset", "ArmOffset", "GoldAgreement", "GoldPair", "GoldDesigns", "GoldSources",
-    "JudgeAgainstGold", "GoldDraw", "GoldSummary", "JudgeValidity", "JudgesSection", "Comparison", "Numbers",
+    "JudgeAgainstGold", "GoldDraw", "GoldSummary", "JudgeValidity", "JudgesSection", "Comparison", "CleanComparison",
+    "ContaminationSection", "Numbers",
     "BindingScope", "ChainHead", "ScopeChange", "Binding", "BundleFile", "BundleInfo",
 ]

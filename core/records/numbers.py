@@ -102,6 +102,38 @@ class Amendment(Entry):
 
 
 @dataclass(frozen=True)
+class CleanComparison(Entry):
+    """A hypothesis about an arm trained on the registered training data, decided again on its clean questions
+    (judge.numbers.contamination), beside its verdict on all of them."""
+
+    WHAT: ClassVar[str] = "a clean comparison of numbers.json's contamination"
+
+    id: str
+    questions: int  # its questions (subset) not contaminated
+    paired_questions: list[str]
+    result: Result | None  # None below two paired questions
+    verdict: str
+    all_questions_verdict: str
+    differs: bool
+
+
+@dataclass(frozen=True)
+class ContaminationSection(Entry):
+    """numbers.json's `contamination` ([contamination] registered): the sealed questions that overlap the training
+    data (registration.contamination) and each hypothesis about a trained arm decided on the clean ones."""
+
+    WHAT: ClassVar[str] = "numbers.json's contamination"
+
+    n: int
+    threshold: float
+    decide: str
+    arms: list[str]
+    training: dict[str, str]  # each training data file, by its registered name: its sha256
+    contaminated: list[str]  # every sealed question contaminated, in set order
+    comparisons: list[CleanComparison]
+
+
+@dataclass(frozen=True)
 class Numbers(Document):
     """numbers.json (judge.numbers.analysis.compute_numbers): its version is `schema`. Sections added since the first
     version (family, panel_rule, judge_validity) are optional. Each section is an Entry of its own, read and written
@@ -126,3 +158,4 @@ class Numbers(Document):
     family: FamilySection | None = None
     panel_rule: str | None = None
     judge_validity: JudgeValidity | None = None
+    contamination: ContaminationSection | None = None  # absent unless [contamination] is registered

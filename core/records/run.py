@@ -85,3 +85,6 @@ class RunInfo(Document):
     # what a run that can cost money planned to pay, before its first call (judge.judging.budget): absent in older
     # folders and in runs of in-process models only
     cost_estimate: dict[str, Any] | None = None
+    # the report's contamination gate line (pipeline.run.check_contamination): absent when none is registered, and in
+    # folders written before the gate existed
+    contamination: str | None = None

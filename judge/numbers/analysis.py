@@ -31,6 +31,7 @@ from ..results.files import RETESTS, load_raw, raw_sha256, utc
 from . import validity
 from .agreement import agreement, length_bias
 from .bias_checks import apply_family, panel_verdict, retest_section, self_preference, style_check, unrelated_scores
+from .contamination import contamination_section, found, left_out
 from .stats.decide import decide
 from .stats.hypothesis import decision
 from .stats.paired import Paired, paired
@@ -293,6 +294,12 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     arms = run["arms"]
     wanted = set(run["question_ids"])
     qmap = {q.id: q for q in questions if q.id in wanted}
+    contaminated = found(exp)
+
+    def qs_for(h: Hypothesis) -> dict[str, Question]:  # a hypothesis's questions: under clean_only, the clean ones
+        out = left_out(exp, contaminated, h)
+        return {k: q for k, q in qmap.items() if k not in out} if out else qmap
+
     scores = per_question(keys, judgments, judge)
     cells = _cells(exp, arms, answers, keys, judgments, judge, scores, set(qmap), raw.retried_rows)
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
@@ -305,13 +312,13 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     gold_decides = gold is not None and exp.analysis.judge_error == "decide"
 
     def decide(h: Hypothesis, s: dict, alpha: float | None = None) -> dict[str, Any]:
-        return compare(h if alpha is None else replace(h, alpha=alpha), exp, qmap, s, cells,
+        return compare(h if alpha is None else replace(h, alpha=alpha), exp, qs_for(h), s, cells,
                        rubric_scale(exp, h, points))
 
     comparisons = [decide(h, decided_on(h)) for h in hyps]
     judges = judges_section(exp, panel, answers, keys, pkeys, judgments, hyps)
     for h, c in zip(hyps, comparisons, strict=True):
-        wanted_ids = [q.id for q in qmap.values() if all(t in q.tags for t in h.subset)]
+        wanted_ids = [q.id for q in qs_for(h).values() if all(t in q.tags for t in h.subset)]
         c["self_preference"] = sp = self_preference(h, exp, by_judge, wanted_ids, rubric_scale(exp, h, points),
                                                     {q.id: q.cluster for q in qmap.values()})
         if (by_panel := panel_verdict(rule, c, sp)) is not None:
@@ -343,7 +350,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "raw_sha256": raw_sha256(run_dir),
         "cells": cells,
         "comparisons": comparisons,
-        "subsets": [s for h in hyps for s in subset_analyses(h, exp, qmap, scores, rubric_scale(exp, h, points))],
+        "subsets": [s for h in hyps for s in subset_analyses(h, exp, qs_for(h), scores, rubric_scale(exp, h, points))],
         "quant_check": quant_check(exp, arms, scores, comparisons),
         "judge_totals": _judge_totals(judgments),
         "amendments": amendments(exp, raw.first_judgment),
@@ -351,6 +358,9 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "family": family,
         "panel_rule": rule,
         **checked,
+        **contamination_section(exp, contaminated, hyps, qmap, comparisons, lambda h, qs: _paired_block(
+            exp, scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {}), qs, h.alpha, h.margin,
+            rubric_scale(exp, h, points))),
     }
 
 

@@ -6,6 +6,8 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from ..numbers.contamination import report_lines as contamination_lines
+
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
@@ -50,6 +52,9 @@ def owe_the_reader(numbers: dict[str, Any], run: dict[str, Any]) -> list[str]:
                    "used): " + "; ".join(unverified) + ".")
     out.append("The questions were written for this experiment and have not been independently re-checked.")
     out.append(run["audit_gate"])
+    if run.get("contamination"):
+        out.append(run["contamination"])
+    out += contamination_lines(numbers)
     return out
 
 

@@ -32,6 +32,7 @@ from typing import Any, Callable
 from core import jsonl
 from registration.rubric import load_rubric, rubric_dir
 
+from . import contamination
 from . import decisions as second_path
 
 # what each style covariate counts, written again here (the main path's patterns are judge.numbers.biases')
@@ -212,7 +213,8 @@ def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], q
         if h is None:  # an id no hypothesis registers: the recomputations name it (it is not one they produce)
             continue
         a, b = means.get((h.a, h.quant), {}), means.get((h.b, h.quant), {})
-        ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a and q in b]
+        ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a and q in b
+               and q not in contamination.left_out(exp, h)]
         for t in _tests(c):
             if not t["claim"] or t["alpha"] == c["alpha"] or len(ids) < 2:
                 continue
@@ -304,7 +306,8 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
             texts[(a["arm"], a["quant"], a["question_id"])].append(a.get("text") or "")
     for entry in ind["comparisons"]:
         h = hyps[entry["id"]]
-        wanted = [q for q, tags in questions.items() if all(t in tags for t in h.subset)]
+        wanted = [q for q, tags in questions.items() if all(t in tags for t in h.subset)
+                  and q not in contamination.left_out(exp, h)]
         arm_fams = [exp.models[exp.arm(x).model].family for x in (h.a, h.b)]
         d = {}
         for j in panel:

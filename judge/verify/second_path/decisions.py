@@ -54,6 +54,8 @@ from core import jsonl
 from registration.rubric import load_rubric, rubric_dir
 from registration.vocabulary import KINDS, METHODS, RULES
 
+from . import contamination
+
 # ---------------------------------------------------------------- the score rule
 
 _STEPS = 300  # bisection steps for lambda and for the t quantile (stopped early once the midpoint stops moving)
@@ -670,10 +672,12 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     by_cell = {(x["arm"], x["quant"]): x for x in out["cells"]}
     for h in hyps:
         a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
-        tags = sorted({t for q, ts in questions.items() if all(x in ts for x in h.subset) for t in ts} - set(h.subset))
+        out_ = contamination.left_out(exp, h)
+        tags = sorted({t for q, ts in questions.items() if all(x in ts for x in h.subset) and q not in out_
+                       for t in ts} - set(h.subset))
         for tag in tags:
             ids = [q for q, ts in questions.items() if all(x in ts for x in h.subset) and tag in ts
-                   and q in a_m and q in b_m]
+                   and q in a_m and q in b_m and q not in out_]
             chk = check(a_m, b_m, ids, h.alpha / len(tags), h.margin, h)
             shown = (stored_subsets.get(f"{h.id} [{tag}]") or {}).get("result") or chk
             out.setdefault("subsets", []).append({"id": f"{h.id} [{tag}]", "tests": len(tags), "paired_questions": ids,
@@ -681,7 +685,8 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     for h in hyps:
         c = stored.get(h.id) or {}
         a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
-        ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a_m and q in b_m]
+        ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a_m and q in b_m
+               and q not in contamination.left_out(exp, h)]
         entry: dict[str, Any] = {"id": h.id, "paired_questions": ids}
         if len(ids) >= 2:
             chk = check(a_m, b_m, ids, h.alpha, h.margin, h)
@@ -708,6 +713,23 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         else:
             entry["verdict"] = "inconclusive"
         out["comparisons"].append(entry)
+    if exp.contamination is not None:  # each hypothesis about a trained arm decided again on its clean questions
+        bad, files = contamination.contaminated_once(exp)
+        clean = []
+        again = exp.contamination.decide == "both"  # under "clean_only" the comparisons above are the clean ones
+        for h in (h for h in hyps if again and {h.a, h.b} & set(exp.contamination.arms)):
+            a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
+            qs = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q not in bad]
+            ids = [q for q in qs if q in a_m and q in b_m]
+            chk = check(a_m, b_m, ids, h.alpha, h.margin, h)
+            said = verdict(h.kind, h.margin, chk) if chk else "inconclusive"
+            shown = next((x for x in (numbers.get("contamination") or {}).get("comparisons", []) if x["id"] == h.id),
+                         {}).get("result") or chk
+            clean.append({"id": h.id, "questions": len(qs), "paired_questions": ids,
+                          "result": chk and {k: v for k, v in chk.items() if k in shown}, "verdict": said,
+                          "all_questions_verdict": stored.get(h.id, {}).get("verdict"),
+                          "differs": said != stored.get(h.id, {}).get("verdict")})
+        out["contamination"] = contamination.section(exp, bad, files, clean)
     return out
 
 
