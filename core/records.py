@@ -1188,6 +1188,51 @@ class Comparison(Entry):
 
 
 @dataclass(frozen=True)
+class StabilityEstimate(Entry):
+    """A stability statistic of a cell: its mean over questions and bootstrap interval (judge.stats.stability)."""
+
+    WHAT: ClassVar[str] = "a stability estimate in numbers.json"
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class StabilityCell(Entry):
+    """One (arm, quant) of numbers.json's `stability`: over the questions whose K samples were all scored."""
+
+    WHAT: ClassVar[str] = "a cell of numbers.json's stability"
+
+    arm: str
+    quant: str
+    k: int  # the arm's registered samples per question
+    questions: int  # questions with every sample scored: what each statistic is a mean over
+    incomplete: int  # the run's questions with a sample not scored: left out, neither a pass nor a fail
+    resampling: str  # "questions", or "clusters" of questions
+    units: int
+    pass_hat_k: StabilityEstimate | None  # pass^k: every sample at or above the pass score; None: no question
+    pass_at_k: StabilityEstimate | None  # pass@k: at least one sample at or above it
+    pass_rate: StabilityEstimate | None  # the share of a question's samples at or above it
+    unanimous: StabilityEstimate | None  # every sample scored alike; None at K = 1
+    agreement: StabilityEstimate | None  # the share of pairs of samples scored alike; None at K = 1
+
+
+@dataclass(frozen=True)
+class Stability(Entry):
+    """numbers.json's `stability` (judge.stability): pass^k, pass@k and agreement across each cell's K samples."""
+
+    WHAT: ClassVar[str] = "numbers.json's stability"
+
+    pass_score: float  # registered `[analysis] pass_score`, else the rubric's highest score
+    confidence: float
+    method: str
+    resamples: int
+    seed: int
+    cells: list[StabilityCell]
+
+
+@dataclass(frozen=True)
 class Numbers(Document):
     """numbers.json (judge.analysis.compute_numbers): its version is `schema`. Sections added since the first
     version (family, panel_rule, judge_validity) are optional. Each section is an Entry of its own, read and written
@@ -1212,6 +1257,7 @@ class Numbers(Document):
     family: FamilySection | None = None
     panel_rule: str | None = None
     judge_validity: JudgeValidity | None = None
+    stability: Stability = None  # absent in folders written before stability across samples was measured
 
 
 @dataclass(frozen=True)

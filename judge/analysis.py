@@ -39,6 +39,7 @@ from . import validity
 from .agreement import agreement, length_bias
 from .bias_checks import apply_family, panel_verdict, retest_section, self_preference, style_check, unrelated_scores
 from .pairwise import summarise
+from .stability import stability_section
 from .stats.decide import decide
 from .stats.hypothesis import decision
 from .stats.paired import Paired, paired
@@ -427,6 +428,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "judges": judges,
         "family": family,
         "panel_rule": rule,
+        "stability": stability_section(exp, arms, keys, judgments, judge, qmap, points),
         **checked,
     }
 
