@@ -1220,7 +1220,7 @@ class StabilityCell(Entry):
 
 @dataclass(frozen=True)
 class Stability(Entry):
-    """numbers.json's `stability` (judge.stability): pass^k, pass@k and agreement across each cell's K samples."""
+    """pass^k, pass@k and the agreement across each cell's K samples (judge.stability), with how they were drawn."""
 
     WHAT: ClassVar[str] = "numbers.json's stability"
 
@@ -1235,8 +1235,8 @@ class Stability(Entry):
 @dataclass(frozen=True)
 class Numbers(Document):
     """numbers.json (judge.analysis.compute_numbers): its version is `schema`. Sections added since the first
-    version (family, panel_rule, judge_validity) are optional. Each section is an Entry of its own, read and written
-    by the same contract: a field missing or of another type at any depth is bad input naming its path
+    version (family, panel_rule, judge_validity, stability) are optional. Each section is an Entry of its own, read
+    and written by the same contract: a field missing or of another type at any depth is bad input naming its path
     (`comparisons[2].judge_error.ppi.low`)."""
 
     WHAT: ClassVar[str] = "the numbers of a run (numbers.json)"
