@@ -119,9 +119,9 @@ def test_the_review_page_loads_offline_and_shows_the_rows_of_numbers_json(small_
         assert [row.get_attribute("data-cell") for row in page.locator("tr.stability").all()] == \
             [f"{c['arm']}/{c['quant']}" for c in cells]
         first = page.locator("tr.stability").first.locator("td").all_inner_texts()
-        e = cells[0]["pass_hat_k"]
-        assert first[:6] == [cells[0]["arm"], cells[0]["quant"], str(cells[0]["k"]), str(cells[0]["questions"]),
-                             str(cells[0]["incomplete"]), f"{e['estimate']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"]
+        c, e = cells[0], cells[0]["pass_hat_k"]
+        assert first[:6] == [c["arm"], c["quant"], str(c["k"]), str(c["questions"]), str(c["incomplete"]),
+                             f"{e['estimate']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"]
         # filter 1: the arm pair and the quant of H1-Q8_0
         page.select_option("#f-pair", label=f"{h['a']} → {h['b']}")
         page.select_option("#f-quant", h["quant"])
