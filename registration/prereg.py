@@ -62,7 +62,8 @@ JUDGE_KEYS = ("rubric", "verdict_attempts", "mode", "panel", "scrub", "scrub_dro
               "min_gold_agreement")
 JUDGE_TABLE_KEYS = ("model", "quant", "requires_env", "generation")
 ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "decision_rule", "min_clusters", "calibration_sims",
-                 "calibration_ceiling", "family", "style", "judge_error", "target_power", "assumed_gold_correlation")
+                 "calibration_ceiling", "family", "style", "judge_error", "target_power", "assumed_gold_correlation",
+                 "pass_score")
 HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
 GOLD_KEYS = ("labels", "program", "timeout_s")
@@ -131,6 +132,9 @@ class Analysis:
     target_power: float = 0.8
     # before gold exists, the correlation of the gold and the judge's paired differences that power is stated at
     assumed_gold_correlation: float = 0.5
+    # a sample passes when its score is at or above this (pass^k, pass@k: judge.stats.stability); None: the rubric's
+    # highest score
+    pass_score: float | None = None
 
 
 @dataclass(frozen=True)
@@ -547,12 +551,13 @@ def _analysis(at: Any, file: Path, seed: int) -> Analysis:
     if not 0 <= rho <= 1:
         raise BadInput(file, f"{where} assumed_gold_correlation is a correlation the judge's scores help by, in "
                        f"[0, 1], not {rho!r}", field="assumed_gold_correlation")
+    pass_score = setting(at, "pass_score", "number", file, where, None)  # inside the rubric's scale: judge.preflight
     return Analysis(resamples=resamples, method=method, seed=bounded(at, "seed", "integer", file, where, seed),
                     max_unscored=float(max_unscored), rule=rule, min_clusters=counts["min_clusters"],
                     calibration_sims=counts["calibration_sims"],
                     calibration_ceiling=None if ceiling is None else float(ceiling), family=family,
                     style=tuple(s for s in STYLES if s == "length" or s in style), judge_error=judge_error,
-                    target_power=float(target_power), assumed_gold_correlation=float(rho))
+                    target_power=float(target_power), assumed_gold_correlation=float(rho), pass_score=pass_score)
 
 
 def _audit(a: Any, file: Path, arms: dict[str, ArmSpec]) -> AuditGate:

@@ -27,10 +27,11 @@ ARMS = {"model-a": "alpha", "model-b": "beta"}
 ANSWER = re.compile(r"Reply (alpha|beta) (\d\d) seed (\d+)")
 
 
-def run_planted(tmp_path, planted: dict[str, list[list[int]]], clusters: list[str | None], analysis: str,
+def run_planted(tmp_path, planted: dict[str, list[list[int | None]]], clusters: list[str | None], analysis: str,
                 mode: str = "single", long: dict[str, set[int]] | None = None):
-    """Run `judge run` on len(clusters) questions with samples = K, the judge scoring as planted (`long`: the
-    questions an arm answers with 40 more words); return (results folder, server log, verify's result)."""
+    """Run `judge run` on len(clusters) questions with samples = K, the judge scoring as planted (None: no verdict,
+    unscored; `long`: the questions an arm answers with 40 more words); return (results folder, server log, verify's
+    result)."""
     n, k = len(clusters), len(planted["alpha"][0])
     exp, out = tmp_path / "exp", tmp_path / "out"
     shutil.copytree(ROOT / "sealed" / "demo", exp)
@@ -47,7 +48,10 @@ def run_planted(tmp_path, planted: dict[str, list[list[int]]], clusters: list[st
         if "<<<FIRST" in seen.prompt:
             return verdict({"rationale": "Both fine.", "preferred": 0})
         arm, item, seed = ANSWER.search(seen.prompt).groups()
-        return verdict({"rationale": "Planted.", "score": planted[arm][int(item)][int(seed)], "harmful": False})
+        score = planted[arm][int(item)][int(seed)]
+        if score is None:  # planted unscored: no verdict in any attempt
+            return reply("I would rather not say.")
+        return verdict({"rationale": "Planted.", "score": score, "harmful": False})
 
     models = "".join(f'[models.{m}]\nbackend = "openai"\nsource = "{m}"\nbase_url = "URL"\nfamily = "scripted"\n\n'
                      for m in ARMS)
@@ -133,3 +137,28 @@ def test_one_cluster_is_inconclusive_with_an_undefined_clustered_se_and_a_length
     bad = cli("judge", "verify", str(out), timeout=600)
     assert bad.returncode == 1
     assert "comparisons[H1].calibration.claims" in bad.stderr and "independent plain-Python" in bad.stderr
+
+
+def test_stability_across_k3_samples_matches_the_hand_computation_and_verifies(tmp_path):
+    # K = 3, 4 questions; trained's q02 has its second sample unscored (no verdict in either attempt)
+    base = [[2, 2, 2], [2, 1, 2], [1, 1, 0], [0, 0, 0]]
+    trained = [[2, 2, 2], [2, 2, 2], [2, None, 2], [1, 2, 1]]
+    analysis = ('[analysis]\nresamples = 1000\nmethod = "percentile"\nseed = 7\nmax_unscored = 0.10\n'
+                'calibration_sims = 20\npass_score = 2')
+    out, _, v = run_planted(tmp_path, {"alpha": base, "beta": trained}, [None] * 4, analysis)
+    assert v.returncode == 0, v.stdout + v.stderr  # both paths agree on every stability number
+    cells = {c["arm"]: c for c in json.loads((out / "numbers.json").read_text())["stability"]["cells"]}
+    got = {arm: {n: c[n]["estimate"] for n in ("pass_hat_k", "pass_at_k", "pass_rate", "unanimous", "agreement")}
+           for arm, c in cells.items()}
+    # base by hand: pass^k only q00 (1/4); pass@k q00, q01 (2/4); pass rate (3 + 2 + 0 + 0) / 12; unanimous q00, q03
+    # (2/4); agreement per question 3/3, 1/3, 1/3, 3/3 of the pairs
+    assert got["base"] == {"pass_hat_k": 0.25, "pass_at_k": 0.5, "pass_rate": 5 / 12, "unanimous": 0.5,
+                           "agreement": 2 / 3}
+    # trained: q02 left out (incomplete, never a fail); over q00, q01, q03: pass^k 2/3, pass@k 3/3, pass rate
+    # (3 + 3 + 1) / 9, unanimous 2/3, agreement (1 + 1 + 1/3) / 3
+    assert (cells["trained"]["questions"], cells["trained"]["incomplete"]) == (3, 1)
+    assert got["trained"] == pytest.approx({"pass_hat_k": 2 / 3, "pass_at_k": 1.0, "pass_rate": 7 / 9,
+                                            "unanimous": 2 / 3, "agreement": 7 / 9}, abs=1e-15)
+    report = (out / "report.md").read_text()
+    assert "| trained | served | 3 | 3 | 1 | 0.667 [" in report
+    assert "A sample passes at a score of at least\n2." in report

@@ -114,6 +114,14 @@ def test_the_review_page_loads_offline_and_shows_the_rows_of_numbers_json(small_
         assert f"Anchor {hashlib.sha256(listing.encode()).hexdigest()}." in page.inner_text("body")
         assert [row.get_attribute("data-hypothesis") for row in page.locator("tr.decision").all()] == \
             [c["id"] for c in numbers["comparisons"]]
+        # stability across samples: one row per cell of numbers.json, pass^k as numbers.json gives it
+        cells = numbers["stability"]["cells"]
+        assert [row.get_attribute("data-cell") for row in page.locator("tr.stability").all()] == \
+            [f"{c['arm']}/{c['quant']}" for c in cells]
+        first = page.locator("tr.stability").first.locator("td").all_inner_texts()
+        c, e = cells[0], cells[0]["pass_hat_k"]
+        assert first[:6] == [c["arm"], c["quant"], str(c["k"]), str(c["questions"]), str(c["incomplete"]),
+                             f"{e['estimate']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"]
         # filter 1: the arm pair and the quant of H1-Q8_0
         page.select_option("#f-pair", label=f"{h['a']} → {h['b']}")
         page.select_option("#f-quant", h["quant"])

@@ -147,3 +147,31 @@ def test_verify_as_a_user_runs_it_never_shows_a_traceback_over_damaged_or_edited
         assert r.returncode == 1, r.stderr
     else:
         assert r.returncode == 2 and r.stderr.startswith(f"error: {folder / name}: field '{field}':"), r.stderr
+
+
+def test_an_edited_stability_number_is_named_by_both_paths(folder, capsys):
+    numbers = json.loads((folder / "numbers.json").read_text())
+    cell = numbers["stability"]["cells"][1]
+    cell["pass_hat_k"]["ci_high"] = cell["pass_hat_k"]["ci_high"] + 0.25
+    (folder / "numbers.json").write_text(_text(numbers))
+    capsys.readouterr()
+    assert main(["verify", str(folder), "--no-cache"]) == 1
+    err = capsys.readouterr().err
+    where = f"stability.cells[{cell['arm']}/{cell['quant']}].pass_hat_k.ci_high"
+    assert f"{where} = {cell['pass_hat_k']['ci_high']!r}, but the recomputation from raw files gives" in err, err
+    assert f"{where} = {cell['pass_hat_k']['ci_high']!r}, but the independent plain-Python recomputation gives" in err
+
+
+def test_a_numbers_json_written_before_stability_was_measured_still_verifies(folder, capsys):
+    from judge.outputs.report import render
+    from judge.results.files import anchor
+
+    numbers = json.loads((folder / "numbers.json").read_text())
+    del numbers["stability"]
+    (folder / "numbers.json").write_text(_text(numbers))
+    run = json.loads((folder / "run.json").read_text())
+    (folder / "report.md").write_text(render(numbers, run, anchor(folder)))  # as that version rendered it
+    assert "## Stability across samples" not in (folder / "report.md").read_text()
+    capsys.readouterr()
+    assert main(["verify", str(folder), "--no-cache"]) == 0
+    assert "no stability (written before pass^k" in capsys.readouterr().out

@@ -73,6 +73,7 @@ from .raw import (
     row_id,
 )
 from .run import BackendIdentity, CostRow, RunInfo, RunJudge
+from .stability import Stability, StabilityCell, StabilityEstimate
 
 # in the order the contracts were declared: docs/gen_reference.py lists the documents in it
 __all__ = [
@@ -84,6 +85,6 @@ __all__ = [
     "LengthRow", "LengthBias", "PairwiseRow", "AgreementPair", "Agreement", "RetestRow", "DecisionChanged",
     "RetestSection", "Offset", "ArmOffset", "GoldAgreement", "GoldPair", "GoldDesigns", "GoldSources",
     "JudgeAgainstGold", "GoldDraw", "GoldSummary", "JudgeValidity", "JudgesSection", "Comparison", "CleanComparison",
-    "ContaminationSection", "Numbers",
+    "ContaminationSection", "StabilityEstimate", "StabilityCell", "Stability", "Numbers",
     "BindingScope", "ChainHead", "ScopeChange", "Binding", "BundleFile", "BundleInfo",
 ]

@@ -9,6 +9,7 @@ from .check import Document, Entry
 from .comparisons import Comparison, Result
 from .gold import JudgeValidity
 from .judges import JudgesSection, JudgeTotal
+from .stability import Stability
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,9 @@ class ContaminationSection(Entry):
 @dataclass(frozen=True)
 class Numbers(Document):
     """numbers.json (judge.numbers.analysis.compute_numbers): its version is `schema`. Sections added since the first
-    version (family, panel_rule, judge_validity) are optional. Each section is an Entry of its own, read and written
-    by the same contract: a field missing or of another type at any depth is bad input naming its path
+    version (family, panel_rule, judge_validity, stability, contamination) are optional. Each section is an Entry of
+    its own, read and written by the same contract: a field missing or of another type at any depth is bad input naming
+    its path
     (`comparisons[2].judge_error.ppi.low`)."""
 
     WHAT: ClassVar[str] = "the numbers of a run (numbers.json)"
@@ -159,3 +161,4 @@ class Numbers(Document):
     panel_rule: str | None = None
     judge_validity: JudgeValidity | None = None
     contamination: ContaminationSection | None = None  # absent unless [contamination] is registered
+    stability: Stability = None  # absent in folders written before stability across samples was measured

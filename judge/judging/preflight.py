@@ -36,6 +36,7 @@ def preflight(exp: Experiment, arms: list[str], registered: list[Question], ques
     check_subsets(exp, registered)
     check_rubrics(exp, rubrics, questions)
     check_margins(exp, [r for (_, kind), r in rubrics.items() if kind == "single"])
+    check_pass_score(exp, [r for (_, kind), r in rubrics.items() if kind == "single"])
     specs = [exp.arm(a) for a in arms]
     check_files(exp, specs, panel)
     paths = {p.name: p for p in exp.set_paths()}
@@ -107,6 +108,18 @@ def check_margins(exp: Experiment, rubrics: list[Rubric]) -> None:
                 raise BadInput(file, f"hypothesis {h.id!r} margin {h.margin:g} is not below the range of rubric "
                                f"{r.name!r} ({min(r.scale)}..{max(r.scale)}: {width} point(s))",
                                line=KeyLines(input_text.read(file)).find(("hypotheses", i), "margin"), field="margin")
+
+
+def check_pass_score(exp: Experiment, rubrics: list[Rubric]) -> None:
+    """`[analysis] pass_score` must split the rubric's scale: at or below its lowest score every sample passes, above
+    its highest none does, and pass^k and pass@k would say nothing."""
+    score, file = exp.analysis.pass_score, exp.dir / "prereg.toml"
+    for r in rubrics:
+        if score is not None and not min(r.scale) < score <= max(r.scale):
+            raise BadInput(file, f"[analysis] pass_score {score:g} does not split the scale of rubric {r.name!r} "
+                           f"({min(r.scale)}..{max(r.scale)}): it must be above the lowest score and at most the "
+                           "highest", line=KeyLines(input_text.read(file)).find(("analysis",), "pass_score"),
+                           field="pass_score")
 
 
 def check_files(exp: Experiment, arms: list[ArmSpec], panel: list[JudgeSpec]) -> None:

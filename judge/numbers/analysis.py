@@ -32,6 +32,7 @@ from . import validity
 from .agreement import agreement, length_bias
 from .bias_checks import apply_family, panel_verdict, retest_section, self_preference, style_check, unrelated_scores
 from .contamination import contamination_section, found, left_out
+from .stability import stability_section
 from .stats.decide import decide
 from .stats.hypothesis import decision
 from .stats.paired import Paired, paired
@@ -357,6 +358,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "judges": judges,
         "family": family,
         "panel_rule": rule,
+        "stability": stability_section(exp, arms, keys, judgments, judge, qmap, points),
         **checked,
         **contamination_section(exp, contaminated, hyps, qmap, comparisons, lambda h, qs: _paired_block(
             exp, scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {}), qs, h.alpha, h.margin,

@@ -76,6 +76,7 @@ from .second_path.biases import recheck as recheck_biases
 from .second_path.judge_error import corrected_verdicts, drawn_questions
 from .second_path.judge_error import decide as decide_with_gold
 from .second_path.judge_error import recompute as recompute_validity
+from .second_path.stability import recompute as recompute_stability
 
 TOL = 1e-9
 
@@ -308,6 +309,17 @@ def unstated_power(numbers: dict, main: dict) -> list[str]:
             out.append(f"numbers.json comparison {c['id']}: no judge_error.power (decided before the gold-corrected "
                        "decision's power was stated): not compared; `judge run` into the folder adds it")
     return out
+
+
+def unmeasured_stability(numbers: dict, main: dict) -> list[str]:
+    """A folder written before stability across samples was measured has no `stability`: nothing decided by it, so it
+    is left out of the comparison (dropped from the recomputation ``main``) and listed as unchecked, never a
+    finding."""
+    if "stability" in numbers:
+        return []
+    del main["stability"]
+    return ["numbers.json: no stability (written before pass^k, pass@k and the agreement across samples were "
+            "measured): not compared; `judge run` into the folder adds it without any model call"]
 
 
 def earlier_rule_findings(numbers: dict, exp) -> list[str]:
@@ -557,6 +569,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         problems.append(f"the main path refuses the raw files: {e}")
         return Verification(list(dict.fromkeys(problems + amend["problems"])), unchecked, digest)
     unchecked += unstated_power(numbers, main)
+    unchecked += unmeasured_stability(numbers, main)
     if published:  # the raw files the numbers were computed from are the originals the bundle stands in for
         main["raw_sha256"] = dict(published.raw_sha256)
     if rule:
@@ -574,6 +587,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                                   lambda *args, scale, **kw: calibrate(*args, scale=Scale(*scale), **kw))
     ind["judges"] = second_path.independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
     judged = list(verdicts.last.values())
+    if "stability" in numbers:
+        ind["stability"] = recompute_stability(run, run_dir, exp, questions, clusters, judged)
     blinded = ({r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
                if gold is not None else {})
     corrected = (corrected_verdicts(run, exp, gold, blinded, judged, questions, earlier)

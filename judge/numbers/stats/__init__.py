@@ -11,7 +11,7 @@ Modules, by concern:
   simulated at the boundary; ``hypothesis``: one registered hypothesis decided, guards included;
 * ``agreement``: Cohen's kappa (weighted, bootstrapped) and Krippendorff's alpha;
 * ``ppi``: prediction-powered estimates with gold labels; ``ppi_power``: their decision's power before the labels;
-  ``judge_error``: the judge measured against gold.
+  ``judge_error``: the judge measured against gold; ``stability``: pass^k, pass@k and agreement across K samples.
 Callers import each name from the module that defines it: this package exports nothing of its own. The words
 they decide by (rules, methods, kinds, verdicts) are registration.vocabulary's. verify's second path,
 judge.verify.second_path, recomputes every decision without importing any of this package.

@@ -9,6 +9,7 @@ included), only lower layers.
   same draws), each decision's gold-corrected (PPI++) interval and its verdict at any level (on which the family
   steps down under ``judge_error = "decide"``), its calibration, and ``min_gold_agreement``;
 * ``biases``: self-preference, test-retest, the style regression and the family of hypotheses.
+* ``stability``: pass^k, pass@k, the pass rate and the agreement across each cell's K samples, with their intervals.
 
 judge.verify.checks compares what these give with numbers.json.
 """

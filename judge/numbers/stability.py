@@ -1,0 +1,49 @@
+"""numbers.json's `stability`: each cell's pass^k, pass@k, pass rate and agreement across its K samples
+(judge.numbers.stats.stability), from the primary judge's single verdicts. verify recomputes it by
+judge.verify.second_path.stability.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from core.records import Judgment, KeyRow
+from registration.prereg import Experiment
+from registration.questions import Question
+
+from .stats.rule import cluster_units
+from .stats.stability import CONFIDENCE, stability
+
+
+def pass_score(exp: Experiment, points: tuple[int, ...]) -> float:
+    """The registered `[analysis] pass_score`, or the rubric's highest score when none is registered."""
+    return max(points) if exp.analysis.pass_score is None else exp.analysis.pass_score
+
+
+def stability_section(exp: Experiment, arms: list[str], keys: list[KeyRow], judgments: list[Judgment], judge: str,
+                      questions: dict[str, Question], points: tuple[int, ...]) -> dict[str, Any]:
+    """One row per (arm, quant): the statistics over the questions whose K registered samples the judge all scored,
+    and how many questions of the run were left out for a sample without a score."""
+    by_label = {k.label: k for k in keys}
+    scored: dict[tuple[str, str, str], dict[int, int]] = defaultdict(dict)
+    for j in judgments:
+        if j.judge == judge and j.kind == "single" and j.status == "scored" and j.label in by_label:
+            k = by_label[j.label]
+            scored[(k.arm, k.quant, k.question_id)][k.sample] = j.score
+    an, threshold = exp.analysis, pass_score(exp, points)
+    cells = []
+    for arm in arms:
+        k = exp.arm(arm).samples
+        for quant in exp.arm(arm).quants:
+            complete = {q: [scored[(arm, quant, q)][i] for i in range(k)] for q in questions
+                        if all(i in scored.get((arm, quant, q), {}) for i in range(k))}
+            of = [questions[q].cluster or None for q in complete]
+            labels = cluster_units(of)[0] if any(of) else None
+            stats = stability(complete, threshold, labels, an.resamples, an.seed)
+            cells.append({"arm": arm, "quant": quant, "k": k, "questions": len(complete),
+                          "incomplete": len(questions) - len(complete),
+                          "resampling": "questions" if labels is None else "clusters",
+                          "units": len(set(labels)) if labels is not None else len(complete),
+                          **{name: None if v is None else v.to_dict() for name, v in stats.items()}})
+    return {"pass_score": threshold, "confidence": CONFIDENCE, "method": "percentile", "resamples": an.resamples,
+            "seed": an.seed, "cells": cells}
