@@ -6,7 +6,10 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from .summary import markdown, summary
+
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+SUMMARY_HEADING = "## Summary"  # the report's first section (judge.summary), in reports written since it existed
 
 
 def owe_the_reader(numbers: dict[str, Any], run: dict[str, Any]) -> list[str]:
@@ -65,10 +68,12 @@ def error_causes(numbers: dict[str, Any]) -> str:
     return " ".join(out)
 
 
-def render(numbers: dict[str, Any], run: dict[str, Any], anchor: str | None, review: bool = True) -> str:
+def render(numbers: dict[str, Any], run: dict[str, Any], anchor: str | None, review: bool = True,
+           summarised: bool = True) -> str:
     """The report; `anchor` (judge.analysis.anchor, over files numbers.json is one of) is shown in its Inputs;
     `review`: the folder has review.md (judge.review_md), which the report links to (folders written before it
-    existed have none)."""
+    existed have none); `summarised`: the report opens with its summary (judge.summary; reports written before it
+    existed do not)."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, keep_trailing_newline=True,
                       trim_blocks=False)
     quants: list[str] = []
@@ -78,5 +83,6 @@ def render(numbers: dict[str, Any], run: dict[str, Any], anchor: str | None, rev
                 quants.append(q)
     return env.get_template("report.md.j2").render(
         n=numbers, run=run, anchor=anchor, review=review, quants=quants, owe=owe_the_reader(numbers, run),
+        summary=markdown(summary(numbers)) if summarised else "", summary_heading=SUMMARY_HEADING,
         causes=error_causes(numbers), method=run["analysis"]["method"], resamples=run["analysis"]["resamples"],
         seed=run["analysis"]["seed"])

@@ -64,7 +64,7 @@ from .cost import costs
 from .folder import binding_findings
 from .gold import Recorded, run_gold
 from .rederive import Replies, rederive
-from .report import render
+from .report import SUMMARY_HEADING, render
 from .review_md import REVIEW, review_markdown
 from .runinfo import Scope, bound_scope, merged, registered
 from .second_path import decisions as second_path
@@ -611,8 +611,13 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     # report.md is rendered from numbers.json (its contract holds every field the report reads) and from run.json as
     # written, or, where run.json's registered part differs from the registration (named above), from the registered
     # values: an edited or dropped setting is that finding, never a report that cannot be rendered
-    expected_report = render(numbers, run if edited_run else as_written, digest, review).splitlines()
     actual = (run_dir / "report.md").read_text().splitlines()
+    summarised = SUMMARY_HEADING in actual  # a report written before reports opened with a summary has none
+    if not summarised:
+        unchecked.append(f"report.md: written before reports opened with a summary ({SUMMARY_HEADING!r}); the rest "
+                         "is checked line by line, and `judge run` into the folder renders it with one, without any "
+                         "model call")
+    expected_report = render(numbers, run if edited_run else as_written, digest, review, summarised).splitlines()
     for i in range(max(len(expected_report), len(actual))):
         e = expected_report[i] if i < len(expected_report) else "<missing>"
         a = actual[i] if i < len(actual) else "<missing>"
