@@ -181,6 +181,14 @@ def _gold_aside(c: dict[str, Any]) -> str:
             f"{_signed(p['high'])}), whose verdict \"{je['verdict']}\" {said}.")
 
 
+def _family_changed(c: dict[str, Any]) -> bool:
+    """Whether the family of hypotheses gave `c` its verdict: it was last tested at another level than its own, and
+    its own level's test said otherwise."""
+    fam = c.get("family") or {}
+    own = next((t["verdict"] for t in fam.get("tests", []) if t["alpha"] == c["alpha"]), None)
+    return fam.get("tested_at") not in (None, c["alpha"]) and own is not None and own != c["verdict"]
+
+
 def decision_line(c: dict[str, Any]) -> Line:
     """One registered hypothesis in a sentence or three."""
     head = f"{c['id']}, {_claim(c)}:"
@@ -191,14 +199,15 @@ def decision_line(c: dict[str, Any]) -> Line:
     i = deciding(c)
     if i is None:
         return Line(f"{head} {c['verdict']}.", f"No estimate decided it: {c['reason']}.")
-    whose = "corrected against gold (PPI++), " if i.corrected else "by the judge, "
-    said = (f"{whose[0].upper()}{whose[1:]}{_difference(c, i.estimate)} ({_pct(i.confidence)} interval "
-            f"{_signed(i.low)} to {_signed(i.high)}, {i.n} questions{' with gold' if i.corrected else ''})")
+    whose, interval = (("Corrected against gold (PPI++)", "gold-corrected interval") if i.corrected else
+                       ("By the judge", "interval of the registered rule"))
+    said = (f"{whose}, {_difference(c, i.estimate)} ({_pct(i.confidence)} {interval}, {_signed(i.low)} to "
+            f"{_signed(i.high)}, {i.n} questions{' with gold' if i.corrected else ''})")
     if i.corrected:
         said += f"; the judge alone says {_signed(c['result']['diff'])}"
     if _category(c["kind"], c["margin"], i.low, i.high) == c["verdict"]:
         text = f"{said}: {_why(c, i)}.{_change(c, i)}"
-    elif fam.get("tested_at") not in (None, c["alpha"]):
+    elif _family_changed(c):
         text = (f"{said}; as one of {fam['size']} hypotheses ({fam['method']}) it was tested at one-sided "
                 f"α = {fam['tested_at']:.5g}, where it is \"{c['verdict']}\".")
     else:  # a guard withheld or changed what the interval says: the recorded reason

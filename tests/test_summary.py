@@ -41,14 +41,16 @@ CHANGE = ("Roughly {} questions would be needed to show it (now {}), if the esti
 def test_non_inferior():
     assert decision_line(comparison("non-inferior", 0.05, -0.1, 0.2)) == Line(
         f"{HEAD} non-inferior.",
-        "By the judge, trained scored 0.050 points higher than base (95% interval -0.100 to +0.200, 40 questions): "
+        "By the judge, trained scored 0.050 points higher than base (95% interval of the registered rule, -0.100 to "
+        "+0.200, 40 questions): "
         "the interval's lower end, -0.100, is above -0.25, so a loss as large as the margin is ruled out.")
 
 
 def test_superior_under_non_inferiority():
     assert decision_line(comparison("superior", 0.3, 0.1, 0.5)) == Line(
         f"{HEAD} superior.",
-        "By the judge, trained scored 0.300 points higher than base (95% interval +0.100 to +0.500, 40 questions): "
+        "By the judge, trained scored 0.300 points higher than base (95% interval of the registered rule, +0.100 to "
+        "+0.500, 40 questions): "
         "the interval's lower end, +0.100, is above 0, so trained scores higher.")
 
 
@@ -56,14 +58,16 @@ def test_not_shown_says_about_how_many_questions_would_show_it():
     # half-width below the estimate 0.175, room to the margin 0.125: 40 * 1.4^2 = 78.4, so 79 questions
     assert decision_line(comparison("not shown", -0.125, -0.3, 0.05)) == Line(
         f"{HEAD} not shown.",
-        "By the judge, trained scored 0.125 points lower than base (95% interval -0.300 to +0.050, 40 questions): "
+        "By the judge, trained scored 0.125 points lower than base (95% interval of the registered rule, -0.300 to "
+        "+0.050, 40 questions): "
         "the interval's lower end, -0.300, reaches -0.25 or below, so a loss as large as the margin is not ruled "
         "out. " + CHANGE.format(79, 40))
 
 
 def test_not_shown_with_the_estimate_past_the_margin_no_sample_shows_it():
     assert decision_line(comparison("not shown", -0.3, -0.5, -0.1)).text == (
-        "By the judge, trained scored 0.300 points lower than base (95% interval -0.500 to -0.100, 40 questions): "
+        "By the judge, trained scored 0.300 points lower than base (95% interval of the registered rule, -0.500 to "
+        "-0.100, 40 questions): "
         "the interval's lower end, -0.500, reaches -0.25 or below, so a loss as large as the margin is not ruled "
         "out. No sample size would show it: the estimate itself is at or below -0.25.")
 
@@ -73,7 +77,8 @@ def test_superiority_not_shown_without_text_says_the_claim():
     c = comparison("not shown", 0.1, -0.05, 0.25, kind="superiority", margin=0.0, n=30, text="")
     assert decision_line(c) == Line(
         "H1, trained scores higher than base at Q8_0: not shown.",
-        "By the judge, trained scored 0.100 points higher than base (95% interval -0.050 to +0.250, 30 questions): "
+        "By the judge, trained scored 0.100 points higher than base (95% interval of the registered rule, -0.050 to "
+        "+0.250, 30 questions): "
         "the interval's lower end, -0.050, is at or below 0, so a gain is not shown. " + CHANGE.format(68, 30))
 
 
@@ -82,13 +87,15 @@ def test_equivalence_each_verdict():
     head = "H1, trained and base are within 0.2 of each other at Q8_0, on math:"
     assert decision_line(comparison("equivalent", 0.0, -0.1, 0.15, **eq)) == Line(
         f"{head} equivalent.",
-        "By the judge, trained and base scored the same on average (95% interval -0.100 to +0.150, 50 questions): "
+        "By the judge, trained and base scored the same on average (95% interval of the registered rule, -0.100 to "
+        "+0.150, 50 questions): "
         "it lies wholly inside -0.2 to +0.2.")
     assert decision_line(comparison("not equivalent", 0.45, 0.3, 0.6, **eq)).text.endswith(
         "it lies wholly outside -0.2 to +0.2, so the arms differ by more than the margin.")
     # room: min((0.05 + 0.2) / 0.15, (0.2 - 0.05) / 0.2) = 0.75; 50 / 0.75^2 = 88.9, so 89
     assert decision_line(comparison("inconclusive", 0.05, -0.1, 0.25, **eq)).text == (
-        "By the judge, trained scored 0.050 points higher than base (95% interval -0.100 to +0.250, 50 questions): "
+        "By the judge, trained scored 0.050 points higher than base (95% interval of the registered rule, -0.100 to "
+        "+0.250, 50 questions): "
         "it reaches past -0.2 or +0.2, so neither equivalence nor a difference beyond the margin is shown. "
         + CHANGE.format(89, 50))
     assert decision_line(comparison("inconclusive", 0.25, 0.05, 0.45, **eq)).text.endswith(
@@ -104,19 +111,26 @@ def test_untested_under_a_fixed_sequence():
 
 
 def test_a_claim_holm_withdrew_at_its_adjusted_level():
+    tests = [{"alpha": 0.025, "verdict": "non-inferior", "claim": True},
+             {"alpha": 0.025 / 3, "verdict": "not shown", "claim": False}]
     c = comparison("not shown", 0.05, -0.1, 0.2, family={
         "method": "holm", "size": 3, "tested_at": 0.025 / 3, "claimed": False, "step": None, "stopped_at": None,
-        "tests": []})
+        "tests": tests})
     assert decision_line(c).text == (
-        "By the judge, trained scored 0.050 points higher than base (95% interval -0.100 to +0.200, 40 questions); "
-        "as one of 3 hypotheses (holm) it was tested at one-sided α = 0.0083333, where it is \"not shown\".")
+        "By the judge, trained scored 0.050 points higher than base (95% interval of the registered rule, -0.100 to "
+        "+0.200, 40 questions); as one of 3 hypotheses (holm) it was tested at one-sided α = 0.0083333, where it is "
+        "\"not shown\".")
+    # a verdict its own level already gave is not the family's: a guard's, named by its recorded reason
+    tests[0]["verdict"] = c["verdict"] = "inconclusive"
+    assert decision_line(c).text.endswith("40 questions), but the verdict rests on something else: planted reason.")
 
 
 def test_a_guard_that_withheld_the_verdict_is_named_by_its_reason():
     c = comparison("inconclusive", 0.05, -0.1, 0.2)
     c["reason"] = "unscored or failed answers (base 30%, trained 0%) exceed the registered 20%"
     assert decision_line(c).text == (
-        "By the judge, trained scored 0.050 points higher than base (95% interval -0.100 to +0.200, 40 questions), "
+        "By the judge, trained scored 0.050 points higher than base (95% interval of the registered rule, -0.100 to "
+        "+0.200, 40 questions), "
         "but the verdict rests on something else: unscored or failed answers (base 30%, trained 0%) exceed the "
         "registered 20%.")
     c.update(result=None, reason="only 1 question(s) scored in both arms")
@@ -134,7 +148,8 @@ def test_a_gold_corrected_decision_says_the_labels_it_needs():
         "power": {"target": 0.8, "labels_needed": 35, "labelled": 20, "questions": 40}})
     assert decision_line(c) == Line(
         f"{HEAD} not shown.",
-        "Corrected against gold (PPI++), trained scored 0.125 points lower than base (95% interval -0.400 to "
+        "Corrected against gold (PPI++), trained scored 0.125 points lower than base (95% gold-corrected interval, "
+        "-0.400 to "
         "+0.150, 20 questions with gold); the judge alone says -0.050: the interval's lower end, -0.400, reaches "
         "-0.25 or below, so a loss as large as the margin is not ruled out. 80% power at the margin needs 35 of the "
         "40 questions labelled at random (20 now; `judge label --sample`).")
