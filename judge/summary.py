@@ -146,11 +146,13 @@ def _change(c: dict[str, Any], i: Interval) -> str:
     v = c["verdict"]
     if v in ("superior", "equivalent", "not equivalent") or (v == "non-inferior" and c["kind"] == "non_inferiority"):
         return ""
-    boundary = "0" if c["kind"] == "superiority" else f"-{c['margin']:g}"
-    if c["kind"] == "equivalence" and abs(i.estimate) >= c["margin"]:
-        return (f" No sample size would show equivalence: the estimate itself is at or beyond ±{c['margin']:g}.")
-    if c["kind"] != "equivalence" and i.estimate <= (0.0 if c["kind"] == "superiority" else -c["margin"]):
-        return f" No sample size would show it: the estimate itself is at or below {boundary}."
+    m = c["margin"]
+    if c["kind"] == "equivalence" and abs(i.estimate) >= m:
+        return f" No sample size would show equivalence: the estimate itself is at or beyond ±{m:g}."
+    if c["kind"] == "superiority" and i.estimate <= 0:
+        return " No sample size would show it: the estimate itself is at or below 0."
+    if c["kind"] == "non_inferiority" and i.estimate <= -m:
+        return f" No sample size would show it: the estimate itself is at or below -{m:g}."
     if i.corrected:
         p = (c.get("judge_error") or {}).get("power")
         if not p:

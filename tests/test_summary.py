@@ -80,6 +80,8 @@ def test_superiority_not_shown_without_text_says_the_claim():
         "By the judge, trained scored 0.100 points higher than base (95% interval of the registered rule, -0.050 to "
         "+0.250, 30 questions): "
         "the interval's lower end, -0.050, is at or below 0, so a gain is not shown. " + CHANGE.format(68, 30))
+    c = comparison("not shown", -0.1, -0.3, 0.1, kind="superiority", margin=0.0, text="")
+    assert decision_line(c).text.endswith(". No sample size would show it: the estimate itself is at or below 0.")
 
 
 def test_equivalence_each_verdict():
