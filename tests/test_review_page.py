@@ -122,6 +122,12 @@ def test_the_review_page_loads_offline_and_shows_the_rows_of_numbers_json(small_
         c, e = cells[0], cells[0]["pass_hat_k"]
         assert first[:6] == [c["arm"], c["quant"], str(c["k"]), str(c["questions"]), str(c["incomplete"]),
                              f"{e['estimate']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"]
+        # it opens, as report.md does, with the summary: the report's first section, its bullets without the bold
+        report = (small_run / "report.md").read_text().split("\n## ")
+        assert report[1].startswith("Summary\n\n") and page.locator("h2").first.inner_text() == "Summary"
+        bullets = [line[2:].replace("**", "") for line in report[1].splitlines() if line.startswith("- ")]
+        assert len(bullets) == len(numbers["comparisons"]) + 1
+        assert [li.inner_text() for li in page.locator("#decision-summary li").all()] == bullets
         # filter 1: the arm pair and the quant of H1-Q8_0
         page.select_option("#f-pair", label=f"{h['a']} → {h['b']}")
         page.select_option("#f-quant", h["quant"])

@@ -7,8 +7,11 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ..numbers.contamination import report_lines as contamination_lines
+from .summary import markdown, summary
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+# the report's first section (judge.outputs.summary), in reports written since it existed
+SUMMARY_HEADING = "## Summary"
 
 
 def owe_the_reader(numbers: dict[str, Any], run: dict[str, Any]) -> list[str]:
@@ -70,10 +73,12 @@ def error_causes(numbers: dict[str, Any]) -> str:
     return " ".join(out)
 
 
-def render(numbers: dict[str, Any], run: dict[str, Any], anchor: str | None, review: bool = True) -> str:
+def render(numbers: dict[str, Any], run: dict[str, Any], anchor: str | None, review: bool = True,
+           summarised: bool = True) -> str:
     """The report; `anchor` (judge.results.files.anchor, over files numbers.json is one of) is shown in its Inputs;
     `review`: the folder has review.md (judge.outputs.review_md), which the report links to (folders written before it
-    existed have none)."""
+    existed have none); `summarised`: the report opens with its summary (judge.outputs.summary; reports written before
+    it existed do not)."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, keep_trailing_newline=True,
                       trim_blocks=False)
     quants: list[str] = []
@@ -83,5 +88,6 @@ def render(numbers: dict[str, Any], run: dict[str, Any], anchor: str | None, rev
                 quants.append(q)
     return env.get_template("report.md.j2").render(
         n=numbers, run=run, anchor=anchor, review=review, quants=quants, owe=owe_the_reader(numbers, run),
+        summary=markdown(summary(numbers)) if summarised else "", summary_heading=SUMMARY_HEADING,
         causes=error_causes(numbers), method=run["analysis"]["method"], resamples=run["analysis"]["resamples"],
         seed=run["analysis"]["seed"])

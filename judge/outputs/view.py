@@ -19,6 +19,7 @@ import base64
 import hashlib
 import json
 import math
+from dataclasses import asdict
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
@@ -32,6 +33,7 @@ from core.records import HumanLabel, Judgment
 
 from .review import Answer, BlindView, Review, blind_view
 from .review_md import folder_review
+from .summary import summary
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 GENERATOR = "blindeval judge view"  # in every page's <meta name="generator">: only such a file is overwritten
@@ -124,6 +126,7 @@ def review_data(r: Review) -> dict[str, Any]:
         "run": {"name": run.get("name"), "experiment": run.get("experiment"), "finished": run.get("finished"),
                 "primary": run["judge"].get("primary"), "rubric": run["judge"].get("rubric"), "anchor": r.anchor},
         "numbers": r.numbers, "judges": list(r.judges), "scale": list(r.scale),
+        "summary": [] if r.numbers is None else [asdict(line) for line in summary(r.numbers)],  # as report.md opens
         "hypotheses": [{"id": h.id, "text": h.text, "a": h.a, "b": h.b, "quant": h.quant, "subset": list(h.subset)}
                        for h in r.hypotheses],
         "questions": questions, "answers": answers, "rows": rows,

@@ -65,7 +65,7 @@ from ..judging.cost import costs
 from ..numbers.analysis import compute_numbers, late_amendments
 from ..numbers.stats.calibration import calibrate
 from ..numbers.stats.rule import Scale
-from ..outputs.report import render
+from ..outputs.report import SUMMARY_HEADING, render
 from ..outputs.review_md import REVIEW, review_markdown
 from ..results.binding import binding_findings
 from ..results.files import RAW_FILES, anchor, raw_sha256
@@ -628,8 +628,13 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     # report.md is rendered from numbers.json (its contract holds every field the report reads) and from run.json as
     # written, or, where run.json's registered part differs from the registration (named above), from the registered
     # values: an edited or dropped setting is that finding, never a report that cannot be rendered
-    expected_report = render(numbers, run if edited_run else as_written, digest, review).splitlines()
     actual = (run_dir / "report.md").read_text().splitlines()
+    summarised = SUMMARY_HEADING in actual  # a report written before reports opened with a summary has none
+    if not summarised:
+        unchecked.append(f"report.md: written before reports opened with a summary ({SUMMARY_HEADING!r}); the rest "
+                         "is checked line by line, and `judge run` into the folder renders it with one, without any "
+                         "model call")
+    expected_report = render(numbers, run if edited_run else as_written, digest, review, summarised).splitlines()
     for i in range(max(len(expected_report), len(actual))):
         e = expected_report[i] if i < len(expected_report) else "<missing>"
         a = actual[i] if i < len(actual) else "<missing>"
