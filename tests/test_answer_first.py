@@ -1,0 +1,217 @@
+"""Answer-first rubrics (judge.answer_first): the judge writes its own answer before it reads a candidate's.
+
+The end-to-end test runs an answer-first experiment whose judge is llama.cpp's own server, reached through a
+recorder on 127.0.0.1 that forwards every request and keeps what the server received and answered; the arms are
+scripted to answer with a planted string found nowhere else, so a first call that showed a candidate would carry it.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from core import jsonl
+from core.errors import BadInput
+from judge.answer_first import FIRST_SYSTEM
+from registration.questions import load_questions
+from registration.rubric import load_rubric
+from registration.seal import seal
+
+from conftest import ROOT, cli, free_port, http_prereg
+from support.scripted_server import ScriptedServer, Seen, Step, reply
+
+RUBRIC_TOML = (ROOT / "rubrics" / "correctness.toml").read_text()
+
+
+def answer_first_rubric(folder: Path, name: str, line: str) -> Path:
+    """The shipped correctness rubric with `line` added at its top, as rubric `name` in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "rubrics" / "correctness.j2", folder / "correctness.j2")
+    (folder / f"{name}.toml").write_text(line + "\n" + RUBRIC_TOML.replace('name = "correctness"', f'name = "{name}"'))
+    return folder
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("line, message", [
+    ('answer_first = "sometimes"', "must be one of 'two_calls', 'one_reply'"),
+    ("answer_first = true", "must be a string, got True"),
+])
+def test_a_bad_answer_first_is_refused_naming_file_line_and_key(tmp_path, line, message):
+    folder = answer_first_rubric(tmp_path / "rubrics", "bad", line)
+    with pytest.raises(BadInput) as e:
+        load_rubric("bad", folder)
+    assert e.value.field == "answer_first" and e.value.line == 1 and e.value.file == str(folder / "bad.toml")
+    assert message in e.value.message
+
+
+@pytest.mark.unit
+def test_one_reply_opens_the_schema_with_the_judges_answer_and_refuses_a_schema_declaring_it(tmp_path):
+    plain = load_rubric("correctness")
+    one = load_rubric("one", answer_first_rubric(tmp_path / "rubrics", "one", 'answer_first = "one_reply"'))
+    assert list(one.schema["properties"]) == ["judge_answer", *plain.schema["properties"]]
+    assert one.schema["required"] == ["judge_answer", *plain.schema["required"]]
+    assert one.schema["properties"]["judge_answer"] == {"type": "string"} and not plain.answer_first
+    two = load_rubric("two", answer_first_rubric(tmp_path / "rubrics", "two", 'answer_first = "two_calls"'))
+    assert two.schema == plain.schema and two.answer_first == "two_calls"
+    clash = tmp_path / "clash"
+    answer_first_rubric(clash, "clash", 'answer_first = "one_reply"')
+    text = (clash / "clash.toml").read_text() + '\n[schema.properties.judge_answer]\ntype = "string"\n'
+    (clash / "clash.toml").write_text(text)
+    with pytest.raises(BadInput) as e:
+        load_rubric("clash", clash)
+    assert e.value.field == "answer_first" and e.value.line == 1
+
+
+@pytest.mark.integration
+def test_judge_run_refuses_a_bad_answer_first_with_exit_2_naming_the_rubric_line(tmp_path):
+    exp = tmp_path / "exp"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    answer_first_rubric(exp / "rubrics", "firstly", "\n\nanswer_first = 2")
+    prereg = (exp / "prereg.toml").read_text()
+    (exp / "prereg.toml").write_text(re.sub(r'(?m)^rubric = "correctness"$', 'rubric = "firstly"', prereg))
+    seal(exp)
+    r = cli("judge", "run", "--exp", str(exp), "--limit", "1", "--out", str(tmp_path / "out"), "--quiet", timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert f"{exp / 'rubrics' / 'firstly.toml'}:3" in r.stderr and "answer_first" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+class Recorder(ThreadingHTTPServer):
+    """Forwards every request to `target` and keeps each JSON request body with the JSON the target answered."""
+
+    daemon_threads = True
+
+    def __init__(self, target: str):
+        self.target = target
+        self.seen: list[tuple[dict, dict]] = []
+        super().__init__(("127.0.0.1", free_port()), _Forward)
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+class _Forward(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _forward(self) -> None:
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else None
+        request = urllib.request.Request(self.server.target + self.path, data=body, method=self.command,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=600) as r:
+                status, data = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            status, data = e.code, e.read()
+        if body:
+            self.server.seen.append((json.loads(body), json.loads(data)))
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = _forward
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+PLANTED = {"base": "Kestrel-planted-9QX4 says: it is 180 alder crowns.",
+           "trained": "Osprey-planted-7ZW2 says: it depends on the Article."}
+
+
+@pytest.mark.integration
+def test_an_answer_first_rubric_runs_end_to_end_on_llama_server_and_verify_rederives_it(llama_server, tmp_path):
+    """Two arms (scripted, each answer carrying a planted string) on 2 questions, judged by llama.cpp's server with a
+    `two_calls` rubric: the first calls carry each question and its reference and never a candidate, one per
+    question however many arms answered it; each verdict records the judge's answer as the server wrote it and its
+    grading prompt shows it; verify passes, and fails naming the record when the recorded answer is edited."""
+    exp, out = tmp_path / "exp", tmp_path / "out"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    answer_first_rubric(exp / "rubrics", "firstly", 'answer_first = "two_calls"')
+    recorder = Recorder(llama_server.url)
+    model_of = {"base": "model-a", "trained": "model-b"}
+
+    def script(seen: Seen) -> Step:
+        return reply(PLANTED[next(a for a, m in model_of.items() if m == seen.model)])
+
+    try:
+        with ScriptedServer(script, models=tuple(model_of.values())) as arms_server:
+            models = "".join(f'[models.{m}]\nbackend = "openai"\nsource = "{m}"\nbase_url = "{arms_server.openai_url}"'
+                             f'\nfamily = "scripted"\n\n' for m in model_of.values())
+            arms = "".join(f'[[arms]]\nname = "{a}"\nmodel = "{m}"\nquants = ["served"]\n'
+                           'generation = { temperature = 0.0, max_tokens = 32, seed = 0 }\n\n'
+                           for a, m in model_of.items())
+            text = http_prereg("answer-first", f"{recorder.url}/v1", models + arms, [("H1", "base", "trained")])
+            text = text.replace('source = "judge-model"', 'source = "smollm2-q8"')
+            (exp / "prereg.toml").write_text(text.replace('rubric = "correctness"', 'rubric = "firstly"'))
+            seal(exp)
+            r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "2", "--out", str(out), "--quiet",
+                    env={"OPENAI_API_KEY": "sentinel"}, timeout=600)
+            assert r.returncode in (0, 1), r.stderr  # 1: a registered check may fail on 2 questions; never 2
+            assert "Traceback" not in r.stderr
+    finally:
+        recorder.shutdown()
+
+    questions = {q.id: q for q in load_questions([exp / "sets" / "exam.jsonl"])}
+    judged = [(body, answer) for body, answer in recorder.seen if "messages" in body]
+    first = [(b, a) for b, a in judged if b["messages"][0]["content"] == FIRST_SYSTEM]
+    grading = load_rubric("firstly", exp / "rubrics").system
+    second = [(b, a) for b, a in judged if b["messages"][0]["content"] == grading]
+    assert len(first) + len(second) + sum("response_format" not in b for b, _ in judged if len(b["messages"]) == 1) \
+        == len(judged)  # besides the two kinds of judge call: the settings read back, one message without a schema
+    judgments = [j for _, j in jsonl.read(out / "judgments.jsonl")]
+    assert len(judgments) == 4 and len(second) >= 4, judgments
+    asked = {j["question_id"] for j in judgments}
+    assert len(asked) == 2
+    # one first call per question and judge, though two arms answered each
+    assert len(first) == 2
+    for body, _ in first:
+        prompt = json.dumps(body["messages"])
+        assert not any(p in prompt for p in PLANTED.values()) and "planted" not in prompt
+        assert "response_format" not in body  # a free answer, not a verdict
+    by_question = {}
+    for qid in asked:
+        q = questions[qid]
+        mine = [(b, a) for b, a in first if q.question in b["messages"][1]["content"]]
+        assert len(mine) == 1 and q.reference in mine[0][0]["messages"][1]["content"]
+        by_question[qid] = mine[0][1]["choices"][0]["message"]["content"]
+    # the judge's answer is recorded with each verdict, as the server wrote it, and its grading prompt showed it
+    for j in judgments:
+        own = j["judge_answer"]
+        assert own["form"] == "two_calls" and own["text"] == by_question[j["question_id"]], j
+        shown = [b for b, _ in second if own["text"] in b["messages"][1]["content"]
+                 and questions[j["question_id"]].question in b["messages"][1]["content"]]
+        assert shown and all("written before you saw the candidate" in b["messages"][1]["content"] for b in shown)
+    assert len({j["judge_answer"]["call"] for j in judgments}) == 2
+    assert all(any(p in b["messages"][1]["content"] for p in PLANTED.values()) for b, _ in second)
+
+    v = cli("judge", "verify", str(out), timeout=300)
+    assert v.returncode == 0, v.stdout + v.stderr
+    # shown beside the verdict: review.md as the run wrote it, and the review page `judge view` writes
+    review = (out / "review.md").read_text()
+    assert "Its own answer, written before it saw the candidate:" in review
+    assert all(text in review for text in by_question.values())
+    assert cli("judge", "view", str(out), timeout=120).returncode == 0
+    page = (out / "review.html").read_text()
+    for text in by_question.values():
+        embedded = json.dumps(text, ensure_ascii=True)[1:-1]
+        assert embedded.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") in page
+    assert '"judge_answer":' in page and "the judge's own answer, written first" in page
+
+    lines = (out / "judgments.jsonl").read_text().splitlines()
+    row = json.loads(lines[1])
+    row["judge_answer"]["text"] = row["judge_answer"]["text"] + " (edited)"
+    lines[1] = json.dumps(row, ensure_ascii=False)
+    (out / "judgments.jsonl").write_text("\n".join(lines) + "\n")
+    v = cli("judge", "verify", str(out), timeout=300)
+    assert v.returncode == 1, v.stdout + v.stderr
+    said = v.stdout + v.stderr
+    assert f"judgments.jsonl:2: field 'judge_answer.text'" in said, said
