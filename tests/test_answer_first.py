@@ -214,4 +214,4 @@ def test_an_answer_first_rubric_runs_end_to_end_on_llama_server_and_verify_reder
     v = cli("judge", "verify", str(out), timeout=300)
     assert v.returncode == 1, v.stdout + v.stderr
     said = v.stdout + v.stderr
-    assert f"judgments.jsonl:2: field 'judge_answer.text'" in said, said
+    assert "judgments.jsonl:2: field 'judge_answer.text'" in said, said
