@@ -22,6 +22,7 @@ from typing import Any
 from jinja2 import Environment, meta
 
 from arms.settings import check_reply
+from core.records import JudgeAnswer
 from models import call_loop
 from models.backends.base import Backend, Request
 from models.cache import CallCache, call_key
@@ -64,9 +65,8 @@ class OwnAnswer:
     prompt_tokens: int
     completion_tokens: int
 
-    def recorded(self) -> dict[str, Any]:
-        return {"form": "two_calls", "text": self.text, "call": self.call, "cached": self.cached,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+    def recorded(self) -> JudgeAnswer:
+        return JudgeAnswer("two_calls", self.text, self.call, self.cached, self.prompt_tokens, self.completion_tokens)
 
 
 def ask(backend: Backend, cache: CallCache, rubric: Rubric, question: str, reference: str | None) -> OwnAnswer:
@@ -78,11 +78,11 @@ def ask(backend: Backend, cache: CallCache, rubric: Rubric, question: str, refer
     return OwnAnswer(reply.text, key, bool(cached), reply.prompt_tokens, reply.completion_tokens)
 
 
-def one_reply(rubric: Rubric, fields: dict[str, Any] | None) -> dict[str, Any] | None:
+def one_reply(rubric: Rubric, fields: dict[str, Any] | None) -> JudgeAnswer | None:
     """What a `one_reply` rubric's verdict records as the judge's answer: its `judge_answer` field."""
     if rubric.answer_first != "one_reply" or fields is None:
         return None
-    return {"form": "one_reply", "text": fields[JUDGE_ANSWER]}
+    return JudgeAnswer("one_reply", fields[JUDGE_ANSWER], None, False, 0, 0)
 
 
 def check(j: dict[str, Any], rubric: Rubric, question: str, reference: str | None, identity: Any, replies: Any,
@@ -99,6 +99,7 @@ def check(j: dict[str, Any], rubric: Rubric, question: str, reference: str | Non
                                                 "does not ask for one")])
     if form == "one_reply":
         want = one_reply(rubric, fields)
+        want = want and want.to_dict()
         return None, ([] if own == want else [("judge_answer", f"reads {_short(own)}, but the verdict's re-parsed "
                                                 f"field {JUDGE_ANSWER!r} gives {_short(want)}")])
     if own is None:  # a first call that failed records no answer: the verdict is an error, asked again

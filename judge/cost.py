@@ -28,6 +28,15 @@ def cost_line(role: str, name: str, model, rows: list, batched: set[str]) -> dic
         if by_batch:
             tokens["batch_input"] += r.prompt_tokens
             tokens["batch_output"] += r.completion_tokens
+    # an answer-first judge's own answers (judge.answer_first, two_calls): one call per question, shared by every
+    # verdict of that question, counted once
+    own = {a.call: a for r in rows if (a := getattr(r, "judge_answer", None)) is not None and a.call is not None}
+    for key, a in own.items():
+        tokens["input"] += a.prompt_tokens
+        tokens["output"] += a.completion_tokens
+        if key in batched:
+            tokens["batch_input"] += a.prompt_tokens
+            tokens["batch_output"] += a.completion_tokens
     usd = None
     if model.price_input is not None and model.price_output is not None:
         full_in, full_out = tokens["input"] - tokens["batch_input"], tokens["output"] - tokens["batch_output"]

@@ -19,13 +19,17 @@ import pytest
 
 from core import jsonl
 from core.errors import BadInput
-from judge.answer_first import FIRST_SYSTEM
+from judge.answer_first import FIRST_SYSTEM, check
+from judge.blinding import BlindItem
+from judge.judging import judge_all
+from models.backends.openai import OpenAIBackend, OpenAIConfig
+from models.cache import CallCache
 from registration.questions import load_questions
 from registration.rubric import load_rubric
 from registration.seal import seal
 
 from conftest import ROOT, cli, free_port, http_prereg
-from support.scripted_server import ScriptedServer, Seen, Step, reply
+from support.scripted_server import ScriptedServer, Seen, Step, fail, reply, verdict
 
 RUBRIC_TOML = (ROOT / "rubrics" / "correctness.toml").read_text()
 
@@ -193,6 +197,11 @@ def test_an_answer_first_rubric_runs_end_to_end_on_llama_server_and_verify_reder
     assert len({j["judge_answer"]["call"] for j in judgments}) == 2
     assert all(any(p in b["messages"][1]["content"] for p in PLANTED.values()) for b, _ in second)
 
+    # the cost counts each first call once, with the tokens the server said it used
+    cost = next(c for c in json.loads((out / "run.json").read_text())["cost"] if c["role"] == "judge")
+    assert cost["input_tokens"] == sum(a["usage"]["prompt_tokens"] for _, a in first + second)
+    assert cost["output_tokens"] == sum(a["usage"]["completion_tokens"] for _, a in first + second)
+
     v = cli("judge", "verify", str(out), timeout=300)
     assert v.returncode == 0, v.stdout + v.stderr
     # shown beside the verdict: review.md as the run wrote it, and the review page `judge view` writes
@@ -215,3 +224,56 @@ def test_an_answer_first_rubric_runs_end_to_end_on_llama_server_and_verify_reder
     assert v.returncode == 1, v.stdout + v.stderr
     said = v.stdout + v.stderr
     assert "judgments.jsonl:2: field 'judge_answer.text'" in said, said
+
+
+def _judge(rubric, server: ScriptedServer, out: Path, cache: Path, items: list) -> list[dict]:
+    backend = OpenAIBackend(OpenAIConfig(model="judge", base_urls=(server.openai_url,), attempts=1, timeout_s=10))
+    try:
+        judge_all("j", backend, rubric, items, CallCache(cache), out, max_attempts=2, progress=False)
+    finally:
+        backend.close()
+    return [r for _, r in jsonl.read(out)]
+
+
+ITEM = BlindItem("Lq01", "q01", "How much does an Annual membership cost?", "180 alder crowns (Article 1.4).",
+                 "It costs 180 alder crowns.")
+
+
+@pytest.mark.integration
+def test_one_reply_records_the_judges_answer_written_before_its_grade_and_verify_catches_an_edit(tmp_path):
+    rubric = load_rubric("one", answer_first_rubric(tmp_path / "rubrics", "one", 'answer_first = "one_reply"'))
+    fields = {"judge_answer": "An Annual membership is 180 alder crowns.", "rationale": "Matches.", "score": 2,
+              "harmful": False}
+    with ScriptedServer([verdict(fields)]) as server:
+        [row] = _judge(rubric, server, tmp_path / "judgments.jsonl", tmp_path / "calls.sqlite", [ITEM])
+    asked = server.seen[0].body["response_format"]["json_schema"]["schema"]  # the schema the judge was sent
+    assert list(asked["properties"])[0] == "judge_answer" and asked["required"][0] == "judge_answer"
+    assert len(server.seen) == 1  # one call: no first call in this form
+    assert row["status"] == "scored" and row["judge_answer"] == {
+        "form": "one_reply", "text": fields["judge_answer"], "call": None, "cached": False, "prompt_tokens": 0,
+        "completion_tokens": 0}
+    assert check(row, rubric, ITEM.question, ITEM.reference, None, None, "j:1", row["fields"]) == (None, [])
+    edited = {**row, "judge_answer": {"form": "one_reply", "text": "Something else."}}
+    own, found = check(edited, rubric, ITEM.question, ITEM.reference, None, None, "j:1", row["fields"])
+    assert [f for f, _ in found] == ["judge_answer"]
+
+
+@pytest.mark.integration
+def test_a_failed_first_call_is_an_error_verdict_asked_again_by_the_next_run(tmp_path):
+    """The judge's own answer is a call like any other: when it fails, the verdict is an `error` row (never a score,
+    and its candidate never sent); the next run asks again and appends the verdict with `retry_of`."""
+    rubric = load_rubric("two", answer_first_rubric(tmp_path / "rubrics", "two", 'answer_first = "two_calls"'))
+    out, cache = tmp_path / "judgments.jsonl", tmp_path / "calls.sqlite"
+    with ScriptedServer([fail(500)]) as server:
+        [row] = _judge(rubric, server, out, cache, [ITEM])
+    assert row["status"] == "error" and row["score"] is None and "own answer" in row["error"]
+    assert "judge_answer" not in row and len(server.seen) == 1 and ITEM.answer not in server.seen[0].prompt
+
+    good = {"rationale": "Matches.", "score": 2, "harmful": False}
+    with ScriptedServer([reply("Mine: 180 alder crowns."), verdict(good)]) as server:
+        rows = _judge(rubric, server, out, cache, [ITEM])
+    first, graded = server.seen
+    assert ITEM.answer not in first.prompt and ITEM.question in first.prompt and "response_format" not in first.body
+    assert "Mine: 180 alder crowns." in graded.prompt and ITEM.answer in graded.prompt
+    assert rows[1]["status"] == "scored" and rows[1]["retry_of"] == 1
+    assert rows[1]["judge_answer"]["text"] == "Mine: 180 alder crowns."
