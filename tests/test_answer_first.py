@@ -277,3 +277,37 @@ def test_a_failed_first_call_is_an_error_verdict_asked_again_by_the_next_run(tmp
     assert "Mine: 180 alder crowns." in graded.prompt and ITEM.answer in graded.prompt
     assert rows[1]["status"] == "scored" and rows[1]["retry_of"] == 1
     assert rows[1]["judge_answer"]["text"] == "Mine: 180 alder crowns."
+
+
+@pytest.mark.integration
+def test_two_calls_through_a_provider_batch_ask_the_first_calls_in_a_batch_of_their_own(llama_server, tmp_path):
+    """A judge registered with `batch = true`: its first calls go in a batch before the verdicts' (never sent
+    synchronously), one per question, none holding an answer; the verdicts record them and verify passes."""
+    from test_batch_api import ENV, prereg
+
+    from support.batch_server import BatchServer
+
+    exp, out = tmp_path / "exp", tmp_path / "run"
+    shutil.copytree(ROOT / "sealed" / "demo", exp)
+    answer_first_rubric(exp / "rubrics", "firstly", 'answer_first = "two_calls"')
+    env = {**ENV, "BLINDEVAL_CACHE": str(tmp_path / "cache")}
+    with BatchServer(llama_server.url, models=("arm-model", "judge-model")) as server:
+        (exp / "prereg.toml").write_text(prereg("openai", server.url).replace('rubric = "correctness"',
+                                                                              'rubric = "firstly"'))
+        seal(exp)
+        r = cli("judge", "run", "--exp", str(exp), "--limit", "3", "--out", str(out), "--quiet", env=env, timeout=600)
+        assert r.returncode == 0, r.stderr
+        assert server.sync_calls == 0
+        batches = list(server.batches.values())
+    answers = [a for _, a in jsonl.read(out / "answers.jsonl")]
+    verdicts = [v for _, v in jsonl.read(out / "judgments.jsonl")]
+    assert [len(b.requests) for b in batches] == [3, 3, 3]  # the answers, the first calls, the verdicts
+    firsts = batches[1].requests
+    assert all(b["body"]["messages"][0]["content"] == FIRST_SYSTEM and "response_format" not in b["body"]
+               for b in firsts)
+    assert not any(a["text"] in json.dumps(b["body"], ensure_ascii=False) for a in answers for b in firsts
+                   if len(a["text"]) > 20)
+    assert {v["judge_answer"]["call"] for v in verdicts} == {b["custom_id"] for b in firsts}
+    assert {v["calls"][0] for v in verdicts} == {b["custom_id"] for b in batches[2].requests}
+    v = cli("judge", "verify", str(out), env=env, timeout=300)
+    assert v.returncode == 0, v.stdout + v.stderr
