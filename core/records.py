@@ -302,9 +302,10 @@ class Judgment(Record):
     time: str | None = None  # UTC time the verdict was recorded: amendments must predate the first one
     rubric: str = "correctness"  # the name of the rubric that produced it: shown, never matched on
     kind: Literal["single", "pairwise"] = "single"  # what it judged: analysis selects verdicts by this
-    # an answer_first rubric's own answer of the judge (judge.answer_first); absent (never null) in a verdict of any
-    # other rubric and in older folders
-    judge_answer: JudgeAnswer | None = None
+    # an answer_first rubric's own answer of the judge (judge.answer_first.JudgeAnswer, whose shape judge verify
+    # checks): absent (never null) in a verdict of any other rubric and in older folders. An object of any shape here,
+    # as `fields` is: a published bundle withholds its text (judge.bundle)
+    judge_answer: dict[str, Any] | None = None
 
     @classmethod
     def _upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
@@ -314,8 +315,6 @@ class Judgment(Record):
         d = super().to_dict()
         if self.judge_answer is None:  # a verdict of a rubric that asks for none is written as before
             d.pop("judge_answer", None)
-        else:
-            d["judge_answer"] = self.judge_answer.to_dict()
         return d
 
 
@@ -431,21 +430,6 @@ class Entry:
             if name in out or required:
                 out[name] = _plain(getattr(self, name))
         return out
-
-
-@dataclass(frozen=True)
-class JudgeAnswer(Entry):
-    """The judge's own answer to a question under an answer_first rubric (judge.answer_first), written before it
-    graded: by a first call that never showed the candidate (`two_calls`), or as the first field of its verdict
-    (`one_reply`)."""
-
-    WHAT: ClassVar[str] = "a judge's own answer"
-    form: Literal["two_calls", "one_reply"]
-    text: str
-    call: str | None  # two_calls: the key of the first call (one per question and judge); one_reply: None
-    cached: bool  # two_calls: the call cache answered it (another verdict of the question paid for it)
-    prompt_tokens: int  # two_calls: the first call's tokens, counted once per call by judge.cost; one_reply: 0
-    completion_tokens: int
 
 
 def _plain(v: Any) -> Any:

@@ -15,14 +15,13 @@ and checks the recorded answer against the reply the call cache holds, then re-r
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
 from jinja2 import Environment, meta
 
 from arms.settings import check_reply
-from core.records import JudgeAnswer
 from models import call_loop
 from models.backends.base import Backend, Request
 from models.cache import CallCache, call_key
@@ -56,6 +55,21 @@ def shown(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class JudgeAnswer:
+    """A judgment's `judge_answer` (core.records.Judgment): the judge's own answer, written before it graded."""
+
+    form: str  # one of registration.rubric.ANSWER_FIRST
+    text: str
+    call: str | None  # two_calls: the key of the first call (one per question and judge); one_reply: None
+    cached: bool  # two_calls: the call cache answered it (another verdict of the question paid for it)
+    prompt_tokens: int  # two_calls: the first call's tokens, counted once per call (judge.cost); one_reply: 0
+    completion_tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class OwnAnswer:
     """The reply of a `two_calls` rubric's first call, as the judgment records it."""
 
@@ -65,8 +79,9 @@ class OwnAnswer:
     prompt_tokens: int
     completion_tokens: int
 
-    def recorded(self) -> JudgeAnswer:
-        return JudgeAnswer("two_calls", self.text, self.call, self.cached, self.prompt_tokens, self.completion_tokens)
+    def recorded(self) -> dict[str, Any]:
+        return JudgeAnswer("two_calls", self.text, self.call, self.cached, self.prompt_tokens,
+                           self.completion_tokens).to_dict()
 
 
 def ask(backend: Backend, cache: CallCache, rubric: Rubric, question: str, reference: str | None) -> OwnAnswer:
@@ -78,11 +93,11 @@ def ask(backend: Backend, cache: CallCache, rubric: Rubric, question: str, refer
     return OwnAnswer(reply.text, key, bool(cached), reply.prompt_tokens, reply.completion_tokens)
 
 
-def one_reply(rubric: Rubric, fields: dict[str, Any] | None) -> JudgeAnswer | None:
+def one_reply(rubric: Rubric, fields: dict[str, Any] | None) -> dict[str, Any] | None:
     """What a `one_reply` rubric's verdict records as the judge's answer: its `judge_answer` field."""
     if rubric.answer_first != "one_reply" or fields is None:
         return None
-    return JudgeAnswer("one_reply", fields[JUDGE_ANSWER], None, False, 0, 0)
+    return JudgeAnswer("one_reply", fields[JUDGE_ANSWER], None, False, 0, 0).to_dict()
 
 
 def check(j: dict[str, Any], rubric: Rubric, question: str, reference: str | None, identity: Any, replies: Any,
@@ -99,16 +114,17 @@ def check(j: dict[str, Any], rubric: Rubric, question: str, reference: str | Non
                                                 "does not ask for one")])
     if form == "one_reply":
         want = one_reply(rubric, fields)
-        want = want and want.to_dict()
         return None, ([] if own == want else [("judge_answer", f"reads {_short(own)}, but the verdict's re-parsed "
                                                 f"field {JUDGE_ANSWER!r} gives {_short(want)}")])
     if own is None:  # a first call that failed records no answer: the verdict is an error, asked again
         return None, ([] if j.get("status") == "error" else
                       [("judge_answer", f"missing: rubric {rubric.name} asks the judge for its own answer first "
                         "(answer_first = \"two_calls\")")])
-    if not (isinstance(own, dict) and own.get("form") == "two_calls" and isinstance(own.get("text"), str)
-            and isinstance(own.get("call"), str)):
-        return None, [("judge_answer", f"reads {_short(own)}: not a two_calls answer (form, text, call)")]
+    if not (isinstance(own, dict) and set(own) == set(JudgeAnswer.__dataclass_fields__)
+            and own["form"] == "two_calls" and isinstance(own["text"], str) and isinstance(own["call"], str)
+            and all(type(own[k]) is int for k in ("prompt_tokens", "completion_tokens"))):
+        return None, [("judge_answer", f"reads {_short(own)}: not a two_calls answer ("
+                       f"{', '.join(JudgeAnswer.__dataclass_fields__)})")]
     out = []
     if isinstance(identity, dict):
         key = call_key(identity, first_request(rubric, question, reference))

@@ -79,7 +79,7 @@ def _float(x: Fraction | None) -> float | None:
 def _verdict(j: Judgment) -> dict[str, Any]:
     return {"judge": j.judge, "status": j.status, "score": j.score, "fields": j.fields, "error": j.error,
             "repaired": j.repaired, "rubric": j.rubric, "attempts": list(j.attempts),
-            "judge_answer": j.judge_answer.text if j.judge_answer else None}
+            "judge_answer": (j.judge_answer or {}).get("text")}
 
 
 def _answer(a: Answer) -> dict[str, Any]:

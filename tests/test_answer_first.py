@@ -21,6 +21,7 @@ from core import jsonl
 from core.errors import BadInput
 from judge.answer_first import FIRST_SYSTEM, check
 from judge.blinding import BlindItem
+from judge.bundle import Salts, redact_judgment
 from judge.judging import judge_all
 from models.backends.openai import OpenAIBackend, OpenAIConfig
 from models.cache import CallCache
@@ -214,6 +215,10 @@ def test_an_answer_first_rubric_runs_end_to_end_on_llama_server_and_verify_reder
         embedded = json.dumps(text, ensure_ascii=True)[1:-1]
         assert embedded.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") in page
     assert '"judge_answer":' in page and "the judge's own answer, written first" in page
+    # published (nothing private: verbatim), the bundle verifies from itself
+    assert cli("judge", "publish", str(out), "--out", str(tmp_path / "bundle"), timeout=300).returncode == 0
+    v = cli("judge", "verify", str(tmp_path / "bundle"), timeout=300)
+    assert v.returncode == 0, v.stdout + v.stderr
 
     lines = (out / "judgments.jsonl").read_text().splitlines()
     row = json.loads(lines[1])
@@ -311,3 +316,17 @@ def test_two_calls_through_a_provider_batch_ask_the_first_calls_in_a_batch_of_th
     assert {v["calls"][0] for v in verdicts} == {b["custom_id"] for b in batches[2].requests}
     v = cli("judge", "verify", str(out), env=env, timeout=300)
     assert v.returncode == 0, v.stdout + v.stderr
+
+
+@pytest.mark.unit
+def test_a_bundle_withholds_the_judges_answer_text_and_keeps_its_call_and_tokens():
+    """The judge's answer is text about the question (a private set's question would show through it): withheld like
+    a rationale. Its call key and tokens stay public, so the bundle's cost is the folder's."""
+    own = {"form": "two_calls", "text": "Mine: 180 alder crowns.", "call": "ab" * 32, "cached": True,
+           "prompt_tokens": 40, "completion_tokens": 9}
+    salts = Salts(b"k" * 32)
+    out = redact_judgment({"judge": "j", "label": "L1", "judge_answer": own}, salts, "judgments.jsonl:3")
+    shown = out["judge_answer"]
+    assert {k: v for k, v in shown.items() if k != "text"} == {k: v for k, v in own.items() if k != "text"}
+    assert set(shown["text"]) == {"withheld"} and re.fullmatch(r"[0-9a-f]{64}", shown["text"]["withheld"])
+    assert own["text"] not in json.dumps(out)
