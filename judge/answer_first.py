@@ -135,6 +135,10 @@ def check(j: dict[str, Any], rubric: Rubric, question: str, reference: str | Non
     if reply is not None and reply.text != own["text"]:
         out.append(("judge_answer.text", f"differs from the judge's own answer held in the call cache under "
                     f"judge_answer.call {own['call'][:12]}…"))
+    for field in ("prompt_tokens", "completion_tokens"):  # what the cost counts
+        if reply is not None and own[field] != getattr(reply, field):
+            out.append((f"judge_answer.{field}", f"reads {own[field]}, but the reply held in the call cache under "
+                        f"judge_answer.call used {getattr(reply, field)}"))
     return own["text"], out
 
 

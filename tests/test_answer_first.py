@@ -16,15 +16,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core import jsonl
 from core.errors import BadInput
-from judge.answer_first import FIRST_SYSTEM, check
+from judge.answer_first import FIRST_SYSTEM, check, first_request
 from judge.blinding import BlindItem
 from judge.bundle import Salts, redact_judgment
 from judge.judging import judge_all
+from judge.rederive import Replies
+from models.backends.base import Reply
 from models.backends.openai import OpenAIBackend, OpenAIConfig
-from models.cache import CallCache
+from models.cache import CallCache, call_key
 from registration.questions import load_questions
 from registration.rubric import load_rubric
 from registration.seal import seal
@@ -330,3 +334,49 @@ def test_a_bundle_withholds_the_judges_answer_text_and_keeps_its_call_and_tokens
     assert {k: v for k, v in shown.items() if k != "text"} == {k: v for k, v in own.items() if k != "text"}
     assert set(shown["text"]) == {"withheld"} and re.fullmatch(r"[0-9a-f]{64}", shown["text"]["withheld"])
     assert own["text"] not in json.dumps(out)
+
+
+EDITS = {"text": st.text(min_size=1, max_size=20).map(lambda t: "Mine: 180 alder crowns." + t),
+         "call": st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+         "prompt_tokens": st.integers(0, 10**6).filter(lambda n: n != 40),
+         "completion_tokens": st.integers(0, 10**6).filter(lambda n: n != 9),
+         "form": st.sampled_from(["one_reply", "two", ""]),
+         "missing": st.sampled_from(["form", "text", "call", "cached", "prompt_tokens", "completion_tokens"])}
+
+
+@pytest.fixture(scope="module")
+def recorded_first_call(tmp_path_factory):
+    """A two_calls rubric, a judge identity, and a call cache holding the judge's own answer to ITEM's question
+    under the key of its first call: what a run leaves for verify."""
+    folder = tmp_path_factory.mktemp("af")
+    rubric = load_rubric("two", answer_first_rubric(folder / "rubrics", "two", 'answer_first = "two_calls"'))
+    identity = {"backend": "openai", "model": "judge"}
+    key = call_key(identity, first_request(rubric, ITEM.question, ITEM.reference))
+    cache = CallCache(folder / "calls.sqlite")
+    cache.put(key, Reply("Mine: 180 alder crowns.", "stop", 40, 9, 0.1), identity)
+    cache.close()
+    own = {"form": "two_calls", "text": "Mine: 180 alder crowns.", "call": key, "cached": False, "prompt_tokens": 40,
+           "completion_tokens": 9}
+    return rubric, identity, folder / "calls.sqlite", own
+
+
+@pytest.mark.unit
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edit=st.sampled_from(sorted(EDITS)).flatmap(lambda k: st.tuples(st.just(k), EDITS[k])))
+def test_any_edit_of_a_recorded_judge_answer_is_a_finding_naming_its_field(recorded_first_call, edit):
+    rubric, identity, cache, own = recorded_first_call
+    replies = Replies([cache])
+    try:
+        row = {"status": "scored", "judge_answer": own}
+        assert check(row, rubric, ITEM.question, ITEM.reference, identity, replies, "j:1", None) == (own["text"], [])
+        field, value = edit
+        edited = {k: v for k, v in own.items() if k != value} if field == "missing" else {**own, field: value}
+        _, found = check({**row, "judge_answer": edited}, rubric, ITEM.question, ITEM.reference, identity, replies,
+                         "j:1", None)
+    finally:
+        replies.close()
+    assert found and all(f.startswith("judge_answer") for f, _ in found)
+    if field in ("text", "call", "prompt_tokens", "completion_tokens"):
+        assert f"judge_answer.{field}" in [f for f, _ in found]
+    other = load_rubric("correctness")  # a rubric that asks for no answer: any recorded one is a finding
+    assert check(row, other, ITEM.question, ITEM.reference, identity, Replies([]), "j:1", None)[1]
