@@ -149,7 +149,7 @@ def registration_tables() -> dict[str, tuple[tuple[str, ...], str, str]]:
     """Each table of prereg.toml: its known keys (the parser's own tuple), the module and the function that reads
     them."""
     from models.backends.base import Generation
-    from registration import prereg, spec
+    from registration import prereg, rubric, spec
 
     return {
         "[experiment]": (prereg.EXPERIMENT_KEYS, "registration/prereg.py", "_experiment"),
@@ -167,6 +167,7 @@ def registration_tables() -> dict[str, tuple[tuple[str, ...], str, str]]:
         "[gold]": (prereg.GOLD_KEYS, "registration/prereg.py", "_gold"),
         "[contamination]": (prereg.CONTAMINATION_KEYS, "registration/prereg.py", "_contamination"),
         '[sets."FILE"]': (prereg.SET_KEYS, "registration/prereg.py", "_set_format"),
+        "rubrics/NAME.toml (a rubric)": (rubric.RUBRIC_KEYS, "registration/rubric.py", "_rubric"),
     }
 
 
@@ -331,9 +332,9 @@ def _generation_defaults() -> dict[str, tuple[str, str]]:
 
 def registration_page() -> str:
     from core.records.schema import field_comments
-    from registration import prereg, spec
+    from registration import prereg, rubric, spec
 
-    modules = [prereg, spec]
+    modules = [prereg, spec, rubric]
     generation = _generation_defaults()
     comments = field_comments(sys.modules["models.backends.base"].Generation)
     lines = [HEADER, "# Registration keys (prereg.toml)\n\n",

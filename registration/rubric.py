@@ -8,6 +8,10 @@ each field's type (file, line and field named), the template's syntax and filter
 verdict schema as judge.judging.verdict reads it, and a score field whose values lie on the scale. Which variables
 the template may use depends on what it judges (one answer or a pair): `check_variables` refuses any other,
 at its line, and judge.judging.preflight calls it for every rubric of the run.
+
+`answer_first` asks the judge for its own answer to the question before it grades a candidate
+(judge.judging.answer_first): `two_calls`, a first call that never shows the candidate, or `one_reply`, the
+verdict's schema opening with a `judge_answer` field so the judge writes its answer before its grade.
 """
 from __future__ import annotations
 
@@ -42,6 +46,11 @@ def rubric_dir(name: str, exp_dir: Path) -> Path:
 FIELD_TYPES = ("string", "integer", "boolean")
 SCALE_MAX = 1_000_000  # |score|: scores are averaged and bootstrapped as exact fractions, then shown as floats
 SCALE_POINTS = 1000  # agreement builds scale x scale tables
+ANSWER_FIRST = ("two_calls", "one_reply")  # how a rubric asks the judge for its own answer first (judge.answer_first)
+# the keys of a rubric's TOML file, as docs/reference/registration.md lists them
+RUBRIC_KEYS = ("name", "template", "system", "schema", "score_field", "scale", "bool_fields", "generation",
+               "answer_first")
+JUDGE_ANSWER = "judge_answer"  # the verdict field a `one_reply` rubric's schema opens with
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,7 @@ class Rubric:
     bool_fields: tuple[str, ...]
     generation: Generation
     template_path: str = ""  # the template file, for messages about it
+    answer_first: str = ""  # "" (the judge grades at once), or one of ANSWER_FIRST
 
     @property
     def schema_text(self) -> str:
@@ -129,6 +139,12 @@ def _rubric(name: str, rubrics_dir: Path, path: Path, raw: bytes, doc: dict) -> 
         if schema["properties"].get(f, {}).get("type") != "boolean":
             raise BadInput(path, f"bool field {f!r} is not a boolean property of the verdict schema",
                            field="bool_fields")
+    answer_first = setting(doc, "answer_first", "string", path, where, "")
+    if answer_first and answer_first not in ANSWER_FIRST:
+        raise BadInput(path, f"must be one of {', '.join(map(repr, ANSWER_FIRST))} (or absent: the judge grades at "
+                       f"once), got {answer_first!r}", field="answer_first")
+    if answer_first == "one_reply":
+        schema = _answer_first_schema(schema, path)
     generation = doc.get("generation", {})
     if not isinstance(generation, dict):
         raise BadInput(path, "must be a table of generation settings", field="generation")
@@ -139,8 +155,18 @@ def _rubric(name: str, rubrics_dir: Path, path: Path, raw: bytes, doc: dict) -> 
         sha256=hashlib.sha256(raw + b"\0" + template.encode()).hexdigest(),
         system=setting(doc, "system", "string", path, where).strip(), template=template, schema=schema,
         score_field=score_field, scale=scale, bool_fields=tuple(bool_fields), generation=parsed,
-        template_path=str(tpath),
+        template_path=str(tpath), answer_first=answer_first,
     )
+
+
+def _answer_first_schema(schema: dict, path: Path) -> dict:
+    """A `one_reply` rubric's verdict schema: a required string `judge_answer` first, so the judge writes its own
+    answer before any field of its grade (the schema's property order is the order the judge writes them in)."""
+    if JUDGE_ANSWER in schema["properties"]:
+        raise BadInput(path, f"answer_first = \"one_reply\" adds the verdict field {JUDGE_ANSWER!r} itself; the schema "
+                       "must not declare it", field="answer_first")
+    return {**schema, "properties": {JUDGE_ANSWER: {"type": "string"}, **schema["properties"]},
+            "required": [JUDGE_ANSWER, *schema.get("required", [])]}
 
 
 def _schema(schema: Any, path: Path) -> dict:

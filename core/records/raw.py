@@ -163,10 +163,20 @@ class Judgment(Record):
     time: str | None = None  # UTC time the verdict was recorded: amendments must predate the first one
     rubric: str = "correctness"  # the name of the rubric that produced it: shown, never matched on
     kind: Literal["single", "pairwise"] = "single"  # what it judged: analysis selects verdicts by this
+    # an answer_first rubric's own answer of the judge (judge.judging.answer_first.JudgeAnswer, whose shape judge
+    # verify checks): absent (never null) in a verdict of any other rubric and in older folders. An object of any
+    # shape here, as `fields` is: a published bundle withholds its text (judge.verify.bundle)
+    judge_answer: dict[str, Any] | None = None
 
     @classmethod
     def _upgrade(cls, d: dict[str, Any]) -> dict[str, Any]:
         return d if "kind" in d else {**d, "kind": judgment_kind(d)}
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        if self.judge_answer is None:  # a verdict of a rubric that asks for none is written as before
+            d.pop("judge_answer", None)
+        return d
 
 
 @dataclass(frozen=True)

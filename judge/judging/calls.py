@@ -27,20 +27,25 @@ from models.cache import CallCache, call_key
 from models.retry import describe, is_call_failure
 from registration.rubric import Rubric
 
+from . import answer_first
 from .blinding import BlindItem
 
 RETESTS = "retests.jsonl"  # a results folder's verdicts asked again ([judge] retest); absent when none registered
 
 
-def build_request(rubric: Rubric, item: BlindItem, attempt: int, retest: int = 0, attempts: int = 1) -> Request:
+def build_request(rubric: Rubric, item: BlindItem, attempt: int, retest: int = 0, attempts: int = 1,
+                  own_answer: str | None = None) -> Request:
     """Shared rubric and question first, the answer last: prefix caches reuse the common part.
 
     `attempt` counts from 0. Each attempt is its own call (Request.attempt), so a retry reaches the
     judge even when the seed is the provider's default and nothing else in the request changes. A retest
     (`retest` >= 1, of a verdict registered with `attempts` attempts) is a call of its own too (Request.retest), and
     its seed moves past every seed the verdict's attempts used (seed + retest x attempts + attempt): at a temperature
-    above 0 it is a fresh draw from the registered sampling; greedy decoding ignores the seed."""
+    above 0 it is a fresh draw from the registered sampling; greedy decoding ignores the seed. `own_answer`: the
+    judge's own answer (judge.judging.answer_first, `two_calls`), shown before the rubric's prompt."""
     user = rubric.render(**item.prompt_fields())
+    if own_answer is not None:
+        user = answer_first.shown(own_answer) + user
     seed = rubric.generation.seed
     gen = replace(rubric.generation, seed=None if seed is None else seed + retest * attempts + attempt)
     return Request((("system", rubric.system), ("user", user)), gen, schema=rubric.schema_text, attempt=attempt + 1,
@@ -68,12 +73,24 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
     from .verdict import parse_verdict
 
     record = partial(Retest, retest=retest) if retest else Judgment
+    own = None
+    if rubric.answer_first == "two_calls":  # its own answer first, from a call that never shows the candidate
+        try:
+            own = answer_first.ask(backend, cache, rubric, item.question, item.reference)
+        except Exception as e:
+            if not is_call_failure(e):
+                raise
+            return record(name, item.label, item.question_id, "error", None, None, False,
+                          f"the judge's own answer call failed: {describe(e)['message']}",
+                          prompt_sha256(build_request(rubric, item, 0)), [{"raw": None, "error": describe(e)}], 0.0,
+                          0, 0, 0, rubric=rubric.name, kind=item.kind)
+        record = partial(record, judge_answer=own.recorded())
     attempts, keys, cached = [], [], 0
     tokens = [0, 0, 0]
     latency = 0.0
     first_sha = None
     for attempt in range(max_attempts):
-        request = build_request(rubric, item, attempt, retest, max_attempts)
+        request = build_request(rubric, item, attempt, retest, max_attempts, None if own is None else own.text)
         first_sha = first_sha or prompt_sha256(request)
         try:
             reply, key, from_cache = call_loop.cached_call(backend, cache, request)
@@ -95,6 +112,8 @@ def judge_item(name: str, backend: Backend, rubric: Rubric, item: BlindItem, cac
         attempts.append({"raw": reply.text, "finish_reason": reply.finish_reason, "error": parsed.error,
                          "repaired": parsed.repaired})
         if parsed.ok:
+            if rubric.answer_first == "one_reply":
+                record = partial(record, judge_answer=answer_first.one_reply(rubric, parsed.fields))
             return record(name, item.label, item.question_id, "scored", int(parsed.fields[rubric.score_field]),
                             parsed.fields, parsed.repaired, None, first_sha, attempts, round(latency, 4), *tokens,
                             calls=keys, cached_calls=cached, rubric=rubric.name, kind=item.kind)
@@ -113,10 +132,21 @@ def provider_batch_rounds(backend: Backend, rubric: Rubric, items: list[BlindIte
     answered = provider_batch.Answered(backend)
     ident = backend.identity()
     live = list(items)
+    own: dict[str, str] = {}  # label -> the judge's own answer (answer_first = "two_calls"): asked in a round first
+    if rubric.answer_first == "two_calls":
+        firsts = {i.label: answer_first.first_request(rubric, i.question, i.reference) for i in live}
+        keyed = {i.label: call_key(ident, firsts[i.label]) for i in live}
+        answered.add(provider_batch.fill(backend, {keyed[label]: r for label, r in firsts.items()
+                                                   if cache.get(keyed[label]) is None}, how, progress))
+        for item in live:
+            reply = cache.get(keyed[item.label]) or answered.reply(keyed[item.label])
+            if reply is not None:
+                own[item.label] = reply.text
+        live = [i for i in live if i.label in own]  # a failed first call: the verdict is an error row
     for attempt in range(max_attempts):
         keys, requests = {}, {}
         for item in live:
-            request = build_request(rubric, item, attempt, retest, max_attempts)
+            request = build_request(rubric, item, attempt, retest, max_attempts, own.get(item.label))
             keys[item.label] = call_key(ident, request)
             requests[keys[item.label]] = request
         replies = {k: cache.get(k) for k in requests}

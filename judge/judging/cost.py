@@ -28,6 +28,17 @@ def cost_line(role: str, name: str, model, rows: list, batched: set[str]) -> dic
         if by_batch:
             tokens["batch_input"] += r.prompt_tokens
             tokens["batch_output"] += r.completion_tokens
+    # an answer-first judge's own answers (judge.judging.answer_first, two_calls): one call per question, shared by
+    # every verdict of that question, counted once
+    own = {a["call"]: a for r in rows if isinstance(a := getattr(r, "judge_answer", None), dict)
+           and isinstance(a.get("call"), str)}
+    for key, a in own.items():
+        used = [n if type(n := a.get(k)) is int else 0 for k in ("prompt_tokens", "completion_tokens")]
+        tokens["input"] += used[0]
+        tokens["output"] += used[1]
+        if key in batched:
+            tokens["batch_input"] += used[0]
+            tokens["batch_output"] += used[1]
     usd = None
     if model.price_input is not None and model.price_output is not None:
         full_in, full_out = tokens["input"] - tokens["batch_input"], tokens["output"] - tokens["batch_output"]

@@ -189,6 +189,9 @@ def _answer(side: str, a: Answer, judges: tuple[str, ...]) -> list[str]:
 def _words(v: Judgment) -> list[str]:
     """A verdict's text fields (its rationale), each in a block; for a verdict without a score, why."""
     out = []
+    own = (v.judge_answer or {}).get("text")
+    if (v.judge_answer or {}).get("form") == "two_calls" and isinstance(own, str):  # one_reply's: a field, below
+        out += ["Its own answer, written before it saw the candidate:", "", block(own), ""]
     for k, x in sorted((v.fields or {}).items()):
         if isinstance(x, str):
             out += [f"Its {code(k)}:", "", block(x), ""]

@@ -80,7 +80,8 @@ def _float(x: Fraction | None) -> float | None:
 
 def _verdict(j: Judgment) -> dict[str, Any]:
     return {"judge": j.judge, "status": j.status, "score": j.score, "fields": j.fields, "error": j.error,
-            "repaired": j.repaired, "rubric": j.rubric, "attempts": list(j.attempts)}
+            "repaired": j.repaired, "rubric": j.rubric, "attempts": list(j.attempts),
+            "judge_answer": (j.judge_answer or {}).get("text")}
 
 
 def _answer(a: Answer) -> dict[str, Any]:

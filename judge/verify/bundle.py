@@ -225,6 +225,8 @@ def redact_judgment(rec: dict[str, Any], salts: Salts, place: str) -> dict[str, 
         elif k == "fields" and isinstance(v, dict):
             out[k] = {f: x if x is None or isinstance(x, (bool, int, float)) else withhold(x, salts, f"{at}.{f}")
                       for f, x in v.items()}
+        elif k == "judge_answer" and isinstance(v, dict):  # the judge's own answer: its text withheld, its call kept
+            out[k] = {f: withhold(x, salts, f"{at}.{f}") if f == "text" else x for f, x in v.items()}
         elif k == "attempts" and isinstance(v, list):
             out[k] = [{f: x if f in ATTEMPT_PUBLIC else _error(x, salts, f"{at}.{n}.{f}") if f == "error"
                        else withhold(x, salts, f"{at}.{n}.{f}") for f, x in a.items()}

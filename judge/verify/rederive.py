@@ -50,6 +50,7 @@ from registration.questions import Question
 from registration.rubric import Rubric, load_rubric, rubric_dir
 from registration.spec import ArmSpec
 
+from ..judging import answer_first
 from ..judging.blinding import blind, folder_label_secret, label_secret
 from ..judging.calls import RETESTS, build_request, prompt_sha256
 from ..judging.pairwise import pair_items
@@ -580,7 +581,11 @@ def _verdict_file(path: Path, run: dict[str, Any], exp: Experiment, scope: Scope
             if j.get("question_id") != item.question_id:
                 finding("question_id", f"reads {j.get('question_id')!r}, but label {item.label} is an answer to "
                         f"{item.question_id!r}")
-            sha = prompt_sha256(build_request(jrubric, item, 0))
+            own, found = answer_first.check(j, jrubric, item.question, item.reference, identities.get(spec.name),
+                                            replies, f"{path}:{no}", want["fields"])
+            for field, message in found:
+                finding(field, message)
+            sha = prompt_sha256(build_request(jrubric, item, 0, own_answer=own))
             if j.get("prompt_sha256") != sha:
                 finding("prompt_sha256", f"reads {str(j.get('prompt_sha256'))[:12]}…, but the prompt re-rendered from "
                         f"{source} (field 'text'), the question, rubric {rubric.name} and the scrub patterns hashes "
@@ -588,7 +593,7 @@ def _verdict_file(path: Path, run: dict[str, Any], exp: Experiment, scope: Scope
             ident = identities.get(spec.name)
             if isinstance(ident, dict):  # else named once, by judge_identities
                 retest = j.get("retest") or 0  # a retest's calls are its own (judge.judging.calls.build_request)
-                keys = [call_key(ident, build_request(jrubric, item, k, retest, exp.judge_attempts))
+                keys = [call_key(ident, build_request(jrubric, item, k, retest, exp.judge_attempts, own))
                         for k, a in enumerate(attempts) if a.get("raw") is not None]
                 for i, (stored, derived) in enumerate(zip(calls, keys, strict=False)):
                     if stored != derived:
