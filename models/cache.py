@@ -100,18 +100,24 @@ class CallCache:
                 self._db.commit()
         return Reply.from_dict(json.loads(row[0]))
 
-    def put(self, key: str, reply: Reply, identity: dict[str, Any] | None = None) -> None:
-        """Store a paid call's reply; `identity` (the backend's) names the model it came from."""
+    def put(self, key: str, reply: Reply, identity: dict[str, Any] | None = None) -> Reply:
+        """Store a paid call's reply and return the reply the cache holds for the key: the first one stored. Another
+        process sharing the cache may have paid for the same call meanwhile, and a model need not give the same
+        reply twice (llama.cpp's outputs can depend on what else is in the batch): the first stored reply is kept,
+        and the caller records the one returned, so every record of a key is the reply its cache entry holds and
+        verify, comparing the two, finds an honest folder honest. `identity` (the backend's) names the model."""
         with self._lock:
             now = time.time()
             self._db.execute("INSERT INTO calls (key, reply, puts, model, used) VALUES (?, ?, 1, ?, ?) "
-                             "ON CONFLICT(key) DO UPDATE SET reply = excluded.reply, puts = puts + 1, "
-                             "model = COALESCE(excluded.model, model), used = excluded.used",
+                             "ON CONFLICT(key) DO UPDATE SET puts = puts + 1, "
+                             "model = COALESCE(model, excluded.model), used = excluded.used",
                              (key, json.dumps(reply.to_dict()), identity and model_label(identity), now))
+            held = self._db.execute("SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()[0]
             if self.run is not None:
                 self._db.execute("INSERT OR IGNORE INTO uses (key, run) VALUES (?, ?)", (key, self.run))
             self._flush()
             self._db.commit()
+        return Reply.from_dict(json.loads(held))
 
     def get_or_call(self, key: str, call: Callable[[], Reply],
                     identity: dict[str, Any] | None = None) -> tuple[Reply, bool]:
@@ -122,9 +128,7 @@ class CallCache:
             reply = self.get(key)
             if reply is not None:
                 return reply, True
-            reply = call()
-            self.put(key, reply, identity)
-            return reply, False
+            return self.put(key, call(), identity), False
 
     def _flush(self) -> None:
         """Record the reads since the last flush (under the lock; the caller commits)."""

@@ -172,3 +172,21 @@ def test_the_cache_command_shows_and_prunes(tmp_path, monkeypatch, capsys):
     assert "pruned 2 entries" in out and ", 0 entries" in out
     assert main(["cache", "--prune-older-than", "-1"]) == 2
     assert "--prune-older-than" in capsys.readouterr().err
+
+
+def test_two_runs_paying_for_one_call_at_once_both_record_the_reply_the_cache_keeps(tmp_path):
+    """Two processes sharing a cache miss the same key together; the model gives them different replies (llama.cpp's
+    outputs can depend on the batch). The first stored is kept, and the second run records it too, not its own: a
+    record that differs from the cache's reply is what verify reports as a forgery."""
+    first, second = CallCache(tmp_path / "calls.sqlite"), CallCache(tmp_path / "calls.sqlite")
+
+    def slow_call() -> Reply:  # while this run waits on its model, the other run calls, stores and records
+        got, cached = second.get_or_call("k", lambda: reply("the other run's reply"), GPT)
+        assert (got.text, cached) == ("the other run's reply", False)
+        return reply("this run's reply")
+
+    got, cached = first.get_or_call("k", slow_call, GPT)
+    assert (got.text, cached) == ("the other run's reply", False)  # paid for, so not counted as a cache hit
+    assert first.get("k").text == second.get("k").text == "the other run's reply"
+    db = sqlite3.connect(tmp_path / "calls.sqlite")
+    assert db.execute("SELECT puts FROM calls WHERE key = 'k'").fetchone() == (2,)
