@@ -50,3 +50,18 @@ def test_an_entry_renamed_in_numbers_json_is_one_finding_naming_its_place_and_th
     assert renamed_entries(stored, recomputed) == [
         f"numbers.json comparisons[{at}] is named {new!r}: no registered hypothesis of this run is; "
         f"expected {ids[at]!r}"]
+
+
+@pytest.mark.parametrize("before, now, said",
+                         [(0, 4, True), (4, 6, True), (6, 4, True), (4, 4, False), (None, 0, False)])
+def test_labels_given_after_the_run_are_named_first_with_how_to_fold_them_in(before, now, said):
+    from judge.verify.checks import labels_since
+
+    def numbers(human):
+        return {} if human is None else {"judge_validity": {"gold": {"sources": {"labels": 0, "program": 0,
+                                                                                  "human": human}}}}
+    lines = labels_since(numbers(before), numbers(now))
+    assert bool(lines) == said
+    if said:
+        assert lines[0].startswith(f"labels/: people's gold scores are {now} now, numbers.json was computed with "
+                                   f"{before}") and "python -m judge run" in lines[0]

@@ -322,6 +322,20 @@ def unmeasured_stability(numbers: dict, main: dict) -> list[str]:
             "measured): not compared; `judge run` into the folder adds it without any model call"]
 
 
+def labels_since(numbers: dict, main: dict) -> list[str]:
+    """People's labels given after numbers.json was computed change every number that reads gold: one line, put
+    first, says so and how to fold them in, so the mismatches after it are read as that and not as a forgery."""
+    def human(n: dict) -> int:
+        return (((n.get("judge_validity") or {}).get("gold") or {}).get("sources") or {}).get("human") or 0
+
+    before, now = human(numbers), human(main)
+    if before == now:
+        return []
+    return [f"labels/: people's gold scores are {now} now, numbers.json was computed with {before}: labels were given "
+            "or removed after the run. Run the same `python -m judge run` into this folder again to fold them in (no "
+            "model call is repeated), then verify; the mismatches below follow from it"]
+
+
 def earlier_rule_findings(numbers: dict, exp) -> list[str]:
     """A folder whose decisions were made by another rule than the one its registration names now (the default
     rule changed: a registration naming none was decided by `bootstrap_and_t` before), or by decision code that
@@ -579,6 +593,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     problems += renamed_entries(numbers, main)
     problems += earlier_rule_findings(numbers, exp)
     problems += earlier_version_findings(numbers, main)
+    problems[:0] = labels_since(numbers, main)
     problems += diff_numbers(numbers, main, "recomputation from raw files")
     problems += amend["problems"]
     problems += _disagreement("which amendments are dated after the first judgment and not marked post hoc",
