@@ -68,10 +68,33 @@ def score_one(child: pexpect.spawn, score: str, note: str = "") -> str:
     return label
 
 
+def processes(pid: int) -> str:
+    """What each process of the command is doing, from /proc: its state, where it sleeps, and its signal masks
+    (pending, blocked, ignored, caught), for every thread. Printed when a Ctrl-C is not answered, as evidence."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        proc = Path(f"/proc/{p}")
+        try:
+            status = dict(line.split(":\t", 1) for line in (proc / "status").read_text().splitlines() if ":\t" in line)
+            out.append(f"pid {p}: " + ", ".join(f"{k} {status.get(k, '?').strip()}" for k in
+                                              ("Name", "State", "ShdPnd", "SigPnd", "SigBlk", "SigIgn", "SigCgt")))
+            for task in sorted((proc / "task").iterdir()):
+                out.append(f"  thread {task.name}: wchan {(task / 'wchan').read_text()}, "
+                           f"stack {(task / 'syscall').read_text().split()[:1]}")
+            todo += [int(c) for t in (proc / "task").iterdir() for c in (t / "children").read_text().split()]
+        except OSError as e:
+            out.append(f"pid {p}: {e}")
+    return "\n".join(out)
+
+
 def stop(child: pexpect.spawn) -> None:
     child.expect(SCORE)
     child.sendintr()  # Ctrl-C, through the terminal's line discipline
-    child.expect("stopped")
+    try:
+        child.expect("stopped")
+    except pexpect.TIMEOUT:
+        raise AssertionError(f"Ctrl-C not answered in {child.timeout} s:\n{processes(child.pid)}") from None
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130, (child.exitstatus, child.signalstatus)
