@@ -78,7 +78,7 @@ class RunInfo(Document):
     seed: int | None = None  # the experiment's registered seed
     limit: int | None = None  # the bound --limit; None for all questions
     hashes: dict[str, Any] | None = None  # sha256 of prereg.toml, of the MANIFEST and of the rubric, by name
-    label_key: str | None = None  # binding.json's label key: with the blinding secret, the blinded labels derive from it
+    label_key: str | None = None  # binding.json's label key: with the blinding secret, what the labels derive from
     # the registered runtime settings: threads, n_ctx, cpu_extra_buffers, gpu_layers, batch, flash_attn
     runtime: dict[str, Any] | None = None
     analysis: dict[str, Any] | None = None  # the registered analysis settings: resamples, method, seed, max_unscored
