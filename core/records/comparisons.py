@@ -45,9 +45,9 @@ class Result(Entry):
     # rule "bootstrap_and_t": the small-sample guarded t interval, lower end; None under other rules
     guard_low: float | None = None
     guard_high: float | None = None  # rule "bootstrap_and_t": the guarded t interval, upper end; None under other rules
-    scale: tuple[int, int, int] = None  # the rubric's lowest and highest score and K: absent in results decided before
-    # the score rule
-    tests: list[dict[str, Any]] | None = None
+    # the rubric's lowest and highest score and K: absent in results decided before the score rule
+    scale: tuple[int, int, int] = None
+    tests: list[dict[str, Any]] | None = None  # rule "score": the one-sided tests at the boundaries (paired.score_tests)
 
 
 @dataclass(frozen=True)
@@ -128,8 +128,9 @@ class Estimate(Entry):
     questions: int  # N: the questions it estimates over
     labelled: int  # n: of them, those with gold
     strata: list[Stratum]  # its strata (judge.numbers.stats.ppi.Stratum)
-    step: float | None = None  # rule "guarded"'s pseudo-residual, half the rubric's range; absent before it was
-    # anchored to the rubric (one score point then)
+    # rule "guarded"'s pseudo-residual, half the rubric's range; absent before it was anchored to the rubric (one score
+    # point then)
+    step: float | None = None
 
 
 @dataclass(frozen=True)

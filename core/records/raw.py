@@ -85,8 +85,8 @@ class AnswerRow(Record):
     error: dict[str, Any] | str | None = None  # models.retry.describe(); a plain message in older rows
     effective: dict[str, Any] | None = None  # read back from the backend: file, template, adapters, sampling as sent
     thinking: bool = False  # the model's (last) reply showed thinking: compare with settings["thinking"]
-    identity: dict[str, Any] | None = None  # the backend identity in every call key (models.cache.call_key); None in
-    # rows written before rows recorded it
+    # the backend identity in every call key (models.cache.call_key); None in rows written before rows recorded it
+    identity: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -256,5 +256,5 @@ class PublicQuestion(Record):
     line: int  # its line in the set
     tags: list[str]  # the question's tags, as the set gives them
     cluster: str | None  # the question's cluster; None when it has none
-    question_sha256: str  # sha256(salt ‖ question text) (judge.verify.bundle.commitment); the salt is in bundle.secret
+    question_sha256: str  # sha256(salt ‖ text) (judge.verify.bundle.commitment), salted from bundle.secret
     reference_sha256: str | None  # None: the question has no reference
