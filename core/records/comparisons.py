@@ -47,7 +47,7 @@ class Result(Entry):
     guard_high: float | None = None  # rule "bootstrap_and_t": the guarded t interval, upper end; None under other rules
     # the rubric's lowest and highest score and K: absent in results decided before the score rule
     scale: tuple[int, int, int] = None
-    tests: list[dict[str, Any]] | None = None  # rule "score": the one-sided tests at the boundaries (paired.score_tests)
+    tests: list[dict[str, Any]] | None = None  # rule "score": the one-sided tests at the boundaries (score_tests)
 
 
 @dataclass(frozen=True)
