@@ -151,7 +151,7 @@ class Numbers(Document):
 
     experiment: str  # the experiment's name
     judge: str  # the primary judge, whose scores decide
-    questions: int  # the run's questions
+    questions: int  # how many questions the run has
     raw_sha256: dict[str, str]  # sha256 of each raw file and binding.json, by name (judge.results.files.raw_sha256)
     cells: list[Cell]  # one per (arm, quant) of the run
     comparisons: list[Comparison]  # one per registered hypothesis on the run's arms

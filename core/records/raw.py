@@ -205,7 +205,7 @@ class HumanLabel(Record):
     label: str  # the blinded label of the answer (L…), as the judge saw it
     score: int  # on the run's rubric scale
     note: str  # "" when the labeller wrote none
-    labeller: str  # who gave the score (`--labeller`, or as typed in review.html)
+    labeller: str  # who gave the score: its file is labels/<labeller>.jsonl
     time: str  # ISO 8601 with a UTC offset, when the score was entered
     prev: str  # the hash chain
 

@@ -31,7 +31,7 @@ class RunJudge(Entry):
     quant: str | None = None  # the primary judge's registered quant; None when it names none
     rubric: str | None = None  # the name of the single-answer rubric the judges applied
     attempts: int | None = None  # registered tries per verdict before it is recorded unscored (`judge_attempts`)
-    # the registered identity-scrub patterns removed from answers before judging
+    # the scrub patterns applied before judging: the defaults not dropped, then the registered ones
     scrub: list[str] = field(default_factory=list)
     # warnings on the panel shown in the report: a judge too small to grade, or of an arm's model family
     warnings: list[str] = field(default_factory=list)
