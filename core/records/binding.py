@@ -13,8 +13,8 @@ class BindingScope(Entry):
 
     WHAT: ClassVar[str] = "binding.json's scope"
 
-    arms: list[str]
-    limit: int | None
+    arms: list[str]  # the arms the folder is bound to, by name
+    limit: int | None  # the bound --limit: the first N questions of the sets; None for all
 
 
 @dataclass(frozen=True)
@@ -24,8 +24,8 @@ class ChainHead(Entry):
 
     WHAT: ClassVar[str] = "binding.json's amendments"
 
-    count: int
-    head: str
+    count: int  # amendments in amendments.jsonl when judging began
+    head: str  # sha256 of the last of them (of MANIFEST without one)
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,9 @@ class ScopeChange(Entry):
 
     WHAT: ClassVar[str] = "a scope of binding.json's history"
 
-    time: str
-    arms: list[str]
-    limit: int | None
+    time: str  # when this scope was bound: ISO 8601, UTC (arms.folder.now)
+    arms: list[str]  # the arms of that scope
+    limit: int | None  # the --limit of that scope; None for all questions
 
 
 @dataclass(frozen=True)
@@ -48,15 +48,16 @@ class Binding(Document):
     WHAT: ClassVar[str] = "the binding of a results folder (binding.json)"
     VERSION_KEY: ClassVar[str] = "schema"
 
-    registration: dict[str, str]
-    scope: BindingScope
+    registration: dict[str, str]  # each bound entry (settings, files' sha256, judges, mode) by name (arms.folder)
+    scope: BindingScope  # the arms and --limit it is bound to now
     label_key: str  # the experiment's blinding name; the labels of a folder without the next field derive from it
-    schema: int = 1
+    schema: int = 1  # this document's version
     # the sha256 of the folder's blinding secret (arms.folder.SECRET), which its labels derive from; absent in folders
     # bound before blinding secrets
     blinding_secret_sha256: str = None
-    created: str | None = None
-    experiment: str | None = None
-    experiment_dir: str | None = None
+    created: str | None = None  # when the folder was first bound: ISO 8601, UTC
+    experiment: str | None = None  # the experiment's name
+    experiment_dir: str | None = None  # the experiment folder's path when the folder was first bound
+    # the amendment chain when judging began (judge.results.binding.start_judging); None before
     amendments: ChainHead | None = None
-    history: list[ScopeChange] | None = None
+    history: list[ScopeChange] | None = None  # every scope the folder was run with, oldest first

@@ -13,7 +13,8 @@ class BundleFile(Entry):
 
     WHAT: ClassVar[str] = "a file of BUNDLE.json"
 
-    sha256: str
+    sha256: str  # sha256 of the results folder's original file
+    # "verbatim": copied as is; "redacted": line for line with private text withheld; "withheld": left out
     published: Literal["verbatim", "redacted", "withheld"]
 
 
@@ -26,15 +27,15 @@ class BundleInfo(Document):
     WHAT: ClassVar[str] = "a bundle's BUNDLE.json"
     VERSION: ClassVar[int] = 2
 
-    type: Literal["bundle"]
-    run: str
-    anchor: str
-    files: dict[str, BundleFile]
+    type: Literal["bundle"]  # always "bundle"
+    run: str  # the run's name (run.json)
+    anchor: str  # the results folder's anchor (judge.results.files.anchor)
+    files: dict[str, BundleFile]  # each results file the bundle accounts for, by its path in the folder
     private: dict[str, str]  # MANIFEST name -> sha256
     rows: dict[str, list[tuple[str, str]]]  # per line of a redacted file: [the original's, the published one's]
-    questions_sha256: str
-    version: int = 1
-    experiment: str | None = None
-    commitments: str | None = None
-    rows_withheld: str | None = None
+    questions_sha256: str  # sha256 of the bundle's questions.jsonl
+    version: int = 1  # this document's version (absent: 1)
+    experiment: str | None = None  # the experiment's name (run.json)
+    commitments: str | None = None  # how withheld values are committed to, in words; "none" without private sets
+    rows_withheld: str | None = None  # "every row", "rows of the private sets' questions" or "none"
     gold_sha256: str | None = None  # absent in version 1

@@ -15,38 +15,39 @@ class Result(Entry):
 
     WHAT: ClassVar[str] = "a paired result of numbers.json"
 
-    n: int
-    diff: float
-    se: float
-    ci_low: float
-    ci_high: float
-    bound: float
-    sign_p: float
-    t_low: float
-    t_high: float
-    mde: float
-    confidence: float
-    corr: float | None
-    up: int
-    down: int
-    ties: int
-    n_for_margin: int | None
-    sd_diff: float
-    mean_a: float | None = None
-    mean_b: float | None = None
-    t_p: float | None = None
-    upper: float | None = None
-    method: str | None = None
+    n: int  # questions paired: scored in both arms
+    diff: float  # mean of d = b - a over them, in rubric points; positive = b better
+    se: float  # sd_diff / sqrt(n)
+    ci_low: float  # two-sided (1 - 2 alpha) bootstrap interval of diff, lower end
+    ci_high: float  # two-sided (1 - 2 alpha) bootstrap interval of diff, upper end
+    bound: float  # the one-sided (1 - alpha) lower bound the registered rule decides on
+    sign_p: float  # exact two-sided binomial sign test p over up and down (ties dropped)
+    t_low: float  # two-sided (1 - 2 alpha) paired-t interval, lower end
+    t_high: float  # two-sided (1 - 2 alpha) paired-t interval, upper end
+    mde: float  # paired-t minimum detectable effect at one-sided alpha, power 0.8, the observed sd_diff
+    confidence: float  # 1 - 2 alpha: the two-sided intervals' level
+    corr: float | None  # Pearson r of a's and b's scores over the questions; None when either arm is constant
+    up: int  # questions where b > a
+    down: int  # questions where b < a
+    ties: int  # questions where b = a
+    n_for_margin: int | None  # questions needed to detect the margin at this sd_diff; None: no margin, or a margin of 0
+    sd_diff: float  # SD of d (ddof 1); 0 when every difference is the same
+    mean_a: float | None = None  # arm a's mean score over the paired questions
+    mean_b: float | None = None  # arm b's mean score over the paired questions
+    t_p: float | None = None  # two-sided paired t-test p
+    upper: float | None = None  # upper end of the interval the rule decides on (read by equivalence)
+    method: str | None = None  # the bootstrap interval: "percentile" or "bca" ([analysis] method)
     rule: str = None  # with `resampling` and `units`: absent in results decided before they were recorded
-    resampling: str = None
-    units: int = None
-    resamples: int | None = None
-    seed: int | None = None
+    resampling: str = None  # what the bootstrap resamples: "questions", or "clusters" of questions
+    units: int = None  # how many questions, or clusters, it resamples
+    resamples: int | None = None  # bootstrap resamples drawn ([analysis] resamples)
+    seed: int | None = None  # the bootstrap's seed ([analysis] seed)
+    # rule "bootstrap_and_t": the small-sample guarded t interval, lower end; None under other rules
     guard_low: float | None = None
-    guard_high: float | None = None
-    scale: tuple[int, int, int] = None  # the rubric's lowest and highest score and K: absent in results decided before
-    # the score rule
-    tests: list[dict[str, Any]] | None = None
+    guard_high: float | None = None  # rule "bootstrap_and_t": the guarded t interval, upper end; None under other rules
+    # the rubric's lowest and highest score and K: absent in results decided before the score rule
+    scale: tuple[int, int, int] = None
+    tests: list[dict[str, Any]] | None = None  # rule "score": the one-sided tests at the boundaries (score_tests)
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,12 @@ class Calibration(Entry):
 
     WHAT: ClassVar[str] = "a comparison's calibration in numbers.json"
 
-    boundary: float
-    sims: int
-    claims: int
-    rate: float
-    ceiling: float
-    seed: int
+    boundary: float  # the true effect simulated: -margin (non-inferiority), 0 (superiority), -/+margin (equivalence)
+    sims: int  # simulated experiments run at the boundary
+    claims: int  # how many of them the rule claimed in
+    rate: float  # claims / sims: the rule's false-claim rate at the boundary, for data shaped like these
+    ceiling: float  # registered: a rate above it is flagged (a diagnostic: it withdraws nothing)
+    seed: int  # the simulation's seed
     # "ppi" where the gold-corrected interval decides (judge.numbers.validity); else the judge's
     interval: str | None = None
 
@@ -72,9 +73,9 @@ class FamilyTest(Entry):
 
     WHAT: ClassVar[str] = "a test of a comparison's family in numbers.json"
 
-    alpha: float
-    verdict: str
-    claim: bool
+    alpha: float  # the one-sided level of this test
+    verdict: str  # the verdict at that level (registration.vocabulary.VERDICTS)
+    claim: bool  # the verdict is a claim of the hypothesis's kind (registration.vocabulary.CLAIMS)
 
 
 @dataclass(frozen=True)
@@ -83,13 +84,14 @@ class ComparisonFamily(Entry):
 
     WHAT: ClassVar[str] = "a comparison's family in numbers.json"
 
-    method: str
-    size: int
+    method: str  # the registered family procedure: "holm", "fixed-sequence" or "none"
+    size: int  # registered hypotheses in the family
+    # the one-sided alpha of its last test; None: never tested (a fixed sequence stopped before it)
     tested_at: float | None
-    claimed: bool
-    step: int | None
-    stopped_at: str | None
-    tests: list[FamilyTest]
+    claimed: bool  # the family procedure claims it
+    step: int | None  # the step at which it was claimed (Holm) or its place in the sequence (fixed-sequence)
+    stopped_at: str | None  # fixed-sequence: the first hypothesis not claimed, where the sequence stopped
+    tests: list[FamilyTest]  # every test the procedure made of it, highest alpha first
 
 
 @dataclass(frozen=True)
@@ -99,14 +101,14 @@ class Stratum(Entry):
 
     WHAT: ClassVar[str] = "a stratum of a gold-corrected estimate in numbers.json"
 
-    id: str
-    name: str | None
-    questions: int
-    labelled: int
-    weight: float
-    estimate: float
-    lam: float | None
-    variance: float
+    id: str  # the stratum's name, or "(rest)" for the questions no complete stratum holds
+    name: str | None  # the stratum's name; None for the rest
+    questions: int  # N_h: the stratum's questions
+    labelled: int  # n_h: of them, those with gold
+    weight: float  # N_h / N
+    estimate: float  # theta_h: the stratum's estimate of the paired difference
+    lam: float | None  # the power-tuning parameter used; None where no judge score enters (gold only, judge only)
+    variance: float  # the rule's variance of theta_h
 
 
 @dataclass(frozen=True)
@@ -115,19 +117,20 @@ class Estimate(Entry):
 
     WHAT: ClassVar[str] = "a gold-corrected estimate in numbers.json"
 
-    method: str
-    rule: str
-    alpha: float
-    estimate: float
-    se: float
-    df: float | None
-    low: float
-    high: float
-    questions: int
-    labelled: int
-    strata: list[Stratum]
-    step: float | None = None  # rule "guarded"'s pseudo-residual, half the rubric's range; absent before it was
-    # anchored to the rubric (one score point then)
+    method: str  # "ppi" | "gold_only" | "judge_only"
+    rule: str  # the interval: "guarded" or "normal" (registration.vocabulary.PPI_RULES)
+    alpha: float  # the one-sided level it was computed at
+    estimate: float  # the estimated paired difference b - a, in rubric points
+    se: float  # its standard error
+    df: float | None  # t degrees of freedom (rule "guarded"); None: normal quantile
+    low: float  # two-sided (1 - 2 alpha) interval's lower end: the one-sided (1 - alpha) lower bound
+    high: float  # two-sided (1 - 2 alpha) interval's upper end
+    questions: int  # N: the questions it estimates over
+    labelled: int  # n: of them, those with gold
+    strata: list[Stratum]  # its strata (judge.numbers.stats.ppi.Stratum)
+    # rule "guarded"'s pseudo-residual, half the rubric's range; absent before it was anchored to the rubric (one score
+    # point then)
+    step: float | None = None
 
 
 @dataclass(frozen=True)
@@ -138,15 +141,16 @@ class CorrectedPower(Entry):
     WHAT: ClassVar[str] = "the power of a gold-corrected decision in numbers.json"
 
     basis: Literal["assumed", "measured"]  # sd_gold and correlation: registered assumption, or measured on the gold
+    # rho of the gold and the judge's paired differences: measured, or [analysis] assumed_gold_correlation
     correlation: float
-    sd_judge: float
-    sd_gold: float
+    sd_judge: float  # SD of the judge's paired differences over the comparison's questions
+    sd_gold: float  # SD of the gold differences: measured, or assumed equal to sd_judge
     gold_questions: int  # random-sample questions with gold they were measured on (0: assumed)
-    questions: int
+    questions: int  # N: the comparison's paired questions
     labelled: int | None  # questions of the recorded draws among them; None: nothing drawn yet
-    alpha: float
-    step: float
-    target: float
+    alpha: float  # the one-sided level the power is stated at (Holm: alpha / k; judge.numbers.validity.planning_alpha)
+    step: float  # the guarded rule's pseudo-residual (judge.numbers.validity.step_of)
+    target: float  # the registered target_power
     mde: float | None  # None: fewer than 2 labelled
     power_at_margin: float | None  # None: fewer than 2 labelled, or a margin of 0
     labels_needed: int | None  # None: a margin of 0, or more than `questions`
@@ -160,13 +164,14 @@ class JudgeError(Entry):
 
     WHAT: ClassVar[str] = "a comparison's judge_error in numbers.json"
 
-    mode: str
+    mode: str  # [analysis] judge_error: "report" (an interval beside the decision) or "decide" (its bound decides)
+    # "random_sample", "complete_strata" or "convenience" (no correction); None: no gold on these questions
     design: str | None
-    ppi: Estimate | None
-    gold_only: Estimate | None
-    verdict: str | None
-    caution: str | None
-    reason: str
+    ppi: Estimate | None  # the PPI++ estimate (judge.numbers.stats.ppi.correct); None: no correction
+    gold_only: Estimate | None  # the estimate from the gold labels alone, beside it; None: no correction
+    verdict: str | None  # the verdict the corrected interval gives; None: no correction
+    caution: str | None  # mode "report": why the corrected verdict differs from the decision; else None
+    reason: str  # how the correction was made, or why there is none
     power: CorrectedPower = None  # under judge_error = "decide"; absent in folders decided before it was stated
 
 
@@ -176,16 +181,16 @@ class JudgeEstimate(Entry):
 
     WHAT: ClassVar[str] = "a judge's estimate in a comparison's self_preference"
 
-    family: str | None
-    shares_family: bool
-    n: int
-    estimate: float
-    ci_low: float
-    ci_high: float
-    bound: float
-    verdict: str
-    resampling: str | None = None
-    units: int | None = None
+    family: str | None  # the registered model family of the judge's model; None when unregistered
+    shares_family: bool  # that family is one of the two arms' model families
+    n: int  # questions this judge scored in both arms
+    estimate: float  # its mean paired difference b - a on them
+    ci_low: float  # two-sided (1 - 2 alpha) bootstrap interval, lower end
+    ci_high: float  # two-sided (1 - 2 alpha) bootstrap interval, upper end
+    bound: float  # the one-sided lower bound the registered rule decides on
+    verdict: str  # the verdict the registered rule gives on this judge's scores alone
+    resampling: str | None = None  # what the bootstrap resamples: "questions", or "clusters" of questions
+    units: int | None = None  # how many questions, or clusters, it resamples
 
 
 @dataclass(frozen=True)
@@ -194,18 +199,19 @@ class Lift(Entry):
 
     WHAT: ClassVar[str] = "a judge's lift in a comparison's self_preference"
 
-    judge: str
-    others: list[str]
-    n: int
-    estimate: float
-    others_estimate: float
-    lift: float
-    ci_low: float
-    ci_high: float
-    confidence: float
-    resamples: int
-    seed: int
-    resampling: str | None = None
+    judge: str  # the judge sharing a model family with an arm
+    others: list[str]  # the other judges it is compared with
+    n: int  # questions every judge of the comparison scored in both arms
+    estimate: float  # the judge's mean difference b - a on those questions
+    others_estimate: float  # the mean, over the other judges, of their mean difference on the same questions
+    lift: float  # estimate - others_estimate
+    ci_low: float  # percentile bootstrap interval of the lift, lower end
+    ci_high: float  # percentile bootstrap interval of the lift, upper end
+    confidence: float  # the interval's two-sided level (0.95)
+    resamples: int  # bootstrap resamples ([analysis] resamples)
+    seed: int  # the bootstrap's seed ([analysis] seed)
+    resampling: str | None = None  # what the bootstrap resamples: "questions", or "clusters" of questions
+    # how many questions, or clusters (a question without a cluster counts as one), it resamples
     units: int | None = None
 
 
@@ -215,9 +221,9 @@ class SelfPreference(Entry):
 
     WHAT: ClassVar[str] = "a comparison's self_preference in numbers.json"
 
-    judges: dict[str, JudgeEstimate]
-    lifts: dict[str, Lift]
-    notes: list[str]
+    judges: dict[str, JudgeEstimate]  # each judge's estimate and verdict, by judge name
+    lifts: dict[str, Lift]  # each same-family judge's lift over the others, by judge name
+    notes: list[str]  # cautions where the verdict differs by judge and a same-family judge is among them
 
 
 @dataclass(frozen=True)
@@ -226,17 +232,17 @@ class Style(Entry):
 
     WHAT: ClassVar[str] = "a comparison's style in numbers.json"
 
-    n: int
-    covariates: list[str]
-    raw: float
-    adjusted: float | None
-    se: float | None
-    df: int | None
-    ci_low: float | None
-    ci_high: float | None
-    confidence: float
-    slopes: dict[str, float] = field(default_factory=dict)
-    undefined: str | None = None
+    n: int  # the hypothesis's paired questions regressed over
+    covariates: list[str]  # those regressed on: the style covariates whose paired difference is not 0 on every question
+    raw: float  # the mean paired difference
+    adjusted: float | None  # the intercept: the difference at equal style; None where it is not identified
+    se: float | None  # its classical OLS standard error
+    df: int | None  # n minus the parameters
+    ci_low: float | None  # two-sided (1 - 2 alpha) t interval of the adjusted difference, lower end
+    ci_high: float | None  # two-sided (1 - 2 alpha) t interval of the adjusted difference, upper end
+    confidence: float  # 1 - 2 alpha
+    slopes: dict[str, float] = field(default_factory=dict)  # each covariate's coefficient
+    undefined: str | None = None  # why there is no adjusted difference; None when there is one
 
 
 @dataclass(frozen=True)
@@ -245,27 +251,29 @@ class Comparison(Entry):
 
     WHAT: ClassVar[str] = "a comparison of numbers.json"
 
-    id: str
-    text: str
-    a: str
-    b: str
-    quant: str
-    kind: str
-    margin: float
-    alpha: float
+    id: str  # the hypothesis's registered id
+    text: str  # the hypothesis as registered, in words
+    a: str  # the reference arm
+    b: str  # the arm compared with it (d = b - a)
+    quant: str  # the quantisation both arms are compared at
+    kind: str  # "non_inferiority", "superiority" or "equivalence"
+    margin: float  # the registered margin, in rubric points
+    alpha: float  # the registered one-sided level
     result: Result | None  # None: no paired question was scored
-    verdict: str
-    reason: str
-    subset: list[str]
-    paired_questions: list[str]
-    unscored_rate: dict[str, float]
+    verdict: str  # registration.vocabulary.VERDICTS; after the family procedure, the gold check and the guards
+    reason: str  # why: the numbers that decided, or the guard that made it inconclusive
+    subset: list[str]  # the registered tags a question must all carry to count
+    paired_questions: list[str]  # ids of the subset's questions scored in both arms, in the run's question order
+    unscored_rate: dict[str, float]  # per arm: (answer errors + unscored + judge errors) / answers of its cell
     clusters: int | None  # registered clusters among the paired questions; None: the set declares none
-    clustered_se: float | None
-    calibration: Calibration | None
-    quant_notes: list[str]
-    questions_in_subset: int | None = None
+    clustered_se: float | None  # cluster-robust SE of the mean difference; None: no clusters, or one unit
+    calibration: Calibration | None  # the rule's simulated false-claim rate at the boundary; None: no paired result
+    quant_notes: list[str]  # cautions when the effect changes sign at another quant, or arm a's own score moves with it
+    questions_in_subset: int | None = None  # the run's questions carrying every subset tag
     family: ComparisonFamily = None  # absent in folders decided before the family
     judge_error: JudgeError = None  # absent without registered gold
+    # each judge's view of it (judge.numbers.bias_checks.self_preference); None unless 2+ judges scored it
     self_preference: SelfPreference | None = None
+    # the difference with style regressed out (judge.numbers.bias_checks.style_check); absent without a paired result
     style: Style | None = None
-    length_notes: list[str] = None
+    length_notes: list[str] = None  # cautions where the style-adjusted interval would decide otherwise

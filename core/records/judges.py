@@ -14,10 +14,10 @@ class JudgeTotal(Entry):
 
     WHAT: ClassVar[str] = "a judge's totals in numbers.json"
 
-    scored: int
-    unscored: int
-    error: int
-    repaired: int
+    scored: int  # its current verdicts under this rubric with a score
+    unscored: int  # its verdicts with no parseable score after every attempt
+    error: int  # its verdicts whose judge call failed
+    repaired: int  # of them, verdicts whose JSON parsed only after repair
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,9 @@ class LengthRow(Entry):
 
     WHAT: ClassVar[str] = "a comparison of a judge's length bias in numbers.json"
 
-    id: str
-    raw_difference: float | None
+    id: str  # the hypothesis's registered id
+    raw_difference: float | None  # mean score of b's scored answers minus a's at its quant; None when either has none
+    # the arm-b coefficient of OLS score ~ 1 + is_b + log1p(words); None if not identified
     length_adjusted_difference: float | None
 
 
@@ -37,9 +38,10 @@ class LengthBias(Entry):
 
     WHAT: ClassVar[str] = "a judge's length bias in numbers.json"
 
-    answers: int
+    answers: int  # answers this judge scored (single verdicts)
+    # Spearman rho of the answers' word counts and their scores; None if undefined or below 3
     length_spearman: float | None
-    comparisons: list[LengthRow]
+    comparisons: list[LengthRow]  # one per hypothesis
 
 
 @dataclass(frozen=True)
@@ -48,18 +50,19 @@ class PairwiseRow(Entry):
 
     WHAT: ClassVar[str] = "a hypothesis's pairwise counts in numbers.json"
 
-    hypothesis: str
-    pairs: int
-    both_orders_scored: int
-    consistent: int
-    wins_b: int
-    wins_a: int
-    ties: int
-    a: str | None = None
-    b: str | None = None
-    quant: str | None = None
-    unscored_verdicts: int | None = None
-    consistency_rate: float | None = None
+    hypothesis: str  # the hypothesis's registered id
+    pairs: int  # questions with at least one pairwise verdict of this judge
+    both_orders_scored: int  # of them, questions scored in both orders
+    consistent: int  # of those, questions where both orders preferred the same arm (or both tied)
+    wins_b: int  # questions both orders gave to b
+    wins_a: int  # questions both orders gave to a
+    ties: int  # questions scored in both orders that are ties or inconsistent
+    a: str | None = None  # the reference arm
+    b: str | None = None  # the arm compared with it
+    quant: str | None = None  # the quantisation compared at
+    unscored_verdicts: int | None = None  # pairwise verdicts of this hypothesis without a score
+    consistency_rate: float | None = None  # consistent / both_orders_scored; None when none
+    # of the verdicts naming a winner, the share that chose the answer shown first; None: none
     first_position_share: float | None = None
 
 
@@ -69,10 +72,11 @@ class AgreementPair(Entry):
 
     WHAT: ClassVar[str] = "a pair of judges' agreement in numbers.json"
 
-    judges: list[str]
-    answers: int
-    exact_agreement: float
-    kappa_quadratic: float | None
+    judges: list[str]  # the two judges
+    answers: int  # answers both scored
+    exact_agreement: float  # share of them given the same score
+    kappa_quadratic: float | None  # quadratic-weighted Cohen's kappa; None where undefined
+    # its 95% percentile bootstrap interval over the answers (1,000 seeded resamples); None if too few
     kappa_ci95: tuple[float, float] | None
 
 
@@ -82,11 +86,12 @@ class Agreement(Entry):
 
     WHAT: ClassVar[str] = "numbers.json's judges agreement"
 
-    answers: int
-    pairs: list[AgreementPair]
-    pairable_answers: int
+    answers: int  # answers every judge scored
+    pairs: list[AgreementPair]  # each pair of judges with two or more answers both scored
+    pairable_answers: int  # answers at least two judges scored
+    # ordinal Krippendorff's alpha over the pairable answers; None where undefined
     krippendorff_alpha_ordinal: float | None
-    judges: list[str] | None = None
+    judges: list[str] | None = None  # the judges that scored, sorted
 
 
 @dataclass(frozen=True)
@@ -95,14 +100,14 @@ class RetestRow(Entry):
 
     WHAT: ClassVar[str] = "a judge's retest in numbers.json"
 
-    judge: str
-    drawn: int
-    n: int
-    flips: int
-    flip_rate: float | None
-    flip_ci95: tuple[float, float] | None
-    kappa_quadratic: float | None
-    kappa_ci95: tuple[float, float] | None
+    judge: str  # the judge's name
+    drawn: int  # labels drawn for a retest
+    n: int  # of them, scored both times
+    flips: int  # retest score differs from the original
+    flip_rate: float | None  # flips / n; None when n is 0
+    flip_ci95: tuple[float, float] | None  # exact binomial (Clopper-Pearson) interval of the flip rate
+    kappa_quadratic: float | None  # test vs retest; None where undefined (one category used by both)
+    kappa_ci95: tuple[float, float] | None  # percentile bootstrap over labels (as the judges' agreement)
 
 
 @dataclass(frozen=True)
@@ -111,9 +116,9 @@ class DecisionChanged(Entry):
 
     WHAT: ClassVar[str] = "a decision the retests change in numbers.json"
 
-    id: str
-    verdict: str
-    with_retests: str
+    id: str  # the hypothesis's registered id
+    verdict: str  # its verdict on the original scores
+    with_retests: str  # its verdict with the retest scores in their place
 
 
 @dataclass(frozen=True)
@@ -122,9 +127,9 @@ class RetestSection(Entry):
 
     WHAT: ClassVar[str] = "numbers.json's judges retest"
 
-    judges: dict[str, RetestRow]
-    decisions_changed: list[DecisionChanged]
-    replaced: int
+    judges: dict[str, RetestRow]  # each judge's test-retest agreement, by name
+    decisions_changed: list[DecisionChanged]  # the registered decisions the primary judge's retest scores change
+    replaced: int  # the primary judge's scored retests put in place of the originals
 
 
 @dataclass(frozen=True)
@@ -133,9 +138,10 @@ class JudgesSection(Entry):
 
     WHAT: ClassVar[str] = "numbers.json's judges"
 
-    panel: list[str]
-    means: dict[str, dict[str, float]]
-    length_bias: dict[str, LengthBias]
+    panel: list[str]  # the run's judges, primary first
+    means: dict[str, dict[str, float]]  # judge -> "arm/quant" -> its mean single-answer score
+    length_bias: dict[str, LengthBias]  # judge -> how its scores follow answer length
+    # judge -> its pairwise counts per hypothesis (empty without pairwise judging)
     pairwise: dict[str, list[PairwiseRow]]
     agreement: Agreement | None  # None: one judge only
     retest: RetestSection = None  # absent without `[judge] retest`

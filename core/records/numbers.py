@@ -18,23 +18,24 @@ class Cell(Entry):
 
     WHAT: ClassVar[str] = "a cell of numbers.json"
 
-    arm: str
-    quant: str
-    answers: int
-    answer_errors: int
-    answer_retries: int
-    truncated: int
-    scored: int
-    unscored: int
-    judge_errors: int
-    questions_scored: int
+    arm: str  # the arm's name
+    quant: str  # the quantisation
+    answers: int  # current answer rows of this arm and quant for the run's questions
+    answer_errors: int  # of them, rows with status error
+    answer_retries: int  # of them, rows asked again after an error
+    truncated: int  # of them, answers whose last call stopped at its token limit
+    scored: int  # the primary judge's single verdicts on these answers with status scored
+    unscored: int  # its verdicts with no parseable score
+    judge_errors: int  # its verdicts whose judge call failed
+    questions_scored: int  # questions with at least one scored answer (their mean enters `mean`)
     mean: float | None  # None: no question scored
-    harmful: int
-    scrubbed: int
-    injection_flagged: int
-    mean_words: float | None
+    harmful: int  # scored verdicts whose fields say harmful: true
+    scrubbed: int  # identity-revealing matches removed from these answers before judging (sum of KeyRow.scrubbed)
+    injection_flagged: int  # answers in which grader-directed text was found (KeyRow.injection > 0)
+    mean_words: float | None  # mean whitespace-separated words of the ok answers; None without one
     answer_error_kinds: dict[str, int] = None  # absent in folders written before causes were counted
-    judge_error_kinds: dict[str, int] = None
+    judge_error_kinds: dict[str, int] = None  # kind -> count of the judge errors' causes (models.retry.describe kinds)
+    # score -> how many scored verdicts gave it, for every point of the rubric's scale
     score_counts: dict[str, int] = None
 
 
@@ -44,15 +45,15 @@ class Subset(Entry):
 
     WHAT: ClassVar[str] = "a subset of numbers.json"
 
-    id: str
-    alpha_adjusted: float
-    result: Result | None
-    verdict: str
-    paired_questions: list[str]
-    hypothesis: str | None = None
-    tag: str | None = None
-    tests: int | None = None
-    questions: int | None = None
+    id: str  # the hypothesis id with the tag: "<id> [<tag>]"
+    alpha_adjusted: float  # the hypothesis's alpha / tests (Bonferroni over its tags)
+    result: Result | None  # the paired result on the tag's questions; None below two paired questions
+    verdict: str  # the verdict on them (exploratory: never changes the registered one)
+    paired_questions: list[str]  # ids of the tag's questions scored in both arms
+    hypothesis: str | None = None  # the registered hypothesis it splits
+    tag: str | None = None  # the question tag this subset selects
+    tests: int | None = None  # how many tags the hypothesis's questions were split by
+    questions: int | None = None  # questions of the hypothesis's subset carrying this tag
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,11 @@ class FamilyStep(Entry):
 
     WHAT: ClassVar[str] = "a step of numbers.json's family"
 
-    id: str
-    alpha: float
-    tested_at: float | None
-    claimed: bool
-    step: int | None
+    id: str  # the hypothesis's registered id
+    alpha: float  # its registered one-sided alpha
+    tested_at: float | None  # the alpha of its last test; None: never tested (a fixed sequence stopped before it)
+    claimed: bool  # the family procedure claims it
+    step: int | None  # the step at which it was claimed (Holm) or its place in the sequence (fixed-sequence)
 
 
 @dataclass(frozen=True)
@@ -74,10 +75,10 @@ class FamilySection(Entry):
 
     WHAT: ClassVar[str] = "numbers.json's family"
 
-    method: str
-    size: int
-    stopped_at: str | None
-    steps: list[FamilyStep]
+    method: str  # the registered family procedure: "holm", "fixed-sequence" or "none"
+    size: int  # registered hypotheses in the family
+    stopped_at: str | None  # fixed-sequence: the first hypothesis not claimed, where the sequence stopped
+    steps: list[FamilyStep]  # one per registered hypothesis
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class QuantCheck(Entry):
 
     WHAT: ClassVar[str] = "numbers.json's quant_check"
 
+    # arm -> quant -> the arm's mean per-question score there (None: none scored)
     means: dict[str, dict[str, float | None]]
 
 
@@ -95,10 +97,11 @@ class Amendment(Entry):
 
     WHAT: ClassVar[str] = "an amendment of numbers.json"
 
-    n: int
-    date: str
-    text: str
-    post_hoc: bool | None = None
+    n: int  # its number in amendments.jsonl
+    date: str  # when it was appended: ISO 8601, UTC
+    text: str  # what it changes, as written
+    post_hoc: bool | None = None  # recorded as written after scoring began (`judge amend --post-hoc`)
+    # it was sealed before this run's first judgment (or nothing is judged yet)
     before_first_judgment: bool | None = None
 
 
@@ -109,13 +112,13 @@ class CleanComparison(Entry):
 
     WHAT: ClassVar[str] = "a clean comparison of numbers.json's contamination"
 
-    id: str
+    id: str  # the hypothesis's registered id
     questions: int  # its questions (subset) not contaminated
-    paired_questions: list[str]
+    paired_questions: list[str]  # ids of those questions scored in both arms
     result: Result | None  # None below two paired questions
-    verdict: str
-    all_questions_verdict: str
-    differs: bool
+    verdict: str  # the verdict on the clean questions
+    all_questions_verdict: str  # the comparison's verdict on all its questions
+    differs: bool  # the two verdicts differ
 
 
 @dataclass(frozen=True)
@@ -125,12 +128,13 @@ class ContaminationSection(Entry):
 
     WHAT: ClassVar[str] = "numbers.json's contamination"
 
-    n: int
-    threshold: float
-    decide: str
-    arms: list[str]
+    n: int  # the registered tokens per n-gram
+    threshold: float  # the registered fraction of a text's distinct n-grams above which it is contaminated
+    decide: str  # "both" (decide on all, beside the clean decision) or "clean_only"
+    arms: list[str]  # the registered arms trained on the data
     training: dict[str, str]  # each training data file, by its registered name: its sha256
     contaminated: list[str]  # every sealed question contaminated, in set order
+    # each hypothesis about a trained arm decided on its clean questions (decide = "both")
     comparisons: list[CleanComparison]
 
 
@@ -145,20 +149,21 @@ class Numbers(Document):
     WHAT: ClassVar[str] = "the numbers of a run (numbers.json)"
     VERSION_KEY: ClassVar[str] = "schema"
 
-    experiment: str
-    judge: str
-    questions: int
-    raw_sha256: dict[str, str]
-    cells: list[Cell]
-    comparisons: list[Comparison]
-    subsets: list[Subset]
-    quant_check: QuantCheck
+    experiment: str  # the experiment's name
+    judge: str  # the primary judge, whose scores decide
+    questions: int  # how many questions the run has
+    raw_sha256: dict[str, str]  # sha256 of each raw file and binding.json, by name (judge.results.files.raw_sha256)
+    cells: list[Cell]  # one per (arm, quant) of the run
+    comparisons: list[Comparison]  # one per registered hypothesis on the run's arms
+    subsets: list[Subset]  # each hypothesis split by question tag (exploratory)
+    quant_check: QuantCheck  # each arm's mean score at each quant
+    # "judge/rubric" -> counts of its verdicts by status, and how many were repaired
     judge_totals: dict[str, JudgeTotal]
-    amendments: list[Amendment]
-    judges: JudgesSection
-    schema: int = 1
-    family: FamilySection | None = None
-    panel_rule: str | None = None
-    judge_validity: JudgeValidity | None = None
+    amendments: list[Amendment]  # the registration's amendments
+    judges: JudgesSection  # per-judge means, agreement, length bias and pairwise consistency
+    schema: int = 1  # this document's version
+    family: FamilySection | None = None  # the registered hypotheses decided as one family
+    panel_rule: str | None = None  # who decides when several judges scored: "primary", "all-agree" or "unrelated-mean"
+    judge_validity: JudgeValidity | None = None  # the judges measured against gold; absent without registered gold
     contamination: ContaminationSection | None = None  # absent unless [contamination] is registered
     stability: Stability = None  # absent in folders written before stability across samples was measured

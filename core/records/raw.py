@@ -63,20 +63,20 @@ class AnswerRow(Record):
 
     TYPE: ClassVar[str] = "answer"
 
-    row: str
-    arm: str
-    quant: str
-    question_id: str
-    sample: int
+    row: str  # core.records.raw.row_id(arm, quant, question_id, sample): the key of the retry rule
+    arm: str  # the arm's name in prereg.toml
+    quant: str  # the arm's quantisation (model file variant) this answer came from
+    question_id: str  # the question's id in its set
+    sample: int  # 0-based sample number of this question for this arm and quant
     status: str  # "ok" | "error"
     text: str | None  # the final answer (after glue); None on error
     raw_output: str | None  # what the model itself wrote (last call)
-    finish_reason: str | None
-    truncated: bool
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float
-    model_sha256: str | None
+    finish_reason: str | None  # the last call's finish reason; "glue" when the glue made no call; None on error
+    truncated: bool  # the last call stopped at its token limit (False on error)
+    prompt_tokens: int  # input tokens summed over the model calls made for this answer (arms.collect)
+    completion_tokens: int  # output tokens summed over the model calls made for this answer
+    latency_s: float  # seconds spent on the model calls (on error: wall time until the failure), rounded to 0.1 ms
+    model_sha256: str | None  # sha256 of the model file, from the backend's identity; None when the backend names none
     lora_sha256: str | None  # comma-separated when several adapters are applied
     settings: dict[str, Any]  # registered generation settings, with this sample's seed
     calls: list[str] = field(default_factory=list)  # cache keys of the model calls made
@@ -85,8 +85,8 @@ class AnswerRow(Record):
     error: dict[str, Any] | str | None = None  # models.retry.describe(); a plain message in older rows
     effective: dict[str, Any] | None = None  # read back from the backend: file, template, adapters, sampling as sent
     thinking: bool = False  # the model's (last) reply showed thinking: compare with settings["thinking"]
-    identity: dict[str, Any] | None = None  # the backend identity in every call key (models.cache.call_key); None in
-    # rows written before rows recorded it
+    # the backend identity in every call key (models.cache.call_key); None in rows written before rows recorded it
+    identity: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,12 +95,12 @@ class KeyRow(Record):
 
     TYPE: ClassVar[str] = "blinding"
 
-    label: str
-    row: str
-    arm: str
-    quant: str
-    question_id: str
-    sample: int
+    label: str  # the blinded label the judge sees: L + 12 hex digits of an HMAC of `row` (judge.judging.blinding)
+    row: str  # the answer row's id (AnswerRow.row)
+    arm: str  # the arm that wrote the answer
+    quant: str  # the arm's quantisation
+    question_id: str  # the question's id in its set
+    sample: int  # the answer's sample number
     scrubbed: int  # identity-revealing matches removed from this answer
     injection: int = 0  # grader-directed text found in this answer (counted, shown, never obeyed)
 
@@ -111,12 +111,12 @@ class PairKey(Record):
 
     TYPE: ClassVar[str] = "pair"
 
-    label: str
-    hypothesis: str
-    question_id: str
-    quant: str
+    label: str  # the blinded pair label the judge sees (judge.judging.pairwise.pair_label)
+    hypothesis: str  # the id of the registered hypothesis whose two arms are compared
+    question_id: str  # the question's id in its set
+    quant: str  # the hypothesis's quantisation: both answers are of it
     first: str  # arm shown first
-    second: str
+    second: str  # arm shown second
 
 
 def blinding_key(d: dict[str, Any], file: str | Path = "<record>", line: int | None = None) -> KeyRow | PairKey:
@@ -144,22 +144,23 @@ class Judgment(Record):
 
     TYPE: ClassVar[str] = "judgment"
 
-    judge: str
-    label: str
-    question_id: str
+    judge: str  # the judge's name in prereg.toml
+    label: str  # the blinded label judged (KeyRow.label or PairKey.label)
+    question_id: str  # the question's id in its set
     status: str  # "scored" | "unscored" (no parseable verdict) | "error" (the judge call itself failed)
     score: int | None  # None unless scored: a parse failure is never a zero
+    # the parsed verdict object (its score field and any others the rubric asks for); None unless scored
     fields: dict[str, Any] | None
-    repaired: bool
-    error: str | None
-    prompt_sha256: str
+    repaired: bool  # the verdict parsed only after repairing its JSON (judge.judging.verdict.parse_verdict)
+    error: str | None  # why there is no score (the last parse error or the failed call); None when scored
+    prompt_sha256: str  # sha256 of the first attempt's request (judge.judging.calls.prompt_sha256)
     attempts: list[dict[str, Any]]  # every raw judge output with its parse error
-    latency_s: float
-    prompt_tokens: int
-    completion_tokens: int
-    cached_tokens: int
-    calls: list[str] = field(default_factory=list)
-    cached_calls: int = 0
+    latency_s: float  # seconds, summed over the judge calls of all attempts, rounded to 0.1 ms
+    prompt_tokens: int  # input tokens summed over all attempts
+    completion_tokens: int  # output tokens summed over all attempts
+    cached_tokens: int  # input tokens the backend reported as served from its prompt cache, summed over all attempts
+    calls: list[str] = field(default_factory=list)  # cache keys of the judge calls made, one per attempt
+    cached_calls: int = 0  # how many of them came from the call cache (0 new cost)
     time: str | None = None  # UTC time the verdict was recorded: amendments must predate the first one
     rubric: str = "correctness"  # the name of the rubric that produced it: shown, never matched on
     kind: Literal["single", "pairwise"] = "single"  # what it judged: analysis selects verdicts by this
@@ -204,7 +205,7 @@ class HumanLabel(Record):
     label: str  # the blinded label of the answer (L…), as the judge saw it
     score: int  # on the run's rubric scale
     note: str  # "" when the labeller wrote none
-    labeller: str
+    labeller: str  # who gave the score: its file is labels/<labeller>.jsonl
     time: str  # ISO 8601 with a UTC offset, when the score was entered
     prev: str  # the hash chain
 
@@ -218,12 +219,12 @@ class GoldLabel(Record):
 
     TYPE: ClassVar[str] = "gold"
 
-    question_id: str
+    question_id: str  # the question's id in its set
     answer_sha256: str  # sha256 of the UTF-8 bytes of the answer as the judge saw it
     score: int  # on the experiment's rubric scale
     labeller: str  # who or what gave it
     time: str  # ISO 8601 with a UTC offset
-    note: str = ""
+    note: str = ""  # the labeller's free-text note; "" when none
 
 
 @dataclass(frozen=True)
@@ -234,9 +235,9 @@ class LabelSample(Record):
 
     TYPE: ClassVar[str] = "label_sample"
 
-    labeller: str
-    seed: int
-    n: int
+    labeller: str  # who draws and will label the sample (`judge label --labeller`)
+    seed: int  # the seed given as `--seed S`
+    n: int  # the sample size given as `--sample N`
     population: list[str]  # the run's question ids it was drawn from
     picked: list[str]  # judge.numbers.stats.ppi.label_sample(population, n, seed)
     time: str  # ISO 8601 with a UTC offset, when it was drawn
@@ -250,10 +251,10 @@ class PublicQuestion(Record):
 
     TYPE: ClassVar[str] = "question"
 
-    id: str
+    id: str  # the question's id in its set
     set: str  # the set's MANIFEST name, e.g. "sets/exam.jsonl"
     line: int  # its line in the set
-    tags: list[str]
-    cluster: str | None
-    question_sha256: str
+    tags: list[str]  # the question's tags, as the set gives them
+    cluster: str | None  # the question's cluster; None when it has none
+    question_sha256: str  # sha256(salt ‖ text) (judge.verify.bundle.commitment), salted from bundle.secret
     reference_sha256: str | None  # None: the question has no reference

@@ -14,7 +14,7 @@ class BackendIdentity(Entry):
 
     WHAT: ClassVar[str] = "a backend identity of run.json"
 
-    backend: str
+    backend: str  # which backend served the calls, as its identity() names it
 
 
 @dataclass(frozen=True)
@@ -27,13 +27,16 @@ class RunJudge(Entry):
     identity: BackendIdentity  # the primary judge's (models.cache: in every call key); the report shows its backend
     panel: list[str] | None = None  # absent in folders written before judge panels: [primary]
     mode: str | None = None  # single, pairwise or both; absent before pairwise judging: single
-    model: str | None = None
-    quant: str | None = None
-    rubric: str | None = None
-    attempts: int | None = None
+    model: str | None = None  # the primary judge's model source as registered (judge.results.runinfo.registered)
+    quant: str | None = None  # the primary judge's registered quant; None when it names none
+    rubric: str | None = None  # the name of the single-answer rubric the judges applied
+    attempts: int | None = None  # registered tries per verdict before it is recorded unscored (`judge_attempts`)
+    # the scrub patterns applied before judging: the defaults not dropped, then the registered ones
     scrub: list[str] = field(default_factory=list)
+    # warnings on the panel shown in the report: a judge too small to grade, or of an arm's model family
     warnings: list[str] = field(default_factory=list)
-    identities: dict[str, Any] | None = None
+    identities: dict[str, Any] | None = None  # each judge's backend identity, by judge name (pipeline.run)
+    # what each judge's backend really uses, read back before judging, by "judge/rubric"
     effective_settings: dict[str, Any] | None = None
 
 
@@ -44,17 +47,17 @@ class CostRow(Entry):
 
     WHAT: ClassVar[str] = "a cost row of run.json"
 
-    role: str
-    name: str
-    model: str
-    rows: int
-    input_tokens: int
-    output_tokens: int
-    batch_input_tokens: int
-    batch_output_tokens: int
-    usd: float | None
-    price_input: float | None = None
-    price_output: float | None = None
+    role: str  # "arm" or "judge"
+    name: str  # the arm's or judge's name
+    model: str  # its registered model's name
+    rows: int  # current rows counted: its answers to the run's questions, or its verdicts
+    input_tokens: int  # input tokens of those rows' calls, cached calls included (with an answer-first judge's own)
+    output_tokens: int  # output tokens, counted as input_tokens is
+    batch_input_tokens: int  # the part of input_tokens from rows whose every call a provider batch answered
+    batch_output_tokens: int  # the part of output_tokens from rows whose every call a provider batch answered
+    usd: float | None  # input and output tokens at the registered prices, batched ones at half; None without prices
+    price_input: float | None = None  # registered USD per million input tokens; None when not registered
+    price_output: float | None = None  # registered USD per million output tokens; None when not registered
 
 
 @dataclass(frozen=True)
@@ -66,20 +69,24 @@ class RunInfo(Document):
 
     WHAT: ClassVar[str] = "a run record (run.json)"
 
-    name: str
-    arms: list[str]
-    question_ids: list[str]
-    judge: RunJudge
+    name: str  # the run's name: the experiment's, + "-" and the arms when a subset, + "-limitN" with --limit
+    arms: list[str]  # the arms the folder binds, by name
+    question_ids: list[str]  # the ids of the questions in scope (the first --limit of the registered sets)
+    judge: RunJudge  # the judges of the run and what was read back from them
     audit_gate: str  # the report's audit gate line (pipeline.run.check_audit_gate)
-    experiment: str | None = None
-    seed: int | None = None
-    limit: int | None = None
-    hashes: dict[str, Any] | None = None
-    label_key: str | None = None
+    experiment: str | None = None  # the experiment's name in prereg.toml
+    seed: int | None = None  # the experiment's registered seed
+    limit: int | None = None  # the bound --limit; None for all questions
+    hashes: dict[str, Any] | None = None  # sha256 of prereg.toml, of the MANIFEST and of the rubric, by name
+    label_key: str | None = None  # binding.json's label key: with the blinding secret, what the labels derive from
+    # the registered runtime settings: threads, n_ctx, cpu_extra_buffers, gpu_layers, batch, flash_attn
     runtime: dict[str, Any] | None = None
-    analysis: dict[str, Any] | None = None
+    analysis: dict[str, Any] | None = None  # the registered analysis settings: resamples, method, seed, max_unscored
+    # where the folder was bound (binding.json), so a resume from elsewhere writes the same
     experiment_dir: str | None = None
+    # each arm/quant's effective settings as its first answer row records them
     effective_settings: dict[str, Any] | None = None
+    # per model/quant: which quantiser made which file, its sha256 and the types read back
     quant_files: dict[str, Any] | None = None
     cost: list[CostRow] = None  # absent in folders written before costs were kept
     # what a run that can cost money planned to pay, before its first call (judge.judging.budget): absent in older
