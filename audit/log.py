@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 from core import jsonl
 from core.errors import BadInput
+from core.tables import parquet_rows
 
 FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
@@ -119,7 +120,7 @@ def read_log(path: Path, columns: Columns | None = None) -> Log:
         raise BadInput(path, f"unknown log format {path.suffix!r}: use .jsonl, .csv or .parquet")
     if not path.exists():
         raise BadInput(path, "rewards log not found")
-    records = {"jsonl": _jsonl_records, "csv": _csv_records, "parquet": _parquet_records}[fmt](path)
+    records = {"jsonl": _jsonl_records, "csv": _csv_records, "parquet": parquet_rows}[fmt](path)
     out: list[Completion] = []
     seen: dict[str, int] = {}
     header: set[str] | None = None
@@ -166,30 +167,6 @@ def _csv_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise BadInput(path, f"not valid CSV ({e})", line=reader.line_num) from None
         except UnicodeDecodeError as e:
             raise BadInput(path, f"not UTF-8 ({e})") from None
-
-
-def _parquet_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    import pandas as pd
-
-    try:
-        frame = pd.read_parquet(path)
-    except ImportError as e:
-        raise BadInput(path, f"reading parquet needs pyarrow (pip install pyarrow): {e}") from None
-    except Exception as e:  # a corrupt file: pyarrow raises its own error types
-        raise BadInput(path, f"not a readable parquet file ({type(e).__name__}: {e})") from None
-    for no, rec in enumerate(frame.to_dict("records"), start=1):
-        yield no, {k: _plain(v) for k, v in rec.items()}
-
-
-def _plain(v: Any) -> Any:
-    """numpy scalars and arrays, pandas NA -> plain Python values."""
-    if hasattr(v, "tolist"):
-        v = v.tolist()
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v
 
 
 # -- fields ------------------------------------------------------------------------------------

@@ -27,7 +27,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import math
 import re
 import string
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from typing import Any, Iterator
 from core import jsonl
 from core import text as input_text
 from core.errors import BadInput
+from core.tables import parquet_rows
 
 from .prereg import Contamination, Experiment
 from .questions import Question, load_questions
@@ -131,7 +131,7 @@ def training_rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, s
     elif suffix == ".csv":
         rows = _csv_rows(path)
     elif suffix in (".parquet", ".pq"):
-        rows = _parquet_rows(path)
+        rows = parquet_rows(path)
     else:
         raise BadInput(path, f"unknown training data format {path.suffix!r}: use .jsonl, .csv or .parquet")
     where = "row {0}: " if suffix in (".parquet", ".pq") else ""
@@ -226,14 +226,3 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise BadInput(path, f"not valid CSV ({e})", line=reader.line_num) from None
 
 
-def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    import pandas as pd
-
-    try:
-        frame = pd.read_parquet(path)
-    except ImportError as e:
-        raise BadInput(path, f"reading parquet needs pyarrow (pip install pyarrow): {e}") from None
-    except Exception as e:  # a corrupt file: pyarrow raises its own error types
-        raise BadInput(path, f"not a readable parquet file ({type(e).__name__}: {e})") from None
-    for no, rec in enumerate(frame.to_dict("records"), start=1):
-        yield no, {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in rec.items()}
