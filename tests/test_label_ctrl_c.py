@@ -76,3 +76,34 @@ def test_a_line_typed_is_read_as_input_reads_it(terminal, capsys):
     with pytest.raises(EOFError):
         typed("Note: ", slave)
     assert capsys.readouterr().out == "Note: Note: "
+
+
+def test_a_ctrl_c_the_process_was_started_ignoring_still_stops_the_prompt(terminal, capsys):
+    """A command started as a background job of a script (or under nohup) inherits SIGINT ignored, and Python then
+    installs no handler: a Ctrl-C at the terminal would be dropped by the kernel. While the prompt reads, it is not;
+    afterwards the ignore the process was started with is back."""
+    master, slave = terminal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as inherited; the fixture restores Python's handler after
+    main = threading.main_thread().native_id
+    stopped = threading.Event()
+
+    def ctrl_c_then_rescue() -> None:
+        deadline = time.monotonic() + 30
+        while not sleeping_in_the_kernel(main) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)  # to the process, as the terminal sends it
+        if not stopped.wait(RESCUE_AFTER):
+            os.write(master, b"1\n")
+
+    helper = threading.Thread(target=ctrl_c_then_rescue)
+    helper.start()
+    got = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            got.append(typed("Score (0, 1, 2): ", slave))
+            time.sleep(RESCUE_AFTER)
+    finally:
+        stopped.set()
+        helper.join()
+    assert got == [] and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    assert capsys.readouterr().out == "Score (0, 1, 2): "

@@ -232,5 +232,5 @@ def test_a_cost_ceiling_stops_before_the_call_that_would_cross_it_and_a_resume_p
     run = json.loads((out / "run.json").read_text())
     assert [(x["role"], x["calls"]) for x in run["cost_estimate"]["lines"]] == [("arm", 1), ("arm", 1), ("judge", 2)]
     assert sum(x["usd"] for x in run["cost"]) <= 1000
-    v = cli("judge", "verify", str(out), timeout=300)
+    v = cli("judge", "verify", str(out), env=private, timeout=300)  # the cache the run paid into
     assert v.returncode == 0, v.stdout + v.stderr

@@ -160,13 +160,19 @@ def typed(prompt: str, fd: int | None = None) -> str:
     before the read begins, so the read is never interrupted and the KeyboardInterrupt waits for the next line typed.
     Here every signal also writes to a pipe (signal.set_wakeup_fd, set before the prompt is written) that the wait
     watches beside the terminal, so the handler always runs and raises at once. A line is read from the terminal in
-    canonical mode (one line per read); not a terminal, no file descriptor, or not the main thread: input()."""
+    canonical mode (one line per read); not a terminal, no file descriptor, or not the main thread: input(). A Ctrl-C
+    the process was started ignoring (a background job of a script, nohup) is answered while it reads."""
     try:
         fd = sys.stdin.fileno() if fd is None else fd
     except (AttributeError, OSError, ValueError):  # no standard input, or one replaced by an object with no fd
         return input(prompt)
     if not os.isatty(fd) or threading.current_thread() is not threading.main_thread():
         return input(prompt)
+    handler = signal.getsignal(signal.SIGINT)
+    if handler in (signal.SIG_IGN, signal.SIG_DFL, None):
+        # Ctrl-C ignored since the process started (a shell's background job, nohup, a parent that ignores it):
+        # Python then installs no handler, and a person at this terminal could not stop. While it reads, it can.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     wake, woken = os.pipe()
     os.set_blocking(wake, False)
     os.set_blocking(woken, False)
@@ -189,6 +195,8 @@ def typed(prompt: str, fd: int | None = None) -> str:
         signal.set_wakeup_fd(before)
         os.close(wake)
         os.close(woken)
+        if handler in (signal.SIG_IGN, signal.SIG_DFL, None):
+            signal.signal(signal.SIGINT, handler if handler is not None else signal.SIG_DFL)
     return line.decode(sys.stdin.encoding or "utf-8", "replace").removesuffix("\n")
 
 
