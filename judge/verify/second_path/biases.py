@@ -98,13 +98,6 @@ def _ols(y: list[float], xs: dict[str, list[float]], alpha: float) -> dict[str, 
     return out
 
 
-def _labels(ids: list[str], clusters: dict[str, str | None]) -> list[tuple] | None:
-    """Each question's resampling unit: its registered cluster, or itself when it has none; None when none has one."""
-    if not any(clusters.get(q) for q in ids):
-        return None
-    return [("cluster", clusters[q]) if clusters.get(q) else ("question", q) for q in ids]
-
-
 def judge_decision(h, exp, means: dict[tuple, dict[str, Fraction]], ids: list[str],
                     clusters: dict[str, str | None]) -> dict[str, Any]:
     """One judge's estimate, interval and verdict on a hypothesis by verify's own decision code
@@ -115,7 +108,7 @@ def judge_decision(h, exp, means: dict[tuple, dict[str, Fraction]], ids: list[st
     chk = second_path.comparison([a[q] for q in ids], [b[q] for q in ids], alpha=h.alpha, margin=h.margin,
                                  rule=an.rule, method=an.method, resamples=an.resamples, seed=an.seed,
                                  scale=(min(points), max(points), max(exp.arm(h.a).samples, exp.arm(h.b).samples)),
-                                 labels=_labels(ids, clusters))
+                                 labels=second_path.unit_labels(ids, clusters))
     return {"n": chk["n"], "estimate": chk["diff"], "ci_low": chk["ci_low"], "ci_high": chk["ci_high"],
             "bound": chk["bound"], "verdict": second_path.verdict(h.kind, h.margin, chk),
             "resampling": chk["resampling"], "units": chk["units"]}
@@ -127,14 +120,7 @@ def judge_lift(d: dict[str, dict[str, Fraction]], j: str, others: list[str], com
     scheme (judge.verify.second_path.decisions.draw: whole clusters when the questions have them), each resample's mean
     taken by check_paired's own loop."""
     per_q = [d[j][q] - sum(d[o][q] for o in others) / len(others) for q in common]
-    labels = _labels(common, clusters)
-    groups: dict[Any, list] = {}
-    for i, x in enumerate(per_q):
-        g = groups.setdefault(i if labels is None else labels[i], [Fraction(0), 0])
-        g[0] += x
-        g[1] += 1
-    drawn = second_path.draw([(s, m) for s, m in groups.values()], resamples, seed)
-    chk = second_path.check_paired([0] * len(per_q), per_q, drawn, "percentile", 0.025, clusters=labels)
+    chk = second_path.mean_interval(per_q, second_path.unit_labels(common, clusters), resamples, seed)
     n, own = len(common), sum(d[j][q] for q in common) / len(common)
     return {"judge": j, "others": others, "n": n, "estimate": float(own), "lift": float(sum(per_q) / n),
             "others_estimate": float(own - sum(per_q) / n), "ci_low": chk["ci_low"], "ci_high": chk["ci_high"],

@@ -229,6 +229,25 @@ def tests_verdict(kind: str, margin: float, found: list[dict]) -> str:
 _ND = statistics.NormalDist()
 
 
+def unit_labels(ids: list[str], clusters: dict[str, str | None]) -> list[tuple] | None:
+    """Each question's resampling unit: its registered cluster, or itself when it has none; None when none has one."""
+    if not any(clusters.get(q) for q in ids):
+        return None
+    return [("cluster", clusters[q]) if clusters.get(q) else ("question", q) for q in ids]
+
+
+def mean_interval(values: list[Fraction], labels: list[tuple] | None, resamples: int, seed: int) -> dict[str, Any]:
+    """The mean of per-question values and its 95% percentile interval on resamples drawn by the documented scheme
+    (whole units when `labels` gives them), each resample's mean taken by check_paired's own loop."""
+    groups: dict[Any, list] = {}
+    for i, x in enumerate(values):
+        g = groups.setdefault(i if labels is None else labels[i], [Fraction(0), 0])
+        g[0] += x
+        g[1] += 1
+    drawn = draw([(s, m) for s, m in groups.values()], resamples, seed)
+    return check_paired([0] * len(values), values, drawn, "percentile", 0.025, clusters=labels)
+
+
 def draw(units: Sequence[tuple], resamples: int, seed: int) -> tuple[list[tuple[Fraction, int]], np.ndarray]:
     """The bootstrap's resamples by the documented scheme: the distinct units (sum of differences, questions),
     ordered by mean then size, and for each resample how often each is drawn, numpy's multinomial over all units

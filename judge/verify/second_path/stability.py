@@ -28,15 +28,7 @@ from . import decisions
 
 def _interval(values: list[Fraction], ids: list[str], clusters: dict[str, str | None], resamples: int,
               seed: int) -> dict[str, float]:
-    labels = ([("cluster", clusters[q]) if clusters.get(q) else ("question", q) for q in ids]
-              if any(clusters.get(q) for q in ids) else None)
-    groups: dict[Any, list] = {}
-    for i, x in enumerate(values):
-        g = groups.setdefault(i if labels is None else labels[i], [Fraction(0), 0])
-        g[0] += x
-        g[1] += 1
-    drawn = decisions.draw([(s, m) for s, m in groups.values()], resamples, seed)
-    chk = decisions.check_paired([0] * len(values), values, drawn, "percentile", 0.025, clusters=labels)
+    chk = decisions.mean_interval(values, decisions.unit_labels(ids, clusters), resamples, seed)
     return {"estimate": chk["mean_b"], "ci_low": chk["ci_low"], "ci_high": chk["ci_high"]}
 
 
