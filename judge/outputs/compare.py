@@ -19,15 +19,14 @@ from pathlib import Path
 import numpy as np
 
 from core.errors import BadInput
-from core.records import RunInfo
-from registration.prereg import Experiment, load_experiment
-from registration.questions import Question, load_questions
+from registration.prereg import Experiment
+from registration.questions import Question
 
-from ..numbers.analysis import cluster_labels, exp_scale, per_question
+from ..numbers.analysis import cluster_labels, per_question
 from ..numbers.stats.bootstrap import bootstrap_means, percentile_interval, resample_indices
 from ..numbers.stats.paired import Paired, paired
 from ..numbers.stats.rule import Scale
-from ..results.files import RAW_FILES, anchor, load_raw
+from ..results.files import anchor, load
 
 ALPHA = 0.025  # one-sided: the two-sided interval is 95%
 
@@ -56,37 +55,23 @@ def text_sha256(q: Question) -> str:
 def read_side(run_dir: Path, arm: str | None, quant: str | None, exp_dir: Path | None = None) -> Side:
     """The primary judge's per-question scores of one arm and quant of a results folder (the run's first arm and
     first quant when not named), keyed by the sha256 of each question's text."""
-    run_dir = Path(run_dir)
-    for name in ("run.json", *RAW_FILES):
-        if not (run_dir / name).is_file():
-            raise BadInput(run_dir / name, "missing: not a results folder of `judge run`")
-    run = RunInfo.read_file(run_dir / "run.json")
-    if exp_dir is None and run.experiment_dir is None:
-        raise BadInput(run_dir / "run.json", "the experiment folder is not recorded; pass it with --exp",
-                       field="experiment_dir")
-    exp = load_experiment(Path(exp_dir or run.experiment_dir))
-    arm = arm or run.arms[0]
-    if arm not in run.arms:
-        raise BadInput(run_dir / "run.json", f"has no arm {arm!r} (it ran {', '.join(run.arms)})", field="arms")
-    quants = list(exp.arm(arm).quants)
+    f = load(run_dir, exp_dir)  # every check of a results folder and its experiment, as review reads it
+    runs = f.run["arms"]
+    arm = arm or runs[0]
+    if arm not in runs:
+        raise BadInput(f.run_dir / "run.json", f"has no arm {arm!r} (it ran {', '.join(runs)})", field="arms")
+    quants = list(f.exp.arm(arm).quants)
     quant = quant or quants[0]
     if quant not in quants:
-        raise BadInput(run_dir / "run.json", f"arm {arm!r} has no quant {quant!r} (registered: {', '.join(quants)})",
-                       field="arms")
-    by_id = {q.id: q for q in load_questions(exp.set_paths(), exp.set_formats_by_path())}
-    questions = {}
-    for qid in run.question_ids:
-        q = by_id.get(qid)
-        if q is None:
-            raise BadInput(run_dir / "run.json", f"names question {qid!r}, which the experiment's sets do not hold",
-                           field="question_ids")
-        questions[text_sha256(q)] = q
-    raw = load_raw(run_dir)
-    mine = per_question(raw.keys, raw.judgments, run.judge.primary).get((arm, quant), {})
+        raise BadInput(f.run_dir / "run.json", f"arm {arm!r} has no quant {quant!r} (registered: "
+                       f"{', '.join(quants)})", field="arms")
+    primary = f.run["judge"]["primary"]
+    questions = {text_sha256(q): q for q in f.questions.values()}
     sha_of = {q.id: sha for sha, q in questions.items()}
+    mine = per_question(f.raw.keys, f.raw.judgments, primary).get((arm, quant), {})
     scores = {sha_of[qid]: s for qid, s in mine.items() if qid in sha_of}
-    return Side(run_dir, anchor(run_dir), arm, quant, run.judge.primary, run.judge.rubric, exp_scale(exp),
-                exp.arm(arm).samples, questions, scores, exp)
+    return Side(f.run_dir, anchor(f.run_dir), arm, quant, primary, f.run["judge"].get("rubric"), f.scale,
+                f.exp.arm(arm).samples, questions, scores, f.exp)
 
 
 def mismatches(a: Side, b: Side) -> list[str]:
