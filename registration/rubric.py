@@ -11,7 +11,8 @@ at its line, and judge.judging.preflight calls it for every rubric of the run.
 
 `answer_first` asks the judge for its own answer to the question before it grades a candidate
 (judge.judging.answer_first): `two_calls`, a first call that never shows the candidate, or `one_reply`, the
-verdict's schema opening with a `judge_answer` field so the judge writes its answer before its grade.
+verdict's schema opening with a `judge_answer` field so the judge writes its answer before its grade. The first call
+of `two_calls` writes an answer, not a verdict: its own `answer_max_tokens`, not the verdict's max_tokens.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from core.errors import BadInput
 from models.backends.base import Generation
 
 from . import toml_lines
-from .spec import parse_generation, setting
+from .spec import bounded, parse_generation, setting
 
 RUBRICS_DIR = Path(__file__).resolve().parent.parent / "rubrics"
 
@@ -49,8 +50,9 @@ SCALE_POINTS = 1000  # agreement builds scale x scale tables
 ANSWER_FIRST = ("two_calls", "one_reply")  # how a rubric asks the judge for its own answer first (judge.answer_first)
 # the keys of a rubric's TOML file, as docs/reference/registration.md lists them
 RUBRIC_KEYS = ("name", "template", "system", "schema", "score_field", "scale", "bool_fields", "generation",
-               "answer_first")
+               "answer_first", "answer_max_tokens")
 JUDGE_ANSWER = "judge_answer"  # the verdict field a `one_reply` rubric's schema opens with
+ANSWER_MAX_TOKENS = 256  # a `two_calls` first call's max_tokens unless registered: an answer, longer than a verdict
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class Rubric:
     generation: Generation
     template_path: str = ""  # the template file, for messages about it
     answer_first: str = ""  # "" (the judge grades at once), or one of ANSWER_FIRST
+    answer_max_tokens: int = ANSWER_MAX_TOKENS  # `two_calls`: the first call's max_tokens (the judge's own answer)
 
     @property
     def schema_text(self) -> str:
@@ -145,6 +148,11 @@ def _rubric(name: str, rubrics_dir: Path, path: Path, raw: bytes, doc: dict) -> 
                        f"once), got {answer_first!r}", field="answer_first")
     if answer_first == "one_reply":
         schema = _answer_first_schema(schema, path)
+    answer_max_tokens = bounded(doc, "answer_max_tokens", "integer", path, where, ANSWER_MAX_TOKENS, bound="max_tokens")
+    if "answer_max_tokens" in doc and answer_first != "two_calls":
+        raise BadInput(path, "only answer_first = \"two_calls\" makes a first call, whose reply (the judge's own "
+                       "answer) it bounds; a one_reply answer is part of the verdict ([generation] max_tokens)",
+                       field="answer_max_tokens")
     generation = doc.get("generation", {})
     if not isinstance(generation, dict):
         raise BadInput(path, "must be a table of generation settings", field="generation")
@@ -155,7 +163,7 @@ def _rubric(name: str, rubrics_dir: Path, path: Path, raw: bytes, doc: dict) -> 
         sha256=hashlib.sha256(raw + b"\0" + template.encode()).hexdigest(),
         system=setting(doc, "system", "string", path, where).strip(), template=template, schema=schema,
         score_field=score_field, scale=scale, bool_fields=tuple(bool_fields), generation=parsed,
-        template_path=str(tpath), answer_first=answer_first,
+        template_path=str(tpath), answer_first=answer_first, answer_max_tokens=answer_max_tokens,
     )
 
 

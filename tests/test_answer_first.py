@@ -138,13 +138,13 @@ PLANTED = {"base": "Kestrel-planted-9QX4 says: it is 180 alder crowns.",
 
 @pytest.mark.integration
 def test_an_answer_first_rubric_runs_end_to_end_on_llama_server_and_verify_rederives_it(llama_server, tmp_path):
-    """Two arms (scripted, each answer carrying a planted string) on 2 questions, judged by llama.cpp's server with a
-    `two_calls` rubric: the first calls carry each question and its reference and never a candidate, one per
-    question however many arms answered it; each verdict records the judge's answer as the server wrote it and its
-    grading prompt shows it; verify passes, and fails naming the record when the recorded answer is edited."""
+    """Two arms (scripted, each answer carrying a planted string) on 2 questions, judged by llama.cpp's server with the
+    shipped `two_calls` rubric (correctness-first): the first calls carry each question and its reference and never a
+    candidate, one per question however many arms answered it, at the rubric's answer_max_tokens; each verdict
+    records the judge's answer as the server wrote it and its grading prompt shows it; verify passes, and fails naming
+    the record when the recorded answer is edited."""
     exp, out = tmp_path / "exp", tmp_path / "out"
-    shutil.copytree(ROOT / "sealed" / "demo", exp)
-    answer_first_rubric(exp / "rubrics", "firstly", 'answer_first = "two_calls"')
+    shutil.copytree(ROOT / "sealed" / "demo", exp)  # judged by the shipped rubric rubrics/correctness-first.toml
     recorder = Recorder(llama_server.url)
     model_of = {"base": "model-a", "trained": "model-b"}
 
@@ -160,7 +160,7 @@ def test_an_answer_first_rubric_runs_end_to_end_on_llama_server_and_verify_reder
                            for a, m in model_of.items())
             text = http_prereg("answer-first", f"{recorder.url}/v1", models + arms, [("H1", "base", "trained")])
             text = text.replace('source = "judge-model"', 'source = "smollm2-q8"')
-            (exp / "prereg.toml").write_text(text.replace('rubric = "correctness"', 'rubric = "firstly"'))
+            (exp / "prereg.toml").write_text(text.replace('rubric = "correctness"', 'rubric = "correctness-first"'))
             seal(exp)
             r = cli("judge", "run", "--exp", str(exp), "--arms", "--limit", "2", "--out", str(out), "--quiet",
                     env={"OPENAI_API_KEY": "sentinel"}, timeout=600)
@@ -172,7 +172,8 @@ def test_an_answer_first_rubric_runs_end_to_end_on_llama_server_and_verify_reder
     questions = {q.id: q for q in load_questions([exp / "sets" / "exam.jsonl"])}
     judged = [(body, answer) for body, answer in recorder.seen if "messages" in body]
     first = [(b, a) for b, a in judged if b["messages"][0]["content"] == FIRST_SYSTEM]
-    grading = load_rubric("firstly", exp / "rubrics").system
+    rubric = load_rubric("correctness-first")
+    grading = rubric.system
     second = [(b, a) for b, a in judged if b["messages"][0]["content"] == grading]
     assert len(first) + len(second) + sum("response_format" not in b for b, _ in judged if len(b["messages"]) == 1) \
         == len(judged)  # besides the two kinds of judge call: the settings read back, one message without a schema
@@ -186,6 +187,7 @@ def test_an_answer_first_rubric_runs_end_to_end_on_llama_server_and_verify_reder
         prompt = json.dumps(body["messages"])
         assert not any(p in prompt for p in PLANTED.values()) and "planted" not in prompt
         assert "response_format" not in body  # a free answer, not a verdict
+        assert body["max_tokens"] == rubric.answer_max_tokens == 128  # its own limit, not the verdict's
     by_question = {}
     for qid in asked:
         q = questions[qid]

@@ -15,7 +15,7 @@ and checks the recorded answer against the reply the call cache holds, then re-r
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -41,11 +41,19 @@ def shows_reference(template: str) -> bool:
 
 
 def first_request(rubric: Rubric, question: str, reference: str | None) -> Request:
-    """The first call of a `two_calls` rubric: the question (and the reference the rubric shows), never a candidate."""
+    """The first call of a `two_calls` rubric: the question (and the reference the rubric shows), never a candidate;
+    the rubric's generation settings with its own max_tokens (`answer_max_tokens`: an answer, not a verdict)."""
     user = f"Question:\n<<<\n{question}\n>>>"
     if reference is not None and shows_reference(rubric.template):
         user += f"\n\nReference answer:\n<<<\n{reference}\n>>>"
-    return Request((("system", FIRST_SYSTEM), ("user", user)), rubric.generation)
+    return Request((("system", FIRST_SYSTEM), ("user", user)),
+                   replace(rubric.generation, max_tokens=rubric.answer_max_tokens))
+
+
+def room(rubric: Rubric) -> int:
+    """The tokens a grading prompt keeps for the judge's own answer it opens with: a `two_calls` rubric's
+    answer_max_tokens (the first call's reply is no longer), 0 for any other rubric."""
+    return rubric.answer_max_tokens if rubric.answer_first == "two_calls" else 0
 
 
 def shown(text: str) -> str:

@@ -6,8 +6,10 @@ and their largest output (the registered max_tokens). Input tokens are counted w
 chat template where the harness has it (a GGUF run in process); for a model behind an API they are bounded: one
 token per UTF-8 byte of the messages (a byte-level BPE token is at least one byte) plus OVERHEAD tokens per
 message for the chat template's markers. A judge's prompt holds the answers, unknown before they are written: each
-is counted at its arm's max_tokens. A verdict that does not parse is asked again (up to [judge] verdict_attempts): those
-calls are not planned. So the plan is an estimate of what the run pays when every call runs to max_tokens.
+is counted at its arm's max_tokens. An answer-first judge (`two_calls`) adds one first call per question (its
+output at the rubric's answer_max_tokens), and each of its grading prompts holds that answer, counted at
+answer_max_tokens too. A verdict that does not parse is asked again (up to [judge] verdict_attempts): those calls
+are not planned. So the plan is an estimate of what the run pays when every call runs to max_tokens.
 
 What is spent is measured: the tokens each reply reports, at the registered prices. The ceiling (`--max-cost`, or
 `[runtime] max_cost_usd`) bounds the results folder's cost as run.json's `cost` counts it: the folder's rows when
@@ -33,6 +35,7 @@ from registration.prereg import Experiment, JudgeSpec
 from registration.questions import Question
 from registration.rubric import Rubric
 
+from . import answer_first
 from .blinding import BlindItem
 from .calls import build_request
 from .pairwise import PairItem
@@ -83,25 +86,36 @@ def planned_calls(exp: Experiment, arms: list[str], questions: list[Question], p
         model = exp.models[j.model]
         count = counter(model, exp.dir)
         calls = tokens = output = 0
+        firsts: set[Request] = set()
         for kind, todo in (("single", single if mode != "pairwise" else []),
                            ("pairwise", pairs if mode != "single" else [])):
             rubric = rubrics.get((j.name, kind))
             if rubric is None or not todo:
                 continue
             todo = todo + (todo[:exp.judge_retest] if kind == "single" else [])  # the retest's draw
+            own = answer_first.room(rubric)
             empty: dict[str, int] = {}
             for q, answer in todo:
                 if q.id not in empty:
-                    request = build_request(rubric, _empty(kind, q), 0)
+                    request = build_request(rubric, _empty(kind, q), 0, own_answer="" if own else None)
                     empty[q.id] = _count(count, list(request.messages), rubric.generation.thinking)
-                tokens += empty[q.id] + answer
+                tokens += empty[q.id] + own + answer
             calls += len(todo)
             output += len(todo) * rubric.generation.max_tokens
+            if rubric.answer_first == "two_calls":  # one first call per question, whatever arm, sample or retest
+                for q in dict.fromkeys(q for q, _ in todo):
+                    request = answer_first.first_request(rubric, q.question, q.reference)
+                    if request not in firsts:  # a single and a pairwise rubric may ask the same first call
+                        firsts.add(request)
+                        calls += 1
+                        tokens += _count(count, list(request.messages), request.generation.thinking)
+                        output += request.generation.max_tokens
         lines.append(_line("judge", j.name, model, calls, tokens, output, count))
     total = [x["usd"] for x in lines]
     return {"lines": lines, "usd": None if None in total else sum(total),
             "input_tokens": "counted with the model's tokenizer where marked, else " + APPROXIMATION
-                            + "; a judge's answers at their arms' max_tokens",
+                            + "; a judge's answers at their arms' max_tokens (its own, at the rubric's "
+                            "answer_max_tokens)",
             "output_tokens": "every call at its registered max_tokens"}
 
 

@@ -3,7 +3,8 @@
 load_experiment and load_questions check each file on its own; this checks them against each other
 (a hypothesis subset must select questions) and against the models' context windows: every arm's
 prompt, and every judge prompt with the longest answer the arms may write, must fit n_ctx with the
-registered max_tokens. A refusal here costs nothing; the same problem found while judging costs
+registered max_tokens (and an answer-first judge's prompt with its own answer of up to the rubric's answer_max_tokens,
+and the first call that writes it). A refusal here costs nothing; the same problem found while judging costs
 every answer already paid for.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from registration.rubric import Rubric
 from registration.spec import SEED_MAX, ArmSpec
 from registration.toml_lines import KeyLines
 
+from . import answer_first
 from .blinding import BlindItem
 from .calls import build_request
 from .pairwise import PairItem
@@ -52,11 +54,18 @@ def preflight(exp: Experiment, arms: list[str], registered: list[Question], ques
         for (name, kind), rubric in rubrics.items():
             if name != j.name or (kind == "pairwise" and not hyps):
                 continue
+            what = f"judge {j.name!r} (model {j.model!r}, rubric {rubric.name!r})"
+            own = answer_first.room(rubric)
             for q in questions:
+                where = paths.get(q.set, Path(q.set))
                 tokens = _tokens(count, rubric, _empty(kind, q))
-                check_budget(tokens, rubric.generation.max_tokens, exp.runtime, q, paths.get(q.set, Path(q.set)),
-                             f"judge {j.name!r} (model {j.model!r}, rubric {rubric.name!r})",
-                             answer=longest[kind])
+                check_budget(tokens, rubric.generation.max_tokens, exp.runtime, q, where,
+                             what + (f", its own answer up to {own} tokens shown first" if own else ""),
+                             answer=longest[kind] + own)
+                if own:  # the first call, which writes that answer
+                    first = answer_first.first_request(rubric, q.question, q.reference)
+                    check_budget(count(list(first.messages), first.generation.thinking), own, exp.runtime, q,
+                                 where, f"{what}: the first call, its own answer (answer_max_tokens {own})")
 
 
 def _empty(kind: str, q: Question) -> BlindItem | PairItem:
@@ -164,20 +173,26 @@ def check_answers(exp: Experiment, panel: list[JudgeSpec], rubrics: dict[tuple[s
                 size = sum(len(getattr(item, k).encode()) for k in fields)
                 if item.question_id not in empty:
                     empty[item.question_id] = _tokens(count, rubric, replace(item, **fields))
-                if empty[item.question_id] + size + rubric.generation.max_tokens <= exp.runtime.n_ctx:
+                room = answer_first.room(rubric) + rubric.generation.max_tokens
+                if empty[item.question_id] + size + room <= exp.runtime.n_ctx:
                     continue
                 tokens = _tokens(count, rubric, item)
-                if tokens + rubric.generation.max_tokens > exp.runtime.n_ctx:
+                if tokens + room > exp.runtime.n_ctx:
                     raise BadInput(answers_file, f"the answer(s) labelled {item.label} to question "
                                    f"{item.question_id!r} "
                                    f"do not fit the context of judge {j.name!r} (rubric {rubric.name!r}): "
                                    "the prompt is "
-                                   f"{tokens} tokens, max_tokens {rubric.generation.max_tokens}; together "
-                                   f"{tokens + rubric.generation.max_tokens} > n_ctx {exp.runtime.n_ctx}. "
+                                   f"{tokens} tokens, max_tokens {rubric.generation.max_tokens}"
+                                   + (f", the judge's own answer up to {answer_first.room(rubric)}"
+                                      if answer_first.room(rubric) else "")
+                                   + f"; together {tokens + room} > n_ctx {exp.runtime.n_ctx}. "
                                    "No verdict was "
                                    "asked for; the answers are kept. A glue answer longer than its arm's max_tokens "
                                    "needs a larger [runtime] n_ctx", field="text")
 
 
 def _tokens(count, rubric: Rubric, item) -> int:
-    return count(list(build_request(rubric, item, 0).messages), rubric.generation.thinking)
+    """The grading prompt's tokens; of a `two_calls` rubric with the judge's own answer left empty (its room is
+    answer_first.room)."""
+    own = "" if rubric.answer_first == "two_calls" else None
+    return count(list(build_request(rubric, item, 0, own_answer=own).messages), rubric.generation.thinking)
