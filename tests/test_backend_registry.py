@@ -23,7 +23,8 @@ from core.errors import BadInput, CheckFailed
 from judge.outputs.report import owe_the_reader
 from models.backends.anthropic import AnthropicBackend, AnthropicConfig
 from models.backends.base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
-from models.backends.llama_cpp import LlamaConfig, LlamaCppBackend, sampler_differences
+from models.backends.llama_cpp import LlamaConfig, LlamaCppBackend
+from models.backends.llama_read_back import sampler_differences
 from models.backends.openai import OpenAIBackend, OpenAIConfig
 from models.backends.registry import REGISTRY
 from models.cache import CallCache, summary

@@ -9,17 +9,14 @@ rendering it ourselves is also how `enable_thinking` reaches templates that supp
 Every sampling knob is sent explicitly: llama-cpp-python's defaults (top_k 40, min_p 0.05,
 repeat penalty 1.1 in its chat handler) would otherwise shape sampling without being registered.
 Sampling is read back from the sampler chain llama.cpp really built for a one-token probe with the
-registered settings: which samplers are in it and which are active (llama.cpp names an inactive one
-with a leading "?"), and the seed of its `dist` sampler. llama.cpp has no getter for a temperature or
-top_p value, so those values are "not verifiable" beyond what the chain shows (greedy or not, top_p off
-or not).
+registered settings, and held with the other settings read back against the registration, in
+models.backends.llama_read_back. The LoRA adapters are loaded, set and measured in models.backends.llama_adapters.
 
 With `[runtime] batch` N > 1, calls from N threads decode together in one context of N sequences
 (models.backends.llama_parallel); the prompt, sampler chain and grammar are made here as for the sequential path.
 """
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import threading
@@ -34,17 +31,13 @@ from core.errors import BadInput, CheckFailed
 
 from ..files import GGUFInfo, gguf_info, sha256_file
 from ..llama_loader import ExtraBuffers, check_runs, extra_buffers, load_llama
-from .base import NOT_USED, NOT_VERIFIABLE, UNKNOWN, BackendInfo, Generation, Reply, Request, nothing_read_back
+from .base import UNKNOWN, BackendInfo, Generation, Reply, Request, nothing_read_back
+from .llama_adapters import Lora, apply_adapters, free_adapters
 from .llama_parallel import Callers, Job, ParallelDecoder
+from .llama_read_back import chain_read_back, differences
 
 EXTRA_SAMPLING = {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}  # all off: only registered settings sample
 PROBE = (("system", "You are a probe."), ("user", "Say hello."))
-
-
-@dataclass(frozen=True)
-class Lora:
-    path: str
-    scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -127,43 +120,21 @@ class LlamaCppBackend:
             self.formatter = Jinja2ChatFormatter(self.template, eos_token=eos, bos_token=bos,
                                                  stop_token_ids=[llm.token_eos()])
             self._handler = chat_formatter_to_chat_completion_handler(self.formatter)
-            if config.loras:
+            if config.loras:  # loaded, set, and measured on a probe (proof they are applied)
                 with self._native_step("measuring the LoRA adapters' effect"):
-                    self._apply_loras(llm)
+                    probe = llm.tokenize(self._render(list(PROBE), False).encode(), add_bos=False, special=True)
+                    self._lora_effect = apply_adapters(llm, config.loras, config.model_path, self.extra_buffers.use,
+                                                       probe, self._adapters)
             if config.parallel_sequences > 1:
                 with self._native_step(f"creating a llama.cpp context for {config.parallel_sequences} sequences"):
                     self._decoder = ParallelDecoder(llm, config.parallel_sequences, config.n_ctx, config.threads,
                                                     self._adapters, [lo.scale for lo in config.loras], self._decoding,
                                                     self._callers)
         except BaseException:
-            self._free_adapters()
+            free_adapters(self._adapters)
             llm.close()
             raise
         return llm
-
-    def _apply_loras(self, llm) -> None:
-        """Load every adapter on the context, and measure that it changes the logits (proof it is applied)."""
-        import llama_cpp
-
-        from ..lora import check_adapter
-
-        for lo in self.config.loras:
-            # llama-cpp-python segfaults otherwise
-            check_adapter(Path(self.config.model_path), Path(lo.path), self.extra_buffers.use)
-            handle = llama_cpp.llama_adapter_lora_init(llm.model, lo.path.encode())
-            if not handle:
-                raise BadInput(lo.path, "llama.cpp could not load this LoRA adapter")
-            self._adapters.append(handle)
-        probe = llm.tokenize(self._render(list(PROBE), False).encode(), add_bos=False, special=True)
-        before = _last_logits(llm, probe)
-        n = len(self._adapters)
-        handles = (llama_cpp.llama_adapter_lora_p_ctypes * n)(*self._adapters)
-        scales = (ctypes.c_float * n)(*(lo.scale for lo in self.config.loras))
-        if llama_cpp.llama_set_adapters_lora(llm.ctx, handles, n, scales) != 0:
-            raise CheckFailed(f"llama.cpp refused to set the LoRA adapters {[lo.path for lo in self.config.loras]}")
-        after = _last_logits(llm, probe)
-        llm.reset()  # the probe's KV cache must not be reused as a prompt prefix
-        self._lora_effect = round(float(abs(after - before).max()), 6)
 
     def _native_step(self, what: str):
         return crash.step(f"{what} with {self.config.model_path} (llama.cpp, threads {self.config.threads}, "
@@ -253,7 +224,7 @@ class LlamaCppBackend:
         if self.config.parallel_sequences > 1:
             built = self._sampler(generation, None)
             try:
-                return _chain_read_back(built.sampler)
+                return chain_read_back(built.sampler)
             finally:
                 built.close()
         self._generate(Request(PROBE, replace(generation, max_tokens=1, thinking=generation.thinking
@@ -262,7 +233,7 @@ class LlamaCppBackend:
         self.llm.reset()  # the probe's KV cache must not be reused as a prompt prefix
         if sampler is None:
             return nothing_read_back()
-        return _chain_read_back(sampler)
+        return chain_read_back(sampler)
 
     def _sampler(self, g: Generation, grammar):
         """A sampler chain as llama-cpp-python's `Llama.generate` builds it for these settings (its own seed)."""
@@ -337,134 +308,14 @@ class LlamaCppBackend:
                              "finish_reason": job.finish_reason}],
                 "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(job.completion)}}
 
-    def _free_adapters(self) -> None:
-        import llama_cpp
-
-        for handle in self._adapters:
-            llama_cpp.llama_adapter_lora_free(handle)
-        self._adapters.clear()
-
     def close(self) -> None:
         if self._decoder is not None:
             self._decoder.close()
             self._decoder = None
         if self._llm is not None:
-            self._free_adapters()
+            free_adapters(self._adapters)
             self._llm.close()
             self._llm = None
-
-
-def _chain_read_back(sampler) -> dict[str, Any]:
-    import llama_cpp
-
-    chain = [llama_cpp.llama_sampler_name(llama_cpp.llama_sampler_chain_get(sampler, i)).decode()
-             for i in range(llama_cpp.llama_sampler_chain_n(sampler))]
-    if "greedy" in chain:
-        return {"temperature": 0.0, "top_p": NOT_USED, "seed": NOT_USED, "sampler_chain": chain}
-    return {"temperature": NOT_VERIFIABLE, "top_p": 1.0 if "?top-p" in chain else NOT_VERIFIABLE,
-            "seed": int(llama_cpp.llama_sampler_get_seed(sampler)) if "dist" in chain else NOT_VERIFIABLE,
-            "sampler_chain": chain}
-
-
-def _last_logits(llm, tokens: list[int]):
-    """Logits of the next token after `tokens`, from a fresh context state."""
-    import llama_cpp
-    import numpy as np
-
-    llm.reset()
-    llm.eval(tokens)
-    ptr = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
-    return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).copy()
-
-
-def sampler_differences(g: Generation, chain: list[str]) -> list[str]:
-    """How the sampler chain llama.cpp built differs from the registered sampling: greedy exactly when the
-    temperature is 0, top_p active exactly when below 1, and llama-cpp-python's extra samplers all inactive."""
-    out = []
-    greedy = "greedy" in chain
-    if greedy != (g.temperature == 0):
-        out.append(f"temperature: registered {g.temperature!r}, llama.cpp sampled "
-                   f"{'greedily' if greedy else 'at a temperature above 0'} (sampler chain {chain})")
-    if not greedy and ("top-p" in chain) != (g.top_p is not None and g.top_p < 1):
-        out.append(f"top_p: registered {g.top_p!r}, llama.cpp's top-p sampler is "
-                   f"{'active' if 'top-p' in chain else 'off'} (sampler chain {chain})")
-    active = [name for name in ("penalties", "top-k", "min-p", "typical") if name in chain]
-    if active:
-        out.append(f"sampling: only the registered settings may sample, but llama.cpp's {active} sampler(s) are "
-                   f"active (sampler chain {chain})")
-    return out
-
-
-def differences(g: Generation, eff: dict[str, Any], quant: str, model, adapters, runtime) -> list[str]:
-    """What only an in-process llama.cpp reads back: the GGUF, template, adapters, threads, buffers, sampler chain."""
-    out = []
-    chain = (eff.get("read_back") or {}).get("sampler_chain")
-    if chain is not None:
-        out.extend(sampler_differences(g, chain))
-    if quant != "source" and eff["file_type"] != f"MOSTLY_{quant}":
-        out.append(f"quant: registered {quant}, the model file says {eff['file_type']}")
-    want_sha = model.sha256.get(quant)
-    if want_sha and want_sha != eff["model_sha256"]:
-        out.append(f"model sha256 ({quant}): registered {want_sha}, the loaded file is {eff['model_sha256']}")
-    if model.chat_template_sha256 and model.chat_template_sha256 != eff["chat_template_sha256"]:
-        out.append(f"chat template sha256: registered {model.chat_template_sha256}, the template in use "
-                   f"({eff['chat_template_source']}) is {eff['chat_template_sha256']}")
-    loaded = eff["loras"]
-    if len(loaded) != len(adapters):
-        out.append(f"adapters: registered {[a.name for a in adapters]}, {len(loaded)} loaded")
-    for a, lo in zip(adapters, loaded, strict=False):
-        if a.sha256 and a.sha256 != lo["sha256"]:
-            out.append(f"adapter {a.name} sha256: registered {a.sha256}, the loaded file is {lo['sha256']}")
-        if a.scale != lo["scale"]:
-            out.append(f"adapter {a.name} scale: registered {a.scale}, applied {lo['scale']}")
-    if adapters and any(a.scale != 0 for a in adapters) and not eff["lora_max_logit_change"]:
-        out.append(f"adapters {[a.name for a in adapters]}: loaded, but they change no logit (not applied)")
-    if eff["n_threads"] != runtime.threads or eff["n_threads_batch"] != runtime.threads:
-        out.append(f"threads: registered {runtime.threads}, llama.cpp uses "
-                   f"{eff['n_threads']}/{eff['n_threads_batch']}")
-    if "cpu_extra_buffers" in eff:  # rows written before the setting existed have none of it
-        out.extend(_extra_buffer_differences(eff, runtime))
-    if "gpu_layers" in eff:  # rows written before the setting existed have none of it
-        out.extend(_gpu_differences(eff, runtime))
-    if eff["n_ctx"] != runtime.n_ctx:
-        out.append(f"n_ctx: registered {runtime.n_ctx}, llama.cpp uses {eff['n_ctx']}")
-    if eff.get("flash_attn", False) != runtime.flash_attn:  # rows written before the setting existed: off
-        out.append(f"flash_attn: registered {runtime.flash_attn}, llama.cpp's context has it "
-                   f"{'on' if eff.get('flash_attn') else 'off'}")
-    if eff.get("batch", 1) != runtime.parallel_sequences:  # rows written before the setting existed: one at a time
-        out.append(f"batch: registered {runtime.parallel_sequences}, llama.cpp decodes {eff['batch']} sequence(s) "
-                   "together")
-    return out
-
-
-def _gpu_differences(eff: dict[str, Any], runtime) -> list[str]:
-    """Registered GPU layers against the struct llama.cpp got and the layers its load log says it offloaded."""
-    out = []
-    if eff["gpu_layers"] != runtime.gpu_layers:
-        out.append(f"gpu_layers: registered {runtime.gpu_layers}, llama.cpp was loaded with {eff['gpu_layers']}")
-    total = eff.get("gpu_layers_total")
-    expected = min(runtime.gpu_layers, total) if total is not None else 0 if not runtime.gpu_layers else None
-    if expected is None or eff["gpu_layers_offloaded"] != expected:
-        out.append(f"gpu_layers: registered {runtime.gpu_layers}, llama.cpp offloaded {eff['gpu_layers_offloaded']}"
-                   f"{f' of {total}' if total is not None else ''} layers to a GPU")
-    return out
-
-
-def _extra_buffer_differences(eff: dict[str, Any], runtime) -> list[str]:
-    out = []
-    decided = eff["cpu_extra_buffers_decision"]
-    if eff["cpu_extra_buffers"] != decided["use"]:
-        out.append(f"cpu_extra_buffers: decided {decided['use']} ({decided['reason']}), llama.cpp was loaded with "
-                   f"{eff['cpu_extra_buffers']}")
-    if decided["registered"] != runtime.cpu_extra_buffers:
-        out.append(f"cpu_extra_buffers: registered {runtime.cpu_extra_buffers!r}, the backend decided from "
-                   f"{decided['registered']!r}")
-    extra = [b for b in eff["weight_buffers"] if b not in ("CPU", "CPU_Mapped")]
-    if not decided["use"] and extra:
-        out.append(f"cpu_extra_buffers: off, but llama.cpp put weights in {extra}")
-    if decided["cpu_amx"] and "AMX" in eff["weight_buffers"]:
-        out.append("cpu_extra_buffers: llama.cpp put weights in AMX buffers on a CPU where they crash")
-    return out
 
 
 def open_llama(spec, quant: str | None, adapters: tuple, exp_dir: Path, runtime) -> LlamaCppBackend:
