@@ -17,7 +17,7 @@ from judge.judging.answer_first import first_request
 from judge.judging.blinding import BlindItem
 from judge.judging.budget import Budget, OverBudget, planned_calls
 from judge.judging.calls import judge_all
-from judge.judging.preflight import preflight
+from judge.judging.preflight import check_first_calls, preflight
 from models.backends.openai import OpenAIBackend, OpenAIConfig
 from models.cache import CallCache
 from models.spec import ModelSpec
@@ -87,6 +87,32 @@ def test_the_shipped_answer_first_rubric_loads_with_the_correctness_verdict():
     assert (first.template, first.schema, first.scale, first.score_field, first.bool_fields, first.generation) == \
         (plain.template, plain.schema, plain.scale, plain.score_field, plain.bool_fields, plain.generation)
     first.check_variables({"question", "reference", "answer"}, "one answer")
+
+
+@pytest.mark.unit
+def test_a_first_call_its_judge_cannot_send_is_refused_at_answer_max_tokens(tmp_path):
+    """An Anthropic judge thinking with a budget of 1024 tokens: the verdict's max_tokens (2048) is above it, the
+    first call's default (256) is not, and the API would refuse that call; refused before any call, at the rubric's
+    answer_max_tokens, and accepted once it is registered above the budget."""
+    exp = load_experiment(priced_experiment(tmp_path, 0))
+    exp = dataclasses.replace(exp, models={**exp.models, "gpt": ModelSpec("gpt", "anthropic", "claude-x")})
+    thinking = "[generation]\ntemperature = 0.0\nmax_tokens = 96"
+    for name, top, line in (("dflt", 'answer_first = "two_calls"', None),
+                            ("low", 'answer_first = "two_calls"\nanswer_max_tokens = 1024', 2)):
+        folder = rubric_folder(tmp_path / name, name, top)
+        toml = (folder / f"{name}.toml").read_text()
+        assert thinking in toml
+        (folder / f"{name}.toml").write_text(toml.replace(thinking, "[generation]\nmax_tokens = 2048\nthinking = true"
+                                                          "\nthinking_budget = 1024"))
+        with pytest.raises(BadInput) as e:
+            check_first_calls(exp, {("openai", "single"): load_rubric(name, folder)})
+        assert (e.value.file, e.value.line, e.value.field) == (str(folder / f"{name}.toml"), line, "answer_max_tokens")
+        assert "below max_tokens" in e.value.message
+    folder = rubric_folder(tmp_path / "ok", "ok", 'answer_first = "two_calls"\nanswer_max_tokens = 1025')
+    toml = (folder / "ok.toml").read_text()
+    (folder / "ok.toml").write_text(toml.replace(thinking, "[generation]\nmax_tokens = 2048\nthinking = true\n"
+                                                 "thinking_budget = 1024"))
+    check_first_calls(exp, {("openai", "single"): load_rubric("ok", folder)})
 
 
 # ---- the cost plan and the ceiling -------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from models.sources import experiment_file
 from registration.prereg import Experiment, JudgeSpec
 from registration.questions import Question
 from registration.rubric import Rubric
-from registration.spec import SEED_MAX, ArmSpec
+from registration.spec import SEED_MAX, ArmSpec, check_generation
 from registration.toml_lines import KeyLines
 
 from . import answer_first
@@ -37,6 +37,7 @@ def preflight(exp: Experiment, arms: list[str], registered: list[Question], ques
     """Refuse (BadInput) what would fail after paying: `registered` is every question, `questions` this run's."""
     check_subsets(exp, registered)
     check_rubrics(exp, rubrics, questions)
+    check_first_calls(exp, rubrics)
     check_margins(exp, [r for (_, kind), r in rubrics.items() if kind == "single"])
     check_pass_score(exp, [r for (_, kind), r in rubrics.items() if kind == "single"])
     specs = [exp.arm(a) for a in arms]
@@ -93,6 +94,23 @@ def check_rubrics(exp: Experiment, rubrics: dict[tuple[str, str], Rubric], quest
             raise BadInput(file, f"judge {name!r}: attempt n of a verdict is sent the rubric's seed {seed} + n{why}, "
                            f"which exceeds {SEED_MAX:,} at [judge] verdict_attempts = {exp.judge_attempts}",
                            line=lines.find(("judge",), key), field=key)
+
+
+def check_first_calls(exp: Experiment, rubrics: dict[tuple[str, str], Rubric]) -> None:
+    """A `two_calls` rubric's first call is sent with its own max_tokens (answer_max_tokens): its judge's backend
+    must be able to send that, as the verdict's settings are checked (a thinking budget below max_tokens on
+    Anthropic's), else refused at the rubric's answer_max_tokens."""
+    judges = {j.name: j for j in exp.judges}
+    for (name, _), rubric in rubrics.items():
+        if rubric.answer_first != "two_calls":
+            continue
+        try:
+            check_generation(exp.models[judges[name].model], answer_first.first_request(rubric, "", None).generation,
+                             rubric.path, f"judge {name!r}, the first call of rubric {rubric.name!r}")
+        except BadInput as e:
+            line = KeyLines(input_text.read(Path(rubric.path))).find((), "answer_max_tokens")
+            raise BadInput(rubric.path, f"{e.message} (the first call's max_tokens is the rubric's answer_max_tokens, "
+                           f"{rubric.answer_max_tokens})", line=line, field="answer_max_tokens") from None
 
 
 def check_subsets(exp: Experiment, questions: list[Question]) -> None:
