@@ -662,7 +662,8 @@ def validate_score(seed: int, sims: int) -> dict:
     decision's false-claim rate, which counts only registered clusters against ``min_clusters`` (3x+7: never claims)."""
     from fractions import Fraction
 
-    from judge.numbers.stats.decide import decide, score_test_at
+    from judge.numbers.stats.decide import decide
+    from judge.numbers.stats.decision_rules.score import score_test_at
     from judge.numbers.stats.paired import paired
     from judge.numbers.stats.rule import Scale, cluster_units
     from registration.vocabulary import CLAIMS

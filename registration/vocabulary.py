@@ -36,6 +36,17 @@ CLAIMS = {"non_inferiority": ("non-inferior", "superior"), "superiority": ("supe
           "equivalence": ("equivalent",)}
 """The verdicts of each kind that are its claim: what a calibration counts, and what the family steps down on."""
 
+
+def boundary(kind: str, margin, estimate):
+    """Where a hypothesis's claim is just false, the true difference a calibration simulates at: -margin
+    (non-inferiority), 0 (superiority), and for equivalence the margin on the side of the ``estimate`` (-margin where
+    it is <= 0). In the margin's own arithmetic: exact for a Fraction, float for a float."""
+    if kind == "non_inferiority":
+        return -margin
+    if kind == "superiority":
+        return 0 * margin
+    return -margin if estimate <= 0 else margin
+
 GOLD_DESIGNS = ("random_sample", "complete_strata", "convenience")
 """How gold labels were chosen (judge.gold.sources). "random_sample": a seeded random sample of the questions (or of
 each stratum; a stratum labelled whole is a 100 % sample). "complete_strata": gold only on whole strata (such as a tag

@@ -18,7 +18,8 @@ from judge.numbers.analysis import compare
 from judge.numbers.stats.bootstrap import resample_counts, units
 from judge.numbers.stats.calibration import calibrate
 from judge.numbers.stats.decide import decide
-from judge.numbers.stats.paired import Paired, paired, score_tests
+from judge.numbers.stats.decision_rules.score import score_tests
+from judge.numbers.stats.paired import Paired, paired
 from judge.numbers.stats.rule import Scale
 from judge.verify.second_path import decisions as second_path
 from registration.prereg import Analysis, Hypothesis
