@@ -7,6 +7,8 @@ tests/test_vocabulary.py.
 """
 from __future__ import annotations
 
+from typing import Any
+
 KINDS = ("non_inferiority", "superiority", "equivalence")
 """What a hypothesis claims of the mean difference b - a: above -margin, above 0, or inside (-margin, +margin)."""
 
@@ -18,6 +20,28 @@ range (judge.numbers.stats.t_bounds.guarded_t_interval), so a claim needs both. 
 where most differences are ties (BENCHMARKS.md): they stay registrable for folders and experiments that registered
 them."""
 DEFAULT_RULE = "score"
+
+
+class RuleRegistry:
+    """One path's decision rules, registered by name: each path (judge.numbers.stats.decision_rules,
+    judge.verify.second_path.decision_rules) keeps one, and tests/test_decision_rules.py holds both to RULES. A rule
+    is any object with a ``name``, a word of RULES."""
+
+    def __init__(self) -> None:
+        self.rules: dict[str, Any] = {}
+
+    def register(self, rule: Any) -> Any:
+        """Register ``rule`` under its name; a name that is not a word of RULES is refused."""
+        if rule.name not in RULES:
+            raise ValueError(f"decision rule {rule.name!r} is not a word of registration.vocabulary.RULES {RULES}")
+        self.rules[rule.name] = rule
+        return rule
+
+    def named(self, name: str) -> Any:
+        """The rule registered under ``name``; a ValueError naming the registered ones for any other."""
+        if name not in self.rules:
+            raise ValueError(f"rule must be one of {tuple(self.rules)}, got {name!r}")
+        return self.rules[name]
 
 METHODS = ("percentile", "bca")
 """The bootstrap interval ([analysis] method): the percentile interval, or the bias-corrected and accelerated one."""

@@ -16,7 +16,7 @@ from registration.vocabulary import boundary
 
 from . import ppi
 from .bootstrap import decimal, differences
-from .decision_rules import rule_named
+from .decision_rules import DECISION_RULES
 from .decision_rules.interface import Simulation
 from .decision_rules.interval import claims
 from .paired import exact_scores
@@ -51,7 +51,7 @@ def calibrate(a, b, kind: str, margin: float, *, alpha: float, method: str, resa
     Computed with the score rule it tracks the rule's true rate over the type-I grid (BENCHMARKS.md); with the
     bootstrap rules it cannot see a loss the sample did not show.
     """
-    decides = rule_named(rule)
+    decides = DECISION_RULES.named(rule)
     if decides.needs_scale and scale is None:
         raise ValueError(f"rule {rule!r} needs the rubric's scale")
     ed = differences(exact_scores(a, "a"), exact_scores(b, "b"))

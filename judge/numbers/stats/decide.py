@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from registration.vocabulary import KINDS
 
-from .decision_rules import rule_named
+from .decision_rules import DECISION_RULES
 from .paired import Paired
 
 
@@ -40,5 +40,5 @@ def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
     margin = float(margin)
     if margin < 0 or (kind == "equivalence" and margin == 0):
         raise ValueError("margin must be >= 0 (and > 0 for equivalence)")
-    verdict, reason = rule_named(p.rule).decide(p, kind, margin)
+    verdict, reason = DECISION_RULES.named(p.rule).decide(p, kind, margin)
     return Decision(kind, margin, verdict, reason)

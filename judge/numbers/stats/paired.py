@@ -15,7 +15,7 @@ from registration.vocabulary import METHODS
 
 from . import rule as score_rule
 from .bootstrap import _coded, _is_constant, decimal, draw_counts, exact_interval, tally, units
-from .decision_rules import rule_named
+from .decision_rules import DECISION_RULES
 from .decision_rules.interface import Sample
 from .rule import Scale
 from .t_bounds import _check_n, mde, n_for_effect, sign_test, t_interval, t_test_p
@@ -94,7 +94,7 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
     what ``bound``/``upper`` are; a rule that reads the rubric's scale and K ("score", "bootstrap_and_t") needs
     ``scale`` (the differences are checked against it).
     """
-    decides = rule_named(rule)
+    decides = DECISION_RULES.named(rule)
     if decides.needs_scale and scale is None:
         raise ValueError(f"rule {rule!r} needs the rubric's scale "
                          "(scale=judge.numbers.stats.rule.Scale(lo, hi, samples))")
