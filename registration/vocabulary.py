@@ -18,7 +18,8 @@ to the rubric's scale (judge.numbers.stats.rule). "bootstrap": the bootstrap int
 wider of the bootstrap interval and a small-sample t interval with a pseudo-loss and a pseudo-win of half the rubric's
 range (judge.numbers.stats.t_bounds.guarded_t_interval), so a claim needs both. Both bootstrap rules exceed 1.2 alpha
 where most differences are ties (BENCHMARKS.md): they stay registrable for folders and experiments that registered
-them."""
+them. Each path implements every word once, in its rule registry (``RuleRegistry``; docs/how-to/add-a-decision-rule.md).
+The parser reads this when it parses, not when it is imported."""
 DEFAULT_RULE = "score"
 
 

@@ -263,7 +263,7 @@ def clopper_pearson(x: int, n: int) -> list[float]:
 
 def retest_kappa_interval(test: list[int], again: list[int], scale: list[int], seed: int) -> list[float] | None:
     """The 95% percentile interval of test-retest kappa on the analysis's 1,000 resamples of the labels (resample r
-    the r-th ``default_rng(seed).integers(0, n, n)``), by the decisions' own loop (judge.verify.second_path.decisions
+    the r-th ``default_rng(seed).integers(0, n, n)``), by this path's own loop (judge.verify.second_path.agreement
     .kappa_boots, which the judges' agreement interval uses too); None when 100 resamples or fewer give a kappa."""
     boots = [k for k in agreement.kappa_boots(test, again, scale, seed) if math.isfinite(k)]
     return [agreement.percentile(boots, q) for q in (2.5, 97.5)] if len(boots) > 100 else None
