@@ -14,9 +14,9 @@ from the tables, then judge.numbers.stats.ppi_power at alpha = 0.025 and the dec
 the margin is set so that the stated power of "non-inferior" is 0.5 and then 0.8 (margin = -0.10's distance to the
 boundary at the stated MDE), and the simulated power is the share of data sets whose corrected one-sided bound
 clears -margin (judge.numbers.stats.decision_rules.interval.claims, strict). Reported with its Monte Carlo SE; the
-check is |simulated - stated| <= 3 MC SE + 0.01 (the approximation's allowance) in every cell. Beside it, ``stated_assumed``: the power
-stated before any gold, as `judge label --sample` does, with the gold differences taken to spread as the judge's and
-rho the default assumption 0.5: how far an assumption can be from the truth.
+check is |simulated - stated| <= 3 MC SE + 0.01 (the approximation's allowance) in every cell. Beside it,
+``stated_assumed``: the power stated before any gold, as `judge label --sample` does, with the gold differences taken
+to spread as the judge's and rho the default assumption 0.5: how far an assumption can be from the truth.
 
     python benchmarks/ppi_power.py             # 10,000 data sets per cell and target (~1 minute on one core)
     python benchmarks/ppi_power.py --quick     # 200 (CI: proves it runs)
