@@ -34,7 +34,7 @@ from registration.rubric import load_rubric, rubric_dir
 
 from . import agreement, bootstrap, contamination, score_test
 from . import decisions as second_path
-from .decision_rules.interval import interval_verdict
+from .decision_rules.interval import verdict_between
 
 # what each style covariate counts, written again here (the main path's patterns are judge.numbers.biases')
 _CITATION = re.compile(r"\b(?:Article|Section|Art\.|Rule|Clause)\s+\d+(?:\.\d+)*|§\s*\d+(?:\.\d+)*|\[\d+\]"
@@ -241,9 +241,9 @@ def caution_findings(numbers: dict, ind: dict, exp) -> list[str]:
             raised = False
             if style.get("adjusted") is not None and style["covariates"]:
                 shift = style["adjusted"] - style["raw"]
-                plain = {"bound": result["bound"], "upper": result["upper"]}
-                moved = {"bound": result["bound"] + shift, "upper": result["upper"] + shift}
-                raised = interval_verdict(h.kind, h.margin, moved) != interval_verdict(h.kind, h.margin, plain)
+                low, high = result["bound"], result["upper"]
+                raised = (verdict_between(h.kind, h.margin, low + shift, high + shift)
+                          != verdict_between(h.kind, h.margin, low, high))
             notes = s.get("length_notes") or []
             if len(notes) != int(raised):
                 out.append(f"numbers.json comparisons[{h.id}].length_notes: {len(notes)} style caution(s), but "

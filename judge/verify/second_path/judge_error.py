@@ -30,8 +30,9 @@ import numpy as np
 from registration.vocabulary import CLAIMS, boundary
 
 from . import agreement
+from .decision_rules.interval import verdict_between
 from .gold_agreement import ALPHA, RESAMPLES, agreement_intervals, alpha_ordinal, offset
-from .ppi import guarded, step_of, verdict
+from .ppi import guarded, step_of
 
 
 def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
@@ -219,7 +220,7 @@ def _correction(h, run: dict, gold, scored, keys, by_cell, verdicts, questions, 
     if earlier:  # that version recorded no step
         del p["step"], only["step"]
     return {"design": design, "ppi": p, "gold_only": only,
-            "verdict": verdict(h.kind, h.margin, p["low"], p["high"])}
+            "verdict": verdict_between(h.kind, h.margin, p["low"], p["high"])}
 
 
 def _redrawn(parts: list[tuple[Any, tuple]], shift: float, rng: np.random.Generator) -> dict[Any, tuple]:
@@ -248,7 +249,7 @@ def calibration(split: dict[Any, tuple[list[float], list[float], list[float]]], 
     hits = 0
     for _ in range(sims):
         p = guarded(_redrawn(parts, shift, rng), alpha, False, step)
-        hits += verdict(kind, margin, p["low"], p["high"]) in CLAIMS[kind]
+        hits += verdict_between(kind, margin, p["low"], p["high"]) in CLAIMS[kind]
     return {"boundary": float(target), "sims": sims, "claims": hits, "rate": hits / sims, "ceiling": float(ceiling),
             "seed": seed, "interval": "ppi"}
 
@@ -273,7 +274,7 @@ def corrected_verdicts(run: dict, exp, gold, keys: dict[str, dict], verdicts: li
         if splits[hid] is None:
             return None
         p = guarded(splits[hid], alpha, gold_only=False, step=step_of(list(gold.scale), earlier))
-        return verdict(h.kind, h.margin, p["low"], p["high"])
+        return verdict_between(h.kind, h.margin, p["low"], p["high"])
     return at
 
 

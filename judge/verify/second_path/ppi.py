@@ -1,6 +1,6 @@
 """The gold-corrected interval by this path's own loops: stratified PPI++ (or the gold alone) with the guarded
 interval (ddof-1 spreads, a pseudo-residual of half the rubric's range either side of the rectifier's mean, t with
-Welch-Satterthwaite degrees of freedom), and the verdict it gives.
+Welch-Satterthwaite degrees of freedom).
 """
 from __future__ import annotations
 
@@ -61,13 +61,3 @@ def guarded(strata: dict[Any, tuple[list[float], list[float], list[float]]], alp
     crit = float(sps.t.ppf(1 - alpha, df))
     return {"estimate": theta, "se": se, "df": df, "step": step, "low": theta - crit * se, "high": theta + crit * se,
             "questions": total, "labelled": sum(len(d) for d, _, _ in strata.values()), "strata": out}
-
-
-def verdict(kind: str, margin: float, low: float, high: float) -> str:
-    if kind == "non_inferiority":
-        return "superior" if low > 0 else "non-inferior" if low > -margin else "not shown"
-    if kind == "superiority":
-        return "superior" if low > 0 else "not shown"
-    if -margin < low and high < margin:
-        return "equivalent"
-    return "not equivalent" if low >= margin or high <= -margin else "inconclusive"
