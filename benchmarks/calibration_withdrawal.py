@@ -34,7 +34,7 @@ import numpy as np
 from judge.numbers.stats import ppi
 from judge.numbers.stats import rule as score_rule
 from judge.numbers.stats.calibration import calibrate, calibrate_ppi
-from judge.numbers.stats.decide import claims
+from judge.numbers.stats.decision_rules.interval import claims
 from judge.numbers.stats.rule import Scale
 
 ALPHA, CEILING, SEED = 0.025, 0.05, 20261204

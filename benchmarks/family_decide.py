@@ -15,7 +15,7 @@ Procedures, both judge.numbers.biases.family_decisions (the procedure judge.numb
 
 * "decide" (this version, judge.numbers.validity.decide_family): every test at level a is the gold-corrected interval
   (judge.numbers.stats.ppi.stratified_ppi_mean, rule "guarded") computed at a, claimed by
-  judge.numbers.stats.decide.claims;
+  judge.numbers.stats.decision_rules.interval.claims;
 * "before": the family stepped down on the judge-only verdicts (the like-for-like guarded t on the judge's
   differences, judge.numbers.stats.ppi.judge_only_mean) and each corrected interval then decided at the level that step
   gave it (the earlier version, shown for contrast).
@@ -38,7 +38,7 @@ import numpy as np
 
 from judge.numbers.biases import family_decisions
 from judge.numbers.stats import ppi
-from judge.numbers.stats.decide import claims
+from judge.numbers.stats.decision_rules.interval import claims
 
 ALPHA, MARGIN, N, BIAS, SEED = 0.025, 0.10, 400, 0.3, 20261204
 STEP = 1.0  # the guard's pseudo-residual: half the 0-2 rubric's range (judge.numbers.validity.step_of)

@@ -1,6 +1,6 @@
 """The judge-against-gold intervals, simulated: does each keep its promise on every rubric scale and when the
 answers to a question share the judge's error? Every decision is made by the public functions
-(judge.numbers.stats.ppi.ppi_mean, judge.numbers.stats.decide.claims,
+(judge.numbers.stats.ppi.ppi_mean, judge.numbers.stats.decision_rules.interval.claims,
 judge.numbers.stats.judge_error.agreement_intervals).
 
 Part 1, the gold-corrected (PPI++) interval at the boundary, on 0-1, 0-2 and 0-10 rubrics:
@@ -51,7 +51,7 @@ import numpy as np
 
 from judge.numbers.stats import ppi
 from judge.numbers.stats.agreement import kappa_from_tables, kappa_weights, ordinal_alpha_from_tables, unit_draws
-from judge.numbers.stats.decide import claims
+from judge.numbers.stats.decision_rules.interval import claims
 from judge.numbers.stats.judge_error import agreement_intervals
 from judge.numbers.stats.rule import Scale
 from judge.numbers.stats.t_bounds import guard_step

@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 from judge.numbers.stats import ppi
-from judge.numbers.stats.decide import claims
+from judge.numbers.stats.decision_rules.interval import claims
 from judge.numbers.stats.paired import paired
 from judge.numbers.stats.rule import Scale
 from judge.numbers.stats.t_bounds import guard_step

@@ -13,10 +13,10 @@ Stated power: sd_gold, sd_judge and rho (the correlation of the gold and the jud
 from the tables, then judge.numbers.stats.ppi_power at alpha = 0.025 and the decision's step (one point). For each cell
 the margin is set so that the stated power of "non-inferior" is 0.5 and then 0.8 (margin = -0.10's distance to the
 boundary at the stated MDE), and the simulated power is the share of data sets whose corrected one-sided bound
-clears -margin (judge.numbers.stats.decide.claims, strict). Reported with its Monte Carlo SE; the check is |simulated -
-stated| <= 3 MC SE + 0.01 (the approximation's allowance) in every cell. Beside it, ``stated_assumed``: the power
-stated before any gold, as `judge label --sample` does, with the gold differences taken to spread as the judge's and
-rho the default assumption 0.5: how far an assumption can be from the truth.
+clears -margin (judge.numbers.stats.decision_rules.interval.claims, strict). Reported with its Monte Carlo SE; the
+check is |simulated - stated| <= 3 MC SE + 0.01 (the approximation's allowance) in every cell. Beside it,
+``stated_assumed``: the power stated before any gold, as `judge label --sample` does, with the gold differences taken
+to spread as the judge's and rho the default assumption 0.5: how far an assumption can be from the truth.
 
     python benchmarks/ppi_power.py             # 10,000 data sets per cell and target (~1 minute on one core)
     python benchmarks/ppi_power.py --quick     # 200 (CI: proves it runs)
@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from judge.numbers.stats import ppi
-from judge.numbers.stats.decide import claims
+from judge.numbers.stats.decision_rules.interval import claims
 from judge.numbers.stats.ppi_power import Design, mde, power
 
 ALPHA, STEP, SEED = 0.025, 1.0, 20261204

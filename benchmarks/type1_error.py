@@ -24,7 +24,7 @@ import sys
 import time
 
 from judge.numbers.stats.calibration import calibrate
-from judge.numbers.stats.decide import claims
+from judge.numbers.stats.decision_rules.interval import claims
 from judge.numbers.stats.paired import paired
 from judge.numbers.stats.rule import Scale
 

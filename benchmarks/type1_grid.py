@@ -618,7 +618,7 @@ def validate(seed: int, sims: int, with_calibration: bool = True) -> dict:
     line (judge.numbers.stats.calibration.calibrate, 200 data sets, 2,000 resamples) averaged over the current rule's
     claims (at most 40 per scenario)."""
     from judge.numbers.stats.calibration import calibrate
-    from judge.numbers.stats.decide import claims
+    from judge.numbers.stats.decision_rules.interval import claims
     from judge.numbers.stats.paired import paired
     from judge.numbers.stats.rule import Scale
     rows = []
@@ -662,7 +662,8 @@ def validate_score(seed: int, sims: int) -> dict:
     decision's false-claim rate, which counts only registered clusters against ``min_clusters`` (3x+7: never claims)."""
     from fractions import Fraction
 
-    from judge.numbers.stats.decide import decide, score_test_at
+    from judge.numbers.stats.decide import decide
+    from judge.numbers.stats.decision_rules.score import score_test_at
     from judge.numbers.stats.paired import paired
     from judge.numbers.stats.rule import Scale, cluster_units
     from registration.vocabulary import CLAIMS

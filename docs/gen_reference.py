@@ -281,12 +281,12 @@ def read_keys(path: str, function: str, table: str) -> dict[str, KeyInfo]:
             info = found.setdefault(_const(call.args[0], env), KeyInfo())
             if info.default is None and not info.required:
                 info.default = _source(call.args[1], env) if len(call.args) == 2 else "None"
-    for node in ast.walk(func):  # `if mode not in MODES`: the values a read key may take
+    for node in ast.walk(func):  # `if mode not in MODES` (or `vocabulary.RULES`): the values a read key may take
         if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id in variables \
-                and isinstance(node.ops[0], ast.NotIn) and isinstance(node.comparators[0], ast.Name):
+                and isinstance(node.ops[0], ast.NotIn) and isinstance(node.comparators[0], (ast.Name, ast.Attribute)):
             key = variables[node.left.id]
             if key in found and found[key].choices is None:
-                found[key].choices = node.comparators[0].id
+                found[key].choices = ast.unparse(node.comparators[0])
     return found
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from core.errors import BadInput
 from models.spec import AdapterSpec, ModelSpec, Runtime
 
-from . import renamed, toml_lines
+from . import renamed, toml_lines, vocabulary
 from .questions import DEFAULT_TAG_SEPARATOR, FIELDS, TABULAR, SetFormat
 from .rubric import RUBRICS_DIR, Rubric, rubric_dir
 from .scrub import DEFAULT_SCRUB, refusal, scrub_patterns
@@ -34,7 +34,7 @@ from .spec import (
     setting,
 )
 from .toml_lines import table
-from .vocabulary import DEFAULT_METHOD, DEFAULT_RULE, KINDS, METHODS, RULES
+from .vocabulary import DEFAULT_METHOD, DEFAULT_RULE, KINDS, METHODS
 
 
 @dataclass(frozen=True)
@@ -515,8 +515,8 @@ def _analysis(at: Any, file: Path, seed: int) -> Analysis:
         raise BadInput(file, f"{where} max_unscored is a share of answers, in [0, 1]; got {max_unscored!r}",
                        field="max_unscored")
     rule = setting(at, "decision_rule", "string", file, where, DEFAULT_RULE)
-    if rule not in RULES:
-        raise BadInput(file, f"{where} decision_rule must be one of {', '.join(repr(r) for r in RULES)}, not "
+    if rule not in vocabulary.RULES:  # read when parsed: the words both paths' rule registries are held to
+        raise BadInput(file, f"{where} decision_rule must be one of {', '.join(map(repr, vocabulary.RULES))}, not "
                        f"{rule!r}", field="decision_rule")
     counts = {key: bounded(at, key, "integer", file, where, default)
               for key, default in (("min_clusters", 10), ("calibration_sims", 200))}

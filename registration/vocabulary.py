@@ -7,6 +7,8 @@ tests/test_vocabulary.py.
 """
 from __future__ import annotations
 
+from typing import Any
+
 KINDS = ("non_inferiority", "superiority", "equivalence")
 """What a hypothesis claims of the mean difference b - a: above -margin, above 0, or inside (-margin, +margin)."""
 
@@ -16,8 +18,31 @@ to the rubric's scale (judge.numbers.stats.rule). "bootstrap": the bootstrap int
 wider of the bootstrap interval and a small-sample t interval with a pseudo-loss and a pseudo-win of half the rubric's
 range (judge.numbers.stats.t_bounds.guarded_t_interval), so a claim needs both. Both bootstrap rules exceed 1.2 alpha
 where most differences are ties (BENCHMARKS.md): they stay registrable for folders and experiments that registered
-them."""
+them. Each path implements every word once, in its rule registry (``RuleRegistry``; docs/how-to/add-a-decision-rule.md).
+The parser reads this when it parses, not when it is imported."""
 DEFAULT_RULE = "score"
+
+
+class RuleRegistry:
+    """One path's decision rules, registered by name: each path (judge.numbers.stats.decision_rules,
+    judge.verify.second_path.decision_rules) keeps one, and tests/test_decision_rules.py holds both to RULES. A rule
+    is any object with a ``name``, a word of RULES."""
+
+    def __init__(self) -> None:
+        self.rules: dict[str, Any] = {}
+
+    def register(self, rule: Any) -> Any:
+        """Register ``rule`` under its name; a name that is not a word of RULES is refused."""
+        if rule.name not in RULES:
+            raise ValueError(f"decision rule {rule.name!r} is not a word of registration.vocabulary.RULES {RULES}")
+        self.rules[rule.name] = rule
+        return rule
+
+    def named(self, name: str) -> Any:
+        """The rule registered under ``name``; a ValueError naming the registered ones for any other."""
+        if name not in self.rules:
+            raise ValueError(f"rule must be one of {tuple(self.rules)}, got {name!r}")
+        return self.rules[name]
 
 METHODS = ("percentile", "bca")
 """The bootstrap interval ([analysis] method): the percentile interval, or the bias-corrected and accelerated one."""
@@ -35,6 +60,17 @@ VERDICTS = ("superior", "non-inferior", "not shown", "equivalent", "not equivale
 CLAIMS = {"non_inferiority": ("non-inferior", "superior"), "superiority": ("superior",),
           "equivalence": ("equivalent",)}
 """The verdicts of each kind that are its claim: what a calibration counts, and what the family steps down on."""
+
+
+def boundary(kind: str, margin, estimate):
+    """Where a hypothesis's claim is just false, the true difference a calibration simulates at: -margin
+    (non-inferiority), 0 (superiority), and for equivalence the margin on the side of the ``estimate`` (-margin where
+    it is <= 0). In the margin's own arithmetic: exact for a Fraction, float for a float."""
+    if kind == "non_inferiority":
+        return -margin
+    if kind == "superiority":
+        return 0 * margin
+    return -margin if estimate <= 0 else margin
 
 GOLD_DESIGNS = ("random_sample", "complete_strata", "convenience")
 """How gold labels were chosen (judge.gold.sources). "random_sample": a seeded random sample of the questions (or of

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judge.numbers.bias_checks import apply_family
+from judge.verify.second_path.agreement import kappa_quadratic
 from judge.verify.second_path.biases import _family, _ols, clopper_pearson, retest_kappa_interval
-from judge.verify.second_path.decisions import kappa_quadratic
 
 pytestmark = pytest.mark.unit
 

@@ -19,7 +19,8 @@ from judge.numbers.stats.calibration import calibrate
 from judge.numbers.stats.decide import decide
 from judge.numbers.stats.paired import Paired, paired
 from judge.numbers.stats.rule import Scale
-from judge.verify.second_path import decisions as second_path
+from judge.verify.second_path import bootstrap as second_path
+from judge.verify.second_path import decisions
 from registration.prereg import Analysis, Hypothesis
 from registration.questions import Question
 
@@ -68,7 +69,7 @@ def test_a_bound_exactly_at_the_margin_is_not_shown_and_both_paths_agree(case):
     assert p.bound == -0.1  # exactly the margin, not -0.09999999999999998
     assert decide(p, "non_inferiority", 0.1).verdict == "not shown"
     chk = second_path.check_paired(a, b, resample_counts(units(differences(a, b)), resamples, seed), "percentile",
-                                   0.025, margin=0.1, rule="bootstrap")
+                                   0.025, margin=0.1)
     assert chk["bound"] == p.bound and chk["ci_high"] == p.ci_high  # bit for bit, not merely within 1e-9
     # the other registered rules are at least as strict
     k = 3 if case == "issue n=10 K=3" else 6
@@ -124,7 +125,7 @@ def test_cluster_bootstrap_of_equal_clusters_is_the_bootstrap_of_cluster_means()
     assert decide(iid, "non_inferiority", 0.1).verdict in ("non-inferior", "superior")
     assert decide(clustered, "non_inferiority", 0.1).verdict == "not shown"
     chk = second_path.check_paired(a, b, resample_counts(units(differences(a, b), labels), 5000, 3), "percentile",
-                                   0.025, clusters=labels, rule="bootstrap")
+                                   0.025, clusters=labels)
     assert (chk["ci_low"], chk["ci_high"], chk["units"]) == (clustered.ci_low, clustered.ci_high, 12)
 
 
@@ -138,8 +139,8 @@ def test_check_path_agrees_on_unequal_clusters(method, rule):
     labels = [f"c{int(x)}" for x in rng.integers(0, 14, 45)]  # clusters of unequal size
     p = paired(a, b, resamples=3000, seed=2, alpha=0.025, method=method, clusters=labels, rule=rule, margin=0.1,
                  scale=Scale(0, 2, 3))
-    chk = second_path.check_paired(a, b, resample_counts(units(differences(a, b), labels), 3000, 2), method, 0.025,
-                                   clusters=labels, rule=rule, step=1.0)
+    chk = decisions.comparison(a, b, alpha=0.025, margin=0.1, rule=rule, method=method, resamples=3000, seed=2,
+                               scale=(0, 2, 3), labels=labels)
     for key, v in chk.items():
         if isinstance(v, float):
             assert p.to_dict()[key] == pytest.approx(v, abs=1e-9), key

@@ -17,7 +17,7 @@ from test_faults import _report_cells
 
 from core import jsonl
 from core.errors import BadInput
-from judge.verify.second_path.decisions import by_hand
+from judge.verify.second_path.raw_files import by_hand
 from pipeline.run import last_invocation
 from registration.seal import seal
 

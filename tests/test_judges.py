@@ -108,7 +108,7 @@ def test_two_judges_pairwise_end_to_end(two_judges):
 def test_verify_recomputes_judge_numbers_by_its_own_path():
     from scipy import stats as sps
 
-    from judge.verify.second_path.decisions import kappa_quadratic, pearson, ranks, solve3
+    from judge.verify.second_path.agreement import kappa_quadratic, pearson, ranks, solve3
 
     rng = np.random.default_rng(3)
     a = rng.integers(0, 3, 200).tolist()
@@ -138,7 +138,7 @@ def test_verify_names_a_tampered_pairwise_count(two_judges, tmp_path):
 
 @pytest.mark.unit
 def test_verify_alpha_matches_the_reference_and_the_package():
-    from judge.verify.second_path.decisions import alpha_ordinal
+    from judge.verify.second_path.agreement import alpha_ordinal
 
     # statistics.md: both readers say gamed 7, only A 3, only B 2, neither 28 (binary: ordinal = nominal)
     a = [1] * 7 + [1] * 3 + [0] * 2 + [0] * 28
@@ -151,7 +151,7 @@ def test_verify_alpha_matches_the_reference_and_the_package():
 
 @pytest.mark.unit
 def test_verify_alpha_uses_every_pairable_rating_like_the_package():
-    from judge.verify.second_path.decisions import alpha_ordinal
+    from judge.verify.second_path.agreement import alpha_ordinal
 
     m = [[0, 1, 2, None, 2, 1, 0, None, 1], [0, 2, 2, 1, None, 1, 1, 2, None], [None, 1, 2, 1, 2, None, 0, 2, None]]
     ref = krippendorff.alpha(reliability_data=[[float("nan") if v is None else v for v in row] for row in m],

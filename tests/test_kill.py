@@ -17,7 +17,7 @@ import time
 import pytest
 
 from core import jsonl
-from judge.verify.second_path.decisions import by_hand
+from judge.verify.second_path.raw_files import by_hand
 
 from conftest import ROOT
 

@@ -16,7 +16,7 @@ from statsmodels.stats.power import NormalIndPower
 
 from judge.gold.label_power import power_line
 from judge.numbers.stats import ppi
-from judge.numbers.stats.decide import claims
+from judge.numbers.stats.decision_rules.interval import claims
 from judge.numbers.stats.ppi_power import Design, labels_for_power, mde, power, spread
 from judge.numbers.validity import MEASURED_FROM, planning_alpha, power_plan
 from registration.prereg import Analysis, Hypothesis

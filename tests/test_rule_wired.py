@@ -15,12 +15,14 @@ from scipy import stats as sps
 from test_decisions import REPRO_A, REPRO_B, cells, k_means, questions, scores
 
 from judge.numbers.analysis import compare
-from judge.numbers.stats.bootstrap import resample_counts, units
 from judge.numbers.stats.calibration import calibrate
 from judge.numbers.stats.decide import decide
-from judge.numbers.stats.paired import Paired, paired, score_tests
+from judge.numbers.stats.decision_rules.score import score_tests
+from judge.numbers.stats.paired import Paired, paired
 from judge.numbers.stats.rule import Scale
 from judge.verify.second_path import decisions as second_path
+from judge.verify.second_path import score_test
+from judge.verify.second_path.decision_rules.bootstrap_and_t import guard
 from registration.prereg import Analysis, Hypothesis
 from registration.vocabulary import RULES
 
@@ -94,7 +96,7 @@ def test_verify_own_score_test_agrees_with_the_main_path(scale, k, n, data):
     units = [("c", i % 6) if i % 5 else ("q", i) for i in range(n)] if clustered else None
     margin = data.draw(st.sampled_from([Fraction(0), Fraction(1, 20) * R, Fraction(1, 10) * R]))
     main = score_tests(d, float(margin), ALPHA, Scale(lo, hi, k), units)
-    own = second_path.boundary_tests(d, margin, R, ALPHA, units)
+    own = score_test.boundary_tests(d, margin, R, ALPHA, units)
     assert [t["id"] for t in main] == [t["id"] for t in own]
     for x, y in zip(main, own, strict=True):
         assert x["claims"] == y["claims"], (x, y)
@@ -103,13 +105,13 @@ def test_verify_own_score_test_agrees_with_the_main_path(scale, k, n, data):
     p = paired([0] * n, d, resamples=100, alpha=ALPHA, margin=float(margin), rule="score", scale=Scale(lo, hi, k),
                  clusters=units)
     if main:
-        assert p.bound == pytest.approx(second_path.lower_bound(d, R, ALPHA, units), abs=1e-9 * R)
-        assert p.upper == pytest.approx(-second_path.lower_bound([-x for x in d], R, ALPHA, units), abs=1e-9 * R)
+        assert p.bound == pytest.approx(score_test.lower_bound(d, R, ALPHA, units), abs=1e-9 * R)
+        assert p.upper == pytest.approx(-score_test.lower_bound([-x for x in d], R, ALPHA, units), abs=1e-9 * R)
 
 
 @pytest.mark.parametrize("df", [1, 2.5, 7, 11.3, 39, 76, 400])
 def test_verify_own_t_quantile_is_scipys(df):
-    assert second_path.t_quantile(1 - ALPHA, df) == pytest.approx(sps.t.ppf(1 - ALPHA, df), rel=1e-12)
+    assert score_test.t_quantile(1 - ALPHA, df) == pytest.approx(sps.t.ppf(1 - ALPHA, df), rel=1e-12)
 
 
 # ---------------------------------------------------------------- exact inputs
@@ -195,9 +197,7 @@ def test_the_clustered_guard_is_a_cr1_t_bound_in_the_rubrics_units():
     want = hand_cr1_guard([sum(v) for v in grouped.values()], [len(v) for v in grouped.values()], Fraction(5), 0.95)
     p = paired(a, b, resamples=500, alpha=ALPHA, clusters=labels, rule="bootstrap_and_t", scale=Scale(0, 10))
     assert (p.guard_low, p.guard_high) == pytest.approx(want, rel=1e-12)
-    res = resample_counts(units(d, labels), 500, 0)
-    chk = second_path.check_paired(a, b, res, "percentile", ALPHA, clusters=labels, rule="bootstrap_and_t", step=5.0)
-    assert (chk["guard_low"], chk["guard_high"]) == pytest.approx(want, rel=1e-12)
+    assert guard(d, labels, ALPHA, 5.0) == pytest.approx(want, rel=1e-12)
     # with one question per unit the CR1 guard is the paired-t interval with a pseudo-loss and a pseudo-win
     iid = paired(a, b, resamples=500, alpha=ALPHA, clusters=list(range(60)), rule="bootstrap_and_t",
                    scale=Scale(0, 10))

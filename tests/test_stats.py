@@ -29,7 +29,7 @@ from judge.numbers.stats.bootstrap import (
 from judge.numbers.stats.decide import decide
 from judge.numbers.stats.paired import Paired, paired
 from judge.numbers.stats.t_bounds import clustered_se, mde, n_for_effect, sign_test, t_interval, t_test_p
-from judge.verify.second_path import decisions as second_path
+from judge.verify.second_path import bootstrap as second_path
 
 pytestmark = pytest.mark.unit
 
@@ -393,7 +393,7 @@ def test_resample_counts_match_index_resampling_in_distribution():
 def test_check_t_distribution_closed_form():
     for nu in (1, 2, 3, 8, 39, 200):
         for q in (0.9, 0.95, 0.975):
-            assert second_path._t_crit(q, nu) == pytest.approx(st.t.ppf(q, nu), abs=1e-9)
+            assert second_path.t_crit(q, nu) == pytest.approx(st.t.ppf(q, nu), abs=1e-9)
 
 
 # ---------------------------------------------------------------- agreement

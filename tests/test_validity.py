@@ -23,8 +23,9 @@ from judge.gold.sources import GoldScore, GoldSet, GoldStratum
 from judge.numbers import validity
 from judge.numbers.stats import ppi
 from judge.outputs.report import TEMPLATES
-from judge.verify.second_path import decisions
+from judge.verify.second_path import agreement, gold_agreement
 from judge.verify.second_path import judge_error as validity_check
+from judge.verify.second_path import ppi as second_ppi
 from registration.prereg import Hypothesis, load_experiment
 from registration.questions import Question
 
@@ -41,11 +42,11 @@ GUARD = 1.0  # the guarded rule's pseudo-residual on SCALE, by hand: half the ra
 @given(st.lists(st.tuples(st.sampled_from(SCALE), st.sampled_from(SCALE)), min_size=2, max_size=40))
 def test_the_second_path_agreement_equals_sklearn_and_krippendorff(pairs):
     gold, judge = [g for g, _ in pairs], [j for _, j in pairs]
-    kappa = decisions.kappa_quadratic(gold, judge, list(SCALE))
+    kappa = agreement.kappa_quadratic(gold, judge, list(SCALE))
     with np.errstate(all="ignore"):
         want = cohen_kappa_score(gold, judge, weights="quadratic", labels=list(SCALE))
     assert (kappa is None and not math.isfinite(want)) or kappa == pytest.approx(want, abs=1e-12)
-    alpha = validity_check.alpha_ordinal(gold, judge)
+    alpha = gold_agreement.alpha_ordinal(gold, judge)
     if len(set(gold) | set(judge)) < 2:
         assert alpha is None
     else:
@@ -74,9 +75,9 @@ def strata(draw):
 def test_the_second_path_ppi_equals_the_main_path(split, alpha, step):
     main = ppi.stratified_ppi_mean(split, alpha=alpha, rule="guarded", step=step)
     gold = ppi.gold_only_mean(split, alpha=alpha, rule="guarded", step=step)
-    second = validity_check.guarded({k: tuple(map(lambda v: [float(x) for x in v], t)) for k, t in split.items()},
+    second = second_ppi.guarded({k: tuple(map(lambda v: [float(x) for x in v], t)) for k, t in split.items()},
                                     alpha, False, step)
-    second_gold = validity_check.guarded({k: tuple(map(lambda v: [float(x) for x in v], t)) for k, t in split.items()},
+    second_gold = second_ppi.guarded({k: tuple(map(lambda v: [float(x) for x in v], t)) for k, t in split.items()},
                                          alpha, True, step)
     for ours, theirs in ((main, second), (gold, second_gold)):
         for f in ("estimate", "se", "low", "high", "step"):
@@ -89,7 +90,7 @@ def test_the_second_path_ppi_equals_the_main_path(split, alpha, step):
 @given(diffs.filter(lambda d: len(d) >= 3), st.lists(st.integers(-2, 2), min_size=3, max_size=30))
 def test_the_second_path_point_estimate_is_ppi_pys(d, fu):
     fl = [x + (i % 3 == 0) for i, x in enumerate(d)]
-    p = validity_check.guarded({None: ([float(x) for x in d], [float(x) for x in fl], [float(x) for x in fu])},
+    p = second_ppi.guarded({None: ([float(x) for x in d], [float(x) for x in fl], [float(x) for x in fu])},
                                0.025, False, GUARD)
     want = np.asarray(ppi_py.ppi_mean_pointestimate(np.array(d, float), np.array(fl, float), np.array(fu, float),
                                                     lam=None)).reshape(-1)[0]
@@ -304,13 +305,13 @@ def test_twenty_labelled_ties_on_a_0_10_rubric_are_no_proof_of_non_inferiority_b
     assert one_point > -0.5 > anchored
     ten = type("Gold", (), {"scale": tuple(range(11))})()
     step = validity.step_of(ten)
-    assert step == validity_check.step_of(list(range(11))) == 5.0
+    assert step == second_ppi.step_of(list(range(11))) == 5.0
     d, f = [0.0] * 20 + [math.nan] * 180, [0.0] * 200
     main = ppi.correct(f, d, design="random_sample", alpha=0.025, rule="guarded", step=step).ppi
-    second = validity_check.guarded({None: ([0.0] * 20, [0.0] * 20, [0.0] * 180)}, 0.025, False, step)
+    second = second_ppi.guarded({None: ([0.0] * 20, [0.0] * 20, [0.0] * 180)}, 0.025, False, step)
     assert main.low == pytest.approx(anchored, abs=1e-12) and second["low"] == pytest.approx(anchored, abs=1e-12)
     assert validity._verdict("non_inferiority", 0.5, main.low, main.high) == "not shown"
-    assert validity.step_of(ten, earlier=True) == validity_check.step_of(list(range(11)), earlier=True) == 1.0
+    assert validity.step_of(ten, earlier=True) == second_ppi.step_of(list(range(11)), earlier=True) == 1.0
     old = ppi.correct(f, d, design="random_sample", alpha=0.025, rule="guarded", step=1.0).ppi
     assert old.low == pytest.approx(one_point, abs=1e-12)
 
@@ -365,7 +366,7 @@ def test_the_second_path_agreement_intervals_are_the_peer_libraries_on_the_docum
     from its definition): BCa over questions now, percentile for a folder written before."""
     gold, judge = [g for g, _, _ in rows], [j for _, j, _ in rows]
     questions = [f"q{c}" for _, _, c in rows] if by_question else None
-    got = validity_check.agreement_intervals(gold, judge, list(SCALE), seed, resamples=80, questions=questions,
+    got = gold_agreement.agreement_intervals(gold, judge, list(SCALE), seed, resamples=80, questions=questions,
                                              bca=bca)
     (k_lo, k_hi), (a_lo, a_hi), (e_lo, e_hi) = peer_agreement.intervals(
         gold, judge, seed, 80, questions, method="bca" if bca and by_question else "percentile")
@@ -387,13 +388,13 @@ def test_the_second_path_offsets_and_agreement_intervals_are_the_main_paths(rows
     main = validity.judge_error.against_gold(judge, gold, SCALE, alpha=0.025, resamples=200, seed=seed,
                                              clusters=clusters, resampling="question" if by_question else "answer",
                                              interval="bca" if bca else "percentile")
-    ours = validity_check.agreement_intervals(gold, judge, list(SCALE), seed, resamples=200,
+    ours = gold_agreement.agreement_intervals(gold, judge, list(SCALE), seed, resamples=200,
                                               questions=clusters if by_question else None, bca=bca)
     for f in ("kappa_low", "kappa_high", "krippendorff_low", "krippendorff_high") + (
             ("exact_low", "exact_high") if by_question else ()):
         theirs = getattr(main, f)
         assert (ours[f] is None and theirs is None) or ours[f] == pytest.approx(theirs, abs=1e-9)
-    off = validity_check.offset(judge, gold, resamples=200, seed=seed, clusters=clusters)
+    off = gold_agreement.offset(judge, gold, resamples=200, seed=seed, clusters=clusters)
     assert off == pytest.approx(main.offset.to_dict(), abs=1e-12)
 
 
@@ -408,7 +409,7 @@ def test_both_paths_take_the_same_bca_fallbacks(gold, judge, questions):
     peer computation's."""
     main = validity.judge_error.against_gold(judge, gold, SCALE, alpha=0.025, resamples=300, seed=4,
                                              clusters=questions)
-    ours = validity_check.agreement_intervals(gold, judge, list(SCALE), 4, resamples=300, questions=questions)
+    ours = gold_agreement.agreement_intervals(gold, judge, list(SCALE), 4, resamples=300, questions=questions)
     (k_lo, k_hi), (a_lo, a_hi), (e_lo, e_hi) = peer_agreement.intervals(gold, judge, 4, 300, questions)
     peer = {"kappa_low": k_lo, "kappa_high": k_hi, "krippendorff_low": a_lo, "krippendorff_high": a_hi,
             "exact_low": e_lo, "exact_high": e_hi}
@@ -420,7 +421,7 @@ def test_both_paths_take_the_same_bca_fallbacks(gold, judge, questions):
 
 def test_a_judge_one_point_above_gold_everywhere_has_the_offset_interval_of_one_point():
     gold = [i % 2 for i in range(12)]
-    off = validity_check.offset([g + 1 for g in gold], gold, resamples=500, seed=1, clusters=None)
+    off = gold_agreement.offset([g + 1 for g in gold], gold, resamples=500, seed=1, clusters=None)
     assert (off["mean"], off["low"], off["high"], off["units"]) == (1.0, 1.0, 1.0, 12)  # planted: every pair +1
 
 

@@ -42,7 +42,7 @@ from registration.vocabulary import GOLD_DESIGNS
 from .bias_checks import apply_family
 from .stats import judge_error, ppi, ppi_power
 from .stats.calibration import calibrate_ppi
-from .stats.decide import claims
+from .stats.decision_rules.interval import claims
 from .stats.rule import Scale
 from .stats.t_bounds import guard_step
 

@@ -72,10 +72,12 @@ from ..results.files import RAW_FILES, anchor, raw_sha256
 from ..results.runinfo import Scope, bound_scope, merged, registered
 from .rederive import Replies, rederive
 from .second_path import decisions as second_path
+from .second_path import raw_files
 from .second_path.biases import recheck as recheck_biases
 from .second_path.judge_error import corrected_verdicts, drawn_questions
 from .second_path.judge_error import decide as decide_with_gold
 from .second_path.judge_error import recompute as recompute_validity
+from .second_path.judges import independent_judges
 from .second_path.stability import recompute as recompute_stability
 
 TOL = 1e-9
@@ -555,8 +557,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     wanted = set(scope.question_ids)
     questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
     clusters = {q.id: q.cluster for q in all_q}
-    answer_rows = second_path.by_hand(run_dir / "answers.jsonl", ("row",), second_path.VERIFY_ANSWER_FIELDS)
-    verdicts = second_path.by_hand(run_dir / "judgments.jsonl", ("judge", "label"))
+    answer_rows = raw_files.by_hand(run_dir / "answers.jsonl", ("row",), raw_files.VERIFY_ANSWER_FIELDS)
+    verdicts = raw_files.by_hand(run_dir / "judgments.jsonl", ("judge", "label"))
     rule = answer_rows.problems + verdicts.problems
     problems += rule
     if not rule and not published:  # a file that breaks the retry rule has no current records to re-derive
@@ -600,7 +602,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                               sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
     ind = second_path.independent(numbers, run, run_dir, questions, exp, clusters, answer_rows, verdicts,
                                   lambda *args, scale, **kw: calibrate(*args, scale=Scale(*scale), **kw))
-    ind["judges"] = second_path.independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
+    ind["judges"] = independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
     judged = list(verdicts.last.values())
     if "stability" in numbers:
         ind["stability"] = recompute_stability(run, run_dir, exp, questions, clusters, judged)

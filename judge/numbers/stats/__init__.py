@@ -6,6 +6,8 @@ Modules, by concern:
 * ``t_bounds``: the sign test, paired t interval and test, the guarded t interval, t-based power (MDE, questions
   needed), the cluster-robust SE;
 * ``rule``: the score test anchored to the rubric's scale, the registered default rule;
+* ``decision_rules``: the decision rules registered by name (``DECISION_RULES``), each a module (``score``,
+  ``bootstrap``, ``bootstrap_and_t``) with the interval it decides on, its verdict's wording and its calibration;
 * ``paired``: one paired comparison (``Paired``, ``paired``), with the interval or tests its rule decides on;
 * ``decide``: the registered rule's verdict on a paired comparison; ``calibration``: its false-claim rate
   simulated at the boundary; ``hypothesis``: one registered hypothesis decided, guards included;

@@ -11,12 +11,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from registration.vocabulary import METHODS, RULES
+from registration.vocabulary import METHODS
 
 from . import rule as score_rule
 from .bootstrap import _coded, _is_constant, decimal, draw_counts, exact_interval, tally, units
+from .decision_rules import DECISION_RULES
+from .decision_rules.interface import Sample
 from .rule import Scale
-from .t_bounds import _check_n, guard_step, guarded_t_interval, mde, n_for_effect, sign_test, t_interval, t_test_p
+from .t_bounds import _check_n, mde, n_for_effect, sign_test, t_interval, t_test_p
 
 
 @dataclass(frozen=True)
@@ -79,32 +81,6 @@ def exact_scores(xs, name: str) -> list:
     return out
 
 
-def score_tests(d: Sequence, margin, alpha: float, scale: Scale, labels: Sequence | None) -> list[dict[str, Any]]:
-    """Rule "score": the one-sided score tests (judge.numbers.stats.rule) a decision needs, at the registered decimal
-    margin M.
-
-    "lower" at mu0 rejects "mean <= mu0" (-M: non-inferior, 0: superior, +M: not equivalent); "upper" at mu0 rejects
-    "mean >= mu0" (+M: the upper side of equivalence, -M: not equivalent). Each records its statistic, degrees of
-    freedom, critical value and whether it rejects (the claim). Empty when the units cannot carry a test (fewer
-    than two clusters).
-    """
-    m = decimal(margin) if margin else Fraction(0)
-    if m >= scale.range:
-        raise ValueError(f"the margin {margin} must be below the rubric's range {scale.range}")
-    if labels is not None and len(set(labels)) < 2:
-        return []
-    mirrored = [-x for x in d]
-    out = []
-    for side, mu0 in (("lower", -m), ("lower", Fraction(0)), ("lower", m), ("upper", m), ("upper", -m)):
-        if any(t["side"] == side and t["boundary"] == float(mu0) for t in out):
-            continue  # a margin of 0: one test per side
-        s = score_rule.score(d if side == "lower" else mirrored, mu0 if side == "lower" else -mu0, scale, labels)
-        c = s.critical(alpha)
-        out.append({"id": f"{side} {float(mu0):+g}", "side": side, "boundary": float(mu0), "statistic": s.statistic,
-                    "df": s.df, "critical": c, "claims": bool(s.statistic > c)})
-    return out
-
-
 def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percentile",
            alpha: float = 0.05, margin: float | None = None, clusters: Sequence | None = None,
            rule: str = "bootstrap", scale: Scale | None = None) -> Paired:
@@ -114,12 +90,12 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
     ``ci_low``/``ci_high`` the two-sided (1 - 2*alpha) interval (alpha=0.025 -> 95%). Scores are exact: ints, or
     Fractions for a question's mean over K samples (``exact_scores``; floats are refused). ``clusters`` (one label
     per question; a question without a registered cluster carries a label of its own) makes it a cluster
-    bootstrap: whole clusters are resampled. ``rule`` (see RULES) says what ``bound``/``upper`` are; "score" and
-    "bootstrap_and_t" need ``scale``, the rubric's scale and K (the differences are checked against it).
+    bootstrap: whole clusters are resampled. ``rule``, a registered rule (judge.numbers.stats.decision_rules), says
+    what ``bound``/``upper`` are; a rule that reads the rubric's scale and K ("score", "bootstrap_and_t") needs
+    ``scale`` (the differences are checked against it).
     """
-    if rule not in RULES:
-        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
-    if rule != "bootstrap" and scale is None:
+    decides = DECISION_RULES.named(rule)
+    if decides.needs_scale and scale is None:
         raise ValueError(f"rule {rule!r} needs the rubric's scale "
                          "(scale=judge.numbers.stats.rule.Scale(lo, hi, samples))")
     if np.ndim(a) != 1 or np.ndim(b) != 1 or len(a) != len(b):
@@ -160,20 +136,8 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
     confidence = 1 - 2 * alpha
     t_low, t_high = t_interval(d, confidence)
     sd = 0.0 if constant else float(np.std(d, ddof=1))
-    g_low = g_high = None
-    tests = None
-    bound, upper = ci_low, ci_high
-    if rule == "bootstrap_and_t":
-        g_low, g_high = guarded_t_interval(d, confidence, guard_step(scale), unit_list)
-        bound, upper = min(ci_low, g_low), max(ci_high, g_high)
-    elif rule == "score":
-        labels = None if clusters is None else list(clusters)
-        tests = score_tests(ed, margin, alpha, scale, labels)
-        if n_units < 2:  # one cluster: no test, nothing excluded
-            bound, upper = float(-scale.range), float(scale.range)
-        else:
-            bound = score_rule.lower_bound(ed, alpha, scale, labels)
-            upper = score_rule.upper_bound(ed, alpha, scale, labels)
+    on = decides.bounds(Sample(d=d, exact=ed, alpha=alpha, margin=margin, scale=scale, clusters=clusters,
+                               units=unit_list, n_units=n_units, ci_low=ci_low, ci_high=ci_high))
     return Paired(
         n=n,
         mean_a=float(sum(x * int(c) for x, c in zip(va, np.bincount(ia), strict=False)) / n),
@@ -183,7 +147,7 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
         se=sd / math.sqrt(n),
         ci_low=ci_low,
         ci_high=ci_high,
-        bound=bound,
+        bound=on.bound,
         up=int(np.count_nonzero(d > 0)),
         down=int(np.count_nonzero(d < 0)),
         ties=int(np.count_nonzero(d == 0)),
@@ -201,9 +165,9 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
         resampling="questions" if clusters is None else "clusters",
         units=n_units,
         rule=rule,
-        guard_low=g_low,
-        guard_high=g_high,
-        upper=upper,
+        guard_low=on.guard_low,
+        guard_high=on.guard_high,
+        upper=on.upper,
         scale=None if scale is None else [scale.lo, scale.hi, scale.samples],
-        tests=tests,
+        tests=on.tests,
     )

@@ -17,7 +17,7 @@ own (judge.verify.second_path.judge_error.corrected_verdicts) at every level: a 
 where this path's corrected interval at that alpha claims too. Under the
 panel rule "all-agree" the decision is this path's own (inconclusive where its per-judge verdicts differ); under
 "unrelated-mean" the main path's. The test-retest kappa's bootstrap interval is this path's own loop on the same
-documented resamples (decisions.kappa_boots), the flip rate's exact interval from the beta quantiles. Which
+documented resamples (agreement.kappa_boots), the flip rate's exact interval from the beta quantiles. Which
 cautions are raised is decided again here (`caution_findings`); their wording is the main path's.
 """
 from __future__ import annotations
@@ -32,8 +32,9 @@ from typing import Any, Callable
 from core import jsonl
 from registration.rubric import load_rubric, rubric_dir
 
-from . import contamination
+from . import agreement, bootstrap, contamination, score_test
 from . import decisions as second_path
+from .decision_rules.interval import verdict_between
 
 # what each style covariate counts, written again here (the main path's patterns are judge.numbers.biases')
 _CITATION = re.compile(r"\b(?:Article|Section|Art\.|Rule|Clause)\s+\d+(?:\.\d+)*|§\s*\d+(?:\.\d+)*|\[\d+\]"
@@ -108,7 +109,7 @@ def judge_decision(h, exp, means: dict[tuple, dict[str, Fraction]], ids: list[st
     chk = second_path.comparison([a[q] for q in ids], [b[q] for q in ids], alpha=h.alpha, margin=h.margin,
                                  rule=an.rule, method=an.method, resamples=an.resamples, seed=an.seed,
                                  scale=(min(points), max(points), max(exp.arm(h.a).samples, exp.arm(h.b).samples)),
-                                 labels=second_path.unit_labels(ids, clusters))
+                                 labels=bootstrap.unit_labels(ids, clusters))
     return {"n": chk["n"], "estimate": chk["diff"], "ci_low": chk["ci_low"], "ci_high": chk["ci_high"],
             "bound": chk["bound"], "verdict": second_path.verdict(h.kind, h.margin, chk),
             "resampling": chk["resampling"], "units": chk["units"]}
@@ -117,10 +118,10 @@ def judge_decision(h, exp, means: dict[tuple, dict[str, Fraction]], ids: list[st
 def judge_lift(d: dict[str, dict[str, Fraction]], j: str, others: list[str], common: list[str],
           clusters: dict[str, str | None], resamples: int, seed: int) -> dict[str, Any]:
     """Judge j's lift over the others, exactly, and its 95% percentile interval on resamples drawn by the decisions'
-    scheme (judge.verify.second_path.decisions.draw: whole clusters when the questions have them), each resample's mean
+    scheme (judge.verify.second_path.bootstrap.draw: whole clusters when the questions have them), each resample's mean
     taken by check_paired's own loop."""
     per_q = [d[j][q] - sum(d[o][q] for o in others) / len(others) for q in common]
-    chk = second_path.mean_interval(per_q, second_path.unit_labels(common, clusters), resamples, seed)
+    chk = bootstrap.mean_interval(per_q, bootstrap.unit_labels(common, clusters), resamples, seed)
     n, own = len(common), sum(d[j][q] for q in common) / len(common)
     return {"judge": j, "others": others, "n": n, "estimate": float(own), "lift": float(sum(per_q) / n),
             "others_estimate": float(own - sum(per_q) / n), "ci_low": chk["ci_low"], "ci_high": chk["ci_high"],
@@ -207,8 +208,8 @@ def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], q
             units = ([("cluster", clusters[q]) if clusters.get(q) else ("question", q) for q in ids]
                      if any(clusters.get(q) for q in ids) else None)
             m = Fraction(repr(float(h.margin))) if h.margin else Fraction(0)
-            found = second_path.boundary_tests([b[q] - a[q] for q in ids], m, span, t["alpha"], units)
-            own = second_path.tests_verdict(h.kind, h.margin, found) if found else "inconclusive"
+            found = score_test.boundary_tests([b[q] - a[q] for q in ids], m, span, t["alpha"], units)
+            own = score_test.tests_verdict(h.kind, h.margin, found) if found else "inconclusive"
             if own not in _CLAIMS[h.kind]:
                 out.append(f"numbers.json comparisons[{c['id']}].family.tests: a claim ({t['verdict']!r}) at "
                            f"one-sided α = {t['alpha']:.5g}, but verify's own score test there says {own!r}")
@@ -240,10 +241,9 @@ def caution_findings(numbers: dict, ind: dict, exp) -> list[str]:
             raised = False
             if style.get("adjusted") is not None and style["covariates"]:
                 shift = style["adjusted"] - style["raw"]
-                plain = {"rule": "interval", "bound": result["bound"], "upper": result["upper"]}
-                moved = {"rule": "interval", "bound": result["bound"] + shift, "upper": result["upper"] + shift}
-                raised = (second_path.verdict(h.kind, h.margin, moved)
-                          != second_path.verdict(h.kind, h.margin, plain))
+                low, high = result["bound"], result["upper"]
+                raised = (verdict_between(h.kind, h.margin, low + shift, high + shift)
+                          != verdict_between(h.kind, h.margin, low, high))
             notes = s.get("length_notes") or []
             if len(notes) != int(raised):
                 out.append(f"numbers.json comparisons[{h.id}].length_notes: {len(notes)} style caution(s), but "
@@ -263,10 +263,10 @@ def clopper_pearson(x: int, n: int) -> list[float]:
 
 def retest_kappa_interval(test: list[int], again: list[int], scale: list[int], seed: int) -> list[float] | None:
     """The 95% percentile interval of test-retest kappa on the analysis's 1,000 resamples of the labels (resample r
-    the r-th ``default_rng(seed).integers(0, n, n)``), by the decisions' own loop (judge.verify.second_path.decisions
+    the r-th ``default_rng(seed).integers(0, n, n)``), by this path's own loop (judge.verify.second_path.agreement
     .kappa_boots, which the judges' agreement interval uses too); None when 100 resamples or fewer give a kappa."""
-    boots = [k for k in second_path.kappa_boots(test, again, scale, seed) if math.isfinite(k)]
-    return [second_path.percentile(boots, q) for q in (2.5, 97.5)] if len(boots) > 100 else None
+    boots = [k for k in agreement.kappa_boots(test, again, scale, seed) if math.isfinite(k)]
+    return [agreement.percentile(boots, q) for q in (2.5, 97.5)] if len(boots) > 100 else None
 
 
 def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, list[str]], answers: list[dict],
@@ -368,7 +368,7 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
             rows[name] = {"judge": name, "drawn": len(mine), "n": len(pairs), "flips": flips,
                           "flip_rate": flips / len(pairs) if pairs else None,
                           "flip_ci95": clopper_pearson(flips, len(pairs)) if pairs else None,
-                          "kappa_quadratic": second_path.kappa_quadratic(test, again, scale) if len(pairs) >= 2
+                          "kappa_quadratic": agreement.kappa_quadratic(test, again, scale) if len(pairs) >= 2
                           else None,
                           "kappa_ci95": retest_kappa_interval(test, again, scale, an.seed) if len(pairs) >= 2
                           else None}

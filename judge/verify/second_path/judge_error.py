@@ -10,28 +10,7 @@ themselves are read by judge.gold.sources, the one reader of gold (the program i
 person's label is a random sample is decided here again (``drawn_questions``): each recorded draw drawn again from its
 population, n and seed by this path's own call of numpy, and its questions labelled on every answer.
 
-The bootstrap intervals, by this path's own loops on the resamples drawn again by their documented schemes, so the
-two paths agree to verify's tolerance (the draws are the same; only the last places of float sums may differ):
-
-* exact agreement, kappa and alpha: ``RESAMPLES`` resamples of whole questions (every answer to a question, both
-  arms, every quant and sample, moves with it): the G distinct questions sorted as text, resample r being the r-th
-  call of ``numpy.random.default_rng(seed).integers(0, G, G)``, each drawn question bringing all its answers; the
-  three statistics on each resample; each interval BCa over questions (``interval = "bca"``): the type-7
-  percentiles, at the levels below, of the B resamples where the statistic is defined; none when fewer than half
-  are or the statistic itself is undefined. The levels: p = (below + at_or_below) / (2 B), below / at_or_below the
-  defined resamples under / not over the observed value, a tie within 1e-12 * max(1, |observed|) of it;
-  z0 = Phi^-1(p); the jackknife theta_(i) leaving out one question (all its answers) at a time, where defined, m
-  their mean, d_i = m - theta_(i), a = sum(d_i^3) / (6 (sum(d_i^2))^1.5); the levels
-  Phi(z0 + (z0 + z) / (1 - a (z0 + z))) at z = Phi^-1(alpha), Phi^-1(1 - alpha). The percentile levels
-  (alpha, 1 - alpha) instead where p is 0 or 1, fewer than 2 jackknife values are defined, every
-  |d_i| <= 1e-12 * max(1, |m|), or 1 - a (z0 + z) <= 0 at either end. A folder written before with question
-  resampling records no ``interval``: percentile levels, as it was written. A folder written before that records no
-  ``resampling``: its answers were the units (each alone, in answer order), percentile levels, and exact agreement
-  had no interval;
-* the offsets: the paired bootstrap of the decisions (``decisions.draw``, ``decisions.check_paired``: counts per
-  distinct unit, numpy's multinomial from the seed, exact Fractions), gold as arm a and the judge as arm b; overall
-  and per arm over whole questions (the answers of one question are one cluster), ``RESAMPLES`` resamples; per
-  hypothesis pair over questions, the registered ``resamples``.
+The agreement and offsets with their bootstrap intervals are gold_agreement's; the guarded PPI++ interval is ppi's.
 
 Under ``[analysis] judge_error = "decide"`` a gold-corrected interval decides: ``corrected_verdicts`` gives its
 verdict at any level, on which verify's family (judge.verify.second_path.biases) steps down in place of the judge-only
@@ -44,213 +23,16 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from fractions import Fraction
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
-from registration.vocabulary import CLAIMS
+from registration.vocabulary import CLAIMS, boundary
 
-from . import decisions
-
-EARLIER_STEP = 1.0  # the guarded rule's pseudo-residual in folders written before it was half the rubric's range
-RESAMPLES = 2000  # the agreement section's resamples (kappa, alpha and the offsets against gold)
-ALPHA = 0.025  # the section's intervals are two-sided 95 %
-TIE = 1e-12  # relative: a resample within this of the observed value ties with it (BCa; module doc)
-
-
-def alpha_ordinal(a: list[int], b: list[int]) -> float | None:
-    """Krippendorff's alpha (ordinal metric) of two raters rating every unit."""
-    return decisions.alpha_ordinal([list(a), list(b)])
-
-
-def _mean(xs) -> float:
-    return math.fsum(xs) / len(xs)
-
-
-def _ss(xs: list[float]) -> float:
-    m = _mean(xs)
-    return math.fsum((x - m) ** 2 for x in xs)
-
-
-def _lam(d: list[float], fl: list[float], fu: list[float]) -> float:
-    n, m = len(d), len(fu)
-    md, mf = _mean(d), _mean(fl)
-    cov = math.fsum((x - md) * (y - mf) for x, y in zip(d, fl, strict=True)) / n
-    both = fl + fu
-    var = _ss(both) / (len(both) - 1)
-    return 0.0 if var == 0 else min(1.0, max(0.0, cov / ((1 + n / m) * var)))
-
-
-def step_of(scale: list[int], earlier: bool = False) -> float:
-    """The guarded rule's pseudo-residual: half the rubric's range (hi - lo) / 2; one point in a folder written
-    ``earlier``."""
-    return EARLIER_STEP if earlier else (max(scale) - min(scale)) / 2
-
-
-def guarded(strata: dict[Any, tuple[list[float], list[float], list[float]]], alpha: float,
-            gold_only: bool, step: float) -> dict[str, Any]:
-    """Stratified PPI++ (or the gold alone) with the guarded interval: ddof-1 spreads, two pseudo-residuals ``step``
-    (half the rubric's range) either side of the rectifier's mean, t with Welch-Satterthwaite degrees of freedom."""
-    total = sum(len(d) + len(fu) for d, _, fu in strata.values())
-    theta, pieces, out = 0.0, [], []
-    for name, (d, fl, fu) in strata.items():
-        n, m = len(d), len(fu)
-        w = (n + m) / total
-        lam = None if m == 0 else 0.0 if gold_only else _lam(d, fl, fu)
-        r = d if not lam else [x - lam * y for x, y in zip(d, fl, strict=True)]
-        est = _mean(r) + (lam * _mean(fu) if lam else 0.0)
-        v_rect = (_ss(r) + 2 * step * step) / (n + 1)
-        pieces.append((w * w * v_rect / n, n + 1.0))
-        if lam:
-            pieces.append((w * w * lam * lam * _ss(fl + fu) / (n + m - 1) / m, n + m - 1.0))
-        theta += w * est
-        out.append({"id": "(rest)" if name is None else name, "questions": n + m, "labelled": n, "estimate": est,
-                    "lam": lam})
-    var = math.fsum(v for v, _ in pieces if v > 0)
-    df = var * var / math.fsum(v * v / k for v, k in pieces if v > 0)
-    se = math.sqrt(var)
-    crit = float(sps.t.ppf(1 - alpha, df))
-    return {"estimate": theta, "se": se, "df": df, "step": step, "low": theta - crit * se, "high": theta + crit * se,
-            "questions": total, "labelled": sum(len(d) for d, _, _ in strata.values()), "strata": out}
-
-
-def verdict(kind: str, margin: float, low: float, high: float) -> str:
-    if kind == "non_inferiority":
-        return "superior" if low > 0 else "non-inferior" if low > -margin else "not shown"
-    if kind == "superiority":
-        return "superior" if low > 0 else "not shown"
-    if -margin < low and high < margin:
-        return "equivalent"
-    return "not equivalent" if low >= margin or high <= -margin else "inconclusive"
-
-
-def _table(g: list[int], j: list[int], scale: list[int]) -> list[list[int]]:
-    """Rows gold, columns judge: how many answers have each pair of scores."""
-    pos = {v: i for i, v in enumerate(scale)}
-    t = [[0] * len(scale) for _ in scale]
-    for x, y in zip(g, j, strict=True):
-        t[pos[x]][pos[y]] += 1
-    return t
-
-
-def kappa_of(t: list[list[int]]) -> float | None:
-    """Quadratic-weighted kappa of a contingency table (None: chance agreement is perfect)."""
-    k, n = len(t), sum(map(sum, t))
-    rows = [sum(r) for r in t]
-    cols = [sum(t[i][c] for i in range(k)) for c in range(k)]
-    observed = math.fsum((i - c) ** 2 * t[i][c] for i in range(k) for c in range(k)) / n
-    expected = math.fsum((i - c) ** 2 * rows[i] * cols[c] for i in range(k) for c in range(k)) / (n * n)
-    return 1 - observed / expected if expected else None
-
-
-def alpha_of(t: list[list[int]]) -> float | None:
-    """Krippendorff's ordinal alpha of two raters who rated every unit, from their contingency table: each unit
-    adds one coincidence (a, b) and one (b, a). A scale point nobody used adds nothing to the ordinal distances."""
-    k = len(t)
-    return decisions.alpha_from_coincidences([[t[c][e] + t[e][c] for e in range(k)] for c in range(k)])
-
-
-def _levels(values: list[float], observed: float, jack: list[float], alpha: float) -> tuple[float, float]:
-    """BCa's quantile levels (module doc), or the percentile levels where BCa is undefined."""
-    tol = TIE * max(1.0, abs(observed))
-    below = sum(1 for v in values if v < observed - tol)
-    at_or_below = sum(1 for v in values if v <= observed + tol)
-    p = (below + at_or_below) / (2 * len(values))
-    if p <= 0 or p >= 1 or len(jack) < 2:
-        return alpha, 1 - alpha
-    m = math.fsum(jack) / len(jack)
-    d = [m - x for x in jack]
-    if all(abs(x) <= TIE * max(1.0, abs(m)) for x in d):
-        return alpha, 1 - alpha
-    nd = NormalDist()
-    z0 = nd.inv_cdf(p)
-    a = math.fsum(x ** 3 for x in d) / (6 * math.fsum(x * x for x in d) ** 1.5)
-    out = []
-    for z in (nd.inv_cdf(alpha), nd.inv_cdf(1 - alpha)):
-        den = 1 - a * (z0 + z)
-        if den <= 0:
-            return alpha, 1 - alpha
-        out.append(nd.cdf(z0 + (z0 + z) / den))
-    return out[0], out[1]
-
-
-def _interval(values: list[float | None], observed: float | None, jack: list[float | None], alpha: float,
-              bca: bool) -> tuple[float | None, float | None]:
-    """Type-7 percentiles of the defined values at the BCa (or percentile) levels; none when fewer than half are
-    defined or ``observed`` is not."""
-    ok = [v for v in values if v is not None and math.isfinite(v)]
-    if not ok or 2 * len(ok) < len(values) or observed is None:
-        return None, None
-    lo, hi = _levels(ok, observed, [x for x in jack if x is not None], alpha) if bca else (alpha, 1 - alpha)
-    return decisions.percentile(ok, 100 * lo), decisions.percentile(ok, 100 * hi)
-
-
-def agreement_intervals(g: list[int], j: list[int], scale: list[int], seed: int, resamples: int = RESAMPLES,
-                        alpha: float = ALPHA, questions: list[str] | None = None,
-                        bca: bool = True) -> dict[str, Any]:
-    """Bootstrap intervals of exact agreement, kappa and alpha over whole ``questions`` (each answer's question):
-    resample r draws the r-th ``default_rng(seed).integers(0, G, G)`` of the G questions sorted as text, each
-    bringing all its answers; the three statistics on every resample, BCa with the jackknife leaving out one
-    question at a time (module doc). ``bca`` False: percentile levels, as a folder with no ``interval`` was written.
-    ``questions`` None: the answers resampled one by one, as a folder written before was (percentile, no
-    exact-agreement interval then)."""
-    if questions is None:
-        units = [[i] for i in range(len(g))]
-    else:
-        members: dict[str, list[int]] = defaultdict(list)
-        for i, q in enumerate(questions):
-            members[str(q)].append(i)
-        units = [members[q] for q in sorted(members)]
-    rng = np.random.default_rng(seed)
-    kappas, alphas, exacts = [], [], []
-    for _ in range(resamples):
-        idx = [i for u in rng.integers(0, len(units), len(units)).tolist() for i in units[u]]
-        t = _table([g[i] for i in idx], [j[i] for i in idx], scale)
-        kappas.append(kappa_of(t))
-        alphas.append(alpha_of(t))
-        exacts.append(sum(t[c][c] for c in range(len(scale))) / len(idx))
-    whole = _table(g, j, scale)
-    bca = bca and questions is not None
-    jack_k, jack_a, jack_e = [], [], []
-    if bca:
-        k = len(scale)
-        for left in units:  # the whole table less the left-out question's answers
-            mine = _table([g[i] for i in left], [j[i] for i in left], scale)
-            t = [[whole[r][c] - mine[r][c] for c in range(k)] for r in range(k)]
-            rest = len(g) - len(left)
-            jack_k.append(kappa_of(t) if rest else None)
-            jack_a.append(alpha_of(t) if rest else None)
-            jack_e.append(sum(t[c][c] for c in range(k)) / rest if rest else None)
-    k_lo, k_hi = _interval(kappas, kappa_of(whole), jack_k, alpha, bca)
-    a_lo, a_hi = _interval(alphas, alpha_of(whole), jack_a, alpha, bca)
-    out: dict[str, Any] = {"kappa_low": k_lo, "kappa_high": k_hi, "krippendorff_low": a_lo, "krippendorff_high": a_hi}
-    if questions is not None:
-        exact = sum(whole[c][c] for c in range(len(scale))) / len(g)
-        e_lo, e_hi = _interval(exacts, exact, jack_e, alpha, bca)
-        out |= {"exact_low": e_lo, "exact_high": e_hi, "resampling": "question"}
-        if bca:
-            out["interval"] = "bca"
-    return out
-
-
-def offset(judge: list, gold: list, *, resamples: int, seed: int, clusters: list | None = None,
-           unit: str = "answers", alpha: float = ALPHA) -> dict[str, Any] | None:
-    """Mean judge - gold with its paired bootstrap interval (gold as arm a, the judge as arm b), drawn and computed
-    by this path's decision code (decisions.draw, decisions.check_paired); None with fewer than 2 pairs."""
-    if len(judge) < 2:
-        return None
-    d = [Fraction(y) - Fraction(x) for x, y in zip(gold, judge, strict=True)]
-    groups: dict[Any, list] = {}
-    for i, x in enumerate(d):
-        acc = groups.setdefault(i if clusters is None else clusters[i], [Fraction(0), 0])
-        acc[0] += x
-        acc[1] += 1
-    r = decisions.check_paired(gold, judge, decisions.draw([tuple(v) for v in groups.values()], resamples, seed),
-                               "percentile", alpha, clusters=clusters)
-    return {"n": r["n"], "mean": r["diff"], "low": r["ci_low"], "high": r["ci_high"],
-            "resampling": unit if clusters is None else "clusters", "units": r["units"]}
+from . import agreement
+from .decision_rules.interval import verdict_between
+from .gold_agreement import ALPHA, RESAMPLES, agreement_intervals, alpha_ordinal, offset
+from .ppi import guarded, step_of
 
 
 def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
@@ -284,7 +66,7 @@ def recompute(run: dict, exp, gold, keys: dict[str, dict], verdicts: list[dict],
                                                             resamples=RESAMPLES, seed=seed,
                                                             clusters=[s.question_id for s, _ in mine_arm])})
             exact = sum(x == y for x, y in zip(g, j, strict=True)) / len(g)
-            entry["agreement"] = {"answers": len(rows), "exact": exact, "kappa": decisions.kappa_quadratic(g, j, scale),
+            entry["agreement"] = {"answers": len(rows), "exact": exact, "kappa": agreement.kappa_quadratic(g, j, scale),
                                   "krippendorff_alpha": alpha_ordinal(g, j), "confusion": confusion,
                                   **agreement_intervals(g, j, scale, seed, questions=None if earlier else
                                                         [s.question_id for s, _ in rows], bca=interval == "bca"),
@@ -438,7 +220,19 @@ def _correction(h, run: dict, gold, scored, keys, by_cell, verdicts, questions, 
     if earlier:  # that version recorded no step
         del p["step"], only["step"]
     return {"design": design, "ppi": p, "gold_only": only,
-            "verdict": verdict(h.kind, h.margin, p["low"], p["high"])}
+            "verdict": verdict_between(h.kind, h.margin, p["low"], p["high"])}
+
+
+def _redrawn(parts: list[tuple[Any, tuple]], shift: float, rng: np.random.Generator) -> dict[Any, tuple]:
+    """One simulated data set: per stratum in order, ``rng.integers(0, n, n + m)``, the first n labelled (gold and
+    judge), the judge's differences of the other m unlabelled, each shifted."""
+    drawn = {}
+    for name, (d, fl, fu) in parts:
+        n = len(d)
+        idx = rng.integers(0, n, n + len(fu)).tolist()
+        drawn[name] = ([d[i] + shift for i in idx[:n]], [fl[i] + shift for i in idx[:n]],
+                       [fl[i] + shift for i in idx[n:]])
+    return drawn
 
 
 def calibration(split: dict[Any, tuple[list[float], list[float], list[float]]], kind: str, margin: float,
@@ -448,22 +242,14 @@ def calibration(split: dict[Any, tuple[list[float], list[float], list[float]]], 
     and judge differences shifted together so that the weighted gold mean is the boundary; per simulated data set
     and stratum ``rng.integers(0, n, n + m)``, the first n labelled, the judge's differences of the rest unlabelled."""
     parts = sorted(split.items(), key=lambda kv: str(kv[0]))
-    total = sum(len(d) + len(fu) for _, (d, _, fu) in parts)
-    gold_mean = math.fsum((len(d) + len(fu)) / total * _mean(d) for _, (d, _, fu) in parts)
-    observed = guarded(dict(parts), alpha, False, step)["estimate"]
-    target = {"non_inferiority": -margin, "superiority": 0.0}.get(kind, -margin if observed <= 0 else margin)
-    shift = target - gold_mean
+    target = boundary(kind, margin, guarded(dict(parts), alpha, False, step)["estimate"])
+    total = sum(len(d) + len(fu) for _, (d, _, fu) in parts)  # each stratum weighs by its questions, gold or not
+    shift = target - math.fsum((len(d) + len(fu)) / total * math.fsum(d) / len(d) for _, (d, _, fu) in parts)
     rng = np.random.default_rng(seed)
     hits = 0
     for _ in range(sims):
-        drawn = {}
-        for name, (d, fl, fu) in parts:
-            n = len(d)
-            idx = rng.integers(0, n, n + len(fu)).tolist()
-            drawn[name] = ([d[i] + shift for i in idx[:n]], [fl[i] + shift for i in idx[:n]],
-                           [fl[i] + shift for i in idx[n:]])
-        p = guarded(drawn, alpha, False, step)
-        hits += verdict(kind, margin, p["low"], p["high"]) in CLAIMS[kind]
+        p = guarded(_redrawn(parts, shift, rng), alpha, False, step)
+        hits += verdict_between(kind, margin, p["low"], p["high"]) in CLAIMS[kind]
     return {"boundary": float(target), "sims": sims, "claims": hits, "rate": hits / sims, "ceiling": float(ceiling),
             "seed": seed, "interval": "ppi"}
 
@@ -488,7 +274,7 @@ def corrected_verdicts(run: dict, exp, gold, keys: dict[str, dict], verdicts: li
         if splits[hid] is None:
             return None
         p = guarded(splits[hid], alpha, gold_only=False, step=step_of(list(gold.scale), earlier))
-        return verdict(h.kind, h.margin, p["low"], p["high"])
+        return verdict_between(h.kind, h.margin, p["low"], p["high"])
     return at
 
 
@@ -519,5 +305,3 @@ def decide(comparisons: list[dict], check: dict, run: dict, exp, gold, keys: dic
             low = primary["kappa_low"] if primary else None
             if low is None or low < floor:
                 c["verdict"] = "inconclusive"
-
-

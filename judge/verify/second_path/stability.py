@@ -9,9 +9,9 @@ registered pass score (the rubric's highest score when none is registered):
   unanimous = share whose lowest and highest sample scores are equal (K >= 2);
   agreement = mean over questions of sum over score values of C(n_v, 2) / C(K, 2), n_v its samples scoring v (K >= 2).
 A question with a sample lacking a score is counted as incomplete, never as a pass or a fail. Each interval is the
-95% percentile bootstrap of the mean, on resamples drawn again by the documented scheme (decisions.draw: counts per
+95% percentile bootstrap of the mean, on resamples drawn again by the documented scheme (bootstrap.draw: counts per
 distinct unit from the registered seed, whole clusters when the questions have them), each resample's mean taken by
-decisions.check_paired's own loop, exactly.
+bootstrap.check_paired's own loop, exactly.
 """
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ from typing import Any
 
 from core import jsonl
 
-from . import decisions
+from . import bootstrap, decisions
 
 
 def _interval(values: list[Fraction], ids: list[str], clusters: dict[str, str | None], resamples: int,
               seed: int) -> dict[str, float]:
-    chk = decisions.mean_interval(values, decisions.unit_labels(ids, clusters), resamples, seed)
+    chk = bootstrap.mean_interval(values, bootstrap.unit_labels(ids, clusters), resamples, seed)
     return {"estimate": chk["mean_b"], "ci_low": chk["ci_low"], "ci_high": chk["ci_high"]}
 
 
