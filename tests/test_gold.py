@@ -114,7 +114,7 @@ def test_gold_is_optional_and_both_sources_parse(tmp_path):
     assert load_experiment(tmp_path).gold is None
     (tmp_path / "prereg.toml").write_text(PREREG.replace(GOLD, GOLD + 'labels = ["gold/a.jsonl", "b.jsonl"]\n'))
     g = load_experiment(tmp_path).gold
-    assert (g.program, g.labels) == ("gold.py:score", ("gold/a.jsonl", "b.jsonl"))
+    assert (g.value("program"), g.value("labels")) == ("gold.py:score", ("gold/a.jsonl", "b.jsonl"))
 
 
 @pytest.mark.parametrize("program, source, where, words", [
@@ -547,7 +547,7 @@ def sealed_exp(tmp_path_factory) -> Path:
 
 
 def read_sealed_gold(exp_dir: Path, data: bytes):
-    from judge.gold.sources import read_gold_file
+    from judge.gold.sealed import read_gold_file
 
     (exp_dir / "g.jsonl").write_bytes(data)
     seal(exp_dir)
@@ -629,7 +629,7 @@ def test_whatever_a_gold_program_returns_or_raises_is_a_status_naming_the_progra
     text, an object that cannot be printed) and anything raised is an `error` naming the program, the question and
     the answer's label, in text that can be written."""
     from arms.contained import Outcome, call_outcome
-    from judge.gold.sources import _program_outcome
+    from judge.gold.program import _program_outcome
     from registration.questions import Question
 
     def fn(question, reference, answer):
