@@ -12,9 +12,10 @@ from .settings import BOUNDS, bounded, check_keys, setting
 from .vocabulary import DEFAULT_METHOD, DEFAULT_RULE, METHODS, RULES
 
 ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "decision_rule", "min_clusters", "calibration_sims",
-                 "calibration_ceiling", "family", "style", "judge_error", "target_power", "assumed_gold_correlation",
-                 "pass_score")
-# How the registered hypotheses are controlled as one family (judge.numbers.biases.family_decisions): Holm's step-down
+                 "calibration_ceiling", "family_adjustment", "style", "judge_error", "target_power",
+                 "assumed_gold_correlation", "pass_score")
+# How the registered hypotheses are controlled as one family ([analysis] family_adjustment;
+# judge.numbers.biases.family_decisions): Holm's step-down
 # (the default: no order needed, uniformly more powerful than Bonferroni), a fixed sequence in the registered order of
 # [[hypotheses]], or no adjustment (each hypothesis at its own alpha).
 FAMILIES = ("holm", "fixed-sequence", "none")
@@ -74,10 +75,10 @@ def parse_analysis(at: Any, file: Path, seed: int) -> Analysis:
     if ceiling is not None and not 0 < ceiling < 1:
         raise BadInput(file, f"{where} calibration_ceiling must be a number in (0, 1), not {ceiling!r}",
                        field="calibration_ceiling")
-    family = setting(at, "family", "string", file, where, "holm")
+    family = setting(at, "family_adjustment", "string", file, where, "holm")
     if family not in FAMILIES:
-        raise BadInput(file, f"{where} family must be one of {', '.join(repr(f) for f in FAMILIES)}, not {family!r}",
-                       field="family")
+        raise BadInput(file, f"{where} family_adjustment must be one of {', '.join(repr(f) for f in FAMILIES)}, not "
+                       f"{family!r}", field="family_adjustment")
     style = setting(at, "style", "strings", file, where, ["length"])
     for name in style:
         if name not in STYLES:

@@ -158,7 +158,7 @@ def test_a_documented_default_and_range_are_what_the_loader_does(tmp_path):
     exp = load_experiment(exp_dir)
     assert str(exp.analysis.resamples) == documented("[analysis]", "resamples")
     assert f'"{exp.analysis.method}"' == documented("[analysis]", "method")
-    assert f'"{exp.analysis.family}"' == documented("[analysis]", "family")
+    assert f'"{exp.analysis.family}"' == documented("[analysis]", "family_adjustment")
     assert str(exp.runtime.n_ctx) == documented("[runtime]", "n_ctx")
     high = re.search(r"^\| `threads` \|.*? to ([\d,]+)", page["[runtime]"], flags=re.M).group(1)
     (exp_dir / "prereg.toml").write_text(demo + f"\n[runtime]\nthreads = {int(high.replace(',', '')) + 1}\n")
