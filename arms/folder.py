@@ -47,7 +47,7 @@ from core.crash import PARENT_ENV
 from core.errors import BadInput
 from core.records import ANSWER_KEY, JUDGMENT_KEY, Binding
 from models.sources import chat_template
-from registration.gold import GOLD_SOURCES
+from registration.gold import ranked
 from registration.prereg import Experiment
 from registration.seal import inside, manifest_sha256, sealed_sha256
 
@@ -187,9 +187,11 @@ def gold_entries(exp: Experiment) -> dict[str, str]:
     if exp.gold is None:
         return out
     file = exp.dir / "prereg.toml"
-    for name, value in sorted(exp.gold.values, key=lambda registered: GOLD_SOURCES[registered[0]].bind_rank):
-        spec = GOLD_SOURCES[name]
-        for entry, rel in spec.binds(value):
+    registered = dict(exp.gold.values)
+    for spec in ranked():
+        if spec.name not in registered:
+            continue
+        for entry, rel in spec.binds(registered[spec.name]):
             out[entry] = sealed_sha256(exp.dir, inside(exp.dir, rel, file, spec.key)) or "missing"
     return out
 

@@ -31,15 +31,17 @@ Reader = Callable[[dict, Path, Path, str], Any]  # ([gold] table, prereg.toml, e
 class GoldSourceSpec:
     """A gold source as the registration knows it. `key`: the [gold] key that registers it (None: nothing registers
     it, as people's labels of a run); `read`: that key's value read and checked, its default when absent; `binds`:
-    the value's (binding entry, file in the experiment folder) pairs; `bind_rank`: where they stand in a binding,
-    lowest first (binding.json is in a folder's anchor, so the order it was bound in is kept)."""
+    the value's (binding entry, file in the experiment folder) pairs; `rank`: where the source stands in a binding
+    and in the report's count, lowest first (both were first written with the program first, and a folder's
+    binding.json is in its anchor and its report.md is verified line by line, so that order is kept)."""
 
     name: str
+    title: str  # how the report names its count of scores ("sealed labels 3")
     key: str | None = None
     read: Reader | None = None
     absent: Any = None  # the value when the key is not registered
     binds: Callable[[Any], list[tuple[str, str]]] = lambda value: []
-    bind_rank: int = 0
+    rank: int = 0
 
 
 GOLD_SOURCES: dict[str, GoldSourceSpec] = {}
@@ -50,6 +52,11 @@ def declare(spec: GoldSourceSpec) -> GoldSourceSpec:
     source's declaration with its behaviour)."""
     GOLD_SOURCES[spec.name] = spec
     return spec
+
+
+def ranked() -> list[GoldSourceSpec]:
+    """The declared sources in the order a binding and the report list them (`rank`, then declaration)."""
+    return sorted(GOLD_SOURCES.values(), key=lambda s: s.rank)
 
 
 def gold_keys() -> tuple[str, ...]:
@@ -106,12 +113,13 @@ def _program(g: dict, file: Path, exp_dir: Path, where: str) -> str:
     return program
 
 
-LABELS = declare(GoldSourceSpec("labels", key="labels", read=_labels, absent=(),
+LABELS = declare(GoldSourceSpec("labels", "sealed labels", key="labels", read=_labels, absent=(),
                                 binds=lambda files: [(f"gold labels {rel} sha256", rel) for rel in files]))
-PROGRAM = declare(GoldSourceSpec("program", key="program", read=_program,
+PROGRAM = declare(GoldSourceSpec("program", "program", key="program", read=_program,
                                  binds=lambda spec: [(f"gold program {spec} source sha256", spec.partition(":")[0])],
-                                 bind_rank=-1))
-HUMAN = declare(GoldSourceSpec("human"))  # people's labels of a run (labels/ in its folder): nothing registers them
+                                 rank=-1))
+# people's labels of a run (labels/ in its folder): nothing registers them
+HUMAN = declare(GoldSourceSpec("human", "people"))
 
 
 def at_key(exp_dir: Path, message: str, key: str) -> BadInput:

@@ -22,6 +22,7 @@ from judge.gold.scores import GoldScore, GoldSet
 from judge.gold.sources import gold_scores, gold_set
 from judge.numbers.analysis import compute_numbers
 from judge.numbers.validity import _gold_summary
+from judge.outputs.report import render
 from registration import gold as registration_gold
 from registration.gold import GoldSourceSpec, gold_keys
 from registration.prereg import load_experiment
@@ -55,8 +56,8 @@ def _toy_scores(run: Run) -> Found:
                   for i in run.items if (q := i.question_id) in by_question], [])
 
 
-TOY = GoldSource(GoldSourceSpec("toy", key="toy", read=_read_toy, binds=lambda rel: [(f"toy gold {rel} sha256", rel)]),
-                 _toy_scores)
+TOY = GoldSource(GoldSourceSpec("toy", "toy file", key="toy", read=_read_toy,
+                                binds=lambda rel: [(f"toy gold {rel} sha256", rel)]), _toy_scores)
 
 
 @pytest.fixture
@@ -97,6 +98,7 @@ def test_a_toy_source_is_parsed_bound_scored_and_counted_end_to_end(tmp_path, to
     run = json.loads((out / "run.json").read_text())
     numbers = compute_numbers(exp, load_questions(exp.set_paths()), out, run, g)
     assert numbers["judge_validity"]["gold"]["sources"] == {"labels": 0, "program": 0, "human": 0, "toy": 4}
+    assert "(4 scores: program 0, sealed labels 0, people 0, toy file 4)" in render(numbers, run, None)
 
 
 def test_without_its_registration_line_the_toy_key_is_refused_as_unknown(tmp_path):
