@@ -2,10 +2,10 @@
 
 A gold source is what the judge is measured against (judge.gold reads its scores). Here each is declared by what the
 registration sees of it: its name (in numbers.json's gold sources and each gold score), the [gold] key that
-registers it and how that key's value is read and checked, and the files of the experiment folder it binds a judged
-results folder to (arms.folder.gold_entries). What a source does with a run is judge.gold.registry's: it registers
-the behaviour, and with it this declaration, in one line. The registry's order is the order a run's gold is listed
-and counted in.
+registers it and how that key's value is read and checked, the files of the experiment folder it binds a judged
+results folder to (arms.folder.gold_entries), and how the report names its count (judge.outputs.report). What a
+source does with a run is judge.gold.registry's: it registers the behaviour, and with it this declaration, in one
+line. The declaration order is the order a run's gold is listed and counted in numbers.json.
 """
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ Reader = Callable[[dict, Path, Path, str], Any]  # ([gold] table, prereg.toml, e
 @dataclass(frozen=True)
 class GoldSourceSpec:
     """A gold source as the registration knows it. `key`: the [gold] key that registers it (None: nothing registers
-    it, as people's labels of a run); `read`: that key's value read and checked, its default when absent; `binds`:
+    it, as people's labels of a run); `read`: that key's value read and checked (`absent`: the value when the key is
+    not registered); `binds`:
     the value's (binding entry, file in the experiment folder) pairs; `rank`: where the source stands in a binding
     and in the report's count, lowest first (both were first written with the program first, and a folder's
     binding.json is in its anchor and its report.md is verified line by line, so that order is kept)."""
@@ -39,7 +40,7 @@ class GoldSourceSpec:
     title: str  # how the report names its count of scores ("sealed labels 3")
     key: str | None = None
     read: Reader | None = None
-    absent: Any = None  # the value when the key is not registered
+    absent: Any = None
     binds: Callable[[Any], list[tuple[str, str]]] = lambda value: []
     rank: int = 0
 
