@@ -15,9 +15,9 @@ ANALYSIS_KEYS = ("resamples", "method", "seed", "max_unscored", "decision_rule",
                  "calibration_ceiling", "family_adjustment", "style", "judge_error", "target_power",
                  "assumed_gold_correlation", "pass_score")
 # How the registered hypotheses are controlled as one family ([analysis] family_adjustment;
-# judge.numbers.biases.family_decisions): Holm's step-down
-# (the default: no order needed, uniformly more powerful than Bonferroni), a fixed sequence in the registered order of
-# [[hypotheses]], or no adjustment (each hypothesis at its own alpha).
+# judge.numbers.biases.family_decisions): Holm's step-down (the default: no order needed, uniformly more powerful than
+# Bonferroni), a fixed sequence in the registered order of [[hypotheses]], or no adjustment (each hypothesis at its
+# own alpha).
 FAMILIES = ("holm", "fixed-sequence", "none")
 # Style covariates a paired difference may be adjusted for, over a hypothesis's own pairs
 # (judge.numbers.biases.style_counts): answer length is always one of them.

@@ -1,7 +1,10 @@
 """The registration: an experiment's prereg.toml parsed into one typed record.
 
 Everything a run does is read from here — arms, models, judges, rubric, hypotheses, bootstrap
-settings, the audit gate — so a report can always point to what was registered before scoring.
+settings, the audit gate — so a report can always point to what was registered before scoring. Each table is read by
+the module named for it (spec: models, adapters, arms, runtime; judges; hypotheses; analysis; gates: audit and
+contamination; gold; panel: the panel rules); this module holds the experiment and the loader that reads them in
+order and checks what spans tables.
 """
 from __future__ import annotations
 
