@@ -47,6 +47,7 @@ from core.crash import PARENT_ENV
 from core.errors import BadInput
 from core.records import ANSWER_KEY, JUDGMENT_KEY, Binding
 from models.sources import chat_template
+from registration.gold import ranked
 from registration.prereg import Experiment
 from registration.seal import inside, manifest_sha256, sealed_sha256
 
@@ -179,20 +180,19 @@ def registration(exp: Experiment, arms: list[str], panel: list = (), mode: str |
 
 
 def gold_entries(exp: Experiment) -> dict[str, str]:
-    """The gold scores' sources a judged folder is bound to (judge.gold.sources): the sha256 of the gold program's
-    source file and of each sealed labels file. A file that does not exist is bound as such; judge run refuses it before
-    paying."""
+    """The gold scores' sources a judged folder is bound to (registration.gold: what each registered source binds,
+    such as the gold program's source file and each sealed labels file, by sha256). A file that does not exist is
+    bound as such; judge run refuses it before paying."""
     out = {}
-    gold = exp.gold
-    if gold is None:
+    if exp.gold is None:
         return out
     file = exp.dir / "prereg.toml"
-    if gold.program:
-        path = inside(exp.dir, gold.program.partition(":")[0], file, "program")
-        out[f"gold program {gold.program} source sha256"] = sealed_sha256(exp.dir, path) or "missing"
-    for rel in gold.labels:
-        path = inside(exp.dir, rel, file, "labels")
-        out[f"gold labels {rel} sha256"] = sealed_sha256(exp.dir, path) or "missing"
+    registered = dict(exp.gold.values)
+    for spec in ranked():
+        if spec.name not in registered:
+            continue
+        for entry, rel in spec.binds(registered[spec.name]):
+            out[entry] = sealed_sha256(exp.dir, inside(exp.dir, rel, file, spec.key)) or "missing"
     return out
 
 

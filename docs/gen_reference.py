@@ -149,7 +149,7 @@ def registration_tables() -> dict[str, tuple[tuple[str, ...], str, str]]:
     """Each table of prereg.toml: its known keys (the parser's own tuple), the module and the function that reads
     them."""
     from models.backends.base import Generation
-    from registration import prereg, rubric, spec
+    from registration import analysis, gates, gold, hypotheses, judges, prereg, rubric, spec
 
     return {
         "[experiment]": (prereg.EXPERIMENT_KEYS, "registration/prereg.py", "_experiment"),
@@ -160,12 +160,12 @@ def registration_tables() -> dict[str, tuple[tuple[str, ...], str, str]]:
         "generation (of an arm or a judge)": (tuple(Generation.__dataclass_fields__), "registration/spec.py",
                                               "parse_generation"),
         "[judge]": (prereg.JUDGE_KEYS, "registration/prereg.py", "_experiment"),
-        "[judges.NAME]": (prereg.JUDGE_TABLE_KEYS, "registration/prereg.py", "_judge"),
-        "[analysis]": (prereg.ANALYSIS_KEYS, "registration/prereg.py", "_analysis"),
-        "[[hypotheses]]": (prereg.HYPOTHESIS_KEYS, "registration/prereg.py", "_hypothesis"),
-        "[audit]": (prereg.AUDIT_KEYS, "registration/prereg.py", "_audit"),
-        "[gold]": (prereg.GOLD_KEYS, "registration/prereg.py", "_gold"),
-        "[contamination]": (prereg.CONTAMINATION_KEYS, "registration/prereg.py", "_contamination"),
+        "[judges.NAME]": (judges.JUDGE_TABLE_KEYS, "registration/judges.py", "parse_judge"),
+        "[analysis]": (analysis.ANALYSIS_KEYS, "registration/analysis.py", "parse_analysis"),
+        "[[hypotheses]]": (hypotheses.HYPOTHESIS_KEYS, "registration/hypotheses.py", "parse_hypothesis"),
+        "[audit]": (gates.AUDIT_KEYS, "registration/gates.py", "parse_audit"),
+        "[gold]": (gold.gold_keys(), "registration/gold.py", "parse_gold, _labels, _program"),
+        "[contamination]": (gates.CONTAMINATION_KEYS, "registration/gates.py", "parse_contamination"),
         '[sets."FILE"]': (prereg.SET_KEYS, "registration/prereg.py", "_set_format"),
         "rubrics/NAME.toml (a rubric)": (rubric.RUBRIC_KEYS, "registration/rubric.py", "_rubric"),
     }
@@ -242,7 +242,14 @@ def _functions(path: str) -> dict[str, ast.FunctionDef]:
 def read_keys(path: str, function: str, table: str) -> dict[str, KeyInfo]:
     """What `function` declares of each key it reads with setting/bounded/_one_of/.get: kind, default, bound and the
     constant of accepted values it is checked against."""
-    func = _functions(path)[function]
+    found: dict[str, KeyInfo] = {}
+    for name in function.split(", "):  # a table read by several functions (one per registered source) names each
+        for key, info in _read_keys(_functions(path)[name], name, table).items():
+            found.setdefault(key, info)
+    return found
+
+
+def _read_keys(func: ast.FunctionDef, function: str, table: str) -> dict[str, KeyInfo]:
     found: dict[str, KeyInfo] = {}
     variables: dict[str, str] = {}  # a variable assigned from a read -> its key
     for node in ast.walk(func):
@@ -332,9 +339,9 @@ def _generation_defaults() -> dict[str, tuple[str, str]]:
 
 def registration_page() -> str:
     from core.records.schema import field_comments
-    from registration import prereg, rubric, spec
+    from registration import analysis, gates, gold, hypotheses, prereg, rubric, settings, spec
 
-    modules = [prereg, spec, rubric]
+    modules = [prereg, hypotheses, analysis, gates, gold, spec, rubric, settings]  # where a default or choice is named
     generation = _generation_defaults()
     comments = field_comments(sys.modules["models.backends.base"].Generation)
     lines = [HEADER, "# Registration keys (prereg.toml)\n\n",

@@ -38,7 +38,8 @@ from core import text as input_text
 from core.errors import BadInput
 from core.tables import parquet_rows
 
-from .prereg import Contamination, Experiment
+from .gates import Contamination
+from .prereg import Experiment
 from .questions import Question, load_questions
 from .seal import inside
 

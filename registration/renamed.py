@@ -2,7 +2,8 @@
 
 `batch` was a number in [runtime] (sequences llama.cpp decodes together) and a switch in [models.NAME] (answer
 through the provider's batch API); `rule` in [analysis] was one of three rules (decision, gold-corrected interval,
-panel); `attempts` counted verdicts asked again in [judge] and the tries of one call in [models.NAME]. A sealed
+panel); `attempts` counted verdicts asked again in [judge] and the tries of one call in [models.NAME]; `family` named
+a model's family in [models.NAME] and the adjustment of the hypotheses as one family in [analysis]. A sealed
 prereg.toml cannot be edited, so an old name still loads as its new one, and the loader says which it renamed
 (Experiment.renamed_keys). Registering both names in one table is refused: which would count?
 """
@@ -32,6 +33,7 @@ RENAMED = (
     Renamed("models", "batch", "provider_batch", each=True),
     Renamed("analysis", "rule", "decision_rule"),
     Renamed("judge", "attempts", "verdict_attempts"),  # [models.NAME] attempts: the tries of one call
+    Renamed("analysis", "family", "family_adjustment"),  # [models.NAME] family: the model's family
 )
 
 

@@ -31,7 +31,8 @@ from core.errors import BadInput
 from models.backends.base import Generation
 
 from . import toml_lines
-from .spec import bounded, parse_generation, setting
+from .settings import bounded, setting
+from .spec import parse_generation
 
 RUBRICS_DIR = Path(__file__).resolve().parent.parent / "rubrics"
 

@@ -19,7 +19,7 @@ from models.files import EMBEDDED
 from .prereg import load_experiment
 from .questions import FIELDS, TABULAR, SetFormat, load_questions
 from .seal import outside_experiment, seal, verify_seal
-from .spec import http_url, plain_name
+from .settings import http_url, plain_name
 
 DEFAULT_QUANTS = ("Q8_0", "Q4_K_M")  # the demo's: an 8-bit and a 4-bit quant derived from the base
 DEFAULT_RUBRIC = "correctness"  # rubrics/correctness.toml, shipped with the project and referenced by name

@@ -23,7 +23,7 @@ from test_folder import ROOT, SERVED, experiment, run
 from core import jsonl
 from core.errors import BadInput
 from judge.gold.labelling import import_labels
-from judge.gold.sources import answer_sha256
+from judge.gold.sealed import answer_sha256
 from judge.results.files import ANCHOR_FILES, load
 from judge.verify.bundle import (
     Salts,
@@ -383,7 +383,7 @@ def test_an_honest_bundle_verifies_from_itself_alone_in_every_setup(setup, echo,
         links = [hashlib.sha256(line).hexdigest() for line in (out / "labels" / "ann.jsonl").read_bytes().splitlines()]
         assert not [p for p in bundle.rglob("*.json*") if any(x in p.read_text() for x in links)]
     if setup.startswith("sealed gold labels"):  # the sealed records matched withheld answers at publishing
-        matched = recorded_gold(read_bundle(bundle)).matched
+        matched = recorded_gold(read_bundle(bundle)).of("labels")
         assert len(matched) == len((exp / "gold" / "labels.jsonl").read_text().splitlines())
         gold = json.loads((out / "numbers.json").read_text())["judge_validity"]["gold"]
         assert gold["with_gold"] == len(matched), gold
@@ -393,7 +393,7 @@ def test_an_honest_bundle_verifies_from_itself_alone_in_every_setup(setup, echo,
     if setup.startswith("gold program"):  # recorded where the text is withheld, run again by verify elsewhere
         keys = [json.loads(line) for line in (out / "blinding.jsonl").read_text().splitlines()]
         private = {k["label"] for k in keys if k["question_id"].startswith("p")}
-        assert set(recorded_gold(read_bundle(bundle)).program) == private and len(private) < len(keys)
+        assert set(recorded_gold(read_bundle(bundle)).of("program")) == private and len(private) < len(keys)
         assert f"the gold program's results on the {len(private)} answers whose text is withheld" in v.unchecked[0]
         # a recorded result changed, BUNDLE.json rewritten to match as a forger would: the anchored numbers differ
         rows = [json.loads(line) for line in (bundle / "gold.jsonl").read_text().splitlines()]

@@ -396,19 +396,22 @@ def panel_exp():
 
 
 def test_unrelated_mean_averages_only_the_judges_sharing_no_family_with_either_arm():
-    from judge.numbers.bias_checks import unrelated_scores
+    from judge.numbers.panel_rules import PANEL_RULES
 
     by_judge = {"kin": scores([Fraction(0)] * 3, [Fraction(2)] * 3),
                 "other": scores([Fraction(1), Fraction(0), Fraction(2)], [Fraction(1), Fraction(1), Fraction(2)]),
                 "plain": scores([Fraction(2), Fraction(0)], [Fraction(0), Fraction(1)])}
-    got = unrelated_scores(panel_exp(), H, by_judge)
+    got = PANEL_RULES["unrelated-mean"].decided_on(panel_exp(), H, {}, by_judge)
     # other and plain on the questions both scored (q00, q01); kin (trained's family) left out
     assert got == {("base", "Q8_0"): {"q00": Fraction(3, 2), "q01": Fraction(0)},
                    ("trained", "Q8_0"): {"q00": Fraction(1, 2), "q01": Fraction(1)}}
 
 
 def test_all_agree_claims_only_what_every_judge_claims():
-    from judge.numbers.bias_checks import panel_verdict
+    from judge.numbers.panel_rules import PANEL_RULES
+
+    def panel_verdict(rule, c, sp):
+        return PANEL_RULES[rule].verdict(c, sp)
 
     sp = {"judges": {"kin": {"verdict": "superior"}, "other": {"verdict": "not shown"}}}
     c = {"verdict": "superior"}

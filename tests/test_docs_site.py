@@ -118,15 +118,15 @@ def test_every_command_and_option_is_in_the_reference():
 
 def test_every_registration_key_is_in_the_reference_under_its_table():
     from models.backends.base import Generation
-    from registration import prereg, rubric, spec
+    from registration import analysis, gates, gold, hypotheses, judges, prereg, rubric, spec
 
     tables = {"[experiment]": prereg.EXPERIMENT_KEYS, "[runtime]": prereg.RUNTIME_KEYS,
               "[models.NAME]": spec.MODEL_KEYS, "[adapters.NAME]": spec.ADAPTER_KEYS, "[[arms]]": spec.ARM_KEYS,
               "[judge]": prereg.JUDGE_KEYS,
               "generation (of an arm or a judge)": tuple(f.name for f in dataclasses.fields(Generation)),
-              "[judges.NAME]": prereg.JUDGE_TABLE_KEYS, "[analysis]": prereg.ANALYSIS_KEYS,
-              "[[hypotheses]]": prereg.HYPOTHESIS_KEYS, "[audit]": prereg.AUDIT_KEYS, "[gold]": prereg.GOLD_KEYS,
-              '[sets."FILE"]': prereg.SET_KEYS, "[contamination]": prereg.CONTAMINATION_KEYS,
+              "[judges.NAME]": judges.JUDGE_TABLE_KEYS, "[analysis]": analysis.ANALYSIS_KEYS,
+              "[[hypotheses]]": hypotheses.HYPOTHESIS_KEYS, "[audit]": gates.AUDIT_KEYS, "[gold]": gold.gold_keys(),
+              '[sets."FILE"]': prereg.SET_KEYS, "[contamination]": gates.CONTAMINATION_KEYS,
               "rubrics/NAME.toml (a rubric)": rubric.RUBRIC_KEYS}
     text = (ROOT / "docs" / "reference" / "registration.md").read_text()
     page = _sections(text, "##")
@@ -158,7 +158,7 @@ def test_a_documented_default_and_range_are_what_the_loader_does(tmp_path):
     exp = load_experiment(exp_dir)
     assert str(exp.analysis.resamples) == documented("[analysis]", "resamples")
     assert f'"{exp.analysis.method}"' == documented("[analysis]", "method")
-    assert f'"{exp.analysis.family}"' == documented("[analysis]", "family")
+    assert f'"{exp.analysis.family}"' == documented("[analysis]", "family_adjustment")
     assert str(exp.runtime.n_ctx) == documented("[runtime]", "n_ctx")
     high = re.search(r"^\| `threads` \|.*? to ([\d,]+)", page["[runtime]"], flags=re.M).group(1)
     (exp_dir / "prereg.toml").write_text(demo + f"\n[runtime]\nthreads = {int(high.replace(',', '')) + 1}\n")

@@ -114,7 +114,7 @@ def test_gold_is_optional_and_both_sources_parse(tmp_path):
     assert load_experiment(tmp_path).gold is None
     (tmp_path / "prereg.toml").write_text(PREREG.replace(GOLD, GOLD + 'labels = ["gold/a.jsonl", "b.jsonl"]\n'))
     g = load_experiment(tmp_path).gold
-    assert (g.program, g.labels) == ("gold.py:score", ("gold/a.jsonl", "b.jsonl"))
+    assert (g.value("program"), g.value("labels")) == ("gold.py:score", ("gold/a.jsonl", "b.jsonl"))
 
 
 @pytest.mark.parametrize("program, source, where, words", [
@@ -440,17 +440,19 @@ def test_a_copied_or_renamed_labels_chain_is_refused_naming_both_files(tmp_path)
     assert e.value.field == "labeller" and "labels/ann.jsonl, not labels/ann-copy.jsonl" in e.value.message
 
 
-def test_a_chain_sealed_as_a_gold_source_and_kept_in_the_run_counts_its_labeller_once_or_is_refused(tmp_path):
+@pytest.mark.parametrize("program", ["", 'program = "gold.py:score"\n'])  # a source between the two: still once
+def test_a_chain_sealed_as_a_gold_source_and_kept_in_the_run_counts_its_labeller_once_or_is_refused(tmp_path, program):
     exp0 = experiment(tmp_path / "a", sealed=False)
     key = label_key(load_experiment(exp0))
     lab = label_for(label_secret(key), row_id("base", "Q8_0", "q01", 0))
     chain = chained(run_key(key), [("ann", lab, 1)])
-    exp = experiment(tmp_path / "b", '[gold]\nlabels = ["gold/ann.jsonl"]\n', {"gold/ann.jsonl": chain})
+    exp = experiment(tmp_path / "b", f'[gold]\n{program}labels = ["gold/ann.jsonl"]\n', {"gold/ann.jsonl": chain})
     run = tmp_path / "run"
     (run / "labels").mkdir(parents=True)
     (run / "labels" / "bob.jsonl").write_text(chained(run_key(key), [("bob", lab, 2)]))
     g, _ = gold(exp, {("base", "q01"): "x"}, run)  # another person on the same answer: two gold scores
-    assert sorted((s.source, s.labeller, s.score) for s in g.scores) == [("human", "bob", 2), ("labels", "ann", 1)]
+    assert sorted((s.source, s.labeller, s.score) for s in g.scores if s.source != "program") == [
+        ("human", "bob", 2), ("labels", "ann", 1)]
     (run / "labels" / "ann.jsonl").write_text(chain)
     with pytest.raises(BadInput) as e:
         gold(exp, {("base", "q01"): "x"}, run)
@@ -547,7 +549,7 @@ def sealed_exp(tmp_path_factory) -> Path:
 
 
 def read_sealed_gold(exp_dir: Path, data: bytes):
-    from judge.gold.sources import read_gold_file
+    from judge.gold.sealed import read_gold_file
 
     (exp_dir / "g.jsonl").write_bytes(data)
     seal(exp_dir)
@@ -629,7 +631,7 @@ def test_whatever_a_gold_program_returns_or_raises_is_a_status_naming_the_progra
     text, an object that cannot be printed) and anything raised is an `error` naming the program, the question and
     the answer's label, in text that can be written."""
     from arms.contained import Outcome, call_outcome
-    from judge.gold.sources import _program_outcome
+    from judge.gold.program import _program_outcome
     from registration.questions import Question
 
     def fn(question, reference, answer):

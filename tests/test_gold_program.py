@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge.gold.sources import load_program
+from judge.gold.program import load_program
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 
@@ -37,7 +37,7 @@ def score(qid: str, answer: str):
 
 
 def test_the_demo_registers_the_program_and_its_strata_are_the_ones_it_scores():
-    assert DEMO.gold.program == "gold.py:score" and DEMO.gold.labels == ()
+    assert DEMO.gold.value("program") == "gold.py:score" and DEMO.gold.value("labels") == ()
     assert {q for q, x in QUESTIONS.items() if "arithmetic" in x.tags} == set(EXPECTED)
     assert {q for q, x in QUESTIONS.items() if "out_of_scope" in x.tags} == set(OUT_OF_SCOPE)
     assert {q for q, x in QUESTIONS.items() if not {"arithmetic", "out_of_scope"} & set(x.tags)} == set(KEY_FACT)

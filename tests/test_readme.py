@@ -151,7 +151,7 @@ def test_every_key_the_parser_reads_is_documented():
     import tomllib
 
     from models.backends.base import Generation
-    from registration import prereg, spec
+    from registration import analysis, gates, gold, hypotheses, judges, prereg, spec
 
     doc = tomllib.loads(_example())
     generations = [a.get("generation", {}) for a in doc["arms"]] + [j.get("generation", {}) for j in
@@ -165,13 +165,13 @@ def test_every_key_the_parser_reads_is_documented():
         "[[arms]]": (spec.ARM_KEYS, doc["arms"]),
         "generation": (tuple(Generation.__dataclass_fields__), generations),
         "[judge]": (prereg.JUDGE_KEYS, [doc["judge"]]),
-        "[judges.*]": (prereg.JUDGE_TABLE_KEYS, doc["judges"].values()),
-        "[analysis]": (prereg.ANALYSIS_KEYS, [doc["analysis"]]),
-        "[[hypotheses]]": (prereg.HYPOTHESIS_KEYS, doc["hypotheses"]),
-        "[audit]": (prereg.AUDIT_KEYS, [doc["audit"]]),
-        "[gold]": (prereg.GOLD_KEYS, [doc["gold"]]),
+        "[judges.*]": (judges.JUDGE_TABLE_KEYS, doc["judges"].values()),
+        "[analysis]": (analysis.ANALYSIS_KEYS, [doc["analysis"]]),
+        "[[hypotheses]]": (hypotheses.HYPOTHESIS_KEYS, doc["hypotheses"]),
+        "[audit]": (gates.AUDIT_KEYS, [doc["audit"]]),
+        "[gold]": (gold.gold_keys(), [doc["gold"]]),
         "[sets.*]": (prereg.SET_KEYS, doc["sets"].values()),
-        "[contamination]": (prereg.CONTAMINATION_KEYS, [doc["contamination"]]),
+        "[contamination]": (gates.CONTAMINATION_KEYS, [doc["contamination"]]),
     }
     for name, (known, documented) in tables.items():
         shown = {key for t in documented for key in t}

@@ -34,6 +34,8 @@ CASES = [
     ("[models.claude]", "batch", "provider_batch", lambda e: e.models["claude"].provider_batch, st.booleans(), True),
     ("[analysis]", "rule", "decision_rule", lambda e: e.analysis.rule, st.sampled_from(RULES), "bootstrap"),
     ("[judge]", "attempts", "verdict_attempts", lambda e: e.judge_attempts, st.integers(1, 10), 3),
+    ("[analysis]", "family", "family_adjustment", lambda e: e.analysis.family,
+     st.sampled_from(("holm", "fixed-sequence", "none")), "none"),
 ]
 IDS = [f"{header}-{old}" for header, old, *_ in CASES]
 
@@ -47,9 +49,14 @@ def registered(exp: Path, header: str, lines: list[str]) -> tuple[Path, str]:
     """The demo's registration with `lines` right under `header`, and without its own lines of the keys they set;
     the file and its text."""
     text = (DEMO / "prereg.toml").read_text(encoding="utf-8")
-    for key in {x.split(" = ")[0] for x in lines} | {r.new for r in RENAMED}:
+    for key in {r.new for r in RENAMED}:
         text = re.sub(rf"(?m)^{key} = .*\n", "", text)
     assert text.count(f"\n{header}\n") == 1
+    before, table = text.split(f"\n{header}\n")
+    rest = table.split("\n[", 1)  # the header's own table, then the tables after it
+    for key in {x.split(" = ")[0] for x in lines}:  # an old name may be a key of another table too ([models.*] family)
+        rest[0] = re.sub(rf"(?m)^{key} = .*\n", "", rest[0] + "\n").rstrip("\n") if rest[0] else rest[0]
+    text = f"{before}\n{header}\n" + "\n[".join(rest)
     text = text.replace(f"\n{header}\n", f"\n{header}\n" + "".join(f"{x}\n" for x in lines), 1)
     (exp / "prereg.toml").write_text(text, encoding="utf-8")
     return exp / "prereg.toml", text

@@ -30,8 +30,9 @@ from ..judging.pairwise import summarise
 from ..results.files import RETESTS, load_raw, raw_sha256, utc
 from . import validity
 from .agreement import agreement, length_bias
-from .bias_checks import apply_family, panel_verdict, retest_section, self_preference, style_check, unrelated_scores
+from .bias_checks import apply_family, retest_section, self_preference, style_check
 from .contamination import contamination_section, found, left_out
+from .panel_rules import PANEL_RULES
 from .stability import stability_section
 from .stats.decide import decide
 from .stats.hypothesis import decision
@@ -305,10 +306,10 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     cells = _cells(exp, arms, answers, keys, judgments, judge, scores, set(qmap), raw.retried_rows)
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
     by_judge = {name: scores if name == judge else per_question(keys, judgments, name) for name in panel}
-    rule = exp.judge_panel_rule
+    rule = PANEL_RULES[exp.judge_panel_rule]
 
     def decided_on(h: Hypothesis) -> dict:  # the scores that decide h under the registered panel rule
-        return {**scores, **unrelated_scores(exp, h, by_judge)} if rule == "unrelated-mean" else scores
+        return rule.decided_on(exp, h, scores, by_judge)
 
     gold_decides = gold is not None and exp.analysis.judge_error == "decide"
 
@@ -322,14 +323,14 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         wanted_ids = [q.id for q in qs_for(h).values() if all(t in q.tags for t in h.subset)]
         c["self_preference"] = sp = self_preference(h, exp, by_judge, wanted_ids, rubric_scale(exp, h, points),
                                                     {q.id: q.cluster for q in qmap.values()})
-        if (by_panel := panel_verdict(rule, c, sp)) is not None:
+        if (by_panel := rule.verdict(c, sp)) is not None:
             c["verdict"], c["reason"] = by_panel[0], f"{by_panel[1]}; {judge} alone: {c['reason']}"
         style_check(c, h, exp.analysis.style, decided_on(h), answers)
     retests = retest_section(
         raw.retests, judgments, points, exp.analysis.seed,
         lambda swap: {h.id: decide(h, per_question(keys, swapped(judgments, judge, swap), judge))["verdict"]
                       for h in hyps},
-        judge, {c["id"]: c["verdict"] for c in comparisons} if rule == "primary"
+        judge, {c["id"]: c["verdict"] for c in comparisons} if rule.primary_alone
         else {h.id: decide(h, scores)["verdict"] for h in hyps})  # the primary judge's own decisions, compared alike
     if retests is not None:
         judges["retest"] = retests
@@ -357,7 +358,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         "amendments": amendments(exp, raw.first_judgment),
         "judges": judges,
         "family": family,
-        "panel_rule": rule,
+        "panel_rule": rule.name,
         "stability": stability_section(exp, arms, keys, judgments, judge, qmap, points),
         **checked,
         **contamination_section(exp, contaminated, hyps, qmap, comparisons, lambda h, qs: _paired_block(

@@ -79,33 +79,6 @@ def _over(x: Mapping[str, Any]) -> str:
     return f", resampling {x['units']} units by cluster" if x["resampling"] == "clusters" else ""
 
 
-def panel_verdict(rule: str, c: dict, sp: dict[str, Any] | None) -> tuple[str, str] | None:
-    """The decision of a registered panel rule "all-agree", when several judges scored: a verdict every judge reached
-    on its own scores, else inconclusive; None when the rule is another, or one judge scored."""
-    if rule != "all-agree" or sp is None:
-        return None
-    verdicts = {v["verdict"] for v in sp["judges"].values()}
-    if len(verdicts) == 1:  # every judge agrees: the decision stands as the primary judge's checks left it
-        return None
-    who = ", ".join(f"{j} \"{v['verdict']}\"" for j, v in sp["judges"].items())
-    return "inconclusive", f"panel rule all-agree: the judges disagree ({who})"
-
-
-def unrelated_scores(exp: Experiment, h: Hypothesis, by_judge: Mapping[str, Scores]) -> dict:
-    """Panel rule "unrelated-mean": per question, the mean of the scores of the judges that share a registered
-    family with neither arm, on the questions every such judge scored."""
-    from registration.prereg import unrelated
-
-    names = [j.name for j in exp.judges if j.name in by_judge and
-             unrelated(j, [exp.arm(h.a), exp.arm(h.b)], exp.models)]
-    out: dict = {}
-    for cell in ((h.a, h.quant), (h.b, h.quant)):
-        per = [by_judge[j].get(cell, {}) for j in names]
-        common = set.intersection(*(set(p) for p in per)) if per else set()
-        out[cell] = {q: sum(p[q] for p in per) / len(per) for q in common}
-    return out
-
-
 # ---- style ----------------------------------------------------------------------------------------------------
 
 

@@ -36,7 +36,7 @@ LIST_ITEM_RE = re.compile(r"(?m)^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\S")  # a mark
 
 
 def style_counts(text: str) -> dict[str, float]:
-    """An answer's style covariates (registration.prereg.STYLES): `length` is log(1 + words), so a difference of
+    """An answer's style covariates (registration.analysis.STYLES): `length` is log(1 + words), so a difference of
     two is the log of the ratio of their lengths; the others are counts."""
     return {"length": math.log1p(len(text.split())), "headers": len(HEADER_RE.findall(text)),
             "list_items": len(LIST_ITEM_RE.findall(text)), "citations": len(CITATION_RE.findall(text))}
@@ -224,7 +224,7 @@ class FamilyStep:
 class Family:
     """The registered hypotheses decided as one family."""
 
-    method: str  # registration.prereg.FAMILIES
+    method: str  # registration.analysis.FAMILIES
     size: int  # registered hypotheses in the family
     steps: list[FamilyStep]
     stopped_at: str | None  # fixed-sequence: the first hypothesis not claimed, where the sequence stopped

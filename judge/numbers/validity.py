@@ -35,6 +35,7 @@ from fractions import Fraction
 from typing import Any
 
 from core.records import Judgment, KeyRow
+from registration.gold import GOLD_SOURCES
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
 from registration.vocabulary import GOLD_DESIGNS
@@ -371,7 +372,7 @@ def _gold_summary(gold) -> dict[str, Any]:
     scored = gold.scored
     return {"answers": gold.answers, "with_gold": len({s.label for s in scored}), "scores": len(scored),
             "undecided": sum(s.status == "undecided" for s in gold.scores), "errors": len(gold.errors),
-            "sources": {src: sum(s.source == src for s in scored) for src in ("labels", "program", "human")},
+            "sources": {src: sum(s.source == src for s in scored) for src in GOLD_SOURCES},
             "designs": {d: sum(s.design == d for s in scored) for d in GOLD_DESIGNS},
             "complete_strata": list(gold.complete_strata), "program": gold.program,
             "draws": [{"labeller": d.labeller, "seed": d.seed, "n": d.n, "picked": list(d.picked),

@@ -6,6 +6,8 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from registration.gold import ranked
+
 from ..numbers.contamination import report_lines as contamination_lines
 from .summary import markdown, summary
 
@@ -90,4 +92,4 @@ def render(numbers: dict[str, Any], run: dict[str, Any], anchor: str | None, rev
         n=numbers, run=run, anchor=anchor, review=review, quants=quants, owe=owe_the_reader(numbers, run),
         summary=markdown(summary(numbers)) if summarised else "", summary_heading=SUMMARY_HEADING,
         causes=error_causes(numbers), method=run["analysis"]["method"], resamples=run["analysis"]["resamples"],
-        seed=run["analysis"]["seed"])
+        seed=run["analysis"]["seed"], gold_sources=[(s.name, s.title) for s in ranked()])

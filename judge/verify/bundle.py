@@ -73,6 +73,7 @@ from registration.questions import Question, load_questions
 from registration.seal import AMENDMENTS, MANIFEST, read_manifest, sealed_bytes, verify_seal
 
 from ..gold.labels import LABELS_DIR, SAMPLES
+from ..gold.registry import SOURCES
 from ..gold.sources import Recorded, run_gold
 from ..judging.blinding import label_for, label_secret
 from ..numbers.biases import style_counts
@@ -394,11 +395,9 @@ def _gold_records(exp: Experiment, run_dir: Path, salts: Salts, withheld: Callab
     for s in run_gold(exp, run_dir).scores:
         if not withheld(s.question_id):
             continue
-        if s.source == "program":
-            out.append({"label": s.label, "source": "program", "status": s.status, "score": s.score,
-                        "error": None if s.error is None else withhold(s.error, salts, f"{GOLD}:{s.label}:error")})
-        elif s.source == "labels":
-            out.append({"label": s.label, "source": "labels", "origin": s.origin})
+        kept = SOURCES[s.source].publish(s, lambda value, s=s: withhold(value, salts, f"{GOLD}:{s.label}:error"))
+        if kept is not None:
+            out.append({"label": s.label, "source": s.source, **kept})
     return out
 
 
@@ -606,31 +605,19 @@ def bundle_questions(b: Bundle, exp: Experiment, salts: Salts | None = None
 def recorded_gold(b: Bundle) -> Recorded:
     """gold.jsonl: the gold program's results and the sealed gold records' matches on the answers whose text the
     bundle withholds (judge.gold.sources.Recorded)."""
-    path, program, matched = b.dir / GOLD, {}, {}
+    path, by_source = b.dir / GOLD, {}
     if b.gold_sha256 is None or not path.is_file():
         return Recorded()
     for no, rec in jsonl.read(path):
-        label, source = rec.get("label"), rec.get("source")
+        label, name = rec.get("label"), rec.get("source")
         if not isinstance(label, str):
             raise BadInput(path, "must name the answer's blinded label", line=no, field="label")
-        if source == "labels":
-            origin = rec.get("origin")
-            if not isinstance(origin, str) or origin in matched:
-                raise BadInput(path, "must name a sealed gold record (file:line) once", line=no, field="origin")
-            matched[origin] = label
-            continue
-        if source != "program" or label in program:
-            raise BadInput(path, "must be the gold program's result (source program, one per label) or a sealed "
-                           "record's match (source labels)", line=no, field="source")
-        status, score = rec.get("status"), rec.get("score")
-        if status not in ("scored", "undecided", "error") or (type(score) is int) != (status == "scored"):
-            raise BadInput(path, "must be a status (scored, undecided, error) with a score exactly when scored",
-                           line=no, field="status")
-        error = stand_in(rec.get("error"))
-        if (error is None) != (status != "error") or error is not None and not isinstance(error, str):
-            raise BadInput(path, "holds an error exactly when the status is error", line=no, field="error")
-        program[label] = (status, score, error)
-    return Recorded(program, matched)
+        source = SOURCES.get(name) if isinstance(name, str) else None
+        if source is None or source.reread is None:
+            raise BadInput(path, "must name a gold source a bundle records: "
+                           f"{', '.join(s.name for s in SOURCES.values() if s.reread)}", line=no, field="source")
+        source.reread(rec, path, no, by_source.setdefault(source.name, {}), stand_in)
+    return Recorded(by_source)
 
 
 def _stand_in_folder(b: Bundle, to: Path) -> int:
@@ -754,11 +741,12 @@ def verify_bundle(bundle: Path, exp_dir: Path | None = None, caches: list[Path] 
         "verdicts re-parsed from the raw replies, the blinding keys' scrub and grader-directed counts, the call "
         "cache; the blinding labels (they derive from the results folder's blinding secret, never published: the "
         "anchor covers them); each published row against its original line (BUNDLE.json rows); review.md"
-        + (f"; the gold program's results on the {len(gold.program)} answers whose text is withheld, taken as "
-           f"{GOLD} records them (the numbers they feed are recomputed)" if gold.program else "")
-        + (f"; which answers {len(gold.matched)} sealed gold records matched by the sha256 of a withheld text, taken "
+        + (f"; the gold program's results on the {len(gold.of('program'))} answers whose text is withheld, taken as "
+           f"{GOLD} records them (the numbers they feed are recomputed)" if gold.of("program") else "")
+        + (f"; which answers {len(gold.of('labels'))} sealed gold records matched by the sha256 of a withheld text, "
+           "taken "
            f"as {GOLD} records them (each record's question and score are read from its sealed file)"
-           if gold.matched else "")
+           if gold.of("labels") else "")
         + ("; people's labels' original hash chains (their notes withheld)"
            if any(n.startswith(f"{LABELS_DIR}/") for n in b.rows) else "")
         + (f"; questions.jsonl's account of {', '.join(only)} (a commitment to each question and reference; its "

@@ -35,6 +35,7 @@ from registration.rubric import load_rubric, rubric_dir
 from . import agreement, bootstrap, contamination, score_test
 from . import decisions as second_path
 from .decision_rules.interval import verdict_between
+from .panel_rules import PANEL_RULES
 
 # what each style covariate counts, written again here (the main path's patterns are judge.numbers.biases')
 _CITATION = re.compile(r"\b(?:Article|Section|Art\.|Rule|Clause)\s+\d+(?:\.\d+)*|§\s*\d+(?:\.\d+)*|\[\d+\]"
@@ -189,7 +190,7 @@ def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], q
     does not make is a finding. (Withdrawn claims may be the clusters', checked by the main path.) None where a
     gold-corrected interval decides (``gold_decides``): its claims are checked by this path's own corrected
     interval at each level (``_family``), and the judge's score test does not decide them."""
-    if exp.analysis.rule != "score" or exp.judge_panel_rule != "primary" or gold_decides:
+    if exp.analysis.rule != "score" or not PANEL_RULES[exp.judge_panel_rule].claims_checked or gold_decides:
         return []
     points = second_path.rubric_scale(exp)
     span = max(points) - min(points)
@@ -316,7 +317,8 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
         entry["self_preference"] = sp
         s = stored.get(h.id) or {}
         ids = entry["paired_questions"]
-        if s.get("result") is not None and exp.judge_panel_rule != "unrelated-mean":
+        rule = PANEL_RULES[exp.judge_panel_rule]
+        if s.get("result") is not None and rule.primary_decides:
             primary = means[run["judge"]["primary"]]
             y = [float(primary[(h.b, h.quant)][q] - primary[(h.a, h.quant)][q]) for q in ids]
 
@@ -326,10 +328,9 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
 
             xs = {c: [style(h.b, q, c) - style(h.a, q, c) for q in ids] for c in an.style}
             entry["style"] = _ols(y, xs, h.alpha)
-        if exp.judge_panel_rule == "all-agree":  # the primary judge's decision stands only where every judge agrees
-            if sp is not None and len({v["verdict"] for v in sp["judges"].values()}) > 1:
-                entry["verdict"] = "inconclusive"
-        elif exp.judge_panel_rule != "primary":  # decided on other scores than the primary judge's: main path only
+        if rule.primary_decides:
+            entry["verdict"] = rule.verdict(entry["verdict"], sp)
+        else:  # decided on other scores than the primary judge's: main path only
             entry.pop("result", None)
             at = [t for t in _tests(s) if t["alpha"] == h.alpha]
             entry["verdict"] = at[0]["verdict"] if at else s.get("verdict")

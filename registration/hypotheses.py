@@ -1,0 +1,59 @@
+"""[[hypotheses]]: what a registered hypothesis claims of two arms at one quant, checked when prereg.toml is loaded."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.errors import BadInput
+
+from .settings import bounded, check_keys, setting
+from .spec import ArmSpec
+from .vocabulary import KINDS
+
+HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    id: str
+    a: str  # reference arm
+    b: str  # arm under test: the estimate is mean(b) - mean(a)
+    quant: str
+    kind: str
+    margin: float
+    alpha: float
+    subset: tuple[str, ...] = ()  # question tags; empty = all questions
+    text: str = ""
+
+
+def parse_hypothesis(where: str, t: Any, file: Path, arms: dict[str, ArmSpec], before: list[Hypothesis]) -> Hypothesis:
+    check_keys(t, HYPOTHESIS_KEYS, file, where)
+    hid = setting(t, "id", "string", file, where)
+    if not hid.strip():
+        raise BadInput(file, f"{where} id must not be empty", field="id")
+    if any(h.id == hid for h in before):
+        raise BadInput(file, f"{where} repeats hypothesis id {hid!r}: ids must be unique (reports and verify key "
+                       "comparisons by id)", field="id")
+    quant = setting(t, "quant", "string", file, where)
+    for side in ("a", "b"):
+        arm = setting(t, side, "string", file, where)
+        if arm not in arms:
+            raise BadInput(file, f"{where} names unknown arm {arm!r}", field=side)
+        if quant not in arms[arm].quants:
+            raise BadInput(file, f"{where}: arm {arm!r} has no quant {quant!r}", field="quant")
+    if t["a"] == t["b"]:
+        raise BadInput(file, f"{where} compares arm {t['a']!r} with itself", field="b")
+    kind = setting(t, "kind", "string", file, where)
+    if kind not in KINDS:
+        raise BadInput(file, f"{where} kind must be one of {KINDS}", field="kind")
+    margin = bounded(t, "margin", "number", file, where)
+    if kind == "equivalence" and margin == 0:
+        raise BadInput(file, f"{where} an equivalence margin of 0 can never be shown: register the largest "
+                       "difference that still counts as equivalent", field="margin")
+    alpha = setting(t, "alpha", "number", file, where)
+    if not 0 < alpha < 0.5:
+        raise BadInput(file, f"{where} alpha (one-sided) must be in (0, 0.5), got {alpha!r}", field="alpha")
+    subset = setting(t, "subset", "strings", file, where, [])
+    return Hypothesis(id=hid, a=t["a"], b=t["b"], quant=quant, kind=kind, margin=float(margin), alpha=float(alpha),
+                      subset=tuple(subset), text=setting(t, "text", "string", file, where, ""))
