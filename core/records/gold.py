@@ -9,7 +9,7 @@ from .check import Entry
 
 @dataclass(frozen=True)
 class Offset(Entry):
-    """The judge's score minus the gold score, with its bootstrap interval (judge.numbers.stats.judge_error.Offset)."""
+    """The judge's score minus the gold score, with its bootstrap interval (judge.numbers.stats.judge_error.offset)."""
 
     WHAT: ClassVar[str] = "an offset of a judge against gold in numbers.json"
 
@@ -31,14 +31,16 @@ class ArmOffset(Entry):
     offset: Offset | None  # judge - gold on that arm's answers; None with fewer than two
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GoldAgreement(Entry):
-    """A judge against every gold score of the answers it scored (judge.numbers.stats.judge_error.GoldAgreement)."""
+    """A judge against every gold score of the answers it scored (judge.numbers.stats.judge_error.against_gold)."""
 
     WHAT: ClassVar[str] = "a judge's agreement with gold in numbers.json"
 
     answers: int  # answers both the judge and gold scored
     exact: float  # share of answers where judge == gold
+    exact_low: float = None  # exact agreement's bootstrap interval, on the same resamples (absent before it had one)
+    exact_high: float = None  # exact agreement's bootstrap interval, upper end
     kappa: float | None  # quadratic-weighted Cohen's kappa; None where undefined (one category only)
     kappa_low: float | None  # its bootstrap interval (two-sided 95%), lower end; None where undefined
     kappa_high: float | None  # its bootstrap interval, upper end
@@ -54,8 +56,6 @@ class GoldAgreement(Entry):
     seed: int  # the bootstrap's seed ([analysis] seed)
     # absent in folders whose agreement intervals resampled answers ("answer"); now whole questions are resampled
     resampling: Literal["answer", "question"] = None
-    exact_low: float = None  # exact agreement's bootstrap interval, on the same resamples (absent before it had one)
-    exact_high: float = None  # exact agreement's bootstrap interval, upper end
     # absent in folders whose agreement intervals were percentile intervals; now BCa over questions
     interval: Literal["bca"] = None
 

@@ -22,7 +22,8 @@ from core.errors import BadInput
 from registration.prereg import Experiment
 from registration.questions import Question
 
-from ..numbers.analysis import cluster_labels, per_question
+from ..numbers.analysis import per_question
+from ..numbers.comparisons import cluster_labels
 from ..numbers.stats.bootstrap import bootstrap_means, percentile_interval, resample_indices
 from ..numbers.stats.paired import Paired, paired
 from ..numbers.stats.rule import Scale

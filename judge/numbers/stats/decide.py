@@ -8,9 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from core.records import Result
 from registration.vocabulary import KINDS
-
-from .paired import Paired
 
 
 @dataclass(frozen=True)
@@ -37,8 +36,8 @@ def claims(kind: str, margin: float, low: float, high: float) -> bool:
     return low > -margin and high < margin
 
 
-def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
-    """Apply the registered rule to a Paired result.
+def decide(p: Result, kind: str, margin: float = 0.0) -> Decision:
+    """Apply the registered rule to a paired result (judge.numbers.stats.paired).
 
     * non_inferiority: one-sided (1 - alpha) lower bound > -margin -> "non-inferior";
       if also > 0 -> "superior" (non-inferior and superior); else "not shown".
@@ -46,7 +45,7 @@ def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
       not used: superiority is against zero).
     * equivalence (TOST): (1 - 2*alpha) interval inside (-margin, +margin) -> "equivalent";
       interval entirely outside it -> "not equivalent"; straddling a margin -> "inconclusive".
-    Rule "score" decides by its one-sided tests at the registered boundaries (``Paired.tests``), the bound being
+    Rule "score" decides by its one-sided tests at the registered boundaries (``Result.tests``), the bound being
     their inversion, shown; the other rules by the bound, exact rounded once against the registered decimal
     margin, so an exact tie compares equal and does not clear the margin. Non-finite bounds give "inconclusive".
     """
@@ -97,7 +96,7 @@ def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
     return Decision(kind, margin, verdict, reason)
 
 
-def score_test_at(p: Paired, side: str, boundary: float) -> dict[str, Any]:
+def score_test_at(p: Result, side: str, boundary: float) -> dict[str, Any]:
     """Rule "score": the recorded one-sided test on ``side`` ("lower"/"upper") at ``boundary``."""
     for t in p.tests or ():
         if t["side"] == side and t["boundary"] == boundary:
@@ -105,7 +104,7 @@ def score_test_at(p: Paired, side: str, boundary: float) -> dict[str, Any]:
     raise ValueError(f"no {side} score test at {boundary:+g}: the comparison was computed with another margin")
 
 
-def _decide_by_tests(p: Paired, kind: str, margin: float) -> Decision:
+def _decide_by_tests(p: Result, kind: str, margin: float) -> Decision:
     if not p.tests:
         return Decision(kind, margin, "inconclusive", f"{p.units} unit(s) of questions: the score test needs at least "
                                                       "two")

@@ -1,62 +1,22 @@
 """One paired comparison, "b vs a" on the same questions (d = b - a): ``paired`` computes every number numbers.json
-reports for it (``Paired``), and the interval or tests the registered rule decides on.
+reports for it (its contract, core.records.Result), and the interval or tests the registered rule decides on.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
 
+from core.records import Result
 from registration.vocabulary import METHODS, RULES
 
 from . import rule as score_rule
 from .bootstrap import _coded, _is_constant, decimal, draw_counts, exact_interval, tally, units
 from .rule import Scale
 from .t_bounds import _check_n, guard_step, guarded_t_interval, mde, n_for_effect, sign_test, t_interval, t_test_p
-
-
-@dataclass(frozen=True)
-class Paired:
-    """Everything reported for "b vs a" on the same questions (d = b - a; see module doc)."""
-
-    n: int
-    mean_a: float
-    mean_b: float
-    diff: float  # mean of d = b - a; positive = b better
-    sd_diff: float  # SD of d, ddof 1
-    se: float  # sd_diff / sqrt(n)
-    ci_low: float  # two-sided (1 - 2*alpha) bootstrap interval
-    ci_high: float
-    bound: float  # one-sided (1 - alpha) lower bound the registered rule decides on (see RULES)
-    up: int  # questions where b > a
-    down: int  # questions where b < a
-    ties: int
-    sign_p: float
-    t_low: float  # two-sided (1 - 2*alpha) paired-t interval
-    t_high: float
-    t_p: float  # two-sided paired t-test p
-    mde: float  # paired-t MDE at one-sided alpha, power 0.8, observed sd_diff
-    n_for_margin: int | None  # questions needed to detect the margin (None: no margin, or a margin of 0)
-    corr: float | None  # Pearson r of a and b (None when either arm is constant)
-    method: str
-    confidence: float  # 1 - 2*alpha
-    resamples: int
-    seed: int
-    resampling: str = "questions"  # what the bootstrap resamples: "questions", or "clusters" of questions
-    units: int = 0  # how many questions, or clusters, it resamples
-    rule: str = "bootstrap"  # see RULES
-    guard_low: float | None = None  # small-sample t interval (rule "bootstrap_and_t"; see guarded_t_interval)
-    guard_high: float | None = None
-    upper: float | None = None  # upper end of the interval the rule decides on (equivalence)
-    scale: list[int] | None = None  # [lo, hi, K]: the rubric's scale and the samples per question
-    tests: list[dict[str, Any]] | None = None  # rule "score": the one-sided tests at the boundaries (score_tests)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _pearson(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -107,7 +67,7 @@ def score_tests(d: Sequence, margin, alpha: float, scale: Scale, labels: Sequenc
 
 def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percentile",
            alpha: float = 0.05, margin: float | None = None, clusters: Sequence | None = None,
-           rule: str = "bootstrap", scale: Scale | None = None) -> Paired:
+           rule: str = "bootstrap", scale: Scale | None = None) -> Result:
     """Compare system b against system a on the same questions (d = b - a, positive = b better).
 
     ``alpha`` is one-sided: ``bound`` is the one-sided (1 - alpha) lower bound and
@@ -174,7 +134,7 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
         else:
             bound = score_rule.lower_bound(ed, alpha, scale, labels)
             upper = score_rule.upper_bound(ed, alpha, scale, labels)
-    return Paired(
+    return Result(
         n=n,
         mean_a=float(sum(x * int(c) for x, c in zip(va, np.bincount(ia), strict=False)) / n),
         mean_b=float(sum(x * int(c) for x, c in zip(vb, np.bincount(ib), strict=False)) / n),
