@@ -113,6 +113,10 @@ def judge_against_gold(exp: Experiment, gold, keys: list[KeyRow], judgments: lis
                                   arms=[s.arm for s, _ in rows], alpha=ALPHA, resamples=RESAMPLES,
                                   seed=exp.analysis.seed, clusters=[s.question_id for s, _ in rows],
                                   resampling="answer" if earlier else "question", interval=interval)
+    if earlier:  # as that version wrote it: answers resampled, no exact-agreement interval
+        ag = replace(ag, resampling=None, exact_low=None, exact_high=None)
+    if ag.interval == "percentile":  # written before the intervals were BCa: no field
+        ag = replace(ag, interval=None)
     # per (arm, quant, question): the judge's and the gold's scores of the answers that have both
     judged: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     golden: dict[tuple[str, str, str], list[int]] = defaultdict(list)

@@ -242,7 +242,7 @@ def against_gold(judge, gold, scale: Sequence, *, arms: Sequence[str] | None = N
                                                            alpha=alpha, resamples=resamples, seed=seed,
                                                            clusters=None if clusters is None
                                                            else [clusters[i] for i in idx])))
-    return GoldAgreement(  # as numbers.json records it: "answer" resampling and percentile intervals by absence
+    return GoldAgreement(
         answers=n,
         exact=float(np.trace(table)) / n, exact_low=e_lo, exact_high=e_hi,
         kappa=kappa, kappa_low=k_lo, kappa_high=k_hi,
@@ -252,8 +252,7 @@ def against_gold(judge, gold, scale: Sequence, *, arms: Sequence[str] | None = N
         offset=offset(judge, gold, alpha=alpha, resamples=resamples, seed=seed, clusters=clusters),
         per_arm=per_arm,
         alpha=float(alpha), resamples=int(resamples), seed=int(seed),
-        resampling=None if resampling == "answer" else resampling,
-        interval="bca" if resampling == "question" and interval == "bca" else None,
+        resampling=resampling, interval=interval if resampling == "question" else "percentile",
     )
 
 
