@@ -347,8 +347,7 @@ def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], 
     for c in comparisons:
         h = by_id[c.id]
         e = (correction(h, c, gold, keys, scores, qmap, mode, earlier=earlier) if c.result is not None else
-             JudgeError(mode=mode, design=None, ppi=None, gold_only=None, reason="no judge-only result to correct",
-                        verdict=None, caution=None))
+             _uncorrected(mode))
         if mode == "decide" and c.result is not None:
             e = replace(e, power=_planned_power(exp, h, c, gold, keys, scores, qmap, len(comparisons)))
         if e.verdict is not None and e.verdict != c.verdict and mode == "report":
@@ -371,6 +370,13 @@ def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], 
         out.append(c)
     return JudgeValidity(gold=_gold_summary(gold), judges=judges, primary=primary, mode=mode,
                          min_gold_agreement=floor), out
+
+
+def _uncorrected(mode: str) -> JudgeError:
+    """A comparison without a judge-only result: nothing to correct. Its keys in the order numbers.json has always
+    held them here (verdict and caution before reason, unlike a correction's), so the file stays the same bytes."""
+    return JudgeError.read({"mode": mode, "design": None, "ppi": None, "gold_only": None, "verdict": None,
+                            "caution": None, "reason": "no judge-only result to correct"}, "numbers.json")
 
 
 def _gold_summary(gold) -> GoldSummary:
