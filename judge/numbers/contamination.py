@@ -7,8 +7,8 @@ its clean questions only (`left_out`), and the section lists no second decision.
 here from the sealed sets and the training files (registration.contamination), never read from the record
 `python -m audit contamination` wrote, so the section is what the sealed inputs give; verify's second path derives
 them again by its own code (judge.verify.second_path.contamination). The clean decision of decide = "both" is the rule's
-verdict on the primary judge's scores, as a subset analysis is (judge.numbers.analysis.subset_analyses): no calibration,
-no family adjustment.
+verdict on the primary judge's scores, as a subset analysis is (judge.numbers.comparisons.subset_analyses): no
+calibration, no family adjustment.
 """
 from __future__ import annotations
 
