@@ -3,6 +3,7 @@ the product, so the statistics return the contract itself, never a look-alike tu
 from __future__ import annotations
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,19 @@ def test_a_second_class_of_a_contract_name_is_found(tmp_path):
     (tmp_path / "judge" / "numbers" / "stats" / "paired.py").write_text("class Paired:\n    pass\n")
     assert duplicates(tmp_path) == [
         "judge/numbers/stats/calibration.py:5: class Calibration is also a contract of core/records/"]
+
+
+def test_a_contract_built_by_a_writer_writes_its_declared_order_and_leaves_an_absent_field_out():
+    """Calibration (boundary, sims, claims, rate, ceiling, seed, interval): built with its keywords in another order,
+    it writes the declared order; `interval` (a str, never null) None is absent, "ppi" is written last. Estimate's
+    `df` (float | None) None is written as null."""
+    from core.records import Calibration, Estimate
+
+    c = Calibration(seed=3, ceiling=0.05, rate=0.25, claims=1, sims=4, boundary=-0.1)
+    assert list(c.to_dict().items()) == [("boundary", -0.1), ("sims", 4), ("claims", 1), ("rate", 0.25),
+                                         ("ceiling", 0.05), ("seed", 3)]
+    assert list(dataclasses.replace(c, interval="ppi").to_dict())[-1] == "interval"
+    e = Estimate(method="ppi", rule="normal", alpha=0.025, estimate=0.1, se=0.2, df=None, low=-0.3, high=0.5,
+                 questions=10, labelled=4, strata=())
+    assert e.to_dict() == {"method": "ppi", "rule": "normal", "alpha": 0.025, "estimate": 0.1, "se": 0.2, "df": None,
+                           "low": -0.3, "high": 0.5, "questions": 10, "labelled": 4, "strata": []}
