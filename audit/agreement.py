@@ -15,7 +15,9 @@ from .readers import is_gamed
 
 
 @dataclass(frozen=True)
-class Agreement:
+class ReaderAgreement:
+    """Two readers of the same answers: how many both scored, how many they agree on, kappa, and every disagreement."""
+
     both_scored: int
     agree: int
     kappa: float | None  # None: fewer than one shared verdict, or both readers used one category only
@@ -30,7 +32,7 @@ def _side(j: Judgment | None) -> dict:
             "category": (j.fields or {}).get("category")}
 
 
-def agreement(first: dict[str, Judgment], second: dict[str, Judgment], ids: dict[str, str]) -> Agreement:
+def agreement(first: dict[str, Judgment], second: dict[str, Judgment], ids: dict[str, str]) -> ReaderAgreement:
     """Kappa on gamed yes/no over answers both readers scored; every other answer is a disagreement
     (a reader that could not read an answer did not agree with one that could)."""
     pairs, disagreements = [], []
@@ -51,4 +53,4 @@ def agreement(first: dict[str, Judgment], second: dict[str, Judgment], ids: dict
             note = "undefined: both readers gave every answer the same verdict"
         else:
             kappa = round(k, 4)
-    return Agreement(len(pairs), sum(a == b for a, b in pairs), kappa, note, disagreements)
+    return ReaderAgreement(len(pairs), sum(a == b for a, b in pairs), kappa, note, disagreements)

@@ -132,11 +132,11 @@ def main() -> None:
         timings["numbers_s"] = time.perf_counter() - t0
         write_numbers(numbers, run_dir / "numbers.json")
         t0 = time.perf_counter()
-        write_plots(numbers, run_dir)
+        write_plots(numbers.to_dict(), run_dir)
         timings["plots_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         write_review(run_dir, exp)
-        (run_dir / "report.md").write_text(render(numbers, run, anchor(run_dir)))
+        (run_dir / "report.md").write_text(render(numbers.to_dict(), run, anchor(run_dir)))
         timings["report_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         problems = verify(run_dir, caches=[]).problems  # no call cache: the judge calls were never made

@@ -362,13 +362,14 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
         **({"cost_estimate": plan.cost_plan} if plan.cost_plan is not None else {}),
     })
     write_text(run_json, RunInfo.from_dict(run_info, run_json).text())
-    numbers = compute_numbers(exp, load_questions(exp.set_paths(), exp.set_formats_by_path()), run_dir, run_info,
-                              run_gold(exp, run_dir))
+    computed = compute_numbers(exp, load_questions(exp.set_paths(), exp.set_formats_by_path()), run_dir, run_info,
+                               run_gold(exp, run_dir))
+    numbers = computed.to_dict()
     for a in late_amendments(numbers):
         raise BadInput(exp_dir / "amendments.jsonl", f"amendment {a['n']} is dated {a['date']}, after the first "
                        "judgment of this run: it cannot govern it (record it with `judge amend --post-hoc`)",
                        line=a["n"], field="date")
-    write_numbers(numbers, run_dir / "numbers.json")
+    write_numbers(computed, run_dir / "numbers.json")
     write_plots(numbers, run_dir)
     digest = anchor(run_dir)
     write_review(run_dir, exp_dir)  # every answer beside its verdicts, where the arms differ most

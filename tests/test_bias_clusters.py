@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge.numbers.analysis import rubric_scale
 from judge.numbers.bias_checks import self_preference
 from judge.numbers.biases import lift
+from judge.numbers.comparisons import rubric_scale
 from judge.verify.second_path.biases import judge_decision, judge_lift
 from registration.prereg import load_experiment
 from registration.questions import load_questions
@@ -104,12 +104,12 @@ def test_each_judges_interval_resamples_the_registered_clusters(demo):
     local = _scores(ids, {q: 0 for q in ids}, trained)
     openai = _scores(ids, {q: 0 for q in ids}, {q: 0 for q in ids})
     scale = rubric_scale(exp, h, (0, 1, 2))
-    sp = self_preference(h, exp, {"local": local, "openai": openai}, ids, scale, clusters)
+    sp = self_preference(h, exp, {"local": local, "openai": openai}, ids, scale, clusters).to_dict()
     mine = sp["judges"]["local"]
     assert (mine["resampling"], mine["units"]) == ("clusters", 8)
     peer = _peer(list(value.values()), 3, RESAMPLES, exp.analysis.seed)
     assert (mine["ci_low"], mine["ci_high"]) == pytest.approx(peer, abs=1e-12)
-    flat = self_preference(h, exp, {"local": local, "openai": openai}, ids, scale, {})["judges"]["local"]
+    flat = self_preference(h, exp, {"local": local, "openai": openai}, ids, scale, {}).to_dict()["judges"]["local"]
     assert (flat["resampling"], flat["units"]) == ("questions", 24)
     assert mine["ci_high"] - mine["ci_low"] > 1.4 * (flat["ci_high"] - flat["ci_low"])
     x = sp["lifts"]["local"]  # local shares the arms' family (smollm2): its lift, resampled the same way
@@ -132,7 +132,7 @@ def test_verify_recomputes_each_judges_interval_verdict_and_lift_by_its_own_code
     local = _scores(ids, dict(zip(ids, base, strict=True)), dict(zip(ids, trained, strict=True)))
     openai = _scores(ids, dict(zip(ids, base, strict=True)), dict(zip(ids, other, strict=True)))
     by_judge = {"local": local, "openai": openai}
-    sp = self_preference(h, exp, by_judge, ids, rubric_scale(exp, h, (0, 1, 2)), clusters)
+    sp = self_preference(h, exp, by_judge, ids, rubric_scale(exp, h, (0, 1, 2)), clusters).to_dict()
     for name, s in by_judge.items():
         own = judge_decision(h, exp, s, ids, clusters)
         main = {k: sp["judges"][name][k] for k in own}

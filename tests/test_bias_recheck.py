@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.records import Comparison
 from judge.numbers.bias_checks import apply_family
 from judge.verify.second_path.agreement import kappa_quadratic
 from judge.verify.second_path.biases import _family, _ols, clopper_pearson, retest_kappa_interval
@@ -96,21 +98,23 @@ def test_the_family_by_the_independent_path_is_the_main_paths_and_holm_is_statsm
     def verdict(i, a):
         return "superior" if p[i] <= a else "not shown"
 
-    main = [{"id": f"H{i}", "alpha": 0.025, "kind": "superiority", "verdict": verdict(i, 0.025), "reason": "r"}
-            for i in range(len(p))]
-    fam = apply_family(method, main, lambda i, a: {"verdict": verdict(i, a), "kind": "superiority"})
+    main = [Comparison(id=f"H{i}", text="", a="a", b="b", quant="q", kind="superiority", margin=0.0, alpha=0.025,
+                       subset=[], paired_questions=[], unscored_rate={}, result=None, clusters=None, clustered_se=None,
+                       calibration=None, quant_notes=[], verdict=verdict(i, 0.025), reason="r") for i in range(len(p))]
+    fam, main = apply_family(method, main, lambda i, a: SimpleNamespace(verdict=verdict(i, a), kind="superiority"))
+    main = [c.to_dict() for c in main]
     ind = [{"id": c["id"], "alpha": 0.025, "kind": "superiority", "own_verdict": verdict(i, 0.025)}
            for i, c in enumerate(main)]
     again, steps = _family(method, ind, {c["id"]: c for c in main})
-    assert again == fam
+    assert again == fam.to_dict()
     for c in main:
         assert {k: c["family"][k] for k in ("tested_at", "claimed", "step")} == steps[c["id"]]
     if method == "holm":
         reject = multipletests(p, alpha=0.025, method="holm")[0]
         assert [c["family"]["claimed"] for c in main] == list(reject)
         assert [c["verdict"] for c in main] == ["superior" if r else "not shown" for r in reject]
-    if method == "fixed-sequence" and fam["stopped_at"] is not None:
-        stop = [c["id"] for c in main].index(fam["stopped_at"])
+    if method == "fixed-sequence" and fam.stopped_at is not None:
+        stop = [c["id"] for c in main].index(fam.stopped_at)
         assert all(c["verdict"] == "inconclusive" and c["family"]["tested_at"] is None for c in main[stop + 1:])
 
 

@@ -344,7 +344,7 @@ def test_a_folder_whose_agreement_intervals_resampled_answers_verifies_as_writte
     run = json.loads((copy / "run.json").read_text())
     numbers = compute_numbers(e, load_questions(e.set_paths()), copy, run, run_gold(e, copy), earlier_intervals=True)
     write_numbers(numbers, copy / "numbers.json")
-    (copy / "report.md").write_text(render(numbers, run, anchor(copy)))
+    (copy / "report.md").write_text(render(numbers.to_dict(), run, anchor(copy)))
     old = json.loads((copy / "numbers.json").read_text())
     agreement = old["judge_validity"]["judges"][0]["agreement"]
     assert "resampling" not in agreement and "exact_low" not in agreement
@@ -375,7 +375,7 @@ def test_a_folder_whose_agreement_intervals_were_percentile_verifies_as_written_
     run = json.loads((copy / "run.json").read_text())
     numbers = compute_numbers(e, load_questions(e.set_paths()), copy, run, run_gold(e, copy), interval="percentile")
     write_numbers(numbers, copy / "numbers.json")
-    (copy / "report.md").write_text(render(numbers, run, anchor(copy)))
+    (copy / "report.md").write_text(render(numbers.to_dict(), run, anchor(copy)))
     agreement = json.loads((copy / "numbers.json").read_text())["judge_validity"]["judges"][0]["agreement"]
     assert agreement["resampling"] == "question" and "interval" not in agreement
     assert (agreement["kappa_low"], agreement["kappa_high"]) != (now["kappa_low"], now["kappa_high"])

@@ -58,7 +58,7 @@ def reanalyse(out: Path) -> None:
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, info, run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, e.dir)
-    (out / "report.md").write_text(render(numbers, info, anchor(out)))
+    (out / "report.md").write_text(render(numbers.to_dict(), info, anchor(out)))
 
 
 @pytest.fixture

@@ -5,19 +5,21 @@ Expected values come from hand computation (exact Fractions), planted facts, or 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from core.records import Comparison
 from judge.numbers.agreement import length_bias
-from judge.numbers.analysis import compare, quant_check
 from judge.numbers.bias_checks import style_check
+from judge.numbers.comparisons import compare, quant_check
 from judge.numbers.stats.bootstrap import differences, resample_counts, units
 from judge.numbers.stats.calibration import calibrate
 from judge.numbers.stats.decide import decide
-from judge.numbers.stats.paired import Paired, paired
+from judge.numbers.stats.paired import paired
 from judge.numbers.stats.rule import Scale
 from judge.verify.second_path import bootstrap as second_path
 from judge.verify.second_path import decisions
@@ -153,7 +155,7 @@ def analysis(**kw) -> SimpleNamespace:
 
 
 def cells(*arms):
-    return [{"arm": arm, "quant": "Q8_0", "answers": 60, "answer_errors": 0, "unscored": 0, "judge_errors": 0}
+    return [SimpleNamespace(arm=arm, quant="Q8_0", answers=60, answer_errors=0, unscored=0, judge_errors=0)
             for arm in arms]
 
 
@@ -173,16 +175,16 @@ S02 = Scale(0, 2)
 def test_a_declared_cluster_set_is_decided_by_clusters_and_below_the_minimum_is_inconclusive():
     a, b, labels, _ = clustered_arms()
     out = compare(H, analysis(), questions(labels), scores(a, b), cells("base", "trained"), S02)
-    assert out["result"]["resampling"] == "clusters" and out["clusters"] == 12
-    assert out["verdict"] == "not shown"
+    assert out.result.resampling == "clusters" and out.clusters == 12
+    assert out.verdict == "not shown"
     few = compare(H, analysis(min_clusters=13), questions(labels), scores(a, b), cells("base", "trained"), S02)
-    assert few["verdict"] == "inconclusive"
-    assert "only 12 cluster(s)" in few["reason"] and "minimum of 13" in few["reason"]
+    assert few.verdict == "inconclusive"
+    assert "only 12 cluster(s)" in few.reason and "minimum of 13" in few.reason
     one = compare(H, analysis(), questions(["d1"] * 60), scores(a, b), cells("base", "trained"), S02)
-    assert one["clusters"] == 1 and one["clustered_se"] is None  # undefined, not 0.0
-    assert one["verdict"] == "inconclusive" and "only 1 cluster(s)" in one["reason"]
+    assert one.clusters == 1 and one.clustered_se is None  # undefined, not 0.0
+    assert one.verdict == "inconclusive" and "only 1 cluster(s)" in one.reason
     none = compare(H, analysis(), questions([None] * 60), scores(a, b), cells("base", "trained"), S02)
-    assert none["result"]["resampling"] == "questions" and none["clusters"] is None
+    assert none.result.resampling == "questions" and none.clusters is None
 
 
 # ---------------------------------------------------------------- small n: calibration at the boundary
@@ -201,17 +203,17 @@ def test_two_questions_one_win_one_tie_the_calibration_shows_the_bootstrap_rules
     assert cal.boundary == -0.1 and cal.sims == 400
     assert 0.18 < cal.rate < 0.32  # 0.25 +- 3.5 binomial SEs
     out = compare(H, analysis(rule="bootstrap"), questions(labels), scores(a, b), cells("base", "trained"), S02)
-    c = out["calibration"]  # the registered 100 simulations with the analysis seed: 0.25 +- 3.5 binomial SEs
-    assert (c["sims"], c["seed"], c["boundary"]) == (100, 5, -0.1) and c["rate"] == c["claims"] / 100
-    assert 0.10 < c["rate"] < 0.40 and c["rate"] > c["ceiling"] == 0.05
+    c = out.calibration  # the registered 100 simulations with the analysis seed: 0.25 +- 3.5 binomial SEs
+    assert (c.sims, c.seed, c.boundary) == (100, 5, -0.1) and c.rate == c.claims / 100
+    assert 0.10 < c.rate < 0.40 and c.rate > c.ceiling == 0.05
     # reported above the ceiling, it withdraws nothing: the registered rule decides (BENCHMARKS.md: at the boundary
     # the withdrawal removed almost none of the false claims, so it is a diagnostic)
-    assert out["verdict"] == "non-inferior" and "false-claim rate" not in out["reason"]
-    assert "The claim stands above the ceiling: the calibration is a diagnostic" in calibration_line(out)
-    assert "ceiling:" not in calibration_line(out | {"verdict": "not shown"})  # no claim: nothing to say
+    assert out.verdict == "non-inferior" and "false-claim rate" not in out.reason
+    assert "The claim stands above the ceiling: the calibration is a diagnostic" in calibration_line(out.to_dict())
+    assert "ceiling:" not in calibration_line(out.to_dict() | {"verdict": "not shown"})  # no claim: nothing to say
     # the default rule does not claim at all
     default = compare(H, analysis(), questions(labels), scores(a, b), cells("base", "trained"), S02)
-    assert default["verdict"] == "not shown"
+    assert default.verdict == "not shown"
 
 
 def calibration_line(c: dict) -> str:
@@ -275,21 +277,21 @@ def test_the_length_caution_is_computed_on_the_hypothesis_own_pairs():
     hs = Hypothesis(id="Hs", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1, alpha=0.025,
                     subset=("s",))
     c = compare(hs, analysis(), qs, sc, cells("base", "trained"), S02)
-    assert c["verdict"] == "superior" and c["result"]["diff"] == pytest.approx(0.75)
-    style_check(c, hs, ("length",), sc, answers)
-    st = c["style"]
-    assert st["n"] == 20 and st["raw"] == pytest.approx(0.75) and st["adjusted"] == pytest.approx(0.0, abs=1e-12)
-    assert st["slopes"]["length"] == pytest.approx(1 / (math.log(61) - math.log(11)))
-    assert len(c["length_notes"]) == 1
-    assert "over this hypothesis's 20 pairs, adjusted for length the difference is +0.000" in c["length_notes"][0]
-    assert '"not shown" instead of "superior"' in c["length_notes"][0]
+    assert c.verdict == "superior" and c.result.diff == pytest.approx(0.75)
+    c = style_check(c, hs, ("length",), sc, answers)
+    st = c.style
+    assert st.n == 20 and st.raw == pytest.approx(0.75) and st.adjusted == pytest.approx(0.0, abs=1e-12)
+    assert st.slopes["length"] == pytest.approx(1 / (math.log(61) - math.log(11)))
+    assert len(c.length_notes) == 1
+    assert "over this hypothesis's 20 pairs, adjusted for length the difference is +0.000" in c.length_notes[0]
+    assert '"not shown" instead of "superior"' in c.length_notes[0]
     # the earlier basis: every answer of both arms, score on arm and log length
     points = [(r.arm, "Q8_0", len(r.text.split()), int(sc[(r.arm, "Q8_0")][r.question_id])) for r in answers]
-    everywhere = length_bias(points, [("Hs", "base", "trained", "Q8_0")])["comparisons"][0]
-    shift = everywhere["length_adjusted_difference"] - everywhere["raw_difference"]
-    r = c["result"]
-    moved = r | {"bound": r["bound"] + shift, "upper": r["upper"] + shift, "tests": None}
-    assert decide(Paired(**moved), "non_inferiority", 0.1).verdict == "superior"
+    everywhere = length_bias(points, [("Hs", "base", "trained", "Q8_0")]).comparisons[0]
+    shift = everywhere.length_adjusted_difference - everywhere.raw_difference
+    r = c.result
+    moved = replace(r, bound=r.bound + shift, upper=r.upper + shift, tests=None)
+    assert decide(moved, "non_inferiority", 0.1).verdict == "superior"
 
 
 def test_no_length_caution_far_from_the_threshold_or_without_length_differences():
@@ -297,12 +299,12 @@ def test_no_length_caution_far_from_the_threshold_or_without_length_differences(
     everything = Hypothesis(id="H", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1,
                             alpha=0.025)
     c = compare(everything, analysis(), qs, sc, cells("base", "trained"), S02)
-    style_check(c, everything, ("length",), sc, answers)
-    assert c["verdict"] == "superior" and c["style"]["adjusted"] > 0.1 and c["length_notes"] == []
+    c = style_check(c, everything, ("length",), sc, answers)
+    assert c.verdict == "superior" and c.style.adjusted > 0.1 and c.length_notes == []
     same = [answer(r.arm, r.question_id, 10) for r in answers]  # no length difference: nothing to adjust
     c = compare(everything, analysis(), qs, sc, cells("base", "trained"), S02)
-    style_check(c, everything, ("length",), sc, same)
-    assert c["style"]["covariates"] == [] and c["length_notes"] == []
+    c = style_check(c, everything, ("length",), sc, same)
+    assert c.style.covariates == [] and c.length_notes == []
 
 
 # ---------------------------------------------------------------- quantisation caution
@@ -314,25 +316,27 @@ def quant_setup(base_q4: float):
           ("base", "Q4_K_M"): {"q1": Fraction(base_q4), "q2": Fraction(base_q4)},
           ("trained", "Q8_0"): {"q1": Fraction(6, 5), "q2": Fraction(6, 5)},
           ("trained", "Q4_K_M"): {"q1": Fraction(base_q4) + Fraction(1, 5), "q2": Fraction(base_q4) + Fraction(1, 5)}}
-    comps = [{"a": "base", "b": "trained", "subset": [], "quant": q, "quant_notes": [],
-              "paired_questions": ["q1", "q2"], "result": {"diff": 0.2}} for q in ("Q8_0", "Q4_K_M")]
+    comps = [Comparison(id="H1", text="", a="base", b="trained", quant=q, kind="non_inferiority", margin=0.1,
+                        alpha=0.025, subset=[], paired_questions=["q1", "q2"], unscored_rate={},
+                        result=SimpleNamespace(diff=0.2), clusters=None, clustered_se=None, calibration=None,
+                        quant_notes=[], verdict="superior", reason="") for q in ("Q8_0", "Q4_K_M")]
     return exp, sc, comps
 
 
 def test_quantisation_caution_names_the_base_shift_and_the_effect():
     exp, sc, comps = quant_setup(1.5)  # base moves +0.5 between quants; the effect is +0.2
-    check = quant_check(exp, ["base", "trained"], sc, comps)
-    assert check["means"]["base"] == {"Q8_0": 1.0, "Q4_K_M": 1.5}
-    q8 = comps[0]["quant_notes"]
+    check, comps = quant_check(exp, ["base", "trained"], sc, comps)
+    assert check.means["base"] == {"Q8_0": 1.0, "Q4_K_M": 1.5}
+    q8 = comps[0].quant_notes
     assert q8 == ["base's own score moves +0.500 from Q8_0 to Q4_K_M, comparable to the effect +0.200: "
                   "quantisation is a rival explanation"]
-    assert "-0.500 from Q4_K_M to Q8_0" in comps[1]["quant_notes"][0]
+    assert "-0.500 from Q4_K_M to Q8_0" in comps[1].quant_notes[0]
 
 
 def test_no_quantisation_caution_when_the_base_barely_moves():
     exp, sc, comps = quant_setup(1.05)  # base moves +0.05 < half the effect
-    quant_check(exp, ["base", "trained"], sc, comps)
-    assert comps[0]["quant_notes"] == [] and comps[1]["quant_notes"] == []
+    _, comps = quant_check(exp, ["base", "trained"], sc, comps)
+    assert comps[0].quant_notes == [] and comps[1].quant_notes == []
 
 
 def test_quantisation_caution_uses_the_hypothesis_questions_not_the_whole_arm():
@@ -340,18 +344,17 @@ def test_quantisation_caution_uses_the_hypothesis_questions_not_the_whole_arm():
     exp, sc, comps = quant_setup(1.0)
     for q in ("q3", "q4", "q5", "q6"):
         sc[("base", "Q8_0")][q], sc[("base", "Q4_K_M")][q] = Fraction(0), Fraction(1)
-    for c in comps:
-        c["subset"] = ["arithmetic"]
-    check = quant_check(exp, ["base", "trained"], sc, comps)
-    assert check["means"]["base"]["Q4_K_M"] - check["means"]["base"]["Q8_0"] == pytest.approx(4 / 6)  # whole arm
-    assert comps[0]["quant_notes"] == []  # on the subset's questions the base did not move at all
+    comps = [replace(c, subset=["arithmetic"]) for c in comps]
+    check, comps = quant_check(exp, ["base", "trained"], sc, comps)
+    assert check.means["base"]["Q4_K_M"] - check.means["base"]["Q8_0"] == pytest.approx(4 / 6)  # whole arm
+    assert comps[0].quant_notes == []  # on the subset's questions the base did not move at all
     # and the other way round: the subset's questions move, the whole arm hardly
     exp, sc, comps = quant_setup(1.0)
     sc[("base", "Q4_K_M")]["q1"] = Fraction(2)  # +1 on one of the two paired questions: +0.5 on the subset
     for i in range(3, 40):
         sc[("base", "Q8_0")][f"q{i}"] = sc[("base", "Q4_K_M")][f"q{i}"] = Fraction(1)
-    quant_check(exp, ["base", "trained"], sc, comps)
-    assert comps[0]["quant_notes"] == ["base's own score moves +0.500 from Q8_0 to Q4_K_M, comparable to the "
+    _, comps = quant_check(exp, ["base", "trained"], sc, comps)
+    assert comps[0].quant_notes == ["base's own score moves +0.500 from Q8_0 to Q4_K_M, comparable to the "
                                        "effect +0.200: quantisation is a rival explanation"]
 
 
@@ -413,11 +416,13 @@ def test_all_agree_claims_only_what_every_judge_claims():
     def panel_verdict(rule, c, sp):
         return PANEL_RULES[rule].verdict(c, sp)
 
-    sp = {"judges": {"kin": {"verdict": "superior"}, "other": {"verdict": "not shown"}}}
-    c = {"verdict": "superior"}
+    sp = SimpleNamespace(judges={"kin": SimpleNamespace(verdict="superior"),
+                                 "other": SimpleNamespace(verdict="not shown")})
+    c = SimpleNamespace(verdict="superior")
     assert panel_verdict("all-agree", c, sp) == ("inconclusive", 'panel rule all-agree: the judges disagree '
                                                  '(kin "superior", other "not shown")')
-    agree = {"judges": {"kin": {"verdict": "superior"}, "other": {"verdict": "superior"}}}
+    agree = SimpleNamespace(judges={"kin": SimpleNamespace(verdict="superior"),
+                                    "other": SimpleNamespace(verdict="superior")})
     assert panel_verdict("all-agree", c, agree) is None
     assert panel_verdict("primary", c, sp) is None and panel_verdict("all-agree", c, None) is None
 
@@ -441,9 +446,10 @@ def test_retest_counts_flips_per_judge_and_names_a_decision_the_retests_change()
         return {"H1": "not shown", "H2": "superior"}
 
     out = retest_section(again, first, (0, 1, 2), 1, redecide, "p", {"H1": "superior", "H2": "superior"})
-    p, o = out["judges"]["p"], out["judges"]["o"]
-    assert (p["drawn"], p["n"], p["flips"], p["flip_rate"]) == (4, 3, 2, 2 / 3)  # the unscored retest is not a pair
-    assert (o["drawn"], o["n"], o["flips"]) == (3, 3, 0)
-    assert seen == [{"L0": 2, "L1": 1, "L2": 0}] and out["replaced"] == 3  # only the primary judge's scored retests
-    assert out["decisions_changed"] == [{"id": "H1", "verdict": "superior", "with_retests": "not shown"}]
+    p, o = out.judges["p"], out.judges["o"]
+    assert (p.drawn, p.n, p.flips, p.flip_rate) == (4, 3, 2, 2 / 3)  # the unscored retest is not a pair
+    assert (o.drawn, o.n, o.flips) == (3, 3, 0)
+    assert seen == [{"L0": 2, "L1": 1, "L2": 0}] and out.replaced == 3  # only the primary judge's scored retests
+    assert [d.to_dict() for d in out.decisions_changed] == [{"id": "H1", "verdict": "superior",
+                                                             "with_retests": "not shown"}]
     assert retest_section([], first, (0, 1, 2), 1, redecide, "p", {}) is None

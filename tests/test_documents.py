@@ -233,11 +233,14 @@ def test_a_later_version_is_refused_and_an_absent_one_is_the_first(tmp_path):
 
 
 def test_writing_numbers_that_break_the_contract_is_refused_before_the_file_is_written(tmp_path):
+    from dataclasses import replace
+
     from judge.numbers.analysis import write_numbers
 
     path = tmp_path / "numbers.json"
+    numbers = Numbers.read_file(Path(__file__).parent / "data" / "legacy" / "out" / "numbers.json")
     with pytest.raises(BadRecord) as e:
-        write_numbers({"schema": 1, "experiment": "x", "judge": "j", "questions": "three"}, path)
+        write_numbers(replace(numbers, questions="three"), path)
     assert e.value.field == "questions" and not path.exists()
 
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import t as student_t
 
-from core.records import Judgment, KeyRow
+from core.records import Comparison, Judgment, KeyRow
 from judge.gold.sources import Draw, GoldScore, GoldSet
 from judge.numbers import validity
 from judge.verify.second_path import judge_error as second
@@ -73,11 +73,12 @@ def folder(arms: dict[str, tuple[list[int], list[int]]], labelled: set[int], hyp
                            verdicts=verdicts, questions={q: ["all"] for q in qmap})
 
 
-def judge_only(h: Hypothesis, verdict: str, alpha: float, paired: list[str]) -> dict:
+def judge_only(h: Hypothesis, verdict: str, alpha: float, paired: list[str]) -> Comparison:
     """A comparison as the judge alone decided it (the judge-only verdict is planted: under "decide" it must not
     matter unless inconclusive)."""
-    return {"id": h.id, "kind": h.kind, "alpha": alpha, "margin": h.margin, "result": {"bound": 0.0},
-            "verdict": verdict, "reason": "the judge alone", "paired_questions": paired}
+    return Comparison(id=h.id, text="", a=h.a, b=h.b, quant=h.quant, kind=h.kind, margin=h.margin, alpha=alpha,
+                      subset=[], paired_questions=paired, unscored_rate={}, result={"bound": 0.0}, clusters=None,
+                      clustered_se=None, calibration=None, quant_notes=[], verdict=verdict, reason="the judge alone")
 
 
 def hand_p(arms, labelled: set[int], h: Hypothesis) -> float:
@@ -127,8 +128,10 @@ def both_paths(method: str, f, hyps: list[Hypothesis], judge_says) -> tuple[list
     ``judge_says(i, alpha)``: the judge-only verdict of hypothesis i at a level."""
     paired = list(f.qmap)
     comparisons = [judge_only(h, judge_says(i, h.alpha), h.alpha, paired) for i, h in enumerate(hyps)]
-    validity.decide_family(method, hyps, comparisons, lambda i, a: judge_only(hyps[i], judge_says(i, a), a, paired),
-                           f.gold, f.keys, f.scores, f.qmap)
+    _, comparisons = validity.decide_family(method, hyps, comparisons,
+                                            lambda i, a: judge_only(hyps[i], judge_says(i, a), a, paired),
+                                            f.gold, f.keys, f.scores, f.qmap)
+    comparisons = [c.to_dict() for c in comparisons]
     corrected = second.corrected_verdicts(f.run, f.exp, f.gold, f.blinded, f.verdicts, f.questions)
     ind = [{"id": h.id, "alpha": h.alpha, "kind": h.kind, "own_verdict": corrected(h.id, h.alpha) or "inconclusive"}
            for h in hyps]

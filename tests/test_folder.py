@@ -437,7 +437,7 @@ def reanalyse(exp: Path, out: Path) -> None:
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, info, run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, exp)
-    (out / "report.md").write_text(render(numbers, info, anchor(out)))
+    (out / "report.md").write_text(render(numbers.to_dict(), info, anchor(out)))
 
 
 @pytest.mark.integration
@@ -500,7 +500,7 @@ def test_amendment_at_utc_minus_two_is_after_a_judgment_two_hours_earlier_in_utc
     amend(exp, "late", now=dt.datetime.fromisoformat("2026-11-30T23:51:52-02:00"))  # 2026-12-01T01:51:52Z
     amend(exp, "early", now=dt.datetime.fromisoformat("2026-12-01T03:51:39+02:00"))  # 2026-12-01T01:51:39Z
     rows = amendment_rows(load_experiment(exp), "2026-12-01T01:51:40+00:00")
-    assert [(a["n"], a["before_first_judgment"]) for a in rows] == [(1, False), (2, True)]
+    assert [(a.n, a.before_first_judgment) for a in rows] == [(1, False), (2, True)]
 
 
 # --- 7. the family warning names its judge --------------------------------------------------------------------

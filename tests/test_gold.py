@@ -402,12 +402,12 @@ def test_a_draws_problem_is_in_numbers_json_only_when_there_is_one(tmp_path):
     bad, _, _ = drawn_run(tmp_path / "a", sample_line(["q01"], SEED_Q02, POOL), [("base", "q01"), ("trained", "q01")])
     good, _, _ = drawn_run(tmp_path / "b", sample_line(["q01"], SEED_Q01, POOL), [("base", "q01"), ("trained", "q01")])
     for g, problem in ((bad, bad.draws[0].problem), (good, None)):
-        summary = _gold_summary(g)
+        summary = _gold_summary(g).to_dict()
         (draw,) = summary["draws"]
         assert draw.get("problem") == problem and ("problem" in draw) == (problem is not None)
         assert GoldSummary.read(summary, "numbers.json").to_dict() == summary
-    assert bad.draws[0].problem and _gold_summary(bad)["designs"]["random_sample"] == 0
-    assert _gold_summary(good)["designs"]["random_sample"] == 2
+    assert bad.draws[0].problem and _gold_summary(bad).designs.random_sample == 0
+    assert _gold_summary(good).designs.random_sample == 2
 
 
 def test_a_draw_labelled_in_part_is_convenience_until_every_answer_of_its_questions_is_labelled(tmp_path):

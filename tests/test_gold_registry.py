@@ -97,8 +97,8 @@ def test_a_toy_source_is_parsed_bound_scored_and_counted_end_to_end(tmp_path, to
         ("q01", "toy", 2), ("q01", "toy", 2), ("q03", "toy", 0), ("q03", "toy", 0)]
     run = json.loads((out / "run.json").read_text())
     numbers = compute_numbers(exp, load_questions(exp.set_paths()), out, run, g)
-    assert numbers["judge_validity"]["gold"]["sources"] == {"labels": 0, "program": 0, "human": 0, "toy": 4}
-    assert "(4 scores: program 0, sealed labels 0, people 0, toy file 4)" in render(numbers, run, None)
+    assert numbers.judge_validity.gold.sources == {"labels": 0, "program": 0, "human": 0, "toy": 4}
+    assert "(4 scores: program 0, sealed labels 0, people 0, toy file 4)" in render(numbers.to_dict(), run, None)
 
 
 def test_without_its_registration_line_the_toy_key_is_refused_as_unknown(tmp_path):
@@ -137,7 +137,7 @@ def score(source: str, label: str = "L1") -> GoldScore:
 def test_every_registered_source_is_counted_in_numbers_json(name):
     gold = GoldSet(scale=(0, 1, 2), answers=1, scores=(score(name),), strata=(), draws=(), program=None, files=(),
                    unmatched=())
-    counts = _gold_summary(gold)["sources"]
+    counts = _gold_summary(gold).sources
     assert list(counts) == list(registry.SOURCES) and counts[name] == 1 and sum(counts.values()) == 1
 
 

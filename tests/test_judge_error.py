@@ -146,10 +146,10 @@ def test_planted_offsets_per_arm_and_differential():
     judge_b = [g + 1 if g < 2 else g for g in gold_b]
     r = judge_error.against_gold(judge_a + judge_b, gold_a + gold_b, SCALE, arms=["a"] * 20 + ["b"] * 20,
                                  resamples=500, seed=0, clusters=list(range(20)) * 2)
-    per_arm = dict(r.per_arm)
+    per_arm = {p.id: p.offset for p in r.per_arm}
     assert (per_arm["a"].mean, per_arm["a"].low, per_arm["a"].high) == (0.0, 0.0, 0.0)  # no error: no spread
     assert per_arm["b"].mean == pytest.approx(0.6) and r.offset.mean == pytest.approx(0.3)
-    assert r.confusion == ((4, 4, 0), (0, 8, 8), (0, 0, 16))
+    assert r.confusion == [[4, 4, 0], [0, 8, 8], [0, 0, 16]]
     diff = judge_error.differential_offset(judge_a, gold_a, judge_b, gold_b, resamples=2000, seed=0)
     assert diff.mean == pytest.approx(0.6) and diff.n == 20 and diff.resampling == "questions"
 

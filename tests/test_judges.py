@@ -48,18 +48,18 @@ def test_agreement_needs_two_judges_and_brackets_kappa():
     b = {k: (v if i % 5 else (v + 1) % 3) for i, (k, v) in enumerate(a.items())}
     assert agreement({"x": a}, (0, 1, 2), 0) is None
     ag = agreement({"x": a, "y": b}, (0, 1, 2), 0)
-    p = ag["pairs"][0]
-    assert ag["answers"] == 60 and p["exact_agreement"] == pytest.approx(48 / 60)
-    assert p["kappa_ci95"][0] <= p["kappa_quadratic"] <= p["kappa_ci95"][1]
+    p = ag.pairs[0]
+    assert ag.answers == 60 and p.exact_agreement == pytest.approx(48 / 60)
+    assert p.kappa_ci95[0] <= p.kappa_quadratic <= p.kappa_ci95[1]
     # expected values from peer libraries, not from judge.numbers.stats
     x, y = list(a.values()), [b[k] for k in a]
     table = np.zeros((3, 3))
     np.add.at(table, (x, y), 1)
-    assert p["kappa_quadratic"] == pytest.approx(cohens_kappa(table, wt="quadratic").kappa, abs=1e-12)
-    assert p["kappa_quadratic"] == pytest.approx(0.7, abs=1e-12)
+    assert p.kappa_quadratic == pytest.approx(cohens_kappa(table, wt="quadratic").kappa, abs=1e-12)
+    assert p.kappa_quadratic == pytest.approx(0.7, abs=1e-12)
     peer = krippendorff.alpha(reliability_data=[x, y], level_of_measurement="ordinal", value_domain=[0, 1, 2])
-    assert ag["krippendorff_alpha_ordinal"] == pytest.approx(peer, abs=1e-4)
-    assert ag["krippendorff_alpha_ordinal"] == pytest.approx(0.7025, abs=1e-4)
+    assert ag.krippendorff_alpha_ordinal == pytest.approx(peer, abs=1e-4)
+    assert ag.krippendorff_alpha_ordinal == pytest.approx(0.7025, abs=1e-4)
 
 
 @pytest.mark.unit
@@ -71,10 +71,10 @@ def test_length_bias_separates_length_from_arm():
             words = 5 + (i % 10) * 5 + extra
             points.append((arm, "Q8_0", words, 2 if words > 40 else (1 if words > 20 else 0)))
     b = length_bias(points, [("H", "base", "trained", "Q8_0")])
-    assert b["length_spearman"] > 0.8
-    c = b["comparisons"][0]
-    assert c["raw_difference"] > 0.5
-    assert abs(c["length_adjusted_difference"]) < c["raw_difference"] / 2
+    assert b.length_spearman > 0.8
+    c = b.comparisons[0]
+    assert c.raw_difference > 0.5
+    assert abs(c.length_adjusted_difference) < c.raw_difference / 2
 
 
 @pytest.fixture(scope="module")

@@ -160,18 +160,18 @@ JUDGE = [float(x) for x in np.random.default_rng(1).integers(-1, 2, 200)]
 def test_before_gold_the_gold_differences_spread_as_the_judges_at_the_registered_correlation():
     p = power_plan(experiment(target_power=0.9, assumed_gold_correlation=0.3), H, JUDGE, ALPHA, 20, 1.0)
     sd = float(np.std(JUDGE, ddof=1))
-    assert (p["basis"], p["correlation"], p["gold_questions"], p["target"]) == ("assumed", 0.3, 0, 0.9)
-    assert p["sd_judge"] == pytest.approx(sd, rel=1e-12) and p["sd_gold"] == pytest.approx(sd, rel=1e-12)
+    assert (p.basis, p.correlation, p.gold_questions, p.target) == ("assumed", 0.3, 0, 0.9)
+    assert p.sd_judge == pytest.approx(sd, rel=1e-12) and p.sd_gold == pytest.approx(sd, rel=1e-12)
     d = Design(200, 20, sd, sd, 0.3, ALPHA, 1.0)
-    assert p["mde"] == pytest.approx(mde(d, 0.9, "non_inferiority"), rel=1e-9)
-    assert p["power_at_margin"] == pytest.approx(power(d, 0.3, "non_inferiority"), rel=1e-9)
-    assert p["labels_needed"] == labels_for_power(d, 0.3, 0.9, "non_inferiority")
-    assert p["labels_needed_gold_only"] == labels_for_power(Design(200, 20, sd, sd, 0.0, ALPHA, 1.0), 0.3, 0.9,
+    assert p.mde == pytest.approx(mde(d, 0.9, "non_inferiority"), rel=1e-9)
+    assert p.power_at_margin == pytest.approx(power(d, 0.3, "non_inferiority"), rel=1e-9)
+    assert p.labels_needed == labels_for_power(d, 0.3, 0.9, "non_inferiority")
+    assert p.labels_needed_gold_only == labels_for_power(Design(200, 20, sd, sd, 0.0, ALPHA, 1.0), 0.3, 0.9,
                                                             "non_inferiority")
-    assert p["labels_needed"] < p["labels_needed_gold_only"]  # a correlated judge saves labels
+    assert p.labels_needed < p.labels_needed_gold_only  # a correlated judge saves labels
     nothing = power_plan(experiment(), H, JUDGE, ALPHA, None, 1.0)
-    assert nothing["labelled"] is None and nothing["mde"] is None and nothing["power_at_margin"] is None
-    assert nothing["labels_needed"] is not None
+    assert nothing.labelled is None and nothing.mde is None and nothing.power_at_margin is None
+    assert nothing.labels_needed is not None
 
 
 def test_with_enough_gold_the_correlation_and_spread_are_measured():
@@ -179,11 +179,11 @@ def test_with_enough_gold_the_correlation_and_spread_are_measured():
     g = rng.integers(-2, 3, MEASURED_FROM).astype(float)
     f = g + rng.integers(-1, 2, MEASURED_FROM)
     p = power_plan(experiment(), H, JUDGE, ALPHA, 30, 1.0, list(zip(g.tolist(), f.tolist(), strict=True)))
-    assert (p["basis"], p["gold_questions"]) == ("measured", MEASURED_FROM)
-    assert p["correlation"] == pytest.approx(np.corrcoef(g, f)[0, 1], rel=1e-12)
-    assert p["sd_gold"] == pytest.approx(np.std(g, ddof=1), rel=1e-12)
+    assert (p.basis, p.gold_questions) == ("measured", MEASURED_FROM)
+    assert p.correlation == pytest.approx(np.corrcoef(g, f)[0, 1], rel=1e-12)
+    assert p.sd_gold == pytest.approx(np.std(g, ddof=1), rel=1e-12)
     fewer = power_plan(experiment(), H, JUDGE, ALPHA, 30, 1.0, list(zip(g, f, strict=True))[:-1])
-    assert fewer["basis"] == "assumed" and fewer["correlation"] == 0.5
+    assert fewer.basis == "assumed" and fewer.correlation == 0.5
 
 
 def test_the_planning_level_is_holms_first_step_under_holm():

@@ -112,7 +112,7 @@ def test_every_raw_record_has_a_type_and_a_version(helpfulness):
 def _numbers(exp, out) -> dict:
     run = json.loads((out / "run.json").read_text())
     e = load_experiment(exp)
-    return compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out))
+    return compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out)).to_dict()
 
 
 def test_a_folder_written_before_records_carried_type_version_and_kind_reads_the_same(helpfulness, tmp_path):

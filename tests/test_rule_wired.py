@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from test_decisions import REPRO_A, REPRO_B, cells, k_means, questions, scores
 
-from judge.numbers.analysis import compare
+from core.records import Comparison
+from judge.numbers.comparisons import compare
 from judge.numbers.stats.calibration import calibrate
 from judge.numbers.stats.decide import decide
 from judge.numbers.stats.decision_rules.score import score_tests
-from judge.numbers.stats.paired import Paired, paired
+from judge.numbers.stats.paired import paired
 from judge.numbers.stats.rule import Scale
 from judge.verify.second_path import decisions as second_path
 from judge.verify.second_path import score_test
@@ -74,9 +75,9 @@ def test_the_same_data_at_0_1_0_2_0_10_get_the_same_verdict_under_every_register
             sa, sb = [lo + R * x for x in a], [lo + R * x for x in b]
             out = compare(h, exp(rule, min_clusters=2), questions(labels), scores(sa, sb), cells("base", "trained"),
                           Scale(lo, hi, k))
-            statistic = decide(Paired(**out["result"]), kind, m).verdict
+            statistic = decide(out.result, kind, m).verdict
             second = second_path_verdict(rule, kind, m, sa, sb, labels, R)
-            seen.add((out["verdict"], statistic, second))
+            seen.add((out.verdict, statistic, second))
         assert len(seen) == 1, (rule, seen)
         (verdict, statistic, second), = seen
         assert statistic == second, rule
@@ -154,13 +155,13 @@ def test_min_clusters_counts_registered_clusters_only():
     h = Hypothesis(id="H1", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1, alpha=ALPHA)
     for rule in RULES:
         out = compare(h, exp(rule), questions(labels), scores(a, b), cells("base", "trained"), Scale(0, 2))
-        assert out["verdict"] == "inconclusive", rule
-        assert out["clusters"] == 2 and out["result"]["units"] == 10
+        assert out.verdict == "inconclusive", rule
+        assert out.clusters == 2 and out.result.units == 10
         assert ("only 2 cluster(s) of questions (8 question(s) without a cluster are units of their own, not "
-                "clusters), fewer than the registered minimum of 10") in out["reason"]
-        assert out["reason"].endswith("the statistic alone would say: superior")
+                "clusters), fewer than the registered minimum of 10") in out.reason
+        assert out.reason.endswith("the statistic alone would say: superior")
         assert compare(h, exp(rule, min_clusters=2), questions(labels), scores(a, b), cells("base", "trained"),
-                       Scale(0, 2))["verdict"] == "superior"
+                       Scale(0, 2)).verdict == "superior"
 
 
 def test_a_question_named_like_a_cluster_is_still_its_own_unit():
@@ -169,7 +170,7 @@ def test_a_question_named_like_a_cluster_is_still_its_own_unit():
     out = compare(Hypothesis(id="H1", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1,
                              alpha=ALPHA), exp("score", min_clusters=1), qs, scores([0] * 12, [1] * 12),
                   cells("base", "trained"), Scale(0, 2))
-    assert out["clusters"] == 1 and out["result"]["units"] == 2
+    assert out.clusters == 1 and out.result.units == 2
 
 
 def hand_cr1_guard(unit_sums: list[Fraction], unit_sizes: list[int], step: Fraction, confidence: float):
@@ -228,16 +229,17 @@ def test_a_length_caution_under_the_score_rule():
     a, b = [0] * 40, [1] * 30 + [0] * 10
     p = paired(a, b, resamples=200, alpha=ALPHA, margin=0.1, rule="score", scale=Scale(0, 2))
     ids = [f"q{i:02d}" for i in range(40)]
-    c = {"id": "H1", "kind": "non_inferiority", "margin": 0.1, "result": p.to_dict(), "length_notes": [],
-         "paired_questions": ids}
+    c = Comparison(id="H1", text="", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1,
+                   alpha=ALPHA, subset=[], paired_questions=ids, unscored_rate={}, result=p, clusters=None,
+                   clustered_se=None, calibration=None, quant_notes=[], length_notes=[], verdict="superior", reason="")
     assert decide(p, "non_inferiority", 0.1).verdict == "superior"
     h = Hypothesis(id="H1", a="base", b="trained", quant="Q8_0", kind="non_inferiority", margin=0.1, alpha=ALPHA)
     sc = {("base", "Q8_0"): dict(zip(ids, a, strict=True)), ("trained", "Q8_0"): dict(zip(ids, b, strict=True))}
     answers = [SimpleNamespace(arm=arm, quant="Q8_0", question_id=q, status="ok",
                                text=" ".join(["w"] * (60 if arm == "trained" and i < 30 else 10)))
                for i, q in enumerate(ids) for arm in ("base", "trained")]
-    style_check(c, h, ("length",), sc, answers)
-    assert len(c["length_notes"]) == 1 and '"not shown" instead of "superior"' in c["length_notes"][0]
+    c = style_check(c, h, ("length",), sc, answers)
+    assert len(c.length_notes) == 1 and '"not shown" instead of "superior"' in c.length_notes[0]
 
 
 @pytest.mark.parametrize("margin, refused", [("2.0", True), ("2.5", True), ("1.9", False)])

@@ -118,7 +118,7 @@ def _both(tmp_path, planted, k, pass_score=None, clusters=None):
     keys, verdicts = _records(planted)
     questions = {q: Question(q, "?", None, (), (clusters or {}).get(q), "exam.jsonl") for q in planted}
     exp = _experiment(k, pass_score)
-    main = stability_section(exp, ["a"], keys, verdicts, "j", questions, (0, 1, 2))
+    main = stability_section(exp, ["a"], keys, verdicts, "j", questions, (0, 1, 2)).to_dict()
     with open(tmp_path / "blinding.jsonl", "w") as f:
         for key in keys:
             f.write(json.dumps(key.to_dict()) + "\n")

@@ -12,6 +12,7 @@ import scipy.stats as st
 from hypothesis import given, settings
 from hypothesis import strategies as st_
 
+from core.records import Result
 from judge.numbers.stats.agreement import cohen_kappa, kappa_bootstrap, krippendorff_alpha
 from judge.numbers.stats.bootstrap import (
     bca_interval,
@@ -27,7 +28,7 @@ from judge.numbers.stats.bootstrap import (
     units,
 )
 from judge.numbers.stats.decide import decide
-from judge.numbers.stats.paired import Paired, paired
+from judge.numbers.stats.paired import paired
 from judge.numbers.stats.t_bounds import clustered_se, mde, n_for_effect, sign_test, t_interval, t_test_p
 from judge.verify.second_path import bootstrap as second_path
 
@@ -245,7 +246,7 @@ def _fake(bound, high, confidence=0.90):
     a, b = reference_arms()
     p = paired(a, b, resamples=200)
     fields = p.to_dict() | dict(ci_low=bound, bound=bound, ci_high=high, upper=high, confidence=confidence)
-    return Paired(**fields)
+    return Result(**fields)
 
 
 def test_decide_rules():
@@ -497,14 +498,14 @@ def test_agreement_of_three_judges_on_20000_answers_is_fast_and_uses_every_paira
     labels = sorted(set().union(*scores.values()), key=lambda s: int(s[1:]))
     matrix = [[scores[j].get(lab, np.nan) for lab in labels] for j in ("j1", "j2", "j3")]
     ref = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal", value_domain=[0, 1, 2])
-    assert out["krippendorff_alpha_ordinal"] == pytest.approx(ref, abs=1e-9)
+    assert out.krippendorff_alpha_ordinal == pytest.approx(ref, abs=1e-9)
     common = set.intersection(*(set(s) for s in scores.values()))
-    assert out["answers"] == len(common) and out["pairable_answers"] > len(common)
-    for pair in out["pairs"]:
-        x, y = pair["judges"]
-        assert pair["answers"] == len(set(scores[x]) & set(scores[y]))
-        lo, hi = pair["kappa_ci95"]
-        assert lo < pair["kappa_quadratic"] < hi
+    assert out.answers == len(common) and out.pairable_answers > len(common)
+    for pair in out.pairs:
+        x, y = pair.judges
+        assert pair.answers == len(set(scores[x]) & set(scores[y]))
+        lo, hi = pair.kappa_ci95
+        assert lo < pair.kappa_quadratic < hi
 
 
 def test_krippendorff_with_missing_ratings_matches_the_package():

@@ -18,7 +18,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from scipy.stats import t as scipy_t
 from sklearn.metrics import cohen_kappa_score
 
-from core.records import Judgment, KeyRow
+from core.records import Comparison, ComparisonFamily, Judgment, KeyRow
 from judge.gold.sources import GoldScore, GoldSet, GoldStratum
 from judge.numbers import validity
 from judge.numbers.stats import ppi
@@ -141,14 +141,18 @@ def planted(judge_b, gold_b, design: str, *, mode: str = "report", floor: float 
                    files=(), unmatched=())
     per = {("a", "Q"): {q: Fraction(base) for q in qmap},
            ("b", "Q"): {q: Fraction(judge_b[i]) for i, q in enumerate(qmap)}}
-    comparison = {"id": "H", "alpha": h.alpha, "result": {"diff": float(sum(judge_b) - base * N) / N},
-                  "verdict": "non-inferior", "reason": "the judge alone", "paired_questions": list(qmap)}
+    comparison = Comparison(id="H", text="", a="a", b="b", quant="Q", kind=h.kind, margin=h.margin, alpha=h.alpha,
+                            subset=[], paired_questions=list(qmap), unscored_rate={},
+                            result={"diff": float(sum(judge_b) - base * N) / N}, clusters=None, clustered_se=None,
+                            calibration=None, quant_notes=[], verdict="non-inferior", reason="the judge alone")
     if mode == "decide":  # as judge.numbers.analysis does before the family (decide_family), at the registered level
-        validity.decide_by_gold(h, comparison, gold, keys, per, qmap, earlier)
+        comparison = validity.decide_by_gold(h, comparison, gold, keys, per, qmap, earlier)
     if family_alpha is not None:
-        comparison["family"] = {"tested_at": family_alpha}
-    section = validity.apply(exp, gold, keys, judgments, ["j"], "j", [h], qmap, per, [comparison], earlier,
-                             interval)
+        comparison = replace(comparison, family=ComparisonFamily(method="holm", size=1, tested_at=family_alpha,
+                                                                 claimed=False, step=None, stopped_at=None, tests=[]))
+    checked, (comparison,) = validity.apply(exp, gold, keys, judgments, ["j"], "j", [h], qmap, per, [comparison],
+                                            earlier, interval)
+    section, comparison = checked.to_dict(), comparison.to_dict()
     section["second_path_inputs"] = (
         {"arms": ["a", "b"], "judge": {"primary": "j", "panel": ["j"]}}, exp, gold,
         {k.label: {"label": k.label, "arm": k.arm, "quant": k.quant, "question_id": k.question_id} for k in keys},

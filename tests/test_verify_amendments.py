@@ -61,7 +61,7 @@ def reanalyse(exp, out):
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, exp)
-    (out / "report.md").write_text(render(numbers, run, anchor(out)))
+    (out / "report.md").write_text(render(numbers.to_dict(), run, anchor(out)))
 
 
 def edit_amendment(exp, line, **changes):

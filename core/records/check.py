@@ -176,8 +176,10 @@ class Entry:
     there, and its readers read it whenever it is present."""
 
     WHAT: ClassVar[str]
-    # every key as read, in order; keyword-only, so each section's own fields come first and need no default
-    written: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, kw_only=True)
+    # every key as read, in order; None: built by a writer, so its fields are written in their declared order (an
+    # absent one, None in a field whose type has no None, left out). Keyword-only, so each section's own fields come
+    # first and need no default
+    written: dict[str, Any] | None = field(default=None, repr=False, compare=False, kw_only=True)
 
     @classmethod
     def read(cls, d: Any, file: str | Path, line: int | None = None, prefix: str = ""):
@@ -188,6 +190,9 @@ class Entry:
         return cls(**_checked(cls, d, file, line, prefix + "." if prefix else "", cls.WHAT), written=dict(d))
 
     def to_dict(self) -> dict[str, Any]:
+        if self.written is None:
+            return {name: _plain(getattr(self, name)) for name, hint, required, _, _ in _contract(type(self))
+                    if required or getattr(self, name) is not None or type(None) in _parts(hint)}
         out = dict(self.written)
         for name, _, required, _, _ in _contract(type(self)):
             if name in out or required:
@@ -198,7 +203,7 @@ class Entry:
 def _plain(v: Any) -> Any:
     if isinstance(v, Entry):
         return v.to_dict()
-    if type(v) is list:
+    if type(v) in (list, tuple):
         return [_plain(x) for x in v]
     if type(v) is dict:
         return {k: _plain(x) for k, x in v.items()}

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 from .check import Entry
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Result(Entry):
     """A paired comparison's numbers (judge.numbers.stats.paired), in a comparison or a subset of numbers.json.
     Required: what the report formats as numbers; the rest is typed when present."""
@@ -16,35 +16,35 @@ class Result(Entry):
     WHAT: ClassVar[str] = "a paired result of numbers.json"
 
     n: int  # questions paired: scored in both arms
+    mean_a: float | None = None  # arm a's mean score over the paired questions
+    mean_b: float | None = None  # arm b's mean score over the paired questions
     diff: float  # mean of d = b - a over them, in rubric points; positive = b better
+    sd_diff: float  # SD of d (ddof 1); 0 when every difference is the same
     se: float  # sd_diff / sqrt(n)
     ci_low: float  # two-sided (1 - 2 alpha) bootstrap interval of diff, lower end
     ci_high: float  # two-sided (1 - 2 alpha) bootstrap interval of diff, upper end
     bound: float  # the one-sided (1 - alpha) lower bound the registered rule decides on
-    sign_p: float  # exact two-sided binomial sign test p over up and down (ties dropped)
-    t_low: float  # two-sided (1 - 2 alpha) paired-t interval, lower end
-    t_high: float  # two-sided (1 - 2 alpha) paired-t interval, upper end
-    mde: float  # paired-t minimum detectable effect at one-sided alpha, power 0.8, the observed sd_diff
-    confidence: float  # 1 - 2 alpha: the two-sided intervals' level
-    corr: float | None  # Pearson r of a's and b's scores over the questions; None when either arm is constant
     up: int  # questions where b > a
     down: int  # questions where b < a
     ties: int  # questions where b = a
-    n_for_margin: int | None  # questions needed to detect the margin at this sd_diff; None: no margin, or a margin of 0
-    sd_diff: float  # SD of d (ddof 1); 0 when every difference is the same
-    mean_a: float | None = None  # arm a's mean score over the paired questions
-    mean_b: float | None = None  # arm b's mean score over the paired questions
+    sign_p: float  # exact two-sided binomial sign test p over up and down (ties dropped)
+    t_low: float  # two-sided (1 - 2 alpha) paired-t interval, lower end
+    t_high: float  # two-sided (1 - 2 alpha) paired-t interval, upper end
     t_p: float | None = None  # two-sided paired t-test p
-    upper: float | None = None  # upper end of the interval the rule decides on (read by equivalence)
+    mde: float  # paired-t minimum detectable effect at one-sided alpha, power 0.8, the observed sd_diff
+    n_for_margin: int | None  # questions needed to detect the margin at this sd_diff; None: no margin, or a margin of 0
+    corr: float | None  # Pearson r of a's and b's scores over the questions; None when either arm is constant
     method: str | None = None  # the bootstrap interval: "percentile" or "bca" ([analysis] method)
-    rule: str = None  # with `resampling` and `units`: absent in results decided before they were recorded
-    resampling: str = None  # what the bootstrap resamples: "questions", or "clusters" of questions
-    units: int = None  # how many questions, or clusters, it resamples
+    confidence: float  # 1 - 2 alpha: the two-sided intervals' level
     resamples: int | None = None  # bootstrap resamples drawn ([analysis] resamples)
     seed: int | None = None  # the bootstrap's seed ([analysis] seed)
+    resampling: str = None  # what the bootstrap resamples: "questions", or "clusters" of questions
+    units: int = None  # how many questions, or clusters, it resamples
+    rule: str = None  # with `resampling` and `units`: absent in results decided before they were recorded
     # rule "bootstrap_and_t": the small-sample guarded t interval, lower end; None under other rules
     guard_low: float | None = None
     guard_high: float | None = None  # rule "bootstrap_and_t": the guarded t interval, upper end; None under other rules
+    upper: float | None = None  # upper end of the interval the rule decides on (read by equivalence)
     # the rubric's lowest and highest score and K: absent in results decided before the score rule
     scale: tuple[int, int, int] = None
     tests: list[dict[str, Any]] | None = None  # rule "score": the one-sided tests at the boundaries (score_tests)
@@ -63,8 +63,8 @@ class Calibration(Entry):
     rate: float  # claims / sims: the rule's false-claim rate at the boundary, for data shaped like these
     ceiling: float  # registered: a rate above it is flagged (a diagnostic: it withdraws nothing)
     seed: int  # the simulation's seed
-    # "ppi" where the gold-corrected interval decides (judge.numbers.validity); else the judge's
-    interval: str | None = None
+    # "ppi" where the gold-corrected interval decides (judge.numbers.validity); absent: the judge's
+    interval: str = None
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class ComparisonFamily(Entry):
 
 @dataclass(frozen=True)
 class Stratum(Entry):
-    """One stratum of a PPI++ estimate (judge.numbers.stats.ppi.Stratum), named by `id` ((rest): the questions no
+    """One stratum of a PPI++ estimate (judge.numbers.stats.ppi), named by `id` ((rest): the questions no
     complete stratum holds)."""
 
     WHAT: ClassVar[str] = "a stratum of a gold-corrected estimate in numbers.json"
@@ -111,9 +111,9 @@ class Stratum(Entry):
     variance: float  # the rule's variance of theta_h
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Estimate(Entry):
-    """A PPI++, gold-only or judge-only estimate of a paired difference (judge.numbers.stats.ppi.Estimate)."""
+    """A PPI++, gold-only or judge-only estimate of a paired difference (judge.numbers.stats.ppi)."""
 
     WHAT: ClassVar[str] = "a gold-corrected estimate in numbers.json"
 
@@ -123,14 +123,23 @@ class Estimate(Entry):
     estimate: float  # the estimated paired difference b - a, in rubric points
     se: float  # its standard error
     df: float | None  # t degrees of freedom (rule "guarded"); None: normal quantile
+    # rule "guarded"'s pseudo-residual, half the rubric's range; absent before it was anchored to the rubric (one score
+    # point then), and under rule "normal"
+    step: float = None
     low: float  # two-sided (1 - 2 alpha) interval's lower end: the one-sided (1 - alpha) lower bound
     high: float  # two-sided (1 - 2 alpha) interval's upper end
     questions: int  # N: the questions it estimates over
     labelled: int  # n: of them, those with gold
-    strata: list[Stratum]  # its strata (judge.numbers.stats.ppi.Stratum)
-    # rule "guarded"'s pseudo-residual, half the rubric's range; absent before it was anchored to the rubric (one score
-    # point then)
-    step: float | None = None
+    strata: list[Stratum]  # its strata
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+    @property
+    def lam(self) -> float | None:
+        """The single stratum's lam (None with several strata: see `strata`)."""
+        return self.strata[0].lam if len(self.strata) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -169,9 +178,9 @@ class JudgeError(Entry):
     design: str | None
     ppi: Estimate | None  # the PPI++ estimate (judge.numbers.stats.ppi.correct); None: no correction
     gold_only: Estimate | None  # the estimate from the gold labels alone, beside it; None: no correction
+    reason: str  # how the correction was made, or why there is none
     verdict: str | None  # the verdict the corrected interval gives; None: no correction
     caution: str | None  # mode "report": why the corrected verdict differs from the decision; else None
-    reason: str  # how the correction was made, or why there is none
     power: CorrectedPower = None  # under judge_error = "decide"; absent in folders decided before it was stated
 
 
@@ -195,7 +204,7 @@ class JudgeEstimate(Entry):
 
 @dataclass(frozen=True)
 class Lift(Entry):
-    """How much more one judge gives arm b over arm a than the other judges do (judge.numbers.biases.Lift)."""
+    """How much more one judge gives arm b over arm a than the other judges do (judge.numbers.biases.lift)."""
 
     WHAT: ClassVar[str] = "a judge's lift in a comparison's self_preference"
 
@@ -228,7 +237,7 @@ class SelfPreference(Entry):
 
 @dataclass(frozen=True)
 class Style(Entry):
-    """The paired differences with the arms' style differences regressed out (judge.numbers.biases.StyleAdjustment)."""
+    """The paired differences with the arms' style differences regressed out (judge.numbers.biases.style_adjustment)."""
 
     WHAT: ClassVar[str] = "a comparison's style in numbers.json"
 
@@ -245,7 +254,7 @@ class Style(Entry):
     undefined: str | None = None  # why there is no adjusted difference; None when there is one
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Comparison(Entry):
     """A registered hypothesis decided, in numbers.json's `comparisons`: what verify and the report read most."""
 
@@ -259,21 +268,21 @@ class Comparison(Entry):
     kind: str  # "non_inferiority", "superiority" or "equivalence"
     margin: float  # the registered margin, in rubric points
     alpha: float  # the registered one-sided level
-    result: Result | None  # None: no paired question was scored
-    verdict: str  # registration.vocabulary.VERDICTS; after the family procedure, the gold check and the guards
-    reason: str  # why: the numbers that decided, or the guard that made it inconclusive
     subset: list[str]  # the registered tags a question must all carry to count
+    questions_in_subset: int | None = None  # the run's questions carrying every subset tag
     paired_questions: list[str]  # ids of the subset's questions scored in both arms, in the run's question order
     unscored_rate: dict[str, float]  # per arm: (answer errors + unscored + judge errors) / answers of its cell
+    result: Result | None  # None: no paired question was scored
     clusters: int | None  # registered clusters among the paired questions; None: the set declares none
     clustered_se: float | None  # cluster-robust SE of the mean difference; None: no clusters, or one unit
     calibration: Calibration | None  # the rule's simulated false-claim rate at the boundary; None: no paired result
     quant_notes: list[str]  # cautions when the effect changes sign at another quant, or arm a's own score moves with it
-    questions_in_subset: int | None = None  # the run's questions carrying every subset tag
-    family: ComparisonFamily = None  # absent in folders decided before the family
-    judge_error: JudgeError = None  # absent without registered gold
+    length_notes: list[str] = None  # cautions where the style-adjusted interval would decide otherwise
+    verdict: str  # registration.vocabulary.VERDICTS; after the family procedure, the gold check and the guards
+    reason: str  # why: the numbers that decided, or the guard that made it inconclusive
     # each judge's view of it (judge.numbers.bias_checks.self_preference); None unless 2+ judges scored it
     self_preference: SelfPreference | None = None
     # the difference with style regressed out (judge.numbers.bias_checks.style_check); absent without a paired result
-    style: Style | None = None
-    length_notes: list[str] = None  # cautions where the style-adjusted interval would decide otherwise
+    style: Style = None
+    family: ComparisonFamily = None  # absent in folders decided before the family
+    judge_error: JudgeError = None  # absent without registered gold

@@ -9,7 +9,7 @@ from .check import Entry
 
 @dataclass(frozen=True)
 class Offset(Entry):
-    """The judge's score minus the gold score, with its bootstrap interval (judge.numbers.stats.judge_error.Offset)."""
+    """The judge's score minus the gold score, with its bootstrap interval (judge.numbers.stats.judge_error.offset)."""
 
     WHAT: ClassVar[str] = "an offset of a judge against gold in numbers.json"
 
@@ -31,14 +31,16 @@ class ArmOffset(Entry):
     offset: Offset | None  # judge - gold on that arm's answers; None with fewer than two
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GoldAgreement(Entry):
-    """A judge against every gold score of the answers it scored (judge.numbers.stats.judge_error.GoldAgreement)."""
+    """A judge against every gold score of the answers it scored (judge.numbers.stats.judge_error.against_gold)."""
 
     WHAT: ClassVar[str] = "a judge's agreement with gold in numbers.json"
 
     answers: int  # answers both the judge and gold scored
     exact: float  # share of answers where judge == gold
+    exact_low: float = None  # exact agreement's bootstrap interval, on the same resamples (absent before it had one)
+    exact_high: float = None  # exact agreement's bootstrap interval, upper end
     kappa: float | None  # quadratic-weighted Cohen's kappa; None where undefined (one category only)
     kappa_low: float | None  # its bootstrap interval (two-sided 95%), lower end; None where undefined
     kappa_high: float | None  # its bootstrap interval, upper end
@@ -54,8 +56,6 @@ class GoldAgreement(Entry):
     seed: int  # the bootstrap's seed ([analysis] seed)
     # absent in folders whose agreement intervals resampled answers ("answer"); now whole questions are resampled
     resampling: Literal["answer", "question"] = None
-    exact_low: float = None  # exact agreement's bootstrap interval, on the same resamples (absent before it had one)
-    exact_high: float = None  # exact agreement's bootstrap interval, upper end
     # absent in folders whose agreement intervals were percentile intervals; now BCa over questions
     interval: Literal["bca"] = None
 
@@ -85,17 +85,6 @@ class GoldDesigns(Entry):
     random_sample: int  # gold scores on questions of a seeded random sample (`judge label --sample`)
     complete_strata: int  # gold scores in a question tag whose every answer has gold
     convenience: int  # gold scores on answers picked by hand: agreement only, never a correction
-
-
-@dataclass(frozen=True)
-class GoldSources(Entry):
-    """Gold scores by where they came from: sealed labels files, the registered program, people's labels."""
-
-    WHAT: ClassVar[str] = "gold sources in numbers.json"
-
-    labels: int  # scores from the registered sealed gold labels files
-    program: int  # scores the registered gold program gave
-    human: int  # people's labels given in review.html (labels/*.jsonl)
 
 
 @dataclass(frozen=True)
@@ -137,7 +126,7 @@ class GoldSummary(Entry):
     scores: int  # scored gold scores (an answer may have several)
     undecided: int  # answers the gold program returned None for
     errors: int  # gold scores in error: the program raised or returned a score off the scale
-    sources: GoldSources  # scored gold scores by source
+    sources: dict[str, int]  # scored gold scores by source (judge.gold.registry's names: labels, program, human, ...)
     designs: GoldDesigns  # scored gold scores by design
     complete_strata: list[str]  # question tags whose every answer has gold
     program: str | None  # the registered gold program; None without one

@@ -44,26 +44,26 @@ class LengthBias(Entry):
     comparisons: list[LengthRow]  # one per hypothesis
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PairwiseRow(Entry):
     """One judge's pairwise verdicts on one hypothesis, both orders (judge.judging.pairwise.summarise)."""
 
     WHAT: ClassVar[str] = "a hypothesis's pairwise counts in numbers.json"
 
     hypothesis: str  # the hypothesis's registered id
-    pairs: int  # questions with at least one pairwise verdict of this judge
-    both_orders_scored: int  # of them, questions scored in both orders
-    consistent: int  # of those, questions where both orders preferred the same arm (or both tied)
-    wins_b: int  # questions both orders gave to b
-    wins_a: int  # questions both orders gave to a
-    ties: int  # questions scored in both orders that are ties or inconsistent
     a: str | None = None  # the reference arm
     b: str | None = None  # the arm compared with it
     quant: str | None = None  # the quantisation compared at
+    pairs: int  # questions with at least one pairwise verdict of this judge
+    both_orders_scored: int  # of them, questions scored in both orders
     unscored_verdicts: int | None = None  # pairwise verdicts of this hypothesis without a score
+    consistent: int  # of those, questions where both orders preferred the same arm (or both tied)
     consistency_rate: float | None = None  # consistent / both_orders_scored; None when none
     # of the verdicts naming a winner, the share that chose the answer shown first; None: none
     first_position_share: float | None = None
+    wins_b: int  # questions both orders gave to b
+    wins_a: int  # questions both orders gave to a
+    ties: int  # questions scored in both orders that are ties or inconsistent
 
 
 @dataclass(frozen=True)
@@ -80,23 +80,23 @@ class AgreementPair(Entry):
     kappa_ci95: tuple[float, float] | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Agreement(Entry):
     """The judges' agreement: per pair, and Krippendorff's alpha over every answer two of them scored."""
 
     WHAT: ClassVar[str] = "numbers.json's judges agreement"
 
+    judges: list[str] | None = None  # the judges that scored, sorted
     answers: int  # answers every judge scored
     pairs: list[AgreementPair]  # each pair of judges with two or more answers both scored
     pairable_answers: int  # answers at least two judges scored
     # ordinal Krippendorff's alpha over the pairable answers; None where undefined
     krippendorff_alpha_ordinal: float | None
-    judges: list[str] | None = None  # the judges that scored, sorted
 
 
 @dataclass(frozen=True)
 class RetestRow(Entry):
-    """One judge's verdicts against the same verdicts asked again (judge.numbers.biases.RetestAgreement)."""
+    """One judge's verdicts against the same verdicts asked again (judge.numbers.biases.retest_agreement)."""
 
     WHAT: ClassVar[str] = "a judge's retest in numbers.json"
 

@@ -12,7 +12,7 @@ from .judges import JudgesSection, JudgeTotal
 from .stability import Stability
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Cell(Entry):
     """One (arm, quant) of numbers.json's `cells`: counts and the mean score."""
 
@@ -22,43 +22,43 @@ class Cell(Entry):
     quant: str  # the quantisation
     answers: int  # current answer rows of this arm and quant for the run's questions
     answer_errors: int  # of them, rows with status error
+    answer_error_kinds: dict[str, int] = None  # absent in folders written before causes were counted
     answer_retries: int  # of them, rows asked again after an error
     truncated: int  # of them, answers whose last call stopped at its token limit
     scored: int  # the primary judge's single verdicts on these answers with status scored
     unscored: int  # its verdicts with no parseable score
     judge_errors: int  # its verdicts whose judge call failed
+    judge_error_kinds: dict[str, int] = None  # kind -> count of the judge errors' causes (models.retry.describe kinds)
     questions_scored: int  # questions with at least one scored answer (their mean enters `mean`)
     mean: float | None  # None: no question scored
     harmful: int  # scored verdicts whose fields say harmful: true
     scrubbed: int  # identity-revealing matches removed from these answers before judging (sum of KeyRow.scrubbed)
     injection_flagged: int  # answers in which grader-directed text was found (KeyRow.injection > 0)
     mean_words: float | None  # mean whitespace-separated words of the ok answers; None without one
-    answer_error_kinds: dict[str, int] = None  # absent in folders written before causes were counted
-    judge_error_kinds: dict[str, int] = None  # kind -> count of the judge errors' causes (models.retry.describe kinds)
     # score -> how many scored verdicts gave it, for every point of the rubric's scale
     score_counts: dict[str, int] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Subset(Entry):
     """A registered hypothesis on one tag of its questions (secondary, exploratory), in numbers.json's `subsets`."""
 
     WHAT: ClassVar[str] = "a subset of numbers.json"
 
     id: str  # the hypothesis id with the tag: "<id> [<tag>]"
-    alpha_adjusted: float  # the hypothesis's alpha / tests (Bonferroni over its tags)
-    result: Result | None  # the paired result on the tag's questions; None below two paired questions
-    verdict: str  # the verdict on them (exploratory: never changes the registered one)
-    paired_questions: list[str]  # ids of the tag's questions scored in both arms
     hypothesis: str | None = None  # the registered hypothesis it splits
     tag: str | None = None  # the question tag this subset selects
     tests: int | None = None  # how many tags the hypothesis's questions were split by
+    alpha_adjusted: float  # the hypothesis's alpha / tests (Bonferroni over its tags)
     questions: int | None = None  # questions of the hypothesis's subset carrying this tag
+    paired_questions: list[str]  # ids of the tag's questions scored in both arms
+    result: Result | None  # the paired result on the tag's questions; None below two paired questions
+    verdict: str  # the verdict on them (exploratory: never changes the registered one)
 
 
 @dataclass(frozen=True)
 class FamilyStep(Entry):
-    """One hypothesis in numbers.json's `family` (judge.numbers.biases.FamilyStep)."""
+    """One hypothesis in numbers.json's `family` (judge.numbers.biases.family_decisions)."""
 
     WHAT: ClassVar[str] = "a step of numbers.json's family"
 
@@ -71,7 +71,7 @@ class FamilyStep(Entry):
 
 @dataclass(frozen=True)
 class FamilySection(Entry):
-    """The registered hypotheses decided as one family (judge.numbers.biases.Family)."""
+    """The registered hypotheses decided as one family (judge.numbers.biases.family_decisions)."""
 
     WHAT: ClassVar[str] = "numbers.json's family"
 
@@ -138,17 +138,18 @@ class ContaminationSection(Entry):
     comparisons: list[CleanComparison]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Numbers(Document):
     """numbers.json (judge.numbers.analysis.compute_numbers): its version is `schema`. Sections added since the first
     version (family, panel_rule, judge_validity, stability, contamination) are optional. Each section is an Entry of
     its own, read and written by the same contract: a field missing or of another type at any depth is bad input naming
     its path
-    (`comparisons[2].judge_error.ppi.low`)."""
+    (`comparisons[2].judge_error.ppi.low`). The fields are in the order the file holds them."""
 
     WHAT: ClassVar[str] = "the numbers of a run (numbers.json)"
     VERSION_KEY: ClassVar[str] = "schema"
 
+    schema: int = 1  # this document's version
     experiment: str  # the experiment's name
     judge: str  # the primary judge, whose scores decide
     questions: int  # how many questions the run has
@@ -161,9 +162,8 @@ class Numbers(Document):
     judge_totals: dict[str, JudgeTotal]
     amendments: list[Amendment]  # the registration's amendments
     judges: JudgesSection  # per-judge means, agreement, length bias and pairwise consistency
-    schema: int = 1  # this document's version
     family: FamilySection | None = None  # the registered hypotheses decided as one family
     panel_rule: str | None = None  # who decides when several judges scored: "primary", "all-agree" or "unrelated-mean"
-    judge_validity: JudgeValidity | None = None  # the judges measured against gold; absent without registered gold
-    contamination: ContaminationSection | None = None  # absent unless [contamination] is registered
     stability: Stability = None  # absent in folders written before stability across samples was measured
+    judge_validity: JudgeValidity = None  # the judges measured against gold; absent without registered gold
+    contamination: ContaminationSection = None  # absent unless [contamination] is registered

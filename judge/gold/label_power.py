@@ -67,7 +67,7 @@ def sample_power(d: Folder, picked: set[str]) -> list[str]:
             continue
         f = [float(b[q] - a[q]) for q in ids]
         p = power_plan(exp, h, f, planning_alpha(exp, h, len(hyps)), len(picked & set(ids)),
-                       guard_step(Scale(min(d.scale), max(d.scale))))
+                       guard_step(Scale(min(d.scale), max(d.scale)))).to_dict()
         lines.append(power_line(h, p, len(d.questions)))
     if not lines:
         return []

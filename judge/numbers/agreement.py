@@ -10,9 +10,10 @@ linear model with log length as covariate; AlpacaEval's length-controlled idea, 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
+
+from core.records import Agreement, AgreementPair, LengthBias, LengthRow
 
 from .stats.agreement import cohen_kappa, kappa_bootstrap, krippendorff_alpha
 
@@ -32,7 +33,7 @@ def kappa_with_ci(a: list[int], b: list[int], scale: tuple[int, ...] | list[int]
     return kappa, ci
 
 
-def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: int) -> dict[str, Any] | None:
+def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: int) -> Agreement | None:
     """`scores`: judge -> label -> score. None with fewer than two judges.
 
     Kappa is per pair of judges on the answers both scored; Krippendorff's alpha uses every pairable rating
@@ -42,7 +43,7 @@ def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: i
     if len(judges) < 2:
         return None
     common = sorted(set.intersection(*(set(scores[j]) for j in judges)))
-    out: dict[str, Any] = {"judges": judges, "answers": len(common), "pairs": []}
+    pairs = []
     for i, x in enumerate(judges):
         for y in judges[i + 1:]:
             both = sorted(set(scores[x]) & set(scores[y]))
@@ -51,35 +52,35 @@ def agreement(scores: dict[str, dict[str, int]], scale: tuple[int, ...], seed: i
             a = [scores[x][lab] for lab in both]
             b = [scores[y][lab] for lab in both]
             kappa, ci = kappa_with_ci(a, b, scale, seed)
-            out["pairs"].append({"judges": [x, y], "answers": len(both),
-                                 "exact_agreement": sum(p == q for p, q in zip(a, b, strict=False)) / len(a),
-                                 "kappa_quadratic": kappa, "kappa_ci95": ci})
+            pairs.append(AgreementPair(judges=[x, y], answers=len(both),
+                                       exact_agreement=sum(p == q for p, q in zip(a, b, strict=False)) / len(a),
+                                       kappa_quadratic=kappa, kappa_ci95=ci))
     pairable = sorted(lab for lab in set().union(*(scores[j] for j in judges))
                       if sum(lab in scores[j] for j in judges) >= 2)
-    out["pairable_answers"] = len(pairable)
     matrix = [[scores[j].get(lab, float("nan")) for lab in pairable] for j in judges]
-    out["krippendorff_alpha_ordinal"] = _finite(krippendorff_alpha(matrix, level="ordinal")) if pairable else None
-    return out
+    return Agreement(judges=judges, answers=len(common), pairs=pairs, pairable_answers=len(pairable),
+                     krippendorff_alpha_ordinal=_finite(krippendorff_alpha(matrix, level="ordinal")) if pairable
+                     else None)
 
 
-def length_bias(points: list[tuple[str, str, int, int]],
-                comparisons: list[tuple[str, str, str, str]]) -> dict[str, Any]:
+def length_bias(points: list[tuple[str, str, int, int]], comparisons: list[tuple[str, str, str, str]]) -> LengthBias:
     """`points`: (arm, quant, words, score) per scored answer; `comparisons`: (id, a, b, quant)."""
     from scipy import stats as sps  # inside, as in judge.numbers.stats: importing scipy costs ~0.6 s
 
-    out: dict[str, Any] = {"answers": len(points), "length_spearman": None, "comparisons": []}
+    spearman = None
     if len(points) >= 3 and len({p[2] for p in points}) > 1 and len({p[3] for p in points}) > 1:
-        out["length_spearman"] = _finite(sps.spearmanr([p[2] for p in points], [p[3] for p in points]).statistic)
+        spearman = _finite(sps.spearmanr([p[2] for p in points], [p[3] for p in points]).statistic)
+    rows = []
     for cid, a, b, quant in comparisons:
-        rows = [(p[0] == b, math.log1p(p[2]), p[3]) for p in points if p[1] == quant and p[0] in (a, b)]
-        entry: dict[str, Any] = {"id": cid, "raw_difference": None, "length_adjusted_difference": None}
-        sa = [s for is_b, _, s in rows if not is_b]
-        sb = [s for is_b, _, s in rows if is_b]
+        scored = [(p[0] == b, math.log1p(p[2]), p[3]) for p in points if p[1] == quant and p[0] in (a, b)]
+        raw = adjusted = None
+        sa = [s for is_b, _, s in scored if not is_b]
+        sb = [s for is_b, _, s in scored if is_b]
         if sa and sb:
-            entry["raw_difference"] = float(np.mean(sb) - np.mean(sa))
-            x = np.array([[1.0, float(is_b), ll] for is_b, ll, _ in rows])
-            y = np.array([s for _, _, s in rows], dtype=float)
+            raw = float(np.mean(sb) - np.mean(sa))
+            x = np.array([[1.0, float(is_b), ll] for is_b, ll, _ in scored])
+            y = np.array([s for _, _, s in scored], dtype=float)
             if np.linalg.matrix_rank(x) == 3:
-                entry["length_adjusted_difference"] = float(np.linalg.lstsq(x, y, rcond=None)[0][1])
-        out["comparisons"].append(entry)
-    return out
+                adjusted = float(np.linalg.lstsq(x, y, rcond=None)[0][1])
+        rows.append(LengthRow(id=cid, raw_difference=raw, length_adjusted_difference=adjusted))
+    return LengthBias(answers=len(points), length_spearman=spearman, comparisons=rows)

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+
+from core.records import FamilySection, FamilyStep, Lift, RetestRow, Style
 
 from .agreement import kappa_with_ci
 from .stats.bootstrap import decimal, draw_counts, exact, exact_interval, tally, units
@@ -43,29 +44,6 @@ def style_counts(text: str) -> dict[str, float]:
 
 
 # ---- self-preference ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Lift:
-    """How much more one judge gives arm b over arm a than the other judges do, on the questions all of them scored
-    in both arms."""
-
-    judge: str
-    others: list[str]
-    n: int  # questions every judge of the comparison scored in both arms
-    estimate: float  # the judge's mean difference b - a on those questions
-    others_estimate: float  # the mean, over the other judges, of their mean difference on the same questions
-    lift: float  # estimate - others_estimate
-    ci_low: float  # percentile bootstrap interval of the lift over the resampling units
-    ci_high: float
-    confidence: float
-    resamples: int
-    seed: int
-    resampling: str  # what the bootstrap resamples: "questions", or "clusters" of questions
-    units: int  # how many questions, or clusters (a question without a cluster counts as one), it resamples
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def lift(d: Mapping[str, Mapping[str, Any]], judge: str, *, resamples: int, seed: int,
@@ -116,61 +94,26 @@ def shares_family(judge_family: str | None, arm_families: Sequence[str | None]) 
 # ---- test-retest ----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RetestAgreement:
-    """One judge's verdicts against the same verdicts asked again."""
-
-    judge: str
-    drawn: int  # labels drawn for a retest
-    n: int  # of them, scored both times
-    flips: int  # retest score differs from the original
-    flip_rate: float | None
-    flip_ci95: list[float] | None  # exact binomial (Clopper-Pearson) interval of the flip rate
-    kappa_quadratic: float | None  # test vs retest; None where undefined (one category used by both)
-    kappa_ci95: list[float] | None  # percentile bootstrap over labels (as the judges' agreement)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def retest_agreement(judge: str, drawn: int, pairs: Sequence[tuple[int, int]], scale: Sequence[int],
-                     seed: int) -> RetestAgreement:
+                     seed: int) -> RetestRow:
     """`pairs`: (original score, retest score) of each label scored both times."""
     from scipy import stats as sps  # inside: importing scipy costs ~0.6 s
 
     n = len(pairs)
     if n == 0:
-        return RetestAgreement(judge, drawn, 0, 0, None, None, None, None)
+        return RetestRow(judge=judge, drawn=drawn, n=0, flips=0, flip_rate=None, flip_ci95=None, kappa_quadratic=None,
+                         kappa_ci95=None)
     flips = sum(a != b for a, b in pairs)
     ci = sps.binomtest(flips, n).proportion_ci(0.95, method="exact")
     kappa, kci = kappa_with_ci([a for a, _ in pairs], [b for _, b in pairs], scale, seed) if n >= 2 else (None, None)
-    return RetestAgreement(judge, drawn, n, flips, flips / n, [float(ci.low), float(ci.high)], kappa, kci)
+    return RetestRow(judge=judge, drawn=drawn, n=n, flips=flips, flip_rate=flips / n,
+                     flip_ci95=[float(ci.low), float(ci.high)], kappa_quadratic=kappa, kappa_ci95=kci)
 
 
 # ---- style ----------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class StyleAdjustment:
-    """A hypothesis's paired differences with the arms' style differences regressed out (ordinary least squares)."""
-
-    n: int
-    covariates: list[str]  # the covariates regressed on: those whose paired difference is not 0 on every question
-    raw: float  # the mean paired difference
-    adjusted: float | None  # the intercept: the difference at equal style; None where it is not identified
-    se: float | None  # its classical OLS standard error
-    df: int | None  # n minus the parameters
-    ci_low: float | None  # two-sided (1 - 2 alpha) t interval of the adjusted difference
-    ci_high: float | None
-    confidence: float
-    slopes: dict[str, float] = field(default_factory=dict)  # each covariate's coefficient
-    undefined: str | None = None  # why there is no adjusted difference
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def style_adjustment(d: Sequence[float], deltas: Mapping[str, Sequence[float]], alpha: float) -> StyleAdjustment:
+def style_adjustment(d: Sequence[float], deltas: Mapping[str, Sequence[float]], alpha: float) -> Style:
     """`d`: the paired differences b - a, one per question; `deltas`: covariate -> b's style minus a's on the same
     questions (`style_counts`, averaged over a question's samples). A covariate that is 0 on every question has
     nothing to adjust and is left out; when the rest cannot be told apart from the intercept (every pair differs by
@@ -185,12 +128,12 @@ def style_adjustment(d: Sequence[float], deltas: Mapping[str, Sequence[float]], 
     base = dict(n=n, covariates=used, raw=float(y.mean()) if n else math.nan, confidence=1 - 2 * alpha)
     p = x.shape[1]
     if n - p < 1:
-        return StyleAdjustment(**base, adjusted=None, se=None, df=None, ci_low=None, ci_high=None,
+        return Style(**base, adjusted=None, se=None, df=None, ci_low=None, ci_high=None,
                                undefined=f"{n} paired questions leave no degree of freedom for {p} parameters")
     if np.linalg.matrix_rank(x) < p:
         what = ("every pair differs by the same amount in " + ", ".join(used) if p == 2
                 else "the style differences are linearly dependent")
-        return StyleAdjustment(**base, adjusted=None, se=None, df=None, ci_low=None, ci_high=None,
+        return Style(**base, adjusted=None, se=None, df=None, ci_low=None, ci_high=None,
                                undefined=f"{what}: the difference at equal style is not identified")
     beta, *_ = np.linalg.lstsq(x, y, rcond=None)
     resid = y - x @ beta
@@ -199,43 +142,15 @@ def style_adjustment(d: Sequence[float], deltas: Mapping[str, Sequence[float]], 
     se = math.sqrt(sigma2 * float(np.linalg.inv(x.T @ x)[0, 0]))
     t = float(sps.t.ppf(1 - alpha, df))
     b0 = float(beta[0])
-    return StyleAdjustment(**base, adjusted=b0, se=se, df=df, ci_low=b0 - t * se, ci_high=b0 + t * se,
+    return Style(**base, adjusted=b0, se=se, df=df, ci_low=b0 - t * se, ci_high=b0 + t * se,
                            slopes={c: float(b) for c, b in zip(used, beta[1:], strict=True)})
 
 
 # ---- the family of registered hypotheses ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class FamilyStep:
-    """What the family adjustment did to one registered hypothesis."""
-
-    id: str
-    alpha: float  # registered
-    tested_at: float | None  # the alpha of its last test; None: never tested (a fixed sequence stopped before it)
-    claimed: bool
-    step: int | None  # the step at which it was claimed (Holm) or its place in the sequence (fixed-sequence)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Family:
-    """The registered hypotheses decided as one family."""
-
-    method: str  # registration.analysis.FAMILIES
-    size: int  # registered hypotheses in the family
-    steps: list[FamilyStep]
-    stopped_at: str | None  # fixed-sequence: the first hypothesis not claimed, where the sequence stopped
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "size": self.size, "stopped_at": self.stopped_at,
-                "steps": [s.to_dict() for s in self.steps]}
-
-
 def family_decisions(method: str, ids: Sequence[str], alphas: Sequence[float],
-                     claims: Callable[[int, float], bool]) -> Family:
+                     claims: Callable[[int, float], bool]) -> FamilySection:
     """Decide the registered hypotheses `ids` (in registered order, each with its one-sided alpha) as one family.
     `claims(i, a)`: whether hypothesis i makes its claim when tested at one-sided level a (False for one this run
     cannot decide).
@@ -248,19 +163,19 @@ def family_decisions(method: str, ids: Sequence[str], alphas: Sequence[float],
     first that does not claim; the ones after it are not tested. "none": each at its own alpha."""
     m = len(ids)
     if method == "none":
-        out = [FamilyStep(h, a, a, claims(i, a), None) for i, (h, a) in enumerate(zip(ids, alphas, strict=True))]
-        return Family(method, m, out, None)
+        out = [_step(h, a, a, claims(i, a), None) for i, (h, a) in enumerate(zip(ids, alphas, strict=True))]
+        return FamilySection(method=method, size=m, stopped_at=None, steps=out)
     if method == "fixed-sequence":
         steps, stopped = [], None
         for i, (h, a) in enumerate(zip(ids, alphas, strict=True)):
             if stopped is not None:
-                steps.append(FamilyStep(h, a, None, False, i + 1))
+                steps.append(_step(h, a, None, False, i + 1))
                 continue
             ok = claims(i, a)
-            steps.append(FamilyStep(h, a, a, ok, i + 1))
+            steps.append(_step(h, a, a, ok, i + 1))
             if not ok:
                 stopped = h
-        return Family(method, m, steps, stopped)
+        return FamilySection(method=method, size=m, stopped_at=stopped, steps=steps)
     if method != "holm":
         raise ValueError(f"family must be 'holm', 'fixed-sequence' or 'none', not {method!r}")
     remaining, tested, claimed_at = list(range(m)), {}, {}
@@ -274,5 +189,10 @@ def family_decisions(method: str, ids: Sequence[str], alphas: Sequence[float],
             break
         claimed_at.update((i, step) for i in now)
         remaining = [i for i in remaining if i not in claimed_at]
-    return Family(method, m, [FamilyStep(h, alphas[i], tested[i], i in claimed_at, claimed_at.get(i))
-                              for i, h in enumerate(ids)], None)
+    return FamilySection(method=method, size=m, stopped_at=None,
+                         steps=[_step(h, alphas[i], tested[i], i in claimed_at, claimed_at.get(i))
+                                for i, h in enumerate(ids)])
+
+
+def _step(h: str, alpha: float, tested_at: float | None, claimed: bool, step: int | None) -> FamilyStep:
+    return FamilyStep(id=h, alpha=alpha, tested_at=tested_at, claimed=claimed, step=step)

@@ -7,23 +7,23 @@ its clean questions only (`left_out`), and the section lists no second decision.
 here from the sealed sets and the training files (registration.contamination), never read from the record
 `python -m audit contamination` wrote, so the section is what the sealed inputs give; verify's second path derives
 them again by its own code (judge.verify.second_path.contamination). The clean decision of decide = "both" is the rule's
-verdict on the primary judge's scores, as a subset analysis is (judge.numbers.analysis.subset_analyses): no calibration,
-no family adjustment.
+verdict on the primary judge's scores, as a subset analysis is (judge.numbers.comparisons.subset_analyses): no
+calibration, no family adjustment.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from core.records import CleanComparison, Comparison, ContaminationSection, Result
 from registration.contamination import overlap, questions_and_training
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
 
 from .stats.decide import decide
-from .stats.paired import Paired
 
 # (hypothesis, its clean questions) -> (the paired question ids, the paired result or None below two)
-Block = Callable[[Hypothesis, list[Question]], tuple[list[str], dict[str, Any] | None]]
+Block = Callable[[Hypothesis, list[Question]], tuple[list[str], Result | None]]
 
 
 def trained(exp: Experiment, h: Hypothesis) -> bool:
@@ -58,26 +58,25 @@ def left_out(exp: Experiment, f: Found | None, h: Hypothesis) -> frozenset[str]:
 
 
 def contamination_section(exp: Experiment, f: Found | None, hyps: list[Hypothesis], qmap: dict[str, Question],
-                          comparisons: list[dict[str, Any]], block: Block) -> dict[str, Any]:
-    """{"contamination": ...} when [contamination] is registered, else {}: the contaminated questions, the training
+                          comparisons: list[Comparison], block: Block) -> ContaminationSection | None:
+    """The section when [contamination] is registered, else None: the contaminated questions, the training
     files by sha256, and (decide = "both") per hypothesis about a trained arm its clean decision and whether it
     differs; under "clean_only" those decisions are already on the clean questions (`left_out`)."""
     c = exp.contamination
     if f is None:
-        return {}
+        return None
     rows = []
     for h, comp in zip(hyps, comparisons, strict=True):
         if not trained(exp, h) or c.decide == "clean_only":
             continue
         clean = [q for q in qmap.values() if all(t in q.tags for t in h.subset) and q.id not in f.contaminated]
         ids, result = block(h, clean)
-        verdict = "inconclusive" if result is None else decide(Paired(**result), h.kind, h.margin).verdict
-        rows.append({"id": h.id, "questions": len(clean), "paired_questions": ids, "result": result,
-                     "verdict": verdict, "all_questions_verdict": comp["verdict"],
-                     "differs": verdict != comp["verdict"]})
-    return {"contamination": {"n": c.n, "threshold": c.threshold, "decide": c.decide, "arms": list(c.arms),
-                              "training": dict(f.training), "contaminated": list(f.contaminated),
-                              "comparisons": rows}}
+        verdict = "inconclusive" if result is None else decide(result, h.kind, h.margin).verdict
+        rows.append(CleanComparison(id=h.id, questions=len(clean), paired_questions=ids, result=result,
+                                    verdict=verdict, all_questions_verdict=comp.verdict,
+                                    differs=verdict != comp.verdict))
+    return ContaminationSection(n=c.n, threshold=c.threshold, decide=c.decide, arms=list(c.arms),
+                                training=dict(f.training), contaminated=list(f.contaminated), comparisons=rows)
 
 
 def report_lines(numbers: dict[str, Any]) -> list[str]:

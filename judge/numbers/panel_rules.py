@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from core.records import Comparison, SelfPreference
 from registration.panel import unrelated
 from registration.prereg import Experiment, Hypothesis
 
@@ -27,7 +28,7 @@ class PanelRule:
 
     name: str
     decided_on: Callable[[Experiment, Hypothesis, Scores, Mapping[str, Scores]], Scores]
-    verdict: Callable[[dict, dict[str, Any] | None], Verdict] = lambda c, sp: None
+    verdict: Callable[[Comparison, SelfPreference | None], Verdict] = lambda c, sp: None
     primary_alone: bool = False
 
 
@@ -43,15 +44,15 @@ def _primary(exp: Experiment, h: Hypothesis, primary: Scores, by_judge: Mapping[
     return primary
 
 
-def all_agree(c: dict, sp: dict[str, Any] | None) -> Verdict:
+def all_agree(c: Comparison, sp: SelfPreference | None) -> Verdict:
     """A verdict every judge reached on its own scores, else inconclusive; None (the decision stands) when one judge
     scored or all agree."""
     if sp is None:
         return None
-    verdicts = {v["verdict"] for v in sp["judges"].values()}
+    verdicts = {v.verdict for v in sp.judges.values()}
     if len(verdicts) == 1:  # every judge agrees: the decision stands as the primary judge's checks left it
         return None
-    who = ", ".join(f"{j} \"{v['verdict']}\"" for j, v in sp["judges"].items())
+    who = ", ".join(f"{j} \"{v.verdict}\"" for j, v in sp.judges.items())
     return "inconclusive", f"panel rule all-agree: the judges disagree ({who})"
 
 

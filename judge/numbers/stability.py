@@ -5,9 +5,8 @@ judge.verify.second_path.stability.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
-from core.records import Judgment, KeyRow
+from core.records import Judgment, KeyRow, Stability, StabilityCell
 from registration.prereg import Experiment
 from registration.questions import Question
 
@@ -21,7 +20,7 @@ def pass_score(exp: Experiment, points: tuple[int, ...]) -> float:
 
 
 def stability_section(exp: Experiment, arms: list[str], keys: list[KeyRow], judgments: list[Judgment], judge: str,
-                      questions: dict[str, Question], points: tuple[int, ...]) -> dict[str, Any]:
+                      questions: dict[str, Question], points: tuple[int, ...]) -> Stability:
     """One row per (arm, quant): the statistics over the questions whose K registered samples the judge all scored,
     and how many questions of the run were left out for a sample without a score."""
     by_label = {k.label: k for k in keys}
@@ -40,10 +39,9 @@ def stability_section(exp: Experiment, arms: list[str], keys: list[KeyRow], judg
             of = [questions[q].cluster or None for q in complete]
             labels = cluster_units(of)[0] if any(of) else None
             stats = stability(complete, threshold, labels, an.resamples, an.seed)
-            cells.append({"arm": arm, "quant": quant, "k": k, "questions": len(complete),
-                          "incomplete": len(questions) - len(complete),
-                          "resampling": "questions" if labels is None else "clusters",
-                          "units": len(set(labels)) if labels is not None else len(complete),
-                          **{name: None if v is None else v.to_dict() for name, v in stats.items()}})
-    return {"pass_score": threshold, "confidence": CONFIDENCE, "method": "percentile", "resamples": an.resamples,
-            "seed": an.seed, "cells": cells}
+            cells.append(StabilityCell(arm=arm, quant=quant, k=k, questions=len(complete),
+                                       incomplete=len(questions) - len(complete),
+                                       resampling="questions" if labels is None else "clusters",
+                                       units=len(set(labels)) if labels is not None else len(complete), **stats))
+    return Stability(pass_score=threshold, confidence=CONFIDENCE, method="percentile", resamples=an.resamples,
+                     seed=an.seed, cells=cells)

@@ -31,10 +31,25 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from dataclasses import replace
 from fractions import Fraction
-from typing import Any
 
-from core.records import Judgment, KeyRow
+from core.records import (
+    Calibration,
+    Comparison,
+    CorrectedPower,
+    Estimate,
+    FamilySection,
+    GoldDesigns,
+    GoldDraw,
+    GoldPair,
+    GoldSummary,
+    JudgeAgainstGold,
+    JudgeError,
+    JudgeValidity,
+    Judgment,
+    KeyRow,
+)
 from registration.gold import GOLD_SOURCES
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
@@ -84,30 +99,24 @@ def _question_means(values: dict[tuple[str, str, str], list]) -> dict[tuple[str,
 
 def judge_against_gold(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], judge: str,
                        hyps: list[Hypothesis], qmap: dict[str, Question], earlier: bool = False,
-                       interval: str = "bca") -> dict[str, Any]:
+                       interval: str = "bca") -> JudgeAgainstGold:
     """One judge against every gold score of the answers it scored: agreement, confusion, offsets overall, per arm
     and per hypothesis pair (the differential offset, per question, on questions whose every answer of both arms has
     gold and a verdict)."""
     by_label = {k.label: k for k in keys}
     mine = _judge_scores(keys, judgments, judge)
     rows = [(s, mine[s.label]) for s in gold.scored if s.label in mine]
-    out: dict[str, Any] = {"id": judge, "gold_scores": len(rows),
-                           "designs": {d: sum(s.design == d for s, _ in rows) for d in GOLD_DESIGNS}}
+    designs = GoldDesigns(**{d: sum(s.design == d for s, _ in rows) for d in GOLD_DESIGNS})
     if not rows:
-        return out | {"agreement": None, "pairs": []}
+        return JudgeAgainstGold(id=judge, gold_scores=0, designs=designs, agreement=None, pairs=[])
     ag = judge_error.against_gold([j for _, j in rows], [s.score for s, _ in rows], gold.scale,
                                   arms=[s.arm for s, _ in rows], alpha=ALPHA, resamples=RESAMPLES,
                                   seed=exp.analysis.seed, clusters=[s.question_id for s, _ in rows],
                                   resampling="answer" if earlier else "question", interval=interval)
-    agreement = ag.to_dict()
-    if earlier:  # as that version wrote it
-        for key in ("exact_low", "exact_high", "resampling"):
-            del agreement[key]
+    if earlier:  # as that version wrote it: answers resampled, no exact-agreement interval
+        ag = replace(ag, resampling=None, exact_low=None, exact_high=None)
     if ag.interval == "percentile":  # written before the intervals were BCa: no field
-        del agreement["interval"]
-    agreement["scale"] = list(ag.scale)
-    agreement["confusion"] = [list(r) for r in ag.confusion]
-    agreement["per_arm"] = [{"id": arm, "offset": o.to_dict() if o else None} for arm, o in ag.per_arm]
+        ag = replace(ag, interval=None)
     # per (arm, quant, question): the judge's and the gold's scores of the answers that have both
     judged: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     golden: dict[tuple[str, str, str], list[int]] = defaultdict(list)
@@ -125,9 +134,8 @@ def judge_against_gold(exp: Experiment, gold, keys: list[KeyRow], judgments: lis
         d = judge_error.differential_offset([jm[(h.a, h.quant, q)] for q in ids], [gm[(h.a, h.quant, q)] for q in ids],
                                             [jm[(h.b, h.quant, q)] for q in ids], [gm[(h.b, h.quant, q)] for q in ids],
                                             alpha=ALPHA, resamples=exp.analysis.resamples, seed=exp.analysis.seed)
-        pairs.append({"id": h.id, "a": h.a, "b": h.b, "quant": h.quant, "questions": len(ids),
-                      "offset_difference": d.to_dict() if d else None})
-    return out | {"agreement": agreement, "pairs": pairs}
+        pairs.append(GoldPair(id=h.id, a=h.a, b=h.b, quant=h.quant, questions=len(ids), offset_difference=d))
+    return JudgeAgainstGold(id=judge, gold_scores=len(rows), designs=designs, agreement=ag, pairs=pairs)
 
 
 def _covered(keys: list[KeyRow], labels: set[str]) -> set[tuple[str, str, str]]:
@@ -138,12 +146,12 @@ def _covered(keys: list[KeyRow], labels: set[str]) -> set[tuple[str, str, str]]:
     return {c for c, v in cells.items() if all(v)}
 
 
-def _gold_differences(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
+def _gold_differences(h: Hypothesis, comparison: Comparison, gold, keys: list[KeyRow], scores,
                       qmap: dict[str, Question]) -> tuple[list, list, list, set[str], bool, set[str]]:
     """Per question the decision paired: the judge's difference, the gold's (None where some answer of either arm
     lacks usable gold) and the complete stratum it belongs to; the designs of the gold used, whether hand-picked
     gold sits on these questions, and the complete strata."""
-    ids = comparison["paired_questions"]
+    ids = comparison.paired_questions
     usable = [s for s in gold.scored if s.design != "convenience"]
     values: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for s in usable:
@@ -169,20 +177,20 @@ def _design(designs: set[str]) -> str:
     return "random_sample" if "random_sample" in designs else "complete_strata"
 
 
-def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
-               qmap: dict[str, Question], alpha: float | None = None, earlier: bool = False) -> dict[str, Any]:
+def correction(h: Hypothesis, comparison: Comparison, gold, keys: list[KeyRow], scores, qmap: dict[str, Question],
+               mode: str, alpha: float | None = None, earlier: bool = False) -> JudgeError:
     """The PPI++ estimate of one hypothesis's paired difference beside the judge-only one
     (judge.numbers.stats.ppi.correct), on the questions the decision paired, at one-sided ``alpha`` (None: the level the
     family tested it at);
     ``design`` says whether the gold may correct it."""
     f, g, strata, designs, hand, complete = _gold_differences(h, comparison, gold, keys, scores, qmap)
-    base = {"design": None, "ppi": None, "gold_only": None, "reason": "", "verdict": None, "caution": None}
+    base = JudgeError(mode=mode, design=None, ppi=None, gold_only=None, reason="", verdict=None, caution=None)
     if not designs:
         why = ("the only gold on these questions was picked by hand (convenience): agreement only, no correction"
                if hand else "no question of this comparison has gold on every answer of both arms")
-        ids = set(comparison["paired_questions"])
+        ids = set(comparison.paired_questions)
         why += "".join(f"; {d.problem}" for d in gold.draws if hand and d.problem and ids & set(d.picked))
-        return base | {"design": "convenience" if hand else None, "reason": why}
+        return replace(base, design="convenience" if hand else None, reason=why)
     design = _design(designs)
     level = tested_at(h, comparison) if alpha is None else alpha
     c = ppi.correct(f, g, design=design, alpha=level, strata=strata, rule="guarded", step=step_of(gold, earlier))
@@ -190,37 +198,37 @@ def correction(h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRo
     if complete and reason.startswith("the questions:"):  # the stratum None is what the complete strata leave
         reason = reason.replace("the questions:", "the questions outside the complete strata "
                                 f"({', '.join(sorted(complete))}):", 1)
-    out = base | {"design": design, "reason": reason}
+    out = replace(base, design=design, reason=reason)
     if c.ppi is None:
         return out
-    return out | {"ppi": _estimate(c.ppi, earlier), "gold_only": _estimate(c.gold_only, earlier),
-                  "verdict": _verdict(h.kind, h.margin, c.ppi.low, c.ppi.high)}
+    return replace(out, ppi=_estimate(c.ppi, earlier), gold_only=_estimate(c.gold_only, earlier),
+                   verdict=_verdict(h.kind, h.margin, c.ppi.low, c.ppi.high))
 
 
-def decide_by_gold(h: Hypothesis, c: dict[str, Any], gold, keys: list[KeyRow], scores,
-                   qmap: dict[str, Question], earlier: bool = False) -> None:
+def decide_by_gold(h: Hypothesis, c: Comparison, gold, keys: list[KeyRow], scores,
+                   qmap: dict[str, Question], earlier: bool = False) -> Comparison:
     """``judge_error = "decide"``: comparison c, decided by the judge at its own one-sided level ``c["alpha"]``, gets
     the verdict of the gold-corrected (PPI++) interval computed at that same level; inconclusive, with the reason,
     where there is no corrected interval. A judge-only verdict that is already inconclusive (a guard, or an
     equivalence interval across a margin) stays so. judge.numbers.analysis calls it on each comparison at its registered
     level and on every test the family makes at another level, so the family steps down on the intervals that
     decide."""
-    if c["result"] is None or c["verdict"] == "inconclusive":
-        return
-    e = correction(h, c, gold, keys, scores, qmap, alpha=c["alpha"], earlier=earlier)
-    if e["ppi"] is None:
-        c.update(verdict="inconclusive",
-                 reason=f"judge_error = \"decide\" and no gold-corrected interval: {e['reason']}")
-        return
-    p = e["ppi"]
-    c.update(verdict=e["verdict"],
-             reason=f"judge_error = \"decide\": the gold-corrected (PPI++) one-sided bound {p['low']:+.4f} (estimate "
-                    f"{p['estimate']:+.4f}, {p['labelled']} of {p['questions']} questions with gold) decides: "
-                    f"{e['verdict']}")
+    if c.result is None or c.verdict == "inconclusive":
+        return c
+    e = correction(h, c, gold, keys, scores, qmap, "decide", alpha=c.alpha, earlier=earlier)
+    if e.ppi is None:
+        return replace(c, verdict="inconclusive",
+                       reason=f"judge_error = \"decide\" and no gold-corrected interval: {e.reason}")
+    p = e.ppi
+    return replace(c, verdict=e.verdict,
+                   reason=f"judge_error = \"decide\": the gold-corrected (PPI++) one-sided bound {p.low:+.4f} "
+                          f"(estimate {p.estimate:+.4f}, {p.labelled} of {p.questions} questions with gold) decides: "
+                          f"{e.verdict}")
 
 
-def decide_family(method: str, hyps: list[Hypothesis], comparisons: list[dict[str, Any]], judge_only_at,
-                  gold, keys: list[KeyRow], scores, qmap: dict[str, Question], earlier: bool = False) -> dict[str, Any]:
+def decide_family(method: str, hyps: list[Hypothesis], comparisons: list[Comparison], judge_only_at, gold,
+                  keys: list[KeyRow], scores, qmap: dict[str, Question],
+                  earlier: bool = False) -> tuple[FamilySection, list[Comparison]]:
     """``judge_error = "decide"``: the registered family (judge.numbers.bias_checks.apply_family) stepping down on the
     gold-corrected intervals, which decide. ``comparisons``: each hypothesis of ``hyps`` decided by the judge at its
     registered level (with the panel's and the guards' verdicts); ``judge_only_at(i, alpha)``: hypothesis i decided
@@ -237,18 +245,16 @@ def decide_family(method: str, hyps: list[Hypothesis], comparisons: list[dict[st
     corrected interval, until the first that does not claim. Either way the chance of any false claim is the
     corrected intervals' (BENCHMARKS.md, the family under judge_error = "decide"), never raised by what the judge
     alone would claim."""
-    for h, c in zip(hyps, comparisons, strict=True):
-        decide_by_gold(h, c, gold, keys, scores, qmap, earlier)
+    comparisons = [decide_by_gold(h, c, gold, keys, scores, qmap, earlier)
+                   for h, c in zip(hyps, comparisons, strict=True)]
 
-    def decided_at(i: int, alpha: float) -> dict[str, Any]:
-        c = judge_only_at(i, alpha)
-        decide_by_gold(hyps[i], c, gold, keys, scores, qmap, earlier)
-        return c
+    def decided_at(i: int, alpha: float) -> Comparison:
+        return decide_by_gold(hyps[i], judge_only_at(i, alpha), gold, keys, scores, qmap, earlier)
     return apply_family(method, comparisons, decided_at)
 
 
-def ppi_calibration(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
-                    qmap: dict[str, Question], earlier: bool = False) -> dict[str, Any]:
+def ppi_calibration(exp: Experiment, h: Hypothesis, comparison: Comparison, gold, keys: list[KeyRow], scores,
+                    qmap: dict[str, Question], earlier: bool = False) -> Calibration:
     """The calibration of the gold-corrected decision (judge.numbers.stats.calibration.calibrate_ppi), for a comparison
     that has a corrected interval, at the level it is tested at; ``interval`` says whose calibration it is. A
     diagnostic: it withdraws no claim."""
@@ -259,13 +265,13 @@ def ppi_calibration(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], 
     cal = calibrate_ppi(parts, h.kind, h.margin, alpha=alpha, sims=an.calibration_sims, seed=an.seed,
                         ceiling=an.calibration_ceiling if an.calibration_ceiling is not None else 2 * h.alpha,
                         step=step_of(gold, earlier))
-    return cal.to_dict() | {"interval": "ppi"}
+    return replace(cal, interval="ppi")
 
 
-def tested_at(h: Hypothesis, comparison: dict[str, Any]) -> float:
+def tested_at(h: Hypothesis, comparison: Comparison) -> float:
     """The one-sided alpha the family of hypotheses last tested this one at (judge.numbers.bias_checks.apply_family),
     else its own: the corrected interval is reported at the level the family's last test of it was made at."""
-    return (comparison.get("family") or {}).get("tested_at") or h.alpha
+    return (comparison.family.tested_at if comparison.family else None) or h.alpha
 
 
 def planning_alpha(exp: Experiment, h: Hypothesis, size: int) -> float:
@@ -275,7 +281,7 @@ def planning_alpha(exp: Experiment, h: Hypothesis, size: int) -> float:
 
 
 def power_plan(exp: Experiment, h: Hypothesis, judge: list[float], alpha: float, labelled: int | None, step: float,
-               gold: list[tuple[float, float]] = ()) -> dict[str, Any]:
+               gold: list[tuple[float, float]] = ()) -> CorrectedPower:
     """The gold-corrected decision's power (judge.numbers.stats.ppi_power) for a random sample of ``labelled`` of the
     comparison's questions (None: nothing drawn yet), from the judge's paired differences ``judge`` on all of them.
 
@@ -300,20 +306,21 @@ def power_plan(exp: Experiment, h: Hypothesis, judge: list[float], alpha: float,
 
     planned = labelled is not None and labelled >= 2
     margin = float(h.margin)
-    return {"basis": basis, "correlation": rho, "sd_judge": sd_judge, "sd_gold": sd_gold,
-            "gold_questions": len(gold) if basis == "measured" else 0, "questions": n_all, "labelled": labelled,
-            "alpha": alpha, "step": step, "target": an.target_power,
-            "mde": ppi_power.mde(design(labelled, rho), an.target_power, h.kind) if planned else None,
-            "power_at_margin": ppi_power.power(design(labelled, rho), margin, h.kind) if planned and margin else None,
-            "labels_needed": ppi_power.labels_for_power(design(2, rho), margin, an.target_power, h.kind),
-            "labels_needed_gold_only": ppi_power.labels_for_power(design(2, 0.0), margin, an.target_power, h.kind)}
+    return CorrectedPower(
+        basis=basis, correlation=rho, sd_judge=sd_judge, sd_gold=sd_gold,
+        gold_questions=len(gold) if basis == "measured" else 0, questions=n_all, labelled=labelled, alpha=alpha,
+        step=step, target=an.target_power,
+        mde=ppi_power.mde(design(labelled, rho), an.target_power, h.kind) if planned else None,
+        power_at_margin=ppi_power.power(design(labelled, rho), margin, h.kind) if planned and margin else None,
+        labels_needed=ppi_power.labels_for_power(design(2, rho), margin, an.target_power, h.kind),
+        labels_needed_gold_only=ppi_power.labels_for_power(design(2, 0.0), margin, an.target_power, h.kind))
 
 
-def _planned_power(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], gold, keys: list[KeyRow], scores,
-                   qmap: dict[str, Question], size: int) -> dict[str, Any]:
+def _planned_power(exp: Experiment, h: Hypothesis, comparison: Comparison, gold, keys: list[KeyRow], scores,
+                   qmap: dict[str, Question], size: int) -> CorrectedPower:
     """``power_plan`` of one comparison: its labelled questions are those of the recorded ``--sample`` draws."""
     f, g, strata, designs, _, _ = _gold_differences(h, comparison, gold, keys, scores, qmap)
-    ids = comparison["paired_questions"]
+    ids = comparison.paired_questions
     drawn = {q for d in gold.draws for q in d.picked}
     sampled = designs == {"random_sample"} and not any(strata)  # gold on a random sample only: measurable
     pairs = [(y, x) for x, y in zip(f, g, strict=True) if y is not None] if sampled else []
@@ -321,59 +328,64 @@ def _planned_power(exp: Experiment, h: Hypothesis, comparison: dict[str, Any], g
                       len(drawn & set(ids)) if gold.draws else None, step_of(gold), pairs)
 
 
-def _estimate(e: ppi.Estimate, earlier: bool) -> dict[str, Any]:
-    d = e.to_dict()
-    if earlier:  # that version recorded no step
-        del d["step"]
-    d["strata"] = [{"id": "(rest)" if s["name"] is None else s["name"]} | s for s in d["strata"]]
-    return d
+def _estimate(e: Estimate, earlier: bool) -> Estimate:
+    return replace(e, step=None) if earlier else e  # that version recorded no step
 
 
 def apply(exp: Experiment, gold, keys: list[KeyRow], judgments: list[Judgment], panel: list[str], primary: str,
-          hyps: list[Hypothesis], qmap: dict[str, Question], scores, comparisons: list[dict[str, Any]],
-          earlier: bool = False, interval: str = "bca") -> dict:
-    """The ``judge_validity`` section, and each comparison's ``judge_error`` entry (at the level the family last
+          hyps: list[Hypothesis], qmap: dict[str, Question], scores, comparisons: list[Comparison],
+          earlier: bool = False, interval: str = "bca") -> tuple[JudgeValidity, list[Comparison]]:
+    """The ``judge_validity`` section, and each comparison with its ``judge_error`` entry (at the level the family last
     tested it at; under ``judge_error = "decide"`` its verdict is already the corrected one, ``decide_by_gold``, and
     its calibration line becomes the corrected interval's), its verdict withdrawn where ``min_gold_agreement`` is
     not met; ``earlier``, ``interval``: module doc."""
     judges = [judge_against_gold(exp, gold, keys, judgments, name, hyps, qmap, earlier, interval) for name in panel]
-    primary_ag = next(j["agreement"] for j in judges if j["id"] == primary)
+    primary_ag = next(j.agreement for j in judges if j.id == primary)
     mode, floor = exp.analysis.judge_error, exp.min_gold_agreement
     by_id = {h.id: h for h in hyps}
+    out = []
     for c in comparisons:
-        h = by_id[c["id"]]
-        e = {"mode": mode} | (correction(h, c, gold, keys, scores, qmap, earlier=earlier)
-                              if c["result"] is not None else
-                              {"design": None, "ppi": None, "gold_only": None, "verdict": None, "caution": None,
-                               "reason": "no judge-only result to correct"})
-        c["judge_error"] = e
-        if mode == "decide" and c["result"] is not None:
-            e["power"] = _planned_power(exp, h, c, gold, keys, scores, qmap, len(comparisons))
-        if e["verdict"] is not None and e["verdict"] != c["verdict"] and mode == "report":
-            p = e["ppi"]
-            e["caution"] = (f"corrected for the judge's error against gold (PPI++, {e['design'].replace('_', ' ')}), "
-                            f"the estimate is {p['estimate']:+.3f} with one-sided bound {p['low']:+.4f}, which would "
-                            f"say \"{e['verdict']}\" instead of \"{c['verdict']}\": the judge's error may decide this")
-        if mode == "decide" and e["ppi"] is not None:
-            c["calibration"] = ppi_calibration(exp, h, c, gold, keys, scores, qmap, earlier)
-        if floor is not None and c["verdict"] != "inconclusive":
-            low = primary_ag["kappa_low"] if primary_ag else None
+        h = by_id[c.id]
+        e = (correction(h, c, gold, keys, scores, qmap, mode, earlier=earlier) if c.result is not None else
+             _uncorrected(mode))
+        if mode == "decide" and c.result is not None:
+            e = replace(e, power=_planned_power(exp, h, c, gold, keys, scores, qmap, len(comparisons)))
+        if e.verdict is not None and e.verdict != c.verdict and mode == "report":
+            p = e.ppi
+            e = replace(e, caution=f"corrected for the judge's error against gold (PPI++, "
+                                   f"{e.design.replace('_', ' ')}), the estimate is {p.estimate:+.3f} with one-sided "
+                                   f"bound {p.low:+.4f}, which would say \"{e.verdict}\" instead of \"{c.verdict}\": "
+                                   "the judge's error may decide this")
+        c = replace(c, judge_error=e)
+        if mode == "decide" and e.ppi is not None:
+            c = replace(c, calibration=ppi_calibration(exp, h, c, gold, keys, scores, qmap, earlier))
+        if floor is not None and c.verdict != "inconclusive":
+            low = primary_ag.kappa_low if primary_ag else None
             if low is None or low < floor:
                 said = "no gold to measure it" if primary_ag is None else (
                     "undefined" if low is None else f"{low:.3f}")
-                c.update(verdict="inconclusive",
-                         reason=f"the primary judge's agreement with gold (lower bound of the quadratic-weighted "
-                                f"kappa: {said}) is below the registered min_gold_agreement {floor:g}")
-    return {"gold": _gold_summary(gold), "judges": judges, "primary": primary, "mode": mode,
-            "min_gold_agreement": floor}
+                c = replace(c, verdict="inconclusive",
+                            reason=f"the primary judge's agreement with gold (lower bound of the quadratic-weighted "
+                                   f"kappa: {said}) is below the registered min_gold_agreement {floor:g}")
+        out.append(c)
+    return JudgeValidity(gold=_gold_summary(gold), judges=judges, primary=primary, mode=mode,
+                         min_gold_agreement=floor), out
 
 
-def _gold_summary(gold) -> dict[str, Any]:
+def _uncorrected(mode: str) -> JudgeError:
+    """A comparison without a judge-only result: nothing to correct. Its keys in the order numbers.json has always
+    held them here (verdict and caution before reason, unlike a correction's), so the file stays the same bytes."""
+    return JudgeError.read({"mode": mode, "design": None, "ppi": None, "gold_only": None, "verdict": None,
+                            "caution": None, "reason": "no judge-only result to correct"}, "numbers.json")
+
+
+def _gold_summary(gold) -> GoldSummary:
     scored = gold.scored
-    return {"answers": gold.answers, "with_gold": len({s.label for s in scored}), "scores": len(scored),
-            "undecided": sum(s.status == "undecided" for s in gold.scores), "errors": len(gold.errors),
-            "sources": {src: sum(s.source == src for s in scored) for src in GOLD_SOURCES},
-            "designs": {d: sum(s.design == d for s in scored) for d in GOLD_DESIGNS},
-            "complete_strata": list(gold.complete_strata), "program": gold.program,
-            "draws": [{"labeller": d.labeller, "seed": d.seed, "n": d.n, "picked": list(d.picked),
-                       **({"problem": d.problem} if d.problem else {})} for d in gold.draws]}
+    return GoldSummary(
+        answers=gold.answers, with_gold=len({s.label for s in scored}), scores=len(scored),
+        undecided=sum(s.status == "undecided" for s in gold.scores), errors=len(gold.errors),
+        sources={src: sum(s.source == src for s in scored) for src in GOLD_SOURCES},
+        designs=GoldDesigns(**{d: sum(s.design == d for s in scored) for d in GOLD_DESIGNS}),
+        complete_strata=list(gold.complete_strata), program=gold.program,
+        draws=[GoldDraw(labeller=d.labeller, seed=d.seed, n=d.n, picked=list(d.picked), problem=d.problem or None)
+               for d in gold.draws])

@@ -19,12 +19,14 @@ from pathlib import Path
 import numpy as np
 
 from core.errors import BadInput
+from core.records import Result
 from registration.prereg import Experiment
 from registration.questions import Question
 
-from ..numbers.analysis import cluster_labels, per_question
+from ..numbers.analysis import per_question
+from ..numbers.comparisons import cluster_labels
 from ..numbers.stats.bootstrap import bootstrap_means, percentile_interval, resample_indices
-from ..numbers.stats.paired import Paired, paired
+from ..numbers.stats.paired import paired
 from ..numbers.stats.rule import Scale
 from ..results.files import anchor, load
 
@@ -109,7 +111,7 @@ def cautions(a: Side, b: Side) -> list[str]:
     return out
 
 
-def compare_sides(a: Side, b: Side) -> Paired:
+def compare_sides(a: Side, b: Side) -> Result:
     """b against a on the questions both scored (d = b - a), with b's registered [analysis] settings."""
     same_questions([a, b])
     if a.points != b.points:
@@ -130,7 +132,7 @@ def _name(s: Side) -> str:
     return f"{s.folder.name}: {s.arm} {s.quant}"
 
 
-def render_comparison(a: Side, b: Side, p: Paired) -> str:
+def render_comparison(a: Side, b: Side, p: Result) -> str:
     lines = [f"# Comparison (exploratory): {_name(b)} against {_name(a)}", "",
              "Not registered: this compares two finished runs and decides nothing. Questions are matched by the "
              "sha256 of their text.", ""]

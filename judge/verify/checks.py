@@ -578,7 +578,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                              "recomputed as errors")
         earlier = earlier_intervals(numbers)
         interval = agreement_interval(numbers)
-        main = compute_numbers(exp, all_q, run_dir, run, gold, earlier, interval)
+        main = compute_numbers(exp, all_q, run_dir, run, gold, earlier, interval).to_dict()
     except BadRecord:  # a record missing a field cannot be read by either path: bad input, not a finding
         raise
     except BadInput as e:  # the main path refuses the raw files (e.g. the retry rule): nothing to compare with

@@ -32,8 +32,8 @@ def reanalyse(out: Path) -> dict:
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, e.dir)
-    (out / "report.md").write_text(render(numbers, run, anchor(out)))
-    return numbers
+    (out / "report.md").write_text(render(numbers.to_dict(), run, anchor(out)))
+    return numbers.to_dict()
 
 
 def label_key(out: Path) -> bytes:

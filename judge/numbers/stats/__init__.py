@@ -8,7 +8,8 @@ Modules, by concern:
 * ``rule``: the score test anchored to the rubric's scale, the registered default rule;
 * ``decision_rules``: the decision rules registered by name (``DECISION_RULES``), each a module (``score``,
   ``bootstrap``, ``bootstrap_and_t``) with the interval it decides on, its verdict's wording and its calibration;
-* ``paired``: one paired comparison (``Paired``, ``paired``), with the interval or tests its rule decides on;
+* ``paired``: one paired comparison (``paired``, returning numbers.json's ``core.records.Result``), with the interval
+  or tests its rule decides on;
 * ``decide``: the registered rule's verdict on a paired comparison; ``calibration``: its false-claim rate
   simulated at the boundary; ``hypothesis``: one registered hypothesis decided, guards included;
 * ``agreement``: Cohen's kappa (weighted, bootstrapped) and Krippendorff's alpha;
@@ -24,12 +25,12 @@ Conventions (read these before using any number this module returns)
   A positive difference means system **b** scored higher than system **a**. Pass the
   baseline as ``a`` and the candidate as ``b``.
 * ``alpha`` is ONE-SIDED. The registered decision (non-inferiority / superiority) uses the
-  one-sided (1 - alpha) lower bound of the mean difference, ``Paired.bound``.
+  one-sided (1 - alpha) lower bound of the mean difference, ``Result.bound``.
 * The reported interval ``ci_low``/``ci_high`` (and ``t_low``/``t_high``) is the TWO-SIDED
   (1 - 2*alpha) interval, whose lower end is the one-sided (1 - alpha) bootstrap bound. So:
     - ``alpha=0.025`` -> two-sided 95% interval (regulatory convention: FDA 2016, CONSORT 2012);
     - ``alpha=0.05``  -> two-sided 90% interval, lower end = one-sided 95% lower bound.
-  Equivalence is TOST with the same (1 - 2*alpha) interval. ``Paired.bound``/``Paired.upper`` are the
+  Equivalence is TOST with the same (1 - 2*alpha) interval. ``Result.bound``/``Result.upper`` are the
   interval the registered rule decides on (registration.vocabulary.RULES): the score test inverted, the bootstrap
   interval, or the wider of it and a small-sample t interval.
 * Exact arithmetic: scores are small integers and a question's score is the mean of its K samples, so
@@ -37,7 +38,7 @@ Conventions (read these before using any number this module returns)
   quantiles are computed exactly (integer numerators over a common denominator) and rounded once, so a
   bound exactly at the margin compares equal to it (and does not clear it) in both verification paths.
 * Resampling: questions, or whole clusters of questions when a set declares clusters (cluster bootstrap).
-* Power figures (``Paired.mde``, ``Paired.n_for_margin``) use the same one-sided alpha
+* Power figures (``Result.mde``, ``Result.n_for_margin``) use the same one-sided alpha
   (= two-sided 2*alpha) and power 0.8, with the paired t-test's power (noncentral t) and the observed SD
   of the differences.
 * Bootstrap intervals follow ``scipy.stats.bootstrap`` (percentile and BCa, "linear" quantile,

@@ -7,11 +7,11 @@ judge-only decision, ``calibrate_ppi`` for the gold-corrected (PPI++) interval w
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
+from core.records import Calibration
 from registration.vocabulary import boundary
 
 from . import ppi
@@ -21,21 +21,6 @@ from .decision_rules.interface import Simulation
 from .decision_rules.interval import claims
 from .paired import exact_scores
 from .rule import Scale
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """How often the registered rule makes its claim on data simulated at the boundary of its hypothesis."""
-
-    boundary: float  # the true effect simulated: -margin (non-inferiority), 0 (superiority), -/+margin (equivalence)
-    sims: int
-    claims: int
-    rate: float  # claims / sims: the rule's false-claim rate at the boundary, for data shaped like these
-    ceiling: float  # registered: a rate above it is flagged (the calibration is a diagnostic: it withdraws nothing)
-    seed: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def calibrate(a, b, kind: str, margin: float, *, alpha: float, method: str, resamples: int, rule: str,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.records import Result
 from registration.vocabulary import KINDS
 
 from .decision_rules import DECISION_RULES
-from .paired import Paired
 
 
 @dataclass(frozen=True)
@@ -22,8 +22,8 @@ class Decision:
     reason: str
 
 
-def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
-    """Apply the registered rule to a Paired result.
+def decide(p: Result, kind: str, margin: float = 0.0) -> Decision:
+    """Apply the registered rule to a paired result (judge.numbers.stats.paired).
 
     * non_inferiority: one-sided (1 - alpha) lower bound > -margin -> "non-inferior";
       if also > 0 -> "superior" (non-inferior and superior); else "not shown".
@@ -31,7 +31,7 @@ def decide(p: Paired, kind: str, margin: float = 0.0) -> Decision:
       not used: superiority is against zero).
     * equivalence (TOST): (1 - 2*alpha) interval inside (-margin, +margin) -> "equivalent";
       interval entirely outside it -> "not equivalent"; straddling a margin -> "inconclusive".
-    Rule "score" decides by its one-sided tests at the registered boundaries (``Paired.tests``), the bound being
+    Rule "score" decides by its one-sided tests at the registered boundaries (``Result.tests``), the bound being
     their inversion, shown; the other rules by the bound, exact rounded once against the registered decimal
     margin, so an exact tie compares equal and does not clear the margin. Non-finite bounds give "inconclusive".
     """

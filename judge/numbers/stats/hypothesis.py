@@ -8,10 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from core.records import Calibration, Result
+
 from . import rule as score_rule
-from .calibration import Calibration, calibrate
+from .calibration import calibrate
 from .decide import Decision, decide
-from .paired import Paired, paired
+from .paired import paired
 from .rule import Scale
 
 
@@ -20,7 +22,7 @@ class Decided:
     """One registered hypothesis decided: what the rule says on these data, its calibration (reported, deciding
     nothing), and the verdict after the registered guard (too few registered clusters)."""
 
-    result: Paired
+    result: Result
     calibration: Calibration
     clusters: int | None  # registered clusters among the paired questions; None: none of them has a cluster
     statistic: Decision  # what the rule alone says

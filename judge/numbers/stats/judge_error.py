@@ -52,11 +52,12 @@ recomputes them as written (always so under "answer" resampling).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 from scipy import special
+
+from core.records import ArmOffset, GoldAgreement, Offset
 
 from .agreement import (
     cohen_kappa,
@@ -69,56 +70,13 @@ from .agreement import (
 from .bootstrap import exact
 from .paired import exact_scores, paired
 
-__all__ = ["WEIGHTS", "RESAMPLING", "INTERVALS", "Offset", "GoldAgreement", "offset", "agreement_units",
+__all__ = ["WEIGHTS", "RESAMPLING", "INTERVALS", "offset", "agreement_units",
            "agreement_intervals", "bca_levels", "against_gold", "differential_offset"]
 
 WEIGHTS = "quadratic"  # kappa's disagreement weights (see the module doc)
 RESAMPLING = ("answer", "question")  # the agreement bootstrap's unit: "answer" only recomputes earlier folders
 INTERVALS = ("percentile", "bca")  # the agreement interval: "percentile" only recomputes earlier folders
 TIE_TOL = 1e-12  # relative: a resample (or jackknife deviation) within this of the observed value (of zero) ties
-
-
-@dataclass(frozen=True)
-class Offset:
-    """Mean of judge - gold over ``units`` (answers, questions or clusters) with its bootstrap interval."""
-
-    n: int  # answers (or questions) compared
-    mean: float
-    low: float  # two-sided (1 - 2 alpha) percentile bootstrap interval
-    high: float
-    resampling: str  # "answers", "questions" or "clusters"
-    units: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class GoldAgreement:
-    """One judge against gold on the answers both scored."""
-
-    answers: int
-    exact: float  # share of answers where judge == gold
-    exact_low: float | None  # its bootstrap interval (None: "answer" resampling, which had none)
-    exact_high: float | None
-    kappa: float | None  # quadratic-weighted Cohen's kappa; None where undefined (one category only)
-    kappa_low: float | None
-    kappa_high: float | None
-    krippendorff_alpha: float | None  # ordinal
-    krippendorff_low: float | None
-    krippendorff_high: float | None
-    scale: tuple  # the rubric's scale points, the confusion matrix's order
-    confusion: tuple[tuple[int, ...], ...]  # confusion[i][j]: answers with gold scale[i] that the judge scored scale[j]
-    offset: Offset | None  # judge - gold over all answers (None with fewer than 2)
-    per_arm: tuple[tuple[str, Offset | None], ...]  # (arm, offset) in arm order
-    alpha: float
-    resamples: int
-    seed: int
-    resampling: str  # the agreement bootstrap's unit (RESAMPLING)
-    interval: str  # the agreement intervals' method (INTERVALS)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _finite(x: float) -> float | None:
@@ -273,27 +231,28 @@ def against_gold(judge, gold, scale: Sequence, *, arms: Sequence[str] | None = N
                                                                    resampling=resampling, interval=interval)
     k_lo, k_hi = (k_lo, k_hi) if kappa is not None else (None, None)
     a_lo, a_hi = (a_lo, a_hi) if k_alpha is not None else (None, None)
-    per_arm: list[tuple[str, Offset | None]] = []
+    per_arm: list[ArmOffset] = []
     if arms is not None:
         arms = list(arms)
         if len(arms) != n:
             raise ValueError("arms must have one entry per answer")
         for arm in sorted(set(arms)):
             idx = [i for i, a in enumerate(arms) if a == arm]
-            per_arm.append((arm, offset([judge[i] for i in idx], [gold[i] for i in idx], alpha=alpha,
-                                        resamples=resamples, seed=seed,
-                                        clusters=None if clusters is None else [clusters[i] for i in idx])))
+            per_arm.append(ArmOffset(id=arm, offset=offset([judge[i] for i in idx], [gold[i] for i in idx],
+                                                           alpha=alpha, resamples=resamples, seed=seed,
+                                                           clusters=None if clusters is None
+                                                           else [clusters[i] for i in idx])))
     return GoldAgreement(
         answers=n,
         exact=float(np.trace(table)) / n, exact_low=e_lo, exact_high=e_hi,
         kappa=kappa, kappa_low=k_lo, kappa_high=k_hi,
         krippendorff_alpha=k_alpha, krippendorff_low=a_lo, krippendorff_high=a_hi,
-        scale=scale,
-        confusion=tuple(tuple(int(x) for x in row) for row in table),
+        scale=list(scale),
+        confusion=[[int(x) for x in row] for row in table],
         offset=offset(judge, gold, alpha=alpha, resamples=resamples, seed=seed, clusters=clusters),
-        per_arm=tuple(per_arm),
-        alpha=float(alpha), resamples=int(resamples), seed=int(seed), resampling=resampling,
-        interval=interval if resampling == "question" else "percentile",
+        per_arm=per_arm,
+        alpha=float(alpha), resamples=int(resamples), seed=int(seed),
+        resampling=resampling, interval=interval if resampling == "question" else "percentile",
     )
 
 

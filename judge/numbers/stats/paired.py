@@ -1,16 +1,16 @@
 """One paired comparison, "b vs a" on the same questions (d = b - a): ``paired`` computes every number numbers.json
-reports for it (``Paired``), and the interval or tests the registered rule decides on.
+reports for it (its contract, core.records.Result), and the interval or tests the registered rule decides on.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from core.records import Result
 from registration.vocabulary import METHODS
 
 from . import rule as score_rule
@@ -19,46 +19,6 @@ from .decision_rules import DECISION_RULES
 from .decision_rules.interface import Sample
 from .rule import Scale
 from .t_bounds import _check_n, mde, n_for_effect, sign_test, t_interval, t_test_p
-
-
-@dataclass(frozen=True)
-class Paired:
-    """Everything reported for "b vs a" on the same questions (d = b - a; see module doc)."""
-
-    n: int
-    mean_a: float
-    mean_b: float
-    diff: float  # mean of d = b - a; positive = b better
-    sd_diff: float  # SD of d, ddof 1
-    se: float  # sd_diff / sqrt(n)
-    ci_low: float  # two-sided (1 - 2*alpha) bootstrap interval
-    ci_high: float
-    bound: float  # one-sided (1 - alpha) lower bound the registered rule decides on (see RULES)
-    up: int  # questions where b > a
-    down: int  # questions where b < a
-    ties: int
-    sign_p: float
-    t_low: float  # two-sided (1 - 2*alpha) paired-t interval
-    t_high: float
-    t_p: float  # two-sided paired t-test p
-    mde: float  # paired-t MDE at one-sided alpha, power 0.8, observed sd_diff
-    n_for_margin: int | None  # questions needed to detect the margin (None: no margin, or a margin of 0)
-    corr: float | None  # Pearson r of a and b (None when either arm is constant)
-    method: str
-    confidence: float  # 1 - 2*alpha
-    resamples: int
-    seed: int
-    resampling: str = "questions"  # what the bootstrap resamples: "questions", or "clusters" of questions
-    units: int = 0  # how many questions, or clusters, it resamples
-    rule: str = "bootstrap"  # see RULES
-    guard_low: float | None = None  # small-sample t interval (rule "bootstrap_and_t"; see guarded_t_interval)
-    guard_high: float | None = None
-    upper: float | None = None  # upper end of the interval the rule decides on (equivalence)
-    scale: list[int] | None = None  # [lo, hi, K]: the rubric's scale and the samples per question
-    tests: list[dict[str, Any]] | None = None  # rule "score": the one-sided tests at the boundaries (score_tests)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _pearson(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -83,7 +43,7 @@ def exact_scores(xs, name: str) -> list:
 
 def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percentile",
            alpha: float = 0.05, margin: float | None = None, clusters: Sequence | None = None,
-           rule: str = "bootstrap", scale: Scale | None = None) -> Paired:
+           rule: str = "bootstrap", scale: Scale | None = None) -> Result:
     """Compare system b against system a on the same questions (d = b - a, positive = b better).
 
     ``alpha`` is one-sided: ``bound`` is the one-sided (1 - alpha) lower bound and
@@ -138,7 +98,7 @@ def paired(a, b, *, resamples: int = 10000, seed: int = 0, method: str = "percen
     sd = 0.0 if constant else float(np.std(d, ddof=1))
     on = decides.bounds(Sample(d=d, exact=ed, alpha=alpha, margin=margin, scale=scale, clusters=clusters,
                                units=unit_list, n_units=n_units, ci_low=ci_low, ci_high=ci_high))
-    return Paired(
+    return Result(
         n=n,
         mean_a=float(sum(x * int(c) for x, c in zip(va, np.bincount(ia), strict=False)) / n),
         mean_b=float(sum(x * int(c) for x, c in zip(vb, np.bincount(ib), strict=False)) / n),

@@ -64,16 +64,15 @@ labels picked by hand ("convenience") measure agreement only (judge/numbers/stat
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from core.records import Estimate, Stratum
 from registration.vocabulary import GOLD_DESIGNS, PPI_RULES
 
 __all__ = [
-    "Stratum",
-    "Estimate",
     "Correction",
     "tuned_lambda",
     "ppi_mean",
@@ -88,49 +87,6 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Stratum:
-    """One stratum's part of an estimate (the whole set is one stratum named None)."""
-
-    name: str | None
-    questions: int  # N_h
-    labelled: int  # n_h (gold)
-    weight: float  # N_h / N
-    estimate: float  # theta_h
-    lam: float | None  # the power-tuning parameter used; None where no judge score enters (gold only, judge only)
-    variance: float  # the rule's variance of theta_h
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A mean paired difference (d = b - a) with its interval; ``alpha`` is one-sided, as in judge.numbers.stats."""
-
-    method: str  # "ppi" | "gold_only" | "judge_only"
-    rule: str  # registration.vocabulary.PPI_RULES
-    alpha: float
-    estimate: float
-    se: float
-    df: float | None  # t degrees of freedom (rule "guarded"); None: normal quantile
-    step: float | None  # rule "guarded"'s pseudo-residual (half the rubric's range); None: rule "normal"
-    low: float  # two-sided (1 - 2 alpha) interval; ``low`` is the one-sided (1 - alpha) lower bound
-    high: float
-    questions: int
-    labelled: int
-    strata: tuple[Stratum, ...]
-
-    @property
-    def width(self) -> float:
-        return self.high - self.low
-
-    @property
-    def lam(self) -> float | None:
-        """The single stratum's lam (None with several strata: see ``strata``)."""
-        return self.strata[0].lam if len(self.strata) == 1 else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
 class Correction:
     """PPI beside gold-only and judge-only for one comparison; ``ppi`` None when the design cannot correct."""
 
@@ -139,9 +95,6 @@ class Correction:
     gold_only: Estimate | None
     judge_only: Estimate
     reason: str  # why there is no correction ("" when there is one)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # ----------------------------------------------------------------------------------------
@@ -184,6 +137,13 @@ def tuned_lambda(gold, judge_labelled, judge_unlabelled) -> float:
     return float(np.clip(cov / ((1 + n / m) * var), 0.0, 1.0))
 
 
+def _part_of(name, questions: int, labelled: int, weight: float, estimate: float, lam: float | None,
+             variance: float) -> Stratum:
+    """One stratum's part of an estimate (the whole set is one stratum named None, whose id is "(rest)")."""
+    return Stratum(id="(rest)" if name is None else name, name=name, questions=questions, labelled=labelled,
+                   weight=weight, estimate=estimate, lam=lam, variance=variance)
+
+
 @dataclass(frozen=True)
 class _Part:
     """One stratum's estimate and its variance split into parts, each (variance, degrees of freedom)."""
@@ -212,7 +172,7 @@ def _stratum(name, d: np.ndarray, fl: np.ndarray, fu: np.ndarray, weight: float,
     if m == 0 or lam == 0:
         v, df = _spread(d, rule, step, pseudo=True)
         used = None if m == 0 else 0.0
-        return _Part(Stratum(name, n + m, n, weight, float(d.mean()), used, v / n), ((weight ** 2 * v / n, df),))
+        return _Part(_part_of(name, n + m, n, weight, float(d.mean()), used, v / n), ((weight ** 2 * v / n, df),))
     if n < 2:
         raise ValueError(f"stratum {name!r}: gold on {n} of its {n + m} questions; PPI needs at least 2 "
                          "(or gold on all of them)")
@@ -227,7 +187,7 @@ def _stratum(name, d: np.ndarray, fl: np.ndarray, fu: np.ndarray, weight: float,
     var = v_imp / m + v_rect / n
     w2 = weight ** 2
     parts = ((w2 * v_imp / m, df_imp), (w2 * v_rect / n, df_rect))
-    return _Part(Stratum(name, n + m, n, weight, theta, lam, var), parts)
+    return _Part(_part_of(name, n + m, n, weight, theta, lam, var), parts)
 
 
 def _combine(method: str, parts: Sequence[_Part], alpha: float, rule: str, step: float | None) -> Estimate:
@@ -251,7 +211,7 @@ def _combine(method: str, parts: Sequence[_Part], alpha: float, rule: str, step:
                     df=None if df is None or not math.isfinite(df) else float(df),
                     step=None if rule == "normal" else float(step), low=theta - crit * se,
                     high=theta + crit * se, questions=sum(s.questions for s in strata),
-                    labelled=sum(s.labelled for s in strata), strata=strata)
+                    labelled=sum(s.labelled for s in strata), strata=list(strata))
 
 
 # ----------------------------------------------------------------------------------------
@@ -309,7 +269,7 @@ def judge_only_mean(judge, *, alpha: float, rule: str = "guarded", step: float |
     if f.size < 2:
         raise ValueError("need at least 2 questions")
     v, df = _spread(f, rule, step, pseudo=True)
-    part = _Part(Stratum(None, f.size, 0, 1.0, float(f.mean()), None, v / f.size), ((v / f.size, df),))
+    part = _Part(_part_of(None, f.size, 0, 1.0, float(f.mean()), None, v / f.size), ((v / f.size, df),))
     return _combine("judge_only", [part], alpha, rule, step)
 
 

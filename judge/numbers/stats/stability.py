@@ -18,26 +18,15 @@ seed, computed exactly. verify's second path recomputes it by its own code (judg
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
+
+from core.records import StabilityEstimate
 
 from .bootstrap import decimal, draw_counts, exact_interval, tally, units
 
 CONFIDENCE = 0.95  # the two-sided level of every stability interval
 STATISTICS = ("pass_hat_k", "pass_at_k", "pass_rate", "unanimous", "agreement")
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A mean over questions and its bootstrap interval."""
-
-    estimate: float
-    ci_low: float
-    ci_high: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def question_values(scores: Sequence[int], pass_score: float) -> dict[str, Fraction | None]:
@@ -58,22 +47,22 @@ def question_values(scores: Sequence[int], pass_score: float) -> dict[str, Fract
 
 
 def mean_interval(values: Sequence[Fraction], labels: Sequence | None, resamples: int, seed: int,
-                  confidence: float = CONFIDENCE) -> Interval:
+                  confidence: float = CONFIDENCE) -> StabilityEstimate:
     """The mean of `values` (one per question) and its two-sided percentile bootstrap interval; `labels`: each
     question's resampling unit (judge.numbers.stats.rule.cluster_units), None to resample questions one by one."""
     unit_list = units(values, labels)
     kinds, freq = tally(unit_list)
     lo, hi = exact_interval(kinds, freq, draw_counts(freq, resamples, seed), (1 - decimal(confidence)) / 2,
                             "percentile")
-    return Interval(float(sum(values) / len(values)), float(lo), float(hi))
+    return StabilityEstimate(estimate=float(sum(values) / len(values)), ci_low=float(lo), ci_high=float(hi))
 
 
 def stability(samples: Mapping[str, Sequence[int]], pass_score: float, labels: Sequence | None, resamples: int,
-              seed: int) -> dict[str, Interval | None]:
+              seed: int) -> dict[str, StabilityEstimate | None]:
     """Each statistic over the questions of `samples` (question id -> its K scores, every sample scored), with its
     interval; None where it is undefined (no question, or unanimous and agreement at K = 1)."""
     per_q = [question_values(s, pass_score) for s in samples.values()]
-    out: dict[str, Interval | None] = {}
+    out: dict[str, StabilityEstimate | None] = {}
     for name in STATISTICS:
         values = [v[name] for v in per_q]
         out[name] = (mean_interval(values, labels, resamples, seed)

@@ -59,8 +59,9 @@ class Simulation:
 @dataclass(frozen=True)
 class DecisionRule:
     """A decision rule: the interval it decides on (``bounds``), its verdict and the reason quoting its numbers
-    (``decide``, on a judge.numbers.stats.paired.Paired), and how many of a calibration's simulated data sets it makes
-    its claim on (``calibrate``). ``needs_scale``: it reads the rubric's scale (the bootstrap alone does not)."""
+    (``decide``, on the core.records.Result of judge.numbers.stats.paired), and how many of a calibration's
+    simulated data sets it makes its claim on (``calibrate``). ``needs_scale``: it reads the rubric's scale (the
+    bootstrap alone does not)."""
 
     name: str
     needs_scale: bool

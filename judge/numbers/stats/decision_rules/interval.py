@@ -23,7 +23,7 @@ def claims(kind: str, margin: float, low: float, high: float) -> bool:
 
 
 def interval_verdict(p, kind: str, margin: float, note: str = "") -> tuple[str, str]:
-    """The verdict of a judge.numbers.stats.paired.Paired's decision interval (``bound``, ``upper``) and its reason;
+    """The verdict of a core.records.Result's decision interval (``bound``, ``upper``) and its reason;
     ``note`` says after the bound where it comes from. Non-finite bounds give "inconclusive"."""
     one_sided = pct((1 + p.confidence) / 2)
     two_sided = pct(p.confidence)

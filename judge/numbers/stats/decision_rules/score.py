@@ -52,7 +52,7 @@ def bounds(s: Sample) -> Bounds:
 
 
 def score_test_at(p, side: str, boundary: float) -> dict[str, Any]:
-    """The recorded one-sided test of a judge.numbers.stats.paired.Paired on ``side`` ("lower"/"upper") at
+    """The recorded one-sided test of a core.records.Result on ``side`` ("lower"/"upper") at
     ``boundary``."""
     for t in p.tests or ():
         if t["side"] == side and t["boundary"] == boundary:
