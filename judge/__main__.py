@@ -190,6 +190,8 @@ def _command(args: argparse.Namespace) -> int:
                            "commitments")
         else:
             found = verify(args.results, args.exp, caches, args.anchor)
+        for line in found.migrated:
+            print(f"migrated: {line}")
         for line in found.checked:
             print(f"checked: {line}")
         for line in found.unchecked:

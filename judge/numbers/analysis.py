@@ -344,7 +344,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
                                                                         qmap, scores, comparisons,
                                                                         earlier_intervals, interval)}
     return {
-        "schema": 1,
+        "schema": Numbers.VERSION,
         "experiment": exp.name,
         "judge": judge,
         "questions": len(qmap),

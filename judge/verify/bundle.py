@@ -79,8 +79,8 @@ from ..numbers.biases import style_counts
 from ..outputs.review_md import REVIEW
 from ..results.files import ANCHOR_FILES, RAW_FILES, RETESTS, anchor
 from ..results.runinfo import bound_scope
+from .answers import missing_answers
 from .checks import Published, Verification, verify
-from .rederive import missing_answers
 
 BUNDLE = "BUNDLE.json"
 VERSION = 2  # version 1 (the previous one) hashed each withheld value bare: a short one can be guessed and confirmed
