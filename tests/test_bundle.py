@@ -25,16 +25,10 @@ from core.errors import BadInput
 from judge.gold.labelling import import_labels
 from judge.gold.sources import answer_sha256
 from judge.results.files import ANCHOR_FILES, load
-from judge.verify.bundle import (
-    Salts,
-    publish,
-    read_bundle,
-    recorded_gold,
-    redact_answer,
-    redact_judgment,
-    stand_in,
-    verify_bundle,
-)
+from judge.verify.bundle import read_bundle
+from judge.verify.bundle_check import recorded_gold, verify_bundle
+from judge.verify.publish import publish
+from judge.verify.withheld import Salts, redact_answer, redact_judgment, stand_in
 from registration.seal import seal
 
 from conftest import cli

@@ -21,7 +21,6 @@ def _utc(text: Any) -> dt.datetime | None:
     return t if t.tzinfo else None
 
 
-
 def _first_judgment(run_dir: Path, problems: list[str]) -> tuple[dt.datetime, str] | None:
     """The earliest recorded judgment time in the raw judgments.jsonl, parsed (not compared as text)."""
     first = None
@@ -35,7 +34,6 @@ def _first_judgment(run_dir: Path, problems: list[str]) -> tuple[dt.datetime, st
         elif first is None or t < first[0]:
             first = (t, j["time"])
     return first
-
 
 
 def amendment_check(exp_dir: Path, run_dir: Path, stored: list[dict]) -> dict[str, Any]:
@@ -112,7 +110,6 @@ def amendment_check(exp_dir: Path, run_dir: Path, stored: list[dict]) -> dict[st
         out["problems"].append(f"amendments: numbers.json lists {len(stored)} amendment(s), {path} has {k}: "
                                "amendments were removed after the numbers were computed")
     return out
-
 
 
 def disagreement(what: str, main: Any, independent: Any) -> list[str]:

@@ -43,9 +43,7 @@ def missing_answers(path: Path, exp: Experiment, scope: Scope, have: set[str]) -
     return out
 
 
-
 _ABSENT = object()
-
 
 
 def expected_identity(spec: ModelSpec, adapters: tuple[AdapterSpec, ...], runtime: Runtime,
@@ -56,10 +54,8 @@ def expected_identity(spec: ModelSpec, adapters: tuple[AdapterSpec, ...], runtim
     return backend_info(spec.backend).expected_identity(spec, adapters, runtime, eff)
 
 
-
 def _json(value: Any) -> str:
     return "nothing" if value is _ABSENT else json.dumps(value, sort_keys=True)
-
 
 
 def identity_findings(ident: dict[str, Any], spec: ModelSpec, quant: str | None, adapters: tuple[AdapterSpec, ...],
@@ -90,7 +86,6 @@ def identity_findings(ident: dict[str, Any], spec: ModelSpec, quant: str | None,
     return out
 
 
-
 def _glue_calls(session: GlueSession, arm: ArmSpec, quant: str, question: Question, sample: int,
                 ident: dict[str, Any], rec: dict[str, Any], replies: Replies, where: str) -> tuple[list[str], Outcome]:
     """Run the arm's registered glue again (contained: `session`) on the row's recorded replies: the call keys its
@@ -112,7 +107,6 @@ def _glue_calls(session: GlueSession, arm: ArmSpec, quant: str, question: Questi
         return reply
 
     return derived, session.run(question, call_model)
-
 
 
 def _call_findings(rec: dict[str, Any], arm: ArmSpec, calls: list, derived: list[str] | None, finished: bool,
@@ -138,7 +132,6 @@ def _call_findings(rec: dict[str, Any], arm: ArmSpec, calls: list, derived: list
     return []
 
 
-
 def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, questions: dict[str, Question],
                 replies: Replies) -> tuple[list[str], list[str]]:
     """Each answer record (superseded error records too) against the registration, its call keys re-derived
@@ -150,7 +143,6 @@ def answer_rows(path: Path, run: dict[str, Any], exp: Experiment, questions: dic
     finally:
         for session in sessions.values():
             session.close()
-
 
 
 def _answer_rows(path: Path, run: dict[str, Any], exp: Experiment, questions: dict[str, Question],

@@ -100,7 +100,6 @@ class Verification:
     migrated: tuple[str, ...] = ()  # each document written by an earlier version, as it was read (printed)
 
 
-
 @dataclass(frozen=True)
 class Published:
     """What a published bundle (judge.verify.bundle) gives verify in place of what it withholds: the run's questions,
@@ -117,11 +116,9 @@ class Published:
     gold: Recorded = field(default_factory=Recorded)
 
 
-
 def cache_file(path: Path) -> Path:
     """A call cache named on the command line: its folder (BLINDEVAL_CACHE's form) or its calls.sqlite."""
     return Path(path) / "calls.sqlite" if Path(path).is_dir() else Path(path)
-
 
 
 def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None = None,
@@ -280,7 +277,6 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         problems += found
         unchecked += not_checked
     return Verification(list(dict.fromkeys(problems)), list(dict.fromkeys(unchecked)), digest, migrated=migrated)
-
 
 
 def review_findings(run_dir: Path, exp_dir: Path) -> tuple[list[str], list[str]]:

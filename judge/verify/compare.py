@@ -10,7 +10,6 @@ from typing import Any
 TOL = 1e-9
 
 
-
 def _key(v: dict) -> str | None:
     """How a row of a list in numbers.json is named in a mismatch: by id, hypothesis, judges or cell."""
     if "id" in v:
@@ -22,7 +21,6 @@ def _key(v: dict) -> str | None:
     if "arm" in v and "quant" in v:
         return f"{v['arm']}/{v['quant']}"
     return None
-
 
 
 def leaves(x: Any, path: str = "") -> dict[str, Any]:
@@ -39,7 +37,6 @@ def leaves(x: Any, path: str = "") -> dict[str, Any]:
     return {path: x}
 
 
-
 def _names(rows: list[dict]) -> list[str]:
     """Each row's name; a repeated name gets its occurrence (`H1#2`), so a second entry can never hide the first."""
     seen: dict[str, int] = defaultdict(int)
@@ -48,7 +45,6 @@ def _names(rows: list[dict]) -> list[str]:
         seen[_key(v)] += 1
         out.append(_key(v) if seen[_key(v)] == 1 else f"{_key(v)}#{seen[_key(v)]}")
     return out
-
 
 
 def duplicate_names(x: Any, path: str = "") -> list[str]:
@@ -67,7 +63,6 @@ def duplicate_names(x: Any, path: str = "") -> list[str]:
     return out
 
 
-
 def renamed_entries(stored: dict, recomputed: dict) -> list[str]:
     """numbers.json's comparisons, subsets and cells named otherwise than the recomputation names them (an id no
     registered hypothesis has, an arm or quant the scope does not have): one finding each, naming the entry by its
@@ -84,7 +79,6 @@ def renamed_entries(stored: dict, recomputed: dict) -> list[str]:
     return out
 
 
-
 def same(a: Any, b: Any) -> bool:
     """Equal, floats within TOL (also inside lists, such as a kappa interval)."""
     if isinstance(a, list) and isinstance(b, list):
@@ -95,7 +89,6 @@ def same(a: Any, b: Any) -> bool:
             return False
         return math.isclose(float(a), float(b), rel_tol=TOL, abs_tol=TOL)
     return a == b
-
 
 
 def diff_numbers(stored: dict, recomputed: dict, label: str) -> list[str]:
@@ -109,7 +102,6 @@ def diff_numbers(stored: dict, recomputed: dict, label: str) -> list[str]:
         elif not same(s[k], r[k]):
             out.append(f"numbers.json {k} = {s[k]!r}, but the {label} gives {r[k]!r}")
     return out
-
 
 
 def subset_of(stored: dict, independent_numbers: dict) -> dict:

@@ -24,7 +24,6 @@ def unstated_power(numbers: dict, main: dict) -> list[str]:
     return out
 
 
-
 def unmeasured_stability(numbers: dict, main: dict) -> list[str]:
     """A folder written before stability across samples was measured has no `stability`: nothing decided by it, so it
     is left out of the comparison (dropped from the recomputation ``main``) and listed as unchecked, never a
@@ -34,7 +33,6 @@ def unmeasured_stability(numbers: dict, main: dict) -> list[str]:
     del main["stability"]
     return ["numbers.json: no stability (written before pass^k, pass@k and the agreement across samples were "
             "measured): not compared; `judge run` into the folder adds it without any model call"]
-
 
 
 def labels_since(numbers: dict, main: dict) -> list[str]:
@@ -49,7 +47,6 @@ def labels_since(numbers: dict, main: dict) -> list[str]:
     return [f"labels/: people's gold scores are {now} now, numbers.json was computed with {before}: labels were given "
             "or removed after the run. Run the same `python -m judge run` into this folder again to fold them in (no "
             "model call is repeated), then verify; the mismatches below follow from it"]
-
 
 
 def earlier_rule_findings(numbers: dict, exp) -> list[str]:
@@ -72,7 +69,6 @@ def earlier_rule_findings(numbers: dict, exp) -> list[str]:
                 "biases were measured beside each decision: `judge run` into the folder re-decides it without any "
                 "model call"]
     return []
-
 
 
 def earlier_version_findings(numbers: dict, main: dict) -> list[str]:
@@ -106,7 +102,6 @@ def earlier_version_findings(numbers: dict, main: dict) -> list[str]:
     return out
 
 
-
 def earlier_intervals(numbers: dict) -> bool:
     """Whether an earlier version wrote the folder's judge_validity: an agreement without ``resampling`` or a
     corrected estimate without ``step`` (core.records.GoldAgreement, Estimate). Both paths then recompute it as that
@@ -117,14 +112,12 @@ def earlier_intervals(numbers: dict) -> bool:
     return any("resampling" not in a for a in agreements) or any("step" not in e for e in estimates)
 
 
-
 def agreement_interval(numbers: dict) -> str:
     """The agreement intervals' method the folder was written with: "percentile" where an agreement records no
     ``interval`` (core.records.GoldAgreement: written before the intervals were BCa), else "bca". Both paths
     recompute it so."""
     agreements = [j["agreement"] for j in (numbers.get("judge_validity") or {}).get("judges", []) if j["agreement"]]
     return "percentile" if any("interval" not in a for a in agreements) else "bca"
-
 
 
 def version_findings(run_dir: Path, run: RunInfo, numbers: Numbers) -> list[str]:

@@ -80,7 +80,6 @@ def rederive(run_dir: Path, run: dict[str, Any], exp: Experiment, questions: lis
     return problems, unchecked
 
 
-
 def missing_verdicts(run_dir: Path, scope: Scope, prompts: dict[str, tuple[Any, str]],
                      wanted: list[str]) -> list[str]:
     """Every blinded item the bound mode judges without a current verdict of each bound judge, named."""
@@ -95,7 +94,6 @@ def missing_verdicts(run_dir: Path, scope: Scope, prompts: dict[str, tuple[Any, 
                            f"{item.question_id!r}, the answer at {source}): binding.json registers this judge, and "
                            "every blinded answer has one current verdict of each judge")
     return out
-
 
 
 def label_derivation(run_dir: Path, scope: Scope, withheld: bool) -> tuple[bytes | None, list[str], list[str]]:
@@ -118,16 +116,13 @@ def label_derivation(run_dir: Path, scope: Scope, withheld: bool) -> tuple[bytes
         return None, [f"{e}: the labels of blinding.jsonl and judgments.jsonl were not re-derived"], []
 
 
-
 def _kind(rec: dict[str, Any]) -> str:
     """A blinding.jsonl record's type, read as core.records reads it."""
     return rec.get("type") or ("pair" if "hypothesis" in rec else "blinding")
 
 
-
 def _secret_bound(run_dir: Path) -> bool:
     return (read_binding(run_dir) or {}).get("blinding_secret_sha256") is not None
-
 
 
 def blinding(run_dir: Path, scope: Scope, exp: Experiment, answers: list[AnswerRow], qmap: dict[str, Question],
@@ -181,7 +176,6 @@ def blinding(run_dir: Path, scope: Scope, exp: Experiment, answers: list[AnswerR
     return {i.label: (i, where[i.label]) for i in [*items, *pitems]}, [k.label for k in wanted], out
 
 
-
 def _reparse(attempts: list[dict], rubric: Rubric, finding) -> dict[str, Any]:
     """The verdict the stored raw replies give under the registered parser (judge.judging.calls's rule: the first
     attempt that parses is scored; a failed call ends in `error`; else `unscored`)."""
@@ -202,7 +196,6 @@ def _reparse(attempts: list[dict], rubric: Rubric, finding) -> dict[str, Any]:
             return {"status": "scored", "score": int(parsed.fields[rubric.score_field]), "fields": parsed.fields,
                     "repaired": parsed.repaired, "from": f"attempts[{i}].raw"}
     return {"status": "unscored", "score": None, "fields": None, "repaired": False}
-
 
 
 def judge_identities(run: dict[str, Any], exp: Experiment, scope: Scope, run_json: Path) -> list[str]:
@@ -228,7 +221,6 @@ def judge_identities(run: dict[str, Any], exp: Experiment, scope: Scope, run_jso
     return out
 
 
-
 def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, scope: Scope, prompts: dict[str, tuple[Any, str]],
              replies: Replies) -> list[str]:
     """Each judgment record of judgments.jsonl and each retest record of retests.jsonl (superseded error records
@@ -238,7 +230,6 @@ def verdicts(run_dir: Path, run: dict[str, Any], exp: Experiment, scope: Scope, 
     for path in (run_dir / "judgments.jsonl", run_dir / RETESTS):
         out += _verdict_file(path, run, exp, scope, prompts, replies)
     return out
-
 
 
 def _verdict_file(path: Path, run: dict[str, Any], exp: Experiment, scope: Scope,

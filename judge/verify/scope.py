@@ -44,7 +44,6 @@ def folder_scope(run_dir: Path, run: dict, exp: Experiment,
                    "holds is paid for again)"]
 
 
-
 def bound_registration(exp: Experiment, scope: Scope, bound: dict | None) -> tuple[dict, frozenset, list[str]]:
     """binding.json's registration entries as the experiment folder gives them now (arms.folder.registration);
     the entries that cannot be computed here (a glue module that does not import on this machine), and why."""
@@ -61,13 +60,11 @@ def bound_registration(exp: Experiment, scope: Scope, bound: dict | None) -> tup
         return now, skipped, [f"{BINDING}: {', '.join(sorted(skipped))}: not compared with the experiment folder: {e}"]
 
 
-
 def record_findings(run: dict, expected: dict, path: Path) -> list[str]:
     """run.json against what the binding and the registration give for its registered part (judge.results.runinfo)."""
     stored, want = leaves(run), leaves(expected)
     return [f"{path}: field {k!r}: reads {stored.get(k, '<missing>')!r}, but binding.json and the experiment folder "
             f"give {want[k]!r}" for k in want if k not in stored or not same(stored[k], want[k])]
-
 
 
 def cost_findings(run: dict, run_dir: Path, exp) -> list[str]:
@@ -84,7 +81,6 @@ def cost_findings(run: dict, run_dir: Path, exp) -> list[str]:
                 out.append(f"run.json cost of {c['role']} {c['name']}: {k} reads {c.get(k)!r}, the raw files "
                            f"and batches.jsonl give {other.get(k)!r}")
     return out
-
 
 
 def refuse_withheld(exp_dir: Path) -> None:
