@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from core import records
 from core.errors import BadInput, BadRecord
 from core.records import Document, Entry, Numbers, RunInfo
+from core.records.check import BOOKKEEPING
 from judge.__main__ import main
 
 pytestmark = pytest.mark.unit
@@ -86,7 +87,7 @@ def _values(hint: Any) -> st.SearchStrategy:
 def _contract(cls: type) -> list[tuple[str, Any, bool]]:
     hints = typing.get_type_hints(cls)
     return [(f.name, hints[f.name], f.default is f.default_factory is MISSING)
-            for f in fields(cls) if f.name not in ("written", "migrated")]
+            for f in fields(cls) if f.name not in BOOKKEEPING]
 
 
 @st.composite

@@ -23,6 +23,8 @@ from ..errors import BadInput, BadRecord
 from .migrate import Migrated, upgrade
 
 _QUALIFIED = re.compile(r"\btyping\.|\bcore\.records\.(?:\w+\.)*")  # module names in a printed type
+# the fields an Entry keeps about how it was read, not of its contract: the keys as read, the migration steps taken
+BOOKKEEPING = frozenset({"written", "migrated"})
 
 
 def _accepted(hint: Any) -> tuple[frozenset[type], frozenset[str]] | None:
@@ -50,7 +52,7 @@ def _contract(cls: type) -> tuple[tuple[str, Any, bool, Any, Any], ...]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in fields(cls):
-        if f.name in ("written", "migrated"):
+        if f.name in BOOKKEEPING:
             continue
         hint = hints[f.name]
         origin, args = typing.get_origin(hint), typing.get_args(hint)

@@ -107,7 +107,7 @@ class Published:
     binding.json's sha256 (its answers.jsonl and judgments.jsonl are published with values withheld); the original
     folder's anchor; whether that folder had review.md (its report links to it); and what it recorded at publishing
     of the gold sources on the answers whose text it withholds (judge.gold.sources.Recorded). Nothing is re-derived from
-    the rows' text then (it is withheld): judge.verify.bundle lists that as unchecked."""
+    the rows' text then (it is withheld): judge.verify.bundle_check lists that as unchecked."""
 
     questions: list[Question]
     raw_sha256: dict[str, str]
