@@ -79,3 +79,12 @@ def test_a_bundle_of_the_previous_version_carries_none_and_says_so(bundle):
     v = verify_bundle(bundle, caches=[])
     assert v.problems == []
     assert any("a bundle of version 2 carries no JSON Schemas" in u for u in v.unchecked)
+
+
+def test_a_schema_that_cannot_be_applied_is_a_finding_not_a_traceback(bundle):
+    path = bundle / "schemas" / "numbers.schema.json"
+    path.write_text(json.dumps({"$ref": "#/$defs/nowhere"}) + "\n")
+    problems = verify_bundle(bundle, caches=[]).problems
+    assert any(p.startswith(f"{bundle / 'results' / 'numbers.json'}: the JSON Schema the bundle carries for it cannot "
+                            "be applied") for p in problems), problems
+    assert any(p.startswith(f"{path}: differs from the JSON Schema") for p in problems)

@@ -53,7 +53,12 @@ def _documents(path: Path) -> list[tuple[str, Any]]:
 
 
 def _violations(where: str, doc: Any, carried: dict[str, Any]) -> list[str]:
-    errors = sorted(jsonschema.Draft202012Validator(carried).iter_errors(doc), key=lambda e: list(e.absolute_path))
+    try:
+        errors = sorted(jsonschema.Draft202012Validator(carried).iter_errors(doc),
+                        key=lambda e: [str(p) for p in e.absolute_path])
+    except Exception as e:  # noqa: BLE001 - a carried schema that cannot be applied (a $ref to nowhere): a finding
+        return [f"{where}: the JSON Schema the bundle carries for it cannot be applied ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:200] if str(e) else ''})"]
     out = [f"{where}: field {'.'.join(map(str, e.absolute_path)) or '(the document)'!r}: {e.message[:200]}, against "
            f"the JSON Schema the bundle carries" for e in errors[:SHOWN]]
     if len(errors) > SHOWN:

@@ -137,7 +137,10 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     run = as_written = run_doc.to_dict()  # of this version: an older file is read migrated, as written otherwise
     numbers = numbers_doc.to_dict()
     migrated = tuple(map(str, run_doc.migrated + numbers_doc.migrated))
-    exp_dir = Path(exp_dir or run["experiment_dir"])
+    if exp_dir is None and run_doc.experiment_dir is None:
+        raise BadInput(run_dir / "run.json", "missing: the experiment folder is not recorded; pass it with --exp",
+                       field="experiment_dir")
+    exp_dir = Path(exp_dir or run_doc.experiment_dir)
     digest = published.anchor if published else anchor(run_dir)
     problems: list[str] = version_findings(run_dir, run_doc, numbers_doc)
     if recorded is not None and recorded != digest:
@@ -165,9 +168,9 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     problems += edited_run
     run = merged(run, expected)  # from here on the scope, judges and settings are the bound ones, never run.json's
     for name, sha in (published.raw_sha256 if published else raw_sha256(run_dir)).items():
-        if numbers["raw_sha256"].get(name) != sha:
+        if numbers_doc.raw_sha256.get(name) != sha:
             problems.append(f"raw file {name}: sha256 {sha[:12]}… differs from the one numbers.json was computed "
-                            f"from ({str(numbers['raw_sha256'].get(name))[:12]}…)")
+                            f"from ({str(numbers_doc.raw_sha256.get(name))[:12]}…)")
     all_q = published.questions if published else load_questions(exp.set_paths(), exp.set_formats_by_path())
     wanted = set(scope.question_ids)
     questions = {q.id: list(q.tags) for q in all_q if q.id in wanted}
