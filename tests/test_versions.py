@@ -60,8 +60,8 @@ def test_a_version_1_document_is_read_migrated_and_says_so():
 @pytest.mark.unit
 def test_a_document_of_this_version_is_read_as_written(tmp_path):
     path = tmp_path / "numbers.json"
-    edit_from = json.loads((VERSION1 / "out" / "numbers.json").read_text())
-    path.write_text(json.dumps({**edit_from, "schema": 2}, indent=1) + "\n")
+    written = json.loads((VERSION1 / "out" / "numbers.json").read_text())
+    path.write_text(json.dumps({**written, "schema": 2}, indent=1) + "\n")
     doc = Numbers.read_file(path)
     assert doc.migrated == () and doc.text() == path.read_text()  # the same bytes: the anchor depends on it
 
