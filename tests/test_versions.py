@@ -131,3 +131,22 @@ def test_the_previous_version_folder_verifies_in_process(folder):
     exp, out = folder
     v = verify(out, exp, [])
     assert v.problems == [] and [m.split(":")[0] for m in v.migrated] == ["run.json", "numbers.json"]
+
+
+@pytest.mark.unit
+def test_an_explicit_version_1_is_migrated_like_an_absent_one():
+    run = json.loads((VERSION1 / "out" / "run.json").read_text())
+    d, taken = upgrade("RunInfo", {"version": 1, **run}, "version", 2, "run.json")
+    assert d == {"version": 2, **run} and list(d)[0] == "version" and len(taken) == 1
+
+
+@pytest.mark.unit
+def test_a_step_that_does_not_raise_the_version_is_refused():
+    steps = dict(STEPS)
+    try:
+        STEPS[("Numbers", 1)] = type(STEPS[("Numbers", 1)])("planted", lambda d: d)
+        with pytest.raises(ValueError):
+            upgrade("Numbers", {"schema": 1}, "schema", 2, "numbers.json")
+    finally:
+        STEPS.clear()
+        STEPS.update(steps)

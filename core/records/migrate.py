@@ -42,8 +42,9 @@ def numbers_1_to_2(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_1_to_2(d: dict[str, Any]) -> dict[str, Any]:
-    """run.json carried no version before version 2: the key is added first, as the writer writes it."""
-    return {"version": 2, **d}
+    """run.json carried no version before version 2 (or `"version": 1`): the key is put first, as the writer writes
+    it."""
+    return {"version": 2, **{k: v for k, v in d.items() if k != "version"}}
 
 
 # (contract class name, the version a step reads) -> the step to the next version
@@ -64,6 +65,8 @@ def upgrade(contract: str, d: dict[str, Any], key: str, to: int,
     while version < to and (contract, version) in STEPS:
         step = STEPS[contract, version]
         d = step.change(d)
-        taken.append(Migrated(Path(file).name, version, d[key], step.what))
-        version = d[key]
+        if d.get(key) != version + 1:  # a step gives the next version, or the chain would never end
+            raise ValueError(f"the migration of {contract} from version {version} gives version {d.get(key)!r}")
+        taken.append(Migrated(Path(file).name, version, version + 1, step.what))
+        version += 1
     return d, tuple(taken)
