@@ -192,7 +192,7 @@ def test_planted_faults_in_a_real_document_are_named_alike_by_the_schema_and_the
         yield Numbers, "numbers", wrong, ["judge_totals", next(iter(numbers["judge_totals"])), "scored"]
         wrong = {k: v for k, v in run.items() if k != "judge"}  # run.json's judge missing
         yield RunInfo, "run", wrong, ["judge"]
-        yield RunInfo, "run", {**run, "version": 2}, ["version"]  # a later version
+        yield RunInfo, "run", {**run, "version": RunInfo.VERSION + 1}, ["version"]  # a later version
 
     for cls, name, doc, where in faults():
         with pytest.raises(BadRecord) as e:
