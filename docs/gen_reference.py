@@ -440,13 +440,14 @@ def documents() -> list[type]:
 
 def contract_fields(cls: type) -> list[tuple[str, object, bool, str]]:
     """(name, type, required, comment) of each field of an Entry class."""
+    from core.records.check import BOOKKEEPING
     from core.records.schema import field_comments
 
     hints = typing.get_type_hints(cls)
     comments = field_comments(cls)
     out = []
     for f in dataclasses.fields(cls):
-        if f.name == "written":
+        if f.name in BOOKKEEPING:
             continue
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         out.append((f.name, hints[f.name], required, comments.get(f.name, "")))

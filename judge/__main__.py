@@ -179,7 +179,8 @@ def _command(args: argparse.Namespace) -> int:
         rec = amend(args.dir, args.text, post_hoc=args.post_hoc)
         print(f"amendment {rec['n']} sealed at {rec['date']}")
     elif args.cmd == "verify":
-        from .verify.bundle import ANCHOR_NOTE, BUNDLE, verify_bundle
+        from .verify.bundle import ANCHOR_NOTE, BUNDLE
+        from .verify.bundle_check import verify_bundle
         from .verify.checks import verify
 
         caches = [] if args.no_cache else args.cache
@@ -190,6 +191,8 @@ def _command(args: argparse.Namespace) -> int:
                            "commitments")
         else:
             found = verify(args.results, args.exp, caches, args.anchor)
+        for line in found.migrated:
+            print(f"migrated: {line}")
         for line in found.checked:
             print(f"checked: {line}")
         for line in found.unchecked:
@@ -207,7 +210,9 @@ def _command(args: argparse.Namespace) -> int:
     elif args.cmd == "publish":
         from registration.seal import outside_experiment
 
-        from .verify.bundle import ANCHOR_NOTE, SECRET, publish, read_bundle, read_salts
+        from .verify.bundle import ANCHOR_NOTE, read_bundle
+        from .verify.publish import publish
+        from .verify.withheld import SECRET, read_salts
 
         if args.reveal:
             salts = read_salts(args.results / SECRET)

@@ -351,7 +351,7 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
     rows = [c.record for c in current(run_dir / "answers.jsonl", ANSWER_KEY).values()]
     files = quant_files(exp, arms)
     scope = Scope(arms, limit, [q.id for q in questions], panel, mode, binding["label_key"])
-    run_info = merged(registered(exp, scope, plan.rubric), {
+    run_info = merged({"version": RunInfo.VERSION, **registered(exp, scope, plan.rubric)}, {
         "experiment_dir": binding["experiment_dir"],  # where the folder was bound: a resume from elsewhere agrees
         "judge": {"identity": identities[primary.name], "identities": identities, "effective_settings": jeffective},
         "effective_settings": recorded_effective(rows),  # as the rows record it: a resume that loads no model agrees

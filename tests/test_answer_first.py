@@ -24,8 +24,8 @@ from core.errors import BadInput
 from judge.judging.answer_first import FIRST_SYSTEM, check, first_request
 from judge.judging.blinding import BlindItem
 from judge.judging.calls import judge_all
-from judge.verify.bundle import Salts, redact_judgment
-from judge.verify.rederive import Replies
+from judge.verify.replies import Replies
+from judge.verify.withheld import Salts, redact_judgment
 from models.backends.base import Reply
 from models.backends.openai import OpenAIBackend, OpenAIConfig
 from models.cache import CallCache, call_key

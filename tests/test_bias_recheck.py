@@ -121,7 +121,7 @@ def test_the_family_by_the_independent_path_is_the_main_paths_and_holm_is_statsm
 def test_a_folder_decided_before_the_family_existed_gets_one_line_saying_how_to_re_decide_it():
     from types import SimpleNamespace
 
-    from judge.verify.checks import earlier_rule_findings
+    from judge.verify.earlier_versions import earlier_rule_findings
 
     exp = SimpleNamespace(analysis=SimpleNamespace(rule="score"))
     old = {"comparisons": [{"result": {"rule": "score", "scale": [0, 2, 1]}}]}

@@ -25,16 +25,10 @@ from core.errors import BadInput
 from judge.gold.labelling import import_labels
 from judge.gold.sealed import answer_sha256
 from judge.results.files import ANCHOR_FILES, load
-from judge.verify.bundle import (
-    Salts,
-    publish,
-    read_bundle,
-    recorded_gold,
-    redact_answer,
-    redact_judgment,
-    stand_in,
-    verify_bundle,
-)
+from judge.verify.bundle import read_bundle
+from judge.verify.bundle_check import recorded_gold, verify_bundle
+from judge.verify.publish import publish
+from judge.verify.withheld import Salts, redact_answer, redact_judgment, stand_in
 from registration.seal import seal
 
 from conftest import cli
@@ -532,7 +526,7 @@ def test_no_guess_of_a_private_value_is_confirmed_by_the_bundle_and_the_team_ope
         data = path.read_text(encoding="utf-8", errors="replace")
         assert not [d for d in digests if d in data], path
     doc = json.loads((bundle / "BUNDLE.json").read_text())
-    assert doc["version"] == 2
+    assert doc["version"] == 3  # version 3: bundles carry their documents' JSON Schemas
     published_rows = (bundle / "results" / "answers.jsonl").read_text().splitlines()
     for no, (line, row) in enumerate(zip(answers, published_rows, strict=True), start=1):
         assert doc["rows"]["answers.jsonl"][no - 1][0] == opened(f"answers.jsonl:{no}", line.decode(), key)
@@ -613,7 +607,7 @@ def test_a_damaged_bundle_json_is_bad_input_naming_the_field(published, tmp_path
         f"rows[{first!r}][0]": lambda d: d["rows"][first][0].append("0" * 64),
         "private['sets/exam.jsonl']": lambda d: d["private"].update({"sets/exam.jsonl": 7}),
         "gold_sha256": lambda d: d.pop("gold_sha256"),
-        "version": lambda d: d.update(version=3),
+        "version": lambda d: d.update(version=4),
         "type": lambda d: d.update(type="bundel"),
     }
     for n, (field, damage) in enumerate(damages.items()):

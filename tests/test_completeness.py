@@ -26,8 +26,9 @@ from judge.outputs.report import render
 from judge.outputs.review_md import write_review
 from judge.results.files import anchor
 from judge.results.runinfo import bound_scope, registered
-from judge.verify.checks import record_findings, verify
-from judge.verify.rederive import expected_identity, identity_findings
+from judge.verify.answers import expected_identity, identity_findings
+from judge.verify.checks import verify
+from judge.verify.scope import record_findings
 from models.backends.base import STRUCTURED
 from models.cache import CallCache, call_key
 from models.load import open_backend

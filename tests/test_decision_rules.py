@@ -79,7 +79,7 @@ T_ONLY = DecisionRule(name="t_only", needs_scale=False, bounds=t_only_bounds, de
 # ---------------------------------------------------------------- ... and its second-path twin
 
 
-def t_only_twin_bounds(c: twin.Comparison) -> dict:
+def t_only_twin_bounds(c: twin.PairedDifferences) -> dict:
     low, high = second_t_interval([float(x) for x in c.d], c.alpha)
     return {"bound": low, "upper": high}
 

@@ -234,7 +234,7 @@ def test_the_familys_claims_are_an_independent_holm_or_fixed_sequence_on_the_cor
 
 
 def test_a_folder_an_earlier_version_decided_otherwise_gets_one_line_naming_why_and_how_to_re_decide_it():
-    from judge.verify.checks import earlier_version_findings
+    from judge.verify.earlier_versions import earlier_version_findings
 
     withdrawn = {"id": "H1", "verdict": "inconclusive", "family": {"size": 1},
                  "reason": "one-sided 97.5% lower bound -0.05 > -0.1: non-inferior; but the rule's false-claim rate "

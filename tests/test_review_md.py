@@ -27,8 +27,9 @@ from judge.outputs.review import Answer, HypothesisPairs, Pair, Review
 from judge.outputs.review_md import MAX_QUESTIONS, block, code, render_review, review_markdown, write_review
 from judge.outputs.view import view
 from judge.results.files import anchor
-from judge.verify.bundle import publish, verify_bundle
+from judge.verify.bundle_check import verify_bundle
 from judge.verify.checks import review_findings, verify
+from judge.verify.publish import publish
 from registration.questions import Question, load_questions
 
 from conftest import ROOT, cli

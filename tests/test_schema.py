@@ -25,6 +25,7 @@ from test_documents import OTHER_TYPE, SECTIONS, _contract, _documents, _fits, _
 
 from core.errors import BadRecord
 from core.records import Document, Entry, Numbers, Record, RunInfo
+from core.records.check import BOOKKEEPING
 from core.records.schema import CONTRACTS, schema, schemas
 
 LEGACY = Path(__file__).parent / "data" / "legacy" / "out"
@@ -63,7 +64,7 @@ def test_every_schema_is_a_draft_2020_12_schema_naming_every_contract_field():
         s = schema(cls)
         jsonschema.Draft202012Validator.check_schema(s)
         assert s["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-        fields = {f.name for f in dataclasses.fields(cls)} - {"written"}
+        fields = {f.name for f in dataclasses.fields(cls)} - BOOKKEEPING
         read_first = {cls.VERSION_KEY} if issubclass(cls, Document) else {"type", "version"}  # checked before them
         assert set(s["properties"]) == fields | read_first, name
         assert s["required"] == [f.name for f in dataclasses.fields(cls) if f.name in fields
@@ -191,7 +192,7 @@ def test_planted_faults_in_a_real_document_are_named_alike_by_the_schema_and_the
         yield Numbers, "numbers", wrong, ["judge_totals", next(iter(numbers["judge_totals"])), "scored"]
         wrong = {k: v for k, v in run.items() if k != "judge"}  # run.json's judge missing
         yield RunInfo, "run", wrong, ["judge"]
-        yield RunInfo, "run", {**run, "version": 2}, ["version"]  # a later version
+        yield RunInfo, "run", {**run, "version": RunInfo.VERSION + 1}, ["version"]  # a later version
 
     for cls, name, doc, where in faults():
         with pytest.raises(BadRecord) as e:

@@ -517,7 +517,7 @@ def test_krippendorff_with_missing_ratings_matches_the_package():
 
 
 def test_verify_compares_lists_of_floats_within_its_tolerance():
-    from judge.verify.checks import diff_numbers
+    from judge.verify.compare import diff_numbers
 
     assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1 + 1e-15, 0.2 - 1e-15]}, "x") == []
     assert diff_numbers({"kappa_ci95": [0.1, 0.2]}, {"kappa_ci95": [0.1, 0.21]}, "x")

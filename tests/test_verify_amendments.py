@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 
+import judge.verify.amendments
 import judge.verify.checks
 import registration.seal
 from core import jsonl
@@ -75,7 +76,8 @@ def test_amendments_sealed_before_judging_pass(run_copy):
     exp, out = run_copy
     r = verify(exp, out)
     assert r.returncode == 0, r.stderr
-    check = judge.verify.checks.amendment_check(exp, out, json.loads((out / "numbers.json").read_text())["amendments"])
+    stored = json.loads((out / "numbers.json").read_text())["amendments"]
+    check = judge.verify.amendments.amendment_check(exp, out, stored)
     assert check == {"problems": [], "broken_at": None, "late": set()}
 
 

@@ -23,7 +23,7 @@ from judge.numbers.stats.decide import decide
 from judge.numbers.stats.hypothesis import decision
 from judge.numbers.stats.paired import paired
 from judge.numbers.stats.rule import Scale
-from judge.verify.checks import diff_numbers
+from judge.verify.compare import diff_numbers
 from judge.verify.second_path import decisions as second_path
 from registration.prereg import load_experiment
 from registration.vocabulary import CLAIMS, DEFAULT_METHOD, DEFAULT_RULE, KINDS, METHODS, RULES, VERDICTS

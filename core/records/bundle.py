@@ -20,12 +20,12 @@ class BundleFile(Entry):
 
 @dataclass(frozen=True)
 class BundleInfo(Document):
-    """BUNDLE.json (judge.verify.bundle.publish). Version 1 (the previous one) hashed each withheld value bare and
-    recorded nothing of the gold; version 2 commits each with a salt and records what verify cannot compute of the
-    gold."""
+    """BUNDLE.json (judge.verify.publish). Version 1 hashed each withheld value bare and recorded nothing of the gold;
+    version 2 commits each with a salt and records what verify cannot compute of the gold; version 3 carries the JSON
+    Schema of each document it holds (judge.verify.bundle_schemas)."""
 
     WHAT: ClassVar[str] = "a bundle's BUNDLE.json"
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3
 
     type: Literal["bundle"]  # always "bundle"
     run: str  # the run's name (run.json)

@@ -4,7 +4,8 @@ depth), each error naming the file, the line and the field's path (BadRecord: ex
 
 `_checked` reads the raw records (core.records.raw) and the sections of the documents; `Entry` is a section of a
 JSON document, kept key for key so that a file read and written again is the same bytes; `Document` a whole file,
-refused when it is of a later version than this blindeval reads.
+refused when it is of a later version than this blindeval reads, migrated (core.records.migrate) when it is of an
+earlier one.
 """
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ import json
 import re
 import types
 import typing
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from .. import jsonl
 from ..errors import BadInput, BadRecord
+from .migrate import Migrated, upgrade
 
 _QUALIFIED = re.compile(r"\btyping\.|\bcore\.records\.(?:\w+\.)*")  # module names in a printed type
+# the fields an Entry keeps about how it was read, not of its contract: the keys as read, the migration steps taken
+BOOKKEEPING = frozenset({"written", "migrated"})
 
 
 def _accepted(hint: Any) -> tuple[frozenset[type], frozenset[str]] | None:
@@ -48,7 +52,7 @@ def _contract(cls: type) -> tuple[tuple[str, Any, bool, Any, Any], ...]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in fields(cls):
-        if f.name == "written":
+        if f.name in BOOKKEEPING:
             continue
         hint = hints[f.name]
         origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -215,12 +219,17 @@ def _short(v: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+@dataclass(frozen=True)
 class Document(Entry):
     """A whole JSON file (run.json, numbers.json). Its version is read from VERSION_KEY (absent: version 1, as a raw
-    record without `version`): a file of a later version than this blindeval reads is refused, never misread."""
+    record without `version`): a file of a later version than this blindeval reads is refused, never misread; one of
+    an earlier version is migrated to this one before its contract checks it (core.records.migrate), and `migrated`
+    says each step taken (empty for a file of this version). The file itself is never rewritten by a read."""
 
     VERSION: ClassVar[int] = 1
     VERSION_KEY: ClassVar[str] = "version"
+
+    migrated: tuple[Migrated, ...] = field(default=(), repr=False, compare=False, kw_only=True)
 
     @classmethod
     def from_dict(cls, d: Any, file: str | Path):
@@ -230,7 +239,9 @@ class Document(Entry):
         if type(version) is not int or not 1 <= version <= cls.VERSION:
             raise BadRecord(file, f"reads {version!r}; this version of blindeval reads {cls.WHAT} of version 1 to "
                             f"{cls.VERSION}", field=cls.VERSION_KEY)
-        return cls.read(d, file)
+        d, taken = upgrade(cls.__name__, d, cls.VERSION_KEY, cls.VERSION, file)
+        doc = cls.read(d, file)
+        return replace(doc, migrated=taken) if taken else doc
 
     @classmethod
     def read_file(cls, path: str | Path):

@@ -140,13 +140,15 @@ class ContaminationSection(Entry):
 
 @dataclass(frozen=True, kw_only=True)
 class Numbers(Document):
-    """numbers.json (judge.numbers.analysis.compute_numbers): its version is `schema`. Sections added since the first
-    version (family, panel_rule, judge_validity, stability, contamination) are optional. Each section is an Entry of
+    """numbers.json (judge.numbers.analysis.compute_numbers): its version is `schema` (VERSION; a file of version 1 is
+    migrated by core.records.migrate). Sections added since the first version (family, panel_rule, judge_validity,
+    stability, contamination) are optional. Each section is an Entry of
     its own, read and written by the same contract: a field missing or of another type at any depth is bad input naming
     its path
     (`comparisons[2].judge_error.ppi.low`). The fields are in the order the file holds them."""
 
     WHAT: ClassVar[str] = "the numbers of a run (numbers.json)"
+    VERSION: ClassVar[int] = 2  # what this blindeval writes; raise it with a step in core.records.migrate
     VERSION_KEY: ClassVar[str] = "schema"
 
     schema: int = 1  # this document's version

@@ -256,5 +256,5 @@ class PublicQuestion(Record):
     line: int  # its line in the set
     tags: list[str]  # the question's tags, as the set gives them
     cluster: str | None  # the question's cluster; None when it has none
-    question_sha256: str  # sha256(salt ‖ text) (judge.verify.bundle.commitment), salted from bundle.secret
+    question_sha256: str  # sha256(salt ‖ text) (judge.verify.withheld.commitment), salted from bundle.secret
     reference_sha256: str | None  # None: the question has no reference

@@ -63,17 +63,18 @@ class CostRow(Entry):
 @dataclass(frozen=True)
 class RunInfo(Document):
     """run.json (judge.results.runinfo builds its registered part, pipeline.run the rest). Required: what every reader
-    reads (the report renders the judge's backend and the audit gate); fields that older folders lack are optional;
-    run.json carries no `version` key yet (absent is version 1), so its bytes, part of the anchor,
-    are those earlier versions wrote."""
+    reads (the report renders the judge's backend and the audit gate); fields that older folders lack are optional.
+    Its version is `version` (VERSION): version 1 wrote none, and is migrated by core.records.migrate."""
 
     WHAT: ClassVar[str] = "a run record (run.json)"
+    VERSION: ClassVar[int] = 2  # what this blindeval writes; raise it with a step in core.records.migrate
 
     name: str  # the run's name: the experiment's, + "-" and the arms when a subset, + "-limitN" with --limit
     arms: list[str]  # the arms the folder binds, by name
     question_ids: list[str]  # the ids of the questions in scope (the first --limit of the registered sets)
     judge: RunJudge  # the judges of the run and what was read back from them
     audit_gate: str  # the report's audit gate line (pipeline.run.check_audit_gate)
+    version: int = 1  # this document's version (absent: 1)
     experiment: str | None = None  # the experiment's name in prereg.toml
     seed: int | None = None  # the experiment's registered seed
     limit: int | None = None  # the bound --limit; None for all questions

@@ -113,7 +113,7 @@ def check(j: dict[str, Any], rubric: Rubric, question: str, reference: str | Non
     """(the judge's answer the grading prompt showed, findings (field, message)) for judgment `j` recorded at
     `where` (file:line) under `rubric`: its recorded answer against the rubric's form; of a `two_calls` rubric, the
     first call's key re-derived from the question and the judge's identity, and the answer against the reply the
-    call cache holds (`replies`: judge.verify.rederive.Replies). `fields`: the verdict's fields re-parsed from its raw
+    call cache holds (`replies`: judge.verify.replies.Replies). `fields`: the verdict's fields re-parsed from its raw
     reply."""
     own = j.get("judge_answer")
     form = rubric.answer_first

@@ -159,6 +159,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     subsets = [s for h in hyps for s in subset_analyses(h, exp, qs_for(h), scores, rubric_scale(exp, h, points))]
     by_quant, comparisons = quant_check(exp, arms, scores, comparisons)
     return Numbers(
+        schema=Numbers.VERSION,
         experiment=exp.name,
         judge=judge,
         questions=len(qmap),

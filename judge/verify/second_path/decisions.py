@@ -33,7 +33,7 @@ from registration.vocabulary import KINDS, METHODS
 from . import contamination
 from .bootstrap import check_paired, draw
 from .decision_rules import DECISION_RULES
-from .decision_rules.interface import Comparison
+from .decision_rules.interface import PairedDifferences
 from .raw_files import Final, kind_of
 
 
@@ -58,7 +58,8 @@ def comparison(a: Sequence, b: Sequence, *, alpha: float, margin: float, rule: s
         units = [(s, m) for s, m in grouped.values()]
     out = check_paired(a, b, draw(units, resamples, seed), method, alpha, margin=margin, clusters=labels)
     out["rule"], out["scale"], out["tests"] = rule, [lo, hi, samples], None
-    out.update(decides.bounds(Comparison(d=d, labels=labels, alpha=alpha, margin=margin, scale=scale, result=out)))
+    out.update(decides.bounds(PairedDifferences(d=d, labels=labels, alpha=alpha, margin=margin, scale=scale,
+                                                result=out)))
     return out
 
 

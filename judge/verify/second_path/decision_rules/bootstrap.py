@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .interface import Comparison, DecisionRule
+from .interface import DecisionRule, PairedDifferences
 from .interval import interval_verdict
 
 
-def bounds(c: Comparison) -> dict[str, Any]:
+def bounds(c: PairedDifferences) -> dict[str, Any]:
     return {"bound": c.result["ci_low"], "upper": c.result["ci_high"]}
 
 

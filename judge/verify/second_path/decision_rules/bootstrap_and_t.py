@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from ..bootstrap import t_crit, t_interval
-from .interface import Comparison, DecisionRule
+from .interface import DecisionRule, PairedDifferences
 from .interval import interval_verdict
 
 
@@ -37,7 +37,7 @@ def guard(d: list[Fraction], labels: Sequence | None, alpha: float, step: float)
     return _cr1_interval(list(groups.values()), alpha, float(step))
 
 
-def bounds(c: Comparison) -> dict[str, Any]:
+def bounds(c: PairedDifferences) -> dict[str, Any]:
     lo, hi, _ = c.scale
     g_low, g_high = guard(c.d, c.labels, c.alpha, (hi - lo) / 2)
     return {"bound": min(c.result["ci_low"], g_low), "upper": max(c.result["ci_high"], g_high), "guard_low": g_low,

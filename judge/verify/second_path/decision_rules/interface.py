@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 
 @dataclass(frozen=True)
-class Comparison:
+class PairedDifferences:
     """One comparison as a rule sees it, after the bootstrap is recomputed (``result``: ``check_paired``'s)."""
 
     d: list[Fraction]  # each question's difference b - a, exact
@@ -28,5 +28,5 @@ class DecisionRule:
     (``verdict``: kind, margin, result)."""
 
     name: str
-    bounds: Callable[[Comparison], dict[str, Any]]
+    bounds: Callable[[PairedDifferences], dict[str, Any]]
     verdict: Callable[[str, float, dict[str, Any]], str]

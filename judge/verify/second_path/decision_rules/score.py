@@ -7,10 +7,10 @@ from fractions import Fraction
 from typing import Any
 
 from ..score_test import boundary_tests, lower_bound, tests_verdict
-from .interface import Comparison, DecisionRule
+from .interface import DecisionRule, PairedDifferences
 
 
-def bounds(c: Comparison) -> dict[str, Any]:
+def bounds(c: PairedDifferences) -> dict[str, Any]:
     lo, hi, _ = c.scale
     m = Fraction(repr(float(c.margin))) if c.margin else Fraction(0)
     tests = boundary_tests(c.d, m, hi - lo, c.alpha, c.labels)
