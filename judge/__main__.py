@@ -317,12 +317,13 @@ def _mb(n: int) -> str:
 
 def _undecided(out: Path) -> int:
     """Exit 1, with one line per decision, when a registered decision is inconclusive for want of verdicts."""
-    from core.records import Numbers, RunInfo
+    from core.records import RunInfo
 
     from .numbers.analysis import undecided
+    from .results.files import RUN, read_numbers
 
-    max_unscored = (RunInfo.read_file(out / "run.json").analysis or {})["max_unscored"]
-    lines = undecided(Numbers.read_file(out / "numbers.json").to_dict(), max_unscored)
+    max_unscored = RunInfo.read_file(out / RUN).analysis.max_unscored
+    lines = undecided(read_numbers(out).to_dict(), max_unscored)  # judge.numbers.analysis reads a dict still
     for line in lines:
         print(f"check failed: {line}", file=sys.stderr)
     return 1 if lines else 0

@@ -22,9 +22,8 @@ from judge.judging.blinding import blind
 from judge.judging.calls import build_request, prompt_sha256
 from judge.judging.cost import costs
 from judge.numbers.analysis import compute_numbers, write_numbers
-from judge.outputs.report import render
+from judge.outputs.report import folder_report
 from judge.outputs.review_md import write_review
-from judge.results.files import anchor
 from judge.results.runinfo import bound_scope, registered
 from judge.verify.checks import record_findings, verify
 from judge.verify.rederive import expected_identity, identity_findings
@@ -58,7 +57,7 @@ def reanalyse(out: Path) -> None:
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, info, run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, e.dir)
-    (out / "report.md").write_text(render(numbers, info, anchor(out)))
+    (out / "report.md").write_text(folder_report(out))
 
 
 @pytest.fixture

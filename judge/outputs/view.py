@@ -31,6 +31,7 @@ from core.atomic import write_text
 from core.errors import BadInput
 from core.records import HumanLabel, Judgment
 
+from ..results.files import NUMBERS
 from .review import Answer, BlindView, Review, blind_view
 from .review_md import folder_review
 from .summary import summary
@@ -124,9 +125,10 @@ def review_data(r: Review) -> dict[str, Any]:
             })
     run = r.run
     return {
-        "run": {"name": run.get("name"), "experiment": run.get("experiment"), "finished": run.get("finished"),
-                "primary": run["judge"].get("primary"), "rubric": run["judge"].get("rubric"), "anchor": r.anchor},
-        "numbers": r.numbers, "judges": list(r.judges), "scale": list(r.scale),
+        "run": {"name": run.name, "experiment": run.experiment, "primary": run.judge.primary,
+                "rubric": run.judge.rubric, "anchor": r.anchor},
+        "numbers": None if r.numbers is None else r.numbers.to_dict(),  # embedded as written, for the page's tables
+        "judges": list(r.judges), "scale": list(r.scale),
         "summary": [] if r.numbers is None else [asdict(line) for line in summary(r.numbers)],  # as report.md opens
         "hypotheses": [{"id": h.id, "text": h.text, "a": h.a, "b": h.b, "quant": h.quant, "subset": list(h.subset)}
                        for h in r.hypotheses],
@@ -165,7 +167,7 @@ def view(run_dir: Path, blind: bool = False, out: Path | None = None, exp_dir: P
     else:
         r = folder_review(run_dir, exp_dir)
         if r.numbers is None:
-            raise BadInput(run_dir / "numbers.json", "missing: the run has not finished, so there are no decisions "
+            raise BadInput(run_dir / NUMBERS, "missing: the run has not finished, so there are no decisions "
                            "to show (re-run `judge run` to finish it)")
         data = review_data(r)
     return write_text(out, render_page(data, blind))
