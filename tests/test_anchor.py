@@ -19,9 +19,8 @@ from judge.gold.sources import run_gold
 from judge.numbers.analysis import compute_numbers, write_numbers
 from judge.outputs.report import folder_report
 from judge.outputs.review_md import write_review
-from judge.results.files import ANCHOR_FILES, anchor
+from judge.results.files import ANCHOR_FILES, INVOCATIONS, anchor, last_invocation
 from judge.verify.checks import Verification, verify
-from pipeline.run import INVOCATIONS, last_invocation
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.seal import seal
