@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import jsonl
-from core.records import AnswerRow
+from core.records import AnswerRow, Binding
 from judge.gold.sources import run_gold
 from judge.judging.blinding import blind
 from judge.judging.calls import build_request, prompt_sha256
@@ -159,7 +159,7 @@ def test_any_registered_field_of_run_json_edited_is_named(small_run, data):
     hashes, warnings): an edit of any of it is a finding naming the field."""
     info = json.loads((small_run / "run.json").read_text())
     exp = load_experiment(info["experiment_dir"])
-    scope = bound_scope(json.loads((small_run / "binding.json").read_text()), exp, small_run / "binding.json")
+    scope = bound_scope(Binding.read_file(small_run / "binding.json"), exp, small_run / "binding.json")
     expected = registered(exp, scope, load_rubric(exp.rubric))
     assert record_findings(info, expected, small_run / "run.json") == []
     path, value = data.draw(st.sampled_from(list(_registered_leaves(expected))))
