@@ -154,7 +154,7 @@ def _command(args: argparse.Namespace) -> int:
         from pipeline.run import DEMO, run
         from registration.seal import outside_experiment
 
-        from .results.files import anchor
+        from .results.files import REPORT, anchor
 
         if args.limit is not None and args.limit < 1:
             raise BadInput("--limit", "must be a positive number of questions")
@@ -165,7 +165,7 @@ def _command(args: argparse.Namespace) -> int:
         out = run(args.exp or DEMO, args.arms or None, args.limit, args.out, progress=not args.quiet,
                   judge_names=args.judges, mode=args.mode, max_cost=args.max_cost)
         if not args.quiet:
-            print((out / "report.md").read_text())
+            print((out / REPORT).read_text())
         print(f"results: {out}", file=sys.stderr)
         print(f"anchor: {anchor(out)}")
         return _undecided(out)
