@@ -45,7 +45,7 @@ from core import jsonl
 from core.atomic import replacing, write_text
 from core.crash import PARENT_ENV
 from core.errors import BadInput
-from core.records import ANSWER_KEY, JUDGMENT_KEY, Binding
+from core.records import ANSWER_KEY, JUDGMENT_KEY, Binding, BindingScope, ScopeChange
 from models.sources import chat_template
 from registration.gold import ranked
 from registration.prereg import Experiment
@@ -53,11 +53,17 @@ from registration.seal import inside, manifest_sha256, sealed_sha256
 
 from .glue import glue_source
 
+# A results folder's files, named once, here at the lowest layer that writes them (judge.results.files names them for
+# every reader above): the binding, its lock and blinding secret, the raw files and the run's record
 BINDING = "binding.json"
 LOCK = "run.lock"
 SECRET = "blinding.secret"  # the folder's blinding secret (hex): never registered, rendered nor published
+ANSWERS = "answers.jsonl"
+BLINDING = "blinding.jsonl"
+JUDGMENTS = "judgments.jsonl"
+RUN = "run.json"
 # files a run writes: a folder holding any of them but no binding.json was written before folders were bound
-WRITTEN = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl", "run.json")
+WRITTEN = (ANSWERS, BLINDING, JUDGMENTS, RUN)
 
 
 def _sha(path: Path) -> str:
@@ -128,11 +134,11 @@ def new_secret(run_dir: Path) -> str:
     return hashlib.sha256(secret).hexdigest()
 
 
-def blinding_secret(run_dir: Path, doc: dict[str, Any] | None) -> bytes | None:
+def blinding_secret(run_dir: Path, doc: Binding | None) -> bytes | None:
     """The folder's blinding secret, read from blinding.secret and checked against the sha256 binding.json (`doc`)
     records; None for a folder bound before blinding secrets (or never bound), whose labels derive from its label
     key. Bad input (exit 2, naming the file) when the binding records a secret and the file is missing or another."""
-    want = (doc or {}).get("blinding_secret_sha256")
+    want = doc.blinding_secret_sha256 if doc else None
     if want is None:
         return None
     path = Path(run_dir) / SECRET
@@ -196,11 +202,17 @@ def gold_entries(exp: Experiment) -> dict[str, str]:
     return out
 
 
-def read_binding(run_dir: Path) -> dict[str, Any] | None:
+def read_binding(run_dir: Path) -> Binding | None:
     """The folder's binding.json read through its contract (core.records.Binding: damage is bad input naming file and
     field); None: the folder was written before folders were bound."""
     path = Path(run_dir) / BINDING
-    return Binding.read_file(path).to_dict() if path.exists() else None
+    return Binding.read_file(path) if path.exists() else None
+
+
+def changed(run_dir: Path, doc: Binding, **fields: Any) -> Binding:
+    """`doc` with `fields` (plain JSON values) in place, every other key as written: a key it lacked is added last, as
+    earlier versions added it, so a binding that does not change keeps its bytes."""
+    return Binding.from_dict({**doc.to_dict(), **fields}, Path(run_dir) / BINDING)
 
 
 def short(v: str) -> str:
@@ -208,7 +220,7 @@ def short(v: str) -> str:
 
 
 def bind(run_dir: Path, exp: Experiment, arms: list[str], limit: int | None, reg: dict[str, str],
-         judging: bool = True) -> dict[str, Any]:
+         judging: bool = True) -> Binding:
     """The folder's binding for this run: a new one, the bound one resumed, or the bound one extended.
 
     Refuses (BadInput, exit 2) a folder bound to anything else, naming every difference, and a folder
@@ -227,49 +239,50 @@ def bind(run_dir: Path, exp: Experiment, arms: list[str], limit: int | None, reg
             raise BadInput(path, f"this results folder holds {', '.join(written)} but no {BINDING}: it was written "
                            "before results folders were bound to one registration, so a new run cannot tell what "
                            "it holds. It still reads and verifies; pick another folder with --out")
-        return {"schema": 1, "created": now(), "experiment": exp.name, "experiment_dir": str(exp.dir),
-                "label_key": label_key(exp), "blinding_secret_sha256": new_secret(run_dir), "registration": reg,
-                "scope": scope, "amendments": None, "history": [{"time": now(), **scope}]}
+        return Binding.built(schema=1, created=now(), experiment=exp.name, experiment_dir=str(exp.dir),
+                             label_key=label_key(exp), blinding_secret_sha256=new_secret(run_dir), registration=reg,
+                             scope=BindingScope(**scope), amendments=None,
+                             history=[ScopeChange(time=now(), **scope)])
     blinding_secret(run_dir, bound)  # a folder bound with a secret resumes with that one, checked before any call
     problems = []
-    for k, v in bound["registration"].items():
+    for k, v in bound.registration.items():
         if k not in reg:
             if judging:  # without judging, an entry absent now is one only judging computes (dropped arms are named)
                 problems.append(f"{k}: bound {short(v)}, absent now")
         elif reg[k] != v:
             problems.append(f"{k}: bound {short(v)}, now {short(reg[k])}")
-    if bound["label_key"] != label_key(exp):
-        problems.append(f"blinding label key: bound {bound['label_key']!r}, now {label_key(exp)!r}")
-    old = bound["scope"]
-    dropped = [a for a in old["arms"] if a not in arms]
+    if bound.label_key != label_key(exp):
+        problems.append(f"blinding label key: bound {bound.label_key!r}, now {label_key(exp)!r}")
+    old = bound.scope
+    dropped = [a for a in old.arms if a not in arms]
     if dropped:
-        problems.append(f"arms: bound {','.join(old['arms'])}; this run leaves out {','.join(dropped)} (a run may "
+        problems.append(f"arms: bound {','.join(old.arms)}; this run leaves out {','.join(dropped)} (a run may "
                         "add arms to a folder, not drop them)")
-    narrower = limit is not None and (old["limit"] is None or limit < old["limit"])
+    narrower = limit is not None and (old.limit is None or limit < old.limit)
     if narrower:
-        problems.append(f"--limit: bound {old['limit'] or 'none (every question)'}, now {limit} (a run may raise "
+        problems.append(f"--limit: bound {old.limit or 'none (every question)'}, now {limit} (a run may raise "
                         "the limit of a folder, not lower it)")
     if problems:
         shown = "; ".join(problems[:8]) + (f"; and {len(problems) - 8} more" if len(problems) > 8 else "")
         raise BadInput(path, f"this results folder is bound to another registration or run: {shown}. Resume it "
                        "exactly as bound (or with more arms or a larger --limit), or pick another folder with --out")
-    out = {**bound, "registration": {**bound["registration"], **reg}, "scope": scope}
-    if scope != old:
-        out["history"] = [*bound.get("history", []), {"time": now(), **scope}]
-    return out
+    if scope == {"arms": old.arms, "limit": old.limit}:
+        return changed(run_dir, bound, registration={**bound.registration, **reg})
+    return changed(run_dir, bound, registration={**bound.registration, **reg}, scope=scope,
+                   history=[*(h.to_dict() for h in bound.history or ()), {"time": now(), **scope}])
 
 
-def commit(run_dir: Path, doc: dict[str, Any]) -> None:
+def commit(run_dir: Path, doc: Binding) -> None:
     """Write the binding if it is new or changed (before any call of this run)."""
-    if read_binding(Path(run_dir)) != doc:
-        path = Path(run_dir) / BINDING
-        write_text(path, Binding.from_dict(doc, path).text())
+    text = doc.text()
+    bound = read_binding(Path(run_dir))
+    if bound is None or bound.text() != text:
+        write_text(Path(run_dir) / BINDING, text)
 
 
 REPAIRED = "repaired.jsonl"
 # the raw files `judge repair` rewrites, each with its key, and whether the retry rule governs it
-REPAIRABLE = (("answers.jsonl", ANSWER_KEY, True), ("blinding.jsonl", ("label",), False),
-              ("judgments.jsonl", JUDGMENT_KEY, True))
+REPAIRABLE = ((ANSWERS, ANSWER_KEY, True), (BLINDING, ("label",), False), (JUDGMENTS, JUDGMENT_KEY, True))
 
 
 def repair(run_dir: Path) -> dict[str, int]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from arms.folder import blinding_secret
 from core import jsonl
-from core.records import AnswerRow, Judgment, row_id
+from core.records import AnswerRow, Judgment, Numbers, RunInfo, row_id
 from judge.gold.sources import run_gold
 from judge.judging.blinding import blind, folder_label_secret
 from judge.judging.calls import build_request, prompt_sha256
@@ -84,7 +84,7 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
                          {**e.arm(arm).generation.to_dict(), "seed": e.arm(arm).generation.seed})
                for arm in arms for quant in qs for i in range(n)]
     items, keys = blind(answers, {q.id: q for q in load_questions(e.set_paths())},
-                        folder_label_secret(blinding_secret(run_dir, binding), binding["label_key"]), e.seed, e.scrub)
+                        folder_label_secret(blinding_secret(run_dir, binding), binding.label_key), e.seed, e.scrub)
     identity = {"backend": "llama-cpp", "model_sha256": "sha", "lora_sha256": None, "lora_scale": None,
                 "chat_template_sha256": "template", "n_ctx": e.runtime.n_ctx, "sampler": EXTRA_SAMPLING}
     read_back = {"model_sha256": "sha", "loras": [], "chat_template_sha256": "template", "cpu_extra_buffers": True}
@@ -105,7 +105,7 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
                               prompt_sha256(request),
                               [{"raw": raw, "finish_reason": "stop", "error": None, "repaired": False}],
                               0.1, 10, 5, 0, calls=[call_key(identity, request)]).to_dict())
-    scope = Scope(arms, None, [q.id for q in load_questions(e.set_paths())], panel, "single", binding["label_key"])
+    scope = Scope(arms, None, [q.id for q in load_questions(e.set_paths())], panel, "single", binding.label_key)
     run = merged(registered(e, scope, rubric), {
         "experiment_dir": str(exp), "audit_gate": "not checked",
         "judge": {"identity": identity, "identities": {"local": identity},
@@ -131,6 +131,7 @@ def main() -> None:
         numbers = compute_numbers(e, load_questions(e.set_paths()), run_dir, run, run_gold(e, run_dir))
         timings["numbers_s"] = time.perf_counter() - t0
         write_numbers(numbers, run_dir / "numbers.json")
+        numbers, run = Numbers.read_file(run_dir / "numbers.json"), RunInfo.read_file(run_dir / "run.json")
         t0 = time.perf_counter()
         write_plots(numbers.to_dict(), run_dir)
         timings["plots_s"] = time.perf_counter() - t0

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeline.run import last_invocation
+from judge.results.files import last_invocation
 
 ROOT = Path(__file__).resolve().parent.parent
 DERIVED = ("quants", "adapters", "probes")  # derived from the model files, never a model call

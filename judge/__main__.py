@@ -154,7 +154,7 @@ def _command(args: argparse.Namespace) -> int:
         from pipeline.run import DEMO, run
         from registration.seal import outside_experiment
 
-        from .results.files import anchor
+        from .results.files import REPORT, anchor
 
         if args.limit is not None and args.limit < 1:
             raise BadInput("--limit", "must be a positive number of questions")
@@ -165,7 +165,7 @@ def _command(args: argparse.Namespace) -> int:
         out = run(args.exp or DEMO, args.arms or None, args.limit, args.out, progress=not args.quiet,
                   judge_names=args.judges, mode=args.mode, max_cost=args.max_cost)
         if not args.quiet:
-            print((out / "report.md").read_text())
+            print((out / REPORT).read_text())
         print(f"results: {out}", file=sys.stderr)
         print(f"anchor: {anchor(out)}")
         return _undecided(out)
@@ -322,12 +322,13 @@ def _mb(n: int) -> str:
 
 def _undecided(out: Path) -> int:
     """Exit 1, with one line per decision, when a registered decision is inconclusive for want of verdicts."""
-    from core.records import Numbers, RunInfo
+    from core.records import RunInfo
 
     from .numbers.analysis import undecided
+    from .results.files import RUN, read_numbers
 
-    max_unscored = (RunInfo.read_file(out / "run.json").analysis or {})["max_unscored"]
-    lines = undecided(Numbers.read_file(out / "numbers.json").to_dict(), max_unscored)
+    max_unscored = RunInfo.read_file(out / RUN).analysis.max_unscored
+    lines = undecided(read_numbers(out).to_dict(), max_unscored)  # judge.numbers.analysis reads a dict still
     for line in lines:
         print(f"check failed: {line}", file=sys.stderr)
     return 1 if lines else 0

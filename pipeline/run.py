@@ -7,14 +7,12 @@ locked while the run writes it and bound to one registration before its first ca
 a later run resumes exactly that, extends it with more arms or questions, or is refused.
 run.json records the run as the registration, the binding and the raw files give it (judge.results.runinfo), so a resume
 that adds nothing rewrites it byte for byte and leaves the anchor (judge.results.files.anchor) as it was; what each
-invocation did, when and where, is appended to invocations.jsonl.
+invocation did, when and where, is appended to invocations.jsonl (pipeline.invocation).
 """
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import hashlib
-import platform
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +21,6 @@ from typing import Any
 from arms.collect import collect, recorded_effective
 from arms.folder import blinding_secret, locked
 from arms.settings import verify_settings
-from core import jsonl
 from core.atomic import write_text
 from core.errors import BadInput
 from core.jsonl import Appender, current, read
@@ -31,17 +28,27 @@ from core.records import ANSWER_KEY, AnswerRow, RunInfo
 from judge.gold.sources import check_gold, run_gold
 from judge.judging.blinding import blind, folder_label_secret
 from judge.judging.budget import Budget, can_cost, plan_text, planned_calls
-from judge.judging.calls import RETESTS, judge_all, retest_labels
+from judge.judging.calls import judge_all, retest_labels
 from judge.judging.cost import costs
 from judge.judging.pairwise import pair_items
 from judge.judging.preflight import check_answers, preflight
 from judge.numbers.analysis import compute_numbers, late_amendments, write_numbers
 from judge.outputs.plots import write_plots
-from judge.outputs.report import render
+from judge.outputs.report import folder_report
 from judge.outputs.review_md import write_review
 from judge.results.binding import bind, commit, start_judging
-from judge.results.files import anchor
-from judge.results.runinfo import Scope, merged, registered, run_name
+from judge.results.files import (
+    ANSWERS,
+    BLINDING,
+    JUDGMENTS,
+    NUMBERS,
+    REPORT,
+    RETESTS,
+    RUN,
+    anchor,
+    read_numbers,
+)
+from judge.results.runinfo import Scope, record, run_name
 from models.backends.base import Backend
 from models.backends.registry import backend_info
 from models.cache import CallCache
@@ -53,41 +60,10 @@ from registration.rubric import Rubric, load_rubric, rubric_dir
 from registration.seal import inside, verify_seal
 from registration.spec import check_generation
 
+from .invocation import log_invocation
+
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "sealed" / "demo"
-INVOCATIONS = "invocations.jsonl"  # one record per finished `judge run`: a log, outside the anchor
-
-
-def versions() -> dict[str, str]:
-    import jinja2
-    import numpy
-    import scipy
-
-    out = {"python": sys.version.split()[0], "platform": platform.platform(), "numpy": numpy.__version__,
-           "scipy": scipy.__version__, "jinja2": jinja2.__version__}
-    try:
-        import llama_cpp
-
-        out["llama_cpp_python"] = llama_cpp.__version__
-    except ImportError:
-        pass
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        out["blindeval"] = version("blindeval")
-    except PackageNotFoundError:
-        out["blindeval"] = "source"
-    return out
-
-
-def local_machine(exp: Experiment) -> dict[str, Any]:
-    """What decided llama.cpp's CPU extra buffers on this machine (only when a model runs in process)."""
-    if not any(backend_info(m.backend).local for m in exp.models.values()):
-        return {}
-    from models.llama_loader import extra_buffers, gpu_offload, system_info
-
-    return {"cpu_extra_buffers_decision": extra_buffers(exp.runtime.cpu_extra_buffers).to_dict(),
-            "llama_cpp_system_info": system_info(), "llama_cpp_gpu_offload": gpu_offload()}
 
 
 def check_audit_gate(exp: Experiment, arms: list[str]) -> str:
@@ -275,7 +251,7 @@ def check_ceiling(exp: Experiment, arms: list[str], panel: list[JudgeSpec], ceil
 
 def spent(exp: Experiment, arms: list[str], panel: list[JudgeSpec], questions: list[Question], run_dir: Path) -> float:
     """What the folder's rows cost at the registered prices (run.json's `cost`), before this run pays anything."""
-    if not (run_dir / "answers.jsonl").exists():
+    if not (run_dir / ANSWERS).exists():
         return 0.0
     lines = costs(exp, arms, [j.name for j in panel], {q.id for q in questions}, run_dir)
     return sum(x["usd"] for x in lines if x["usd"] is not None)
@@ -287,7 +263,7 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
     run_dir, progress, exp_dir, primary = plan.run_dir, plan.progress, plan.exp.dir, plan.panel[0]
     # the folder is bound to one registration before any call: refused here if bound to another
     binding = bind(run_dir, exp, arms, limit, panel, mode, rubrics)
-    run_json = run_dir / "run.json"
+    run_json = run_dir / RUN
     audit_gate = check_audit_gate(exp, arms)
     contamination = check_contamination(exp, arms)
     jeffective = verify_judges(exp, rubrics, judges)
@@ -301,25 +277,25 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
     say(f"[1/4] collecting answers: {len(arms)} arms, {len(questions)} questions -> {run_dir}")
     arm_specs = [exp.arm(a) for a in arms]
     cstats = collect(arm_specs, exp.models, exp.adapters, questions, exp_dir, exp.runtime,
-                     run_dir / "answers.jsonl", cache, progress=progress)
+                     run_dir / ANSWERS, cache, progress=progress)
     qids = {q.id for q in questions}
-    answers = [c.record for c in current(run_dir / "answers.jsonl", ANSWER_KEY, make=AnswerRow.from_dict).values()]
+    answers = [c.record for c in current(run_dir / ANSWERS, ANSWER_KEY, make=AnswerRow.from_dict).values()]
     answers = [a for a in answers if a.arm in arms and a.question_id in qids]
 
     say(f"[2/4] blinding {len(answers)} answers")
     # the folder's blinding secret (its label key, in a folder bound before secrets), never the scope's
-    secret = folder_label_secret(blinding_secret(run_dir, binding), binding["label_key"])
+    secret = folder_label_secret(blinding_secret(run_dir, binding), binding.label_key)
     qmap = {q.id: q for q in questions}
     items, keys = blind(answers, qmap, secret, exp.seed, exp.scrub) if mode != "pairwise" else ([], [])
     hyps = [h for h in exp.hypotheses if h.a in arms and h.b in arms]
     pitems, pkeys = pair_items(hyps, answers, qmap, secret, exp.seed, exp.scrub) if mode != "single" else ([], [])
-    have = {r["label"] for _, r in read(run_dir / "blinding.jsonl", required=("label",))}
-    with Appender(run_dir / "blinding.jsonl") as w:
+    have = {r["label"] for _, r in read(run_dir / BLINDING, required=("label",))}
+    with Appender(run_dir / BLINDING) as w:
         for k in [*keys, *pkeys]:
             if k.label not in have:
                 w.write(k.to_dict())
 
-    check_answers(exp, panel, rubrics, {"single": items, "pairwise": pitems}, run_dir / "answers.jsonl")
+    check_answers(exp, panel, rubrics, {"single": items, "pairwise": pitems}, run_dir / ANSWERS)
     binding = start_judging(run_dir, binding, exp)  # the amendment chain's head as judging starts
     jstats, identities = {}, {}
     for j in panel:
@@ -335,7 +311,7 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
                            parallel_sequences=exp.runtime.parallel_sequences,
                            provider_batching=ProviderBatching.of(model, run_dir))
                 jstats[f"{j.name}/{jrubric.name}"] = judge_all(j.name, jbackend, jrubric, todo, cache,
-                                                               run_dir / "judgments.jsonl", **how)
+                                                               run_dir / JUDGMENTS, **how)
                 if kind == "single" and exp.judge_retest:  # test-retest: a seeded draw asked again, calls of their own
                     drawn = set(retest_labels([i.label for i in todo], exp.judge_retest, exp.seed, j.name))
                     jstats[f"{j.name}/{jrubric.name}/retest"] = judge_all(
@@ -345,41 +321,32 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
         finally:
             judges.close(j)
 
-    (run_dir / "judgments.jsonl").touch()  # nothing to judge (every answer an error row) still finishes the folder
+    (run_dir / JUDGMENTS).touch()  # nothing to judge (every answer an error row) still finishes the folder
     say("[4/4] analysing and writing the report")
     identities, jeffective = _judges_as_recorded(run_json, rubrics, jstats, identities, jeffective)
-    rows = [c.record for c in current(run_dir / "answers.jsonl", ANSWER_KEY).values()]
+    rows = [c.record for c in current(run_dir / ANSWERS, ANSWER_KEY).values()]
     files = quant_files(exp, arms)
-    scope = Scope(arms, limit, [q.id for q in questions], panel, mode, binding["label_key"])
-    run_info = merged({"version": RunInfo.VERSION, **registered(exp, scope, plan.rubric)}, {
-        "experiment_dir": binding["experiment_dir"],  # where the folder was bound: a resume from elsewhere agrees
-        "judge": {"identity": identities[primary.name], "identities": identities, "effective_settings": jeffective},
-        "effective_settings": recorded_effective(rows),  # as the rows record it: a resume that loads no model agrees
-        "quant_files": {k: {f: v for f, v in qf.items() if f != "path"} for k, qf in files.items()},
-        "audit_gate": audit_gate,
-        **({"contamination": contamination} if contamination is not None else {}),
-        "cost": costs(exp, arms, [j.name for j in panel], qids, run_dir),
-        **({"cost_estimate": plan.cost_plan} if plan.cost_plan is not None else {}),
-    })
-    write_text(run_json, RunInfo.from_dict(run_info, run_json).text())
-    computed = compute_numbers(exp, load_questions(exp.set_paths(), exp.set_formats_by_path()), run_dir, run_info,
-                               run_gold(exp, run_dir))
-    numbers = computed.to_dict()
-    for a in late_amendments(numbers):
-        raise BadInput(exp_dir / "amendments.jsonl", f"amendment {a['n']} is dated {a['date']}, after the first "
+    scope = Scope(arms, limit, [q.id for q in questions], panel, mode, binding.label_key)
+    info = record(exp, scope, plan.rubric, run_json, audit_gate=audit_gate, contamination=contamination,
+                  judge={"identity": identities[primary.name], "identities": identities,
+                         "effective_settings": jeffective},
+                  experiment_dir=binding.experiment_dir,  # where the folder was bound: a resume from elsewhere agrees
+                  effective_settings=recorded_effective(rows),  # as the rows record it: a resume agrees
+                  quant_files={k: {f: v for f, v in qf.items() if f != "path"} for k, qf in files.items()},
+                  cost=costs(exp, arms, [j.name for j in panel], qids, run_dir), cost_estimate=plan.cost_plan)
+    write_text(run_json, info.text())
+    computed = compute_numbers(exp, load_questions(exp.set_paths(), exp.set_formats_by_path()), run_dir,
+                               info.to_dict(), run_gold(exp, run_dir))  # judge.numbers reads a dict still
+    for a in late_amendments(computed):
+        raise BadInput(exp_dir / "amendments.jsonl", f"amendment {a.n} is dated {a.date}, after the first "
                        "judgment of this run: it cannot govern it (record it with `judge amend --post-hoc`)",
-                       line=a["n"], field="date")
-    write_numbers(computed, run_dir / "numbers.json")
-    write_plots(numbers, run_dir)
-    digest = anchor(run_dir)
+                       line=a.n, field="date")
+    write_numbers(computed, run_dir / NUMBERS)
+    write_plots(read_numbers(run_dir), run_dir)  # the plots and the report read numbers.json as every reader does
     write_review(run_dir, exp_dir)  # every answer beside its verdicts, where the arms differ most
-    write_text(run_dir / "report.md", render(numbers, run_info, digest))
-    with Appender(run_dir / INVOCATIONS) as log:  # what this invocation did, where: not evidence, not anchored
-        log.write({"type": "invocation", "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                   "versions": versions(), "call_cache": str(cache.path.resolve()), "machine": local_machine(exp),
-                   "quant_paths": {k: qf["path"] for k, qf in files.items()},
-                   "answers": {k: v for k, v in cstats.items() if k != "effective"}, "judging": jstats,
-                   "anchor": digest})
+    write_text(run_dir / REPORT, folder_report(run_dir))
+    log_invocation(run_dir, exp, cache, {k: qf["path"] for k, qf in files.items()},
+                   {k: v for k, v in cstats.items() if k != "effective"}, jstats, anchor(run_dir))
     return run_dir
 
 
@@ -389,25 +356,18 @@ def _judges_as_recorded(run_json: Path, rubrics: dict, jstats: dict, identities:
     a verdict of that judge, else those already recorded (the ones its verdicts were made under), so a resume that
     judges nothing leaves run.json as it was, on whatever machine it runs."""
     try:
-        previous = RunInfo.read_file(run_json).judge.to_dict() if run_json.exists() else {}
+        previous = RunInfo.read_file(run_json).judge if run_json.exists() else None
     except BadInput as e:
         raise BadInput(e.file, f"{e.message}: not the run record `judge run` writes; move it away to resume",
                        line=e.line, field=e.field) from None
     wrote = {s["judge"] for s in jstats.values() if s["items"] > s["already_done"]}
     identities, jeffective = dict(identities), dict(jeffective)
+    before, settings = (previous.identities or {}, previous.effective_settings or {}) if previous else ({}, {})
     for name in identities:
-        if name not in wrote and name in (previous.get("identities") or {}):
-            identities[name] = previous["identities"][name]
+        if name not in wrote and name in before:
+            identities[name] = before[name]
             for (judge, _), r in rubrics.items():
                 key = f"{judge}/{r.name}"
-                if judge == name and key in (previous.get("effective_settings") or {}):
-                    jeffective[key] = previous["effective_settings"][key]
+                if judge == name and key in settings:
+                    jeffective[key] = settings[key]
     return identities, jeffective
-
-
-def last_invocation(run_dir: Path) -> dict[str, Any]:
-    """The record of the last `judge run` into `run_dir` that finished (invocations.jsonl)."""
-    records = [r for _, r in jsonl.read(Path(run_dir) / INVOCATIONS)]
-    if not records:
-        raise BadInput(Path(run_dir) / INVOCATIONS, "no `judge run` has finished in this results folder")
-    return records[-1]

@@ -17,11 +17,10 @@ from hypothesis import strategies as st
 from core import jsonl
 from judge.gold.sources import run_gold
 from judge.numbers.analysis import compute_numbers, write_numbers
-from judge.outputs.report import render
+from judge.outputs.report import folder_report
 from judge.outputs.review_md import write_review
-from judge.results.files import ANCHOR_FILES, anchor
+from judge.results.files import ANCHOR_FILES, INVOCATIONS, anchor, last_invocation
 from judge.verify.checks import Verification, verify
-from pipeline.run import INVOCATIONS, last_invocation
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.seal import seal
@@ -88,7 +87,7 @@ def _reanalyse(exp, out) -> None:
     e = load_experiment(exp)
     write_numbers(compute_numbers(e, load_questions(e.set_paths()), out, info, run_gold(e, out)), out / "numbers.json")
     write_review(out, exp)
-    (out / "report.md").write_text(render(json.loads((out / "numbers.json").read_text()), info, anchor(out)))
+    (out / "report.md").write_text(folder_report(out))
 
 
 @pytest.mark.slow

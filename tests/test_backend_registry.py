@@ -20,6 +20,7 @@ import pytest
 from arms.collect import collect
 from arms.settings import verify_settings
 from core.errors import BadInput, CheckFailed
+from core.records import Numbers, RunInfo
 from judge.outputs.report import owe_the_reader
 from models.backends.anthropic import AnthropicBackend, AnthropicConfig
 from models.backends.base import NOT_USED, NOT_VERIFIABLE, BackendInfo, Generation, Reply, Request, nothing_read_back
@@ -34,6 +35,7 @@ from registration.questions import Question
 from registration.spec import parse_arms, parse_models
 
 from conftest import ROOT
+from support.planted import contract
 
 
 class EchoBackend:
@@ -421,13 +423,13 @@ def test_a_server_that_ignores_temperature_is_caught_over_http(llama_server):
 
 @pytest.mark.unit
 def test_the_report_names_what_could_not_be_verified():
-    numbers = {"comparisons": [], "amendments": [], "subsets": [], "cells": []}
+    numbers = contract(Numbers, {"comparisons": [], "amendments": [], "subsets": [], "cells": []})
     run = {"judge": {"warnings": [], "effective_settings": {"local/correctness": {"not_verifiable": []}}},
            "effective_settings": {"base/Q8_0": {"not_verifiable": ["temperature", "top_p"]}}, "audit_gate": "gate"}
-    said = [line for line in owe_the_reader(numbers, run) if "not verifiable" in line]
+    said = [line for line in owe_the_reader(numbers, contract(RunInfo, run)) if "not verifiable" in line]
     assert len(said) == 1 and "arm base/Q8_0 (temperature, top_p)" in said[0] and "judge" not in said[0]
     del run["effective_settings"]  # run.json written before read-back existed: no line
-    assert not [line for line in owe_the_reader(numbers, run) if "not verifiable" in line]
+    assert not [line for line in owe_the_reader(numbers, contract(RunInfo, run)) if "not verifiable" in line]
 
 
 @pytest.mark.integration

@@ -22,9 +22,9 @@ import pytest
 
 from arms.collect import plain_messages
 from core import jsonl
+from judge.results.files import last_invocation
 from models.backends.base import Request
 from models.load import open_backend
-from pipeline.run import last_invocation
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.seal import seal

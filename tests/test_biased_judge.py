@@ -33,8 +33,7 @@ from hypothesis import strategies as st
 from core.errors import BadInput
 from judge.gold.sources import gold_scores
 from judge.outputs.export import table
-from judge.outputs.report import render
-from judge.results.files import anchor
+from judge.outputs.report import folder_report
 from judge.verify.checks import verify
 from registration.prereg import load_experiment
 from registration.seal import seal
@@ -331,8 +330,7 @@ def test_a_folder_whose_agreement_intervals_resampled_answers_verifies_as_writte
     unchecked instead of failing; the current folder resamples whole questions."""
     from judge.gold.sources import run_gold
     from judge.numbers.analysis import compute_numbers, write_numbers
-    from judge.outputs.report import render
-    from judge.results.files import anchor
+    from judge.outputs.report import folder_report
     from registration.questions import load_questions
 
     exp, out, before, picked = report_mode
@@ -344,7 +342,7 @@ def test_a_folder_whose_agreement_intervals_resampled_answers_verifies_as_writte
     run = json.loads((copy / "run.json").read_text())
     numbers = compute_numbers(e, load_questions(e.set_paths()), copy, run, run_gold(e, copy), earlier_intervals=True)
     write_numbers(numbers, copy / "numbers.json")
-    (copy / "report.md").write_text(render(numbers.to_dict(), run, anchor(copy)))
+    (copy / "report.md").write_text(folder_report(copy))
     old = json.loads((copy / "numbers.json").read_text())
     agreement = old["judge_validity"]["judges"][0]["agreement"]
     assert "resampling" not in agreement and "exact_low" not in agreement
@@ -362,8 +360,7 @@ def test_a_folder_whose_agreement_intervals_were_percentile_verifies_as_written_
     whose kappa interval is another one on the same draws."""
     from judge.gold.sources import run_gold
     from judge.numbers.analysis import compute_numbers, write_numbers
-    from judge.outputs.report import render
-    from judge.results.files import anchor
+    from judge.outputs.report import folder_report
     from registration.questions import load_questions
 
     exp, out, before, picked = report_mode
@@ -375,7 +372,7 @@ def test_a_folder_whose_agreement_intervals_were_percentile_verifies_as_written_
     run = json.loads((copy / "run.json").read_text())
     numbers = compute_numbers(e, load_questions(e.set_paths()), copy, run, run_gold(e, copy), interval="percentile")
     write_numbers(numbers, copy / "numbers.json")
-    (copy / "report.md").write_text(render(numbers.to_dict(), run, anchor(copy)))
+    (copy / "report.md").write_text(folder_report(copy))
     agreement = json.loads((copy / "numbers.json").read_text())["judge_validity"]["judges"][0]["agreement"]
     assert agreement["resampling"] == "question" and "interval" not in agreement
     assert (agreement["kappa_low"], agreement["kappa_high"]) != (now["kappa_low"], now["kappa_high"])
@@ -445,8 +442,7 @@ def test_with_judge_error_decide_the_power_the_labels_buy_is_stated_before_and_a
     numbers = json.loads((old / "numbers.json").read_text())
     del numbers["comparisons"][0]["judge_error"]["power"]
     (old / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
-    run = json.loads((old / "run.json").read_text())
-    (old / "report.md").write_text(render(numbers, run, anchor(old), True))
+    (old / "report.md").write_text(folder_report(old))
     v = verify(old, exp, caches=[])
     assert v.problems == [] and any("no judge_error.power" in x for x in v.unchecked), (v.problems, v.unchecked)
 

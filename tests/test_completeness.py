@@ -16,15 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import jsonl
-from core.records import AnswerRow
+from core.records import AnswerRow, Binding
 from judge.gold.sources import run_gold
 from judge.judging.blinding import blind
 from judge.judging.calls import build_request, prompt_sha256
 from judge.judging.cost import costs
 from judge.numbers.analysis import compute_numbers, write_numbers
-from judge.outputs.report import render
+from judge.outputs.report import folder_report
 from judge.outputs.review_md import write_review
-from judge.results.files import anchor
 from judge.results.runinfo import bound_scope, registered
 from judge.verify.answers import expected_identity, identity_findings
 from judge.verify.checks import verify
@@ -59,7 +58,7 @@ def reanalyse(out: Path) -> None:
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, info, run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, e.dir)
-    (out / "report.md").write_text(render(numbers.to_dict(), info, anchor(out)))
+    (out / "report.md").write_text(folder_report(out))
 
 
 @pytest.fixture
@@ -161,7 +160,7 @@ def test_any_registered_field_of_run_json_edited_is_named(small_run, data):
     hashes, warnings): an edit of any of it is a finding naming the field."""
     info = json.loads((small_run / "run.json").read_text())
     exp = load_experiment(info["experiment_dir"])
-    scope = bound_scope(json.loads((small_run / "binding.json").read_text()), exp, small_run / "binding.json")
+    scope = bound_scope(Binding.read_file(small_run / "binding.json"), exp, small_run / "binding.json")
     expected = registered(exp, scope, load_rubric(exp.rubric))
     assert record_findings(info, expected, small_run / "run.json") == []
     path, value = data.draw(st.sampled_from(list(_registered_leaves(expected))))

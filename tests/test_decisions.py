@@ -217,14 +217,19 @@ def test_two_questions_one_win_one_tie_the_calibration_shows_the_bootstrap_rules
 
 
 def calibration_line(c: dict) -> str:
-    """The report's calibration line of comparison c, rendered from judge/outputs/templates/report.md.j2's own text."""
+    """The report's calibration line of comparison c, rendered from judge/outputs/templates/report.md.j2's own text,
+    with c read as numbers.json's reader reads it."""
     from jinja2 import Environment, StrictUndefined
 
+    from core.records import Comparison
     from judge.outputs.report import TEMPLATES
+
+    from support.planted import contract
     src = (TEMPLATES / "report.md.j2").read_text()
-    start = src.index('{% if c.get("calibration") %}')
-    return Environment(undefined=StrictUndefined).from_string(src[start:src.index("{% endif %}{% endif %}", start)]
-                                                               + "{% endif %}{% endif %}").render(c=c)
+    start = src.index('{% if c.calibration %}')
+    line = Environment(undefined=StrictUndefined).from_string(src[start:src.index("{% endif %}{% endif %}", start)]
+                                                             + "{% endif %}{% endif %}")
+    return line.render(c=contract(Comparison, c))
 
 
 def test_calibration_is_seeded_and_shifts_to_the_boundary():

@@ -17,8 +17,8 @@ from test_faults import _report_cells
 
 from core import jsonl
 from core.errors import BadInput
+from judge.results.files import last_invocation
 from judge.verify.second_path.raw_files import by_hand
-from pipeline.run import last_invocation
 from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg

@@ -16,6 +16,7 @@ import pytest
 
 from arms.folder import gold_entries
 from core.errors import BadInput
+from core.records import RunInfo
 from judge.gold import registry
 from judge.gold.registry import Found, GoldSource, Run, register
 from judge.gold.scores import GoldScore, GoldSet
@@ -98,7 +99,8 @@ def test_a_toy_source_is_parsed_bound_scored_and_counted_end_to_end(tmp_path, to
     run = json.loads((out / "run.json").read_text())
     numbers = compute_numbers(exp, load_questions(exp.set_paths()), out, run, g)
     assert numbers.judge_validity.gold.sources == {"labels": 0, "program": 0, "human": 0, "toy": 4}
-    assert "(4 scores: program 0, sealed labels 0, people 0, toy file 4)" in render(numbers.to_dict(), run, None)
+    report = render(numbers, RunInfo.read_file(out / "run.json"), None)
+    assert "(4 scores: program 0, sealed labels 0, people 0, toy file 4)" in report
 
 
 def test_without_its_registration_line_the_toy_key_is_refused_as_unknown(tmp_path):

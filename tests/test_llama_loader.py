@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from core import crash
 from core.crash import signal_name
 from core.errors import BadInput
+from judge.results.files import last_invocation
 from models import llama_loader
 from models.files import embedded_model, sha256_file
 from models.llama_loader import (
@@ -34,7 +35,6 @@ from models.llama_loader import (
     load_llama,
     weight_buffers,
 )
-from pipeline.run import last_invocation
 from registration.seal import seal
 
 from conftest import cli

@@ -12,7 +12,8 @@ from core import jsonl
 from core.records import AnswerRow
 from judge.judging.blinding import blind
 from judge.judging.calls import build_request
-from pipeline.run import DEMO, last_invocation
+from judge.results.files import last_invocation
+from pipeline.run import DEMO
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.rubric import load_rubric

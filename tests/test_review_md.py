@@ -20,9 +20,9 @@ from markdown_it import MarkdownIt
 from test_folder import SERVED, Script, experiment, run
 
 from core import jsonl
-from core.records import Judgment, PairKey
+from core.records import Judgment, Numbers, PairKey, RunInfo
 from judge.gold.sources import GoldScore
-from judge.outputs.report import render
+from judge.outputs.report import folder_report
 from judge.outputs.review import Answer, HypothesisPairs, Pair, Review
 from judge.outputs.review_md import MAX_QUESTIONS, block, code, render_review, review_markdown, write_review
 from judge.outputs.view import view
@@ -33,6 +33,7 @@ from judge.verify.publish import publish
 from registration.questions import Question, load_questions
 
 from conftest import ROOT, cli
+from support.planted import contract
 from support.scripted_server import ScriptedServer
 
 PARSER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
@@ -107,8 +108,12 @@ def answer(arm: str, qid: str, label: str, text: str, verdicts: tuple[Judgment, 
                   error, verdicts, gold)
 
 
-def run_record(primary: str) -> dict:
-    return {"name": "demo-run", "experiment": "demo", "judge": {"primary": primary}}
+def run_record(primary: str) -> RunInfo:
+    return contract(RunInfo, {"name": "demo-run", "experiment": "demo", "judge": {"primary": primary}})
+
+
+def no_decisions() -> Numbers:
+    return contract(Numbers, {"comparisons": []})
 
 
 def hostile_review(s: dict) -> Review:
@@ -134,7 +139,8 @@ def hostile_review(s: dict) -> Review:
     b2 = answer(b, q2.id, s["label5"], s["text3"], (verdict(j1, s["label5"], q2.id, 1, s["why5"]),))
     pairs = (Pair("H", q1, (a1,), (b1,), pairwise), Pair("H", q2, (a2,), (b2,)))
     h = HypothesisPairs(s["hid"], s["htext"], a, b, "Q8_0", (s["tag1"],), pairs)
-    numbers = {"comparisons": [{"id": s["hid"], "kind": "non_inferiority", "margin": 0.1, "alpha": 0.025}]}
+    numbers = contract(Numbers, {"comparisons": [{"id": s["hid"], "kind": "non_inferiority", "margin": 0.1,
+                                                  "alpha": 0.025}]})
     return Review(run_record(j1), numbers, (j1, j2), (0, 1, 2), (h,))
 
 
@@ -193,7 +199,7 @@ def plant() -> tuple[Review, list[str]]:
                        (verdict("j", f"L{arm}{qid}{k}", qid, x, "why"),), sample=k) for k, x in enumerate(scores)))
         pairs.append(Pair("H1", q, *sides))
     h = HypothesisPairs("H1", "trained is not worse", "base", "trained", "Q8_0", (), tuple(pairs))
-    return Review(run_record("j"), {"comparisons": []}, ("j",), (0, 1, 2), (h,)), \
+    return Review(run_record("j"), no_decisions(), ("j",), (0, 1, 2), (h,)), \
         ["q2", "q5", "q3", "q6", "q9", "q1", "q7", "q4", "q8"]
 
 
@@ -231,7 +237,7 @@ def one_answer_review(golds: tuple[GoldScore, ...]) -> Review:
     a = answer("base", "q1", "La", "a says", (verdict("j", "La", "q1", 1, "why"),))
     b = answer("trained", "q1", "Lb", "b says", (verdict("j", "Lb", "q1", 2, "why"),), gold=golds)
     h = HypothesisPairs("H1", "", "base", "trained", "Q8_0", (), (Pair("H1", q, (a,), (b,)),))
-    return Review(run_record("j"), {"comparisons": []}, ("j",), (0, 1, 2), (h,))
+    return Review(run_record("j"), no_decisions(), ("j",), (0, 1, 2), (h,))
 
 
 def flags(md: str) -> list[str]:
@@ -326,7 +332,7 @@ def test_a_folder_written_before_review_md_still_verifies_and_says_it_has_none(p
     shutil.copytree(planted_run, out)
     (out / "review.md").unlink()
     numbers, info = (json.loads((out / name).read_text()) for name in ("numbers.json", "run.json"))
-    (out / "report.md").write_text(render(numbers, info, anchor(out), review=False))  # as written before: no link
+    (out / "report.md").write_text(folder_report(out, review=False))  # as written before: no link
     v = verify(out, caches=[])
     assert v.problems == [] and any(u.startswith(f"{out / 'review.md'}: absent") for u in v.unchecked), v
 

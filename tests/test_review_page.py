@@ -428,3 +428,30 @@ def test_the_demo_programs_gold_is_on_every_answer_and_the_gold_filter_keeps_the
                 g = want[card.get_attribute("data-label")]
                 assert card.locator(".gold").text_content().startswith(f"gold: {g} (program)"), g
             assert problems == []
+
+
+def test_each_tables_help_is_its_fields_description_in_the_schema_the_contracts_emit(small_run, browser, tmp_path):
+    """The headers' help (their title) is the description docs/reference/schemas/ publishes for the fields they show,
+    the contracts' own comments: `margin` is planted here as core/records/comparisons.py words it."""
+    r = cli("judge", "view", str(small_run), "--out", str(tmp_path / "review.html"))
+    assert r.returncode == 0, r.stderr
+    schemas = Path(__file__).parent.parent / "docs" / "reference" / "schemas"
+    numbers = json.loads((schemas / "numbers.schema.json").read_text())["$defs"]
+    run = json.loads((schemas / "run.schema.json").read_text())
+
+    def said(section: dict, *fields: str) -> str:
+        return "; ".join(section["properties"][f]["description"] for f in fields)
+
+    c, res, cell = numbers["Comparison"], numbers["Result"], numbers["StabilityCell"]
+    assert said(c, "margin") == "the registered margin, in rubric points"
+    with opened(browser, tmp_path / "review.html") as (page, problems):
+        titles = {th.inner_text(): th.get_attribute("title") for th in page.locator("#decisions th").all()}
+        assert titles == {"Hypothesis": said(c, "id", "text"), "Compares": said(c, "b", "a"),
+                          "Quant": said(c, "quant"), "Kind": said(c, "kind"), "Margin": said(c, "margin"),
+                          "n": said(res, "n"), "Difference b − a": said(res, "diff"),
+                          "Interval": said(res, "ci_low", "ci_high"), "Decision": said(c, "verdict"),
+                          "Why": said(c, "reason"), "": None}
+        stability = {th.inner_text(): th.get_attribute("title") for th in page.locator("#stability th").all()}
+        assert stability["K"] == said(cell, "k") and stability["pass^k"] == said(cell, "pass_hat_k")
+        assert page.locator("h1").get_attribute("title") == said(run, "name")
+        assert problems == []

@@ -155,8 +155,7 @@ def test_a_folder_decided_by_the_previous_default_fails_verify_until_judge_run_r
     model reachable, re-decides it without a call, and verify passes."""
     from judge.gold.sources import run_gold
     from judge.numbers.analysis import compute_numbers, write_numbers
-    from judge.outputs.report import render
-    from judge.results.files import anchor
+    from judge.outputs.report import folder_report
     from registration.prereg import load_experiment
     from registration.questions import load_questions
 
@@ -177,7 +176,7 @@ def test_a_folder_decided_by_the_previous_default_fails_verify_until_judge_run_r
     run = json.loads((out / "run.json").read_text())
     numbers = compute_numbers(old, load_questions(exp.set_paths()), out, run, run_gold(old, out))
     write_numbers(numbers, out / "numbers.json")
-    (out / "report.md").write_text(render(numbers.to_dict(), run, anchor(out)))
+    (out / "report.md").write_text(folder_report(out))
     raw = {name: (out / name).read_bytes() for name in ("answers.jsonl", "judgments.jsonl", "blinding.jsonl")}
 
     bad = cli("judge", "verify", str(out), timeout=600)

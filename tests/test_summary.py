@@ -4,7 +4,6 @@ not-shown decision would need computed here by hand); the report's first section
 before it still verifies."""
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -12,10 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.records import Comparison, Numbers, RunInfo
+from judge.outputs import summary as lines
 from judge.outputs.report import render
 from judge.outputs.review import Review
-from judge.outputs.summary import Line, deciding, decision_line, judge_line, markdown, questions_needed, summary
+from judge.outputs.summary import Line, deciding, markdown, questions_needed, summary
 from judge.outputs.view import render_page, review_data
+
+from support.planted import contract
 
 pytestmark = pytest.mark.unit
 
@@ -31,6 +34,15 @@ def comparison(verdict: str, diff: float, bound: float, upper: float, *, kind: s
             "result": {"n": n, "diff": diff, "bound": bound, "upper": upper, "ci_low": bound, "ci_high": upper,
                        "confidence": 0.95},
             **more}
+
+
+def decision_line(c: dict) -> Line:
+    """The summary's line of the planted comparison, read as numbers.json's reader reads it."""
+    return lines.decision_line(contract(Comparison, c))
+
+
+def judge_line(numbers: dict) -> Line:
+    return lines.judge_line(contract(Numbers, numbers))
 
 
 HEAD = f'H1, "{TEXT}":'
@@ -199,7 +211,7 @@ def test_a_good_judge_and_an_unmeasured_one():
 
 @given(d=st.floats(-0.9, 0.9), below=st.floats(0.01, 2), n=st.integers(2, 500), margin=st.sampled_from([0.1, 0.25]))
 def test_the_questions_needed_are_the_fewest_whose_shrunk_interval_clears_the_margin(d, below, n, margin):
-    c = comparison("not shown", d, d - below, d + below, n=n, margin=margin)
+    c = contract(Comparison, comparison("not shown", d, d - below, d + below, n=n, margin=margin))
     need = questions_needed(c, deciding(c))
     if d <= -margin:
         assert need is None
@@ -212,8 +224,7 @@ def test_the_questions_needed_are_the_fewest_whose_shrunk_interval_clears_the_ma
 
 
 def test_the_report_opens_with_the_summary_and_a_report_written_before_it_still_renders_as_written():
-    numbers = json.loads((LEGACY / "numbers.json").read_text())
-    run = json.loads((LEGACY / "run.json").read_text())
+    numbers, run = Numbers.read_file(LEGACY / "numbers.json"), RunInfo.read_file(LEGACY / "run.json")
     from judge.results.files import anchor
 
     digest = anchor(LEGACY)
@@ -228,8 +239,7 @@ def test_the_report_opens_with_the_summary_and_a_report_written_before_it_still_
 
 
 def test_the_review_page_carries_the_same_summary_before_the_decisions():
-    numbers = json.loads((LEGACY / "numbers.json").read_text())
-    run = json.loads((LEGACY / "run.json").read_text())
+    numbers, run = Numbers.read_file(LEGACY / "numbers.json"), RunInfo.read_file(LEGACY / "run.json")
     data = review_data(Review(run, numbers, ("served",), (0, 1, 2), ()))
     assert [s["head"] for s in data["summary"]] == [
         "H1, trained is not worse than base by more than 0.1 at served: inconclusive.",

@@ -16,9 +16,8 @@ import registration.seal
 from core import jsonl
 from judge.gold.sources import run_gold
 from judge.numbers.analysis import compute_numbers, write_numbers
-from judge.outputs.report import render
+from judge.outputs.report import folder_report
 from judge.outputs.review_md import write_review
-from judge.results.files import anchor
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.seal import amend, seal
@@ -62,7 +61,7 @@ def reanalyse(exp, out):
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, exp)
-    (out / "report.md").write_text(render(numbers.to_dict(), run, anchor(out)))
+    (out / "report.md").write_text(folder_report(out))
 
 
 def edit_amendment(exp, line, **changes):

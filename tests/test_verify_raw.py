@@ -11,7 +11,7 @@ import pytest
 import judge.verify.checks
 from judge.judging.blinding import blind
 from judge.judging.calls import build_request, prompt_sha256
-from judge.outputs.report import render
+from judge.outputs.report import folder_report
 from judge.results.files import ANCHOR_FILES, anchor
 from registration.prereg import load_experiment
 from registration.questions import load_questions
@@ -236,8 +236,7 @@ def test_duplicate_comparison_ids_cannot_hide_an_edited_first_entry(run):
     first["verdict"] = "superior" if first["verdict"] != "superior" else "not shown"
     numbers["comparisons"].insert(0, first)
     (run / "numbers.json").write_text(json.dumps(numbers, indent=1) + "\n")
-    info = json.loads((run / "run.json").read_text())
-    (run / "report.md").write_text(render(numbers, info, anchor(run)))  # re-rendered with our own renderer
+    (run / "report.md").write_text(folder_report(run))  # re-rendered with our own renderer
     r = verify(run)
     assert r.returncode == 1
     cid = first["id"]

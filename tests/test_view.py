@@ -138,7 +138,7 @@ def test_each_answer_carries_its_gold_and_a_row_is_gold_available_only_with_a_go
     """review.html's data from a planted review: an answer's gold is the mean and count of its scored gold (by hand:
     (2 + 1) / 2), with every score; a question whose answers have no gold score (none, or only a program's
     undecided) is not `gold available`."""
-    from test_review_md import answer, gold, run_record, verdict
+    from test_review_md import answer, gold, no_decisions, run_record, verdict
 
     from judge.outputs.review import HypothesisPairs, Pair, Review
     from judge.outputs.view import review_data
@@ -154,7 +154,7 @@ def test_each_answer_carries_its_gold_and_a_row_is_gold_available_only_with_a_go
         a = answer("base", qid, f"L{qid}a", "a", (verdict("j", f"L{qid}a", qid, 1),))
         b = answer("trained", qid, f"L{qid}b", "b", (verdict("j", f"L{qid}b", qid, 2),), gold=golds)
         pairs.append(Pair("H1", q, (a,), (b,)))
-    r = Review(run_record("j"), {"comparisons": []}, ("j",), (0, 1, 2),
+    r = Review(run_record("j"), no_decisions(), ("j",), (0, 1, 2),
                (HypothesisPairs("H1", "", "base", "trained", "Q8_0", (), tuple(pairs)),))
     data = review_data(r)
     assert {row["question"]: row["gold"] for row in data["rows"]} == {"q1": True, "q2": False, "q3": False}

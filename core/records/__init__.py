@@ -71,14 +71,15 @@ from .raw import (
     judgment_kind,
     row_id,
 )
-from .run import BackendIdentity, CostRow, RunInfo, RunJudge
+from .run import BackendIdentity, CostRow, RunAnalysis, RunInfo, RunJudge, RunRuntime
 from .stability import Stability, StabilityCell, StabilityEstimate
 
 # in the order the contracts were declared: docs/gen_reference.py lists the documents in it
 __all__ = [
     "ANSWER_KEY", "JUDGMENT_KEY", "RETEST_KEY", "row_id", "Record", "AnswerRow", "KeyRow", "PairKey", "blinding_key",
     "judgment_kind", "Judgment", "Retest", "HumanLabel", "GoldLabel", "LabelSample", "PublicQuestion", "Entry",
-    "Document", "BackendIdentity", "RunJudge", "CostRow", "RunInfo", "Result", "Cell", "Subset", "Calibration",
+    "Document", "BackendIdentity", "RunJudge", "CostRow", "RunRuntime", "RunAnalysis", "RunInfo", "Result", "Cell",
+    "Subset", "Calibration",
     "FamilyTest", "ComparisonFamily", "FamilyStep", "FamilySection", "Stratum", "Estimate", "CorrectedPower",
     "JudgeError", "JudgeEstimate", "Lift", "SelfPreference", "Style", "QuantCheck", "JudgeTotal", "Amendment",
     "LengthRow", "LengthBias", "PairwiseRow", "AgreementPair", "Agreement", "RetestRow", "DecisionChanged",

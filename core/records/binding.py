@@ -39,25 +39,25 @@ class ScopeChange(Entry):
     limit: int | None  # the --limit of that scope; None for all questions
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Binding(Document):
     """binding.json (arms.folder.bind, judge.results.binding.start_judging): the registration a results folder is bound
     to, by sha256 of each entry, its scope, its label key, the sha256 of its blinding secret and, once judging began,
-    the amendment chain. Its version is `schema`."""
+    the amendment chain. Its version is `schema`; its fields are in the order binding.json holds them."""
 
     WHAT: ClassVar[str] = "the binding of a results folder (binding.json)"
     VERSION_KEY: ClassVar[str] = "schema"
 
-    registration: dict[str, str]  # each bound entry (settings, files' sha256, judges, mode) by name (arms.folder)
-    scope: BindingScope  # the arms and --limit it is bound to now
-    label_key: str  # the experiment's blinding name; the labels of a folder without the next field derive from it
     schema: int = 1  # this document's version
-    # the sha256 of the folder's blinding secret (arms.folder.SECRET), which its labels derive from; absent in folders
-    # bound before blinding secrets
-    blinding_secret_sha256: str = None
     created: str | None = None  # when the folder was first bound: ISO 8601, UTC
     experiment: str | None = None  # the experiment's name
     experiment_dir: str | None = None  # the experiment folder's path when the folder was first bound
+    label_key: str  # the experiment's blinding name; the labels of a folder without the next field derive from it
+    # the sha256 of the folder's blinding secret (arms.folder.SECRET), which its labels derive from; absent in folders
+    # bound before blinding secrets
+    blinding_secret_sha256: str = None
+    registration: dict[str, str]  # each bound entry (settings, files' sha256, judges, mode) by name (arms.folder)
+    scope: BindingScope  # the arms and --limit it is bound to now
     # the amendment chain when judging began (judge.results.binding.start_judging); None before
     amendments: ChainHead | None = None
     history: list[ScopeChange] | None = None  # every scope the folder was run with, oldest first

@@ -57,8 +57,8 @@ def sample_power(d: Folder, picked: set[str]) -> list[str]:
     """The lines `judge label --sample` prints before its first label: a heading, then ``power_line`` per registered
     hypothesis of the run with at least 2 questions scored in both arms (``picked``: the drawn question ids)."""
     exp = d.exp
-    hyps = [h for h in exp.hypotheses if h.a in d.run["arms"] and h.b in d.run["arms"]]
-    scores = per_question(d.raw.keys, d.raw.judgments, d.run["judge"]["primary"])
+    hyps = [h for h in exp.hypotheses if h.a in d.run.arms and h.b in d.run.arms]
+    scores = per_question(d.raw.keys, d.raw.judgments, d.run.judge.primary)
     lines = []
     for h in hyps:
         a, b = scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {})

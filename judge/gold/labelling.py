@@ -126,7 +126,7 @@ def _append(chain: Chain, labels: list[HumanLabel]) -> Chain:
 
 
 def _rubric_text(d: Folder):
-    name = d.run["judge"].get("rubric") or d.exp.rubric
+    name = d.run.judge.rubric or d.exp.rubric
     return load_rubric(name, rubric_dir(name, d.exp.dir))
 
 

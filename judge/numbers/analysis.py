@@ -72,9 +72,9 @@ def per_question(keys: list[KeyRow], judgments: list[Judgment],
     return {cell: {q: Fraction(sum(v), len(v)) for q, v in qs.items()} for cell, qs in acc.items()}
 
 
-def late_amendments(numbers: dict[str, Any]) -> list[dict[str, Any]]:
+def late_amendments(numbers: Numbers) -> list[Amendment]:
     """Amendments written after judging began that do not say so: they cannot govern this run."""
-    return [a for a in numbers["amendments"] if not a["before_first_judgment"] and not a["post_hoc"]]
+    return [a for a in numbers.amendments if not a.before_first_judgment and not a.post_hoc]
 
 
 def amendments(exp: Experiment, first: str | None) -> list[Amendment]:

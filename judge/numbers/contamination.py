@@ -13,7 +13,7 @@ calibration, no family adjustment.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from core.records import CleanComparison, Comparison, ContaminationSection, Result
 from registration.contamination import overlap, questions_and_training
@@ -77,26 +77,3 @@ def contamination_section(exp: Experiment, f: Found | None, hyps: list[Hypothesi
                                     differs=verdict != comp.verdict))
     return ContaminationSection(n=c.n, threshold=c.threshold, decide=c.decide, arms=list(c.arms),
                                 training=dict(f.training), contaminated=list(f.contaminated), comparisons=rows)
-
-
-def report_lines(numbers: dict[str, Any]) -> list[str]:
-    """The report's lines on contamination: how many questions, and per hypothesis about a trained arm its clean
-    verdict, with a CAUTION where it differs from the verdict on all questions."""
-    s = numbers.get("contamination")
-    if not s:
-        return []
-    bad = s["contaminated"]
-    out = [f"Contamination ({s['n']}-gram overlap with {', '.join(s['training'])}, the training "
-           f"data of {', '.join(s['arms'])}): {len(bad)} sealed question(s) contaminated"
-           + (f" ({', '.join(bad)})." if bad else ".")]
-    if s["decide"] == "clean_only" and bad:
-        out.append(f"As registered (decide = \"clean_only\"), every hypothesis about {', '.join(s['arms'])} is decided "
-                   f"without the {len(bad)} contaminated question(s).")
-    for r in s["comparisons"]:
-        line = (f"{r['id']} on the {len(r['paired_questions'])} clean questions paired: {r['verdict']} (all "
-                f"questions: {r['all_questions_verdict']})")
-        if r["differs"]:
-            line = (f"CAUTION: {line}: the decision depends on questions the trained arm may have memorised; the "
-                    "clean verdict is the one that says what was learned.")
-        out.append(line if line.endswith(".") else line + ".")
-    return out

@@ -28,7 +28,7 @@ from ..numbers.comparisons import cluster_labels
 from ..numbers.stats.bootstrap import bootstrap_means, percentile_interval, resample_indices
 from ..numbers.stats.paired import paired
 from ..numbers.stats.rule import Scale
-from ..results.files import anchor, load
+from ..results.files import RUN, anchor, load
 
 ALPHA = 0.025  # one-sided: the two-sided interval is 95%
 
@@ -58,21 +58,21 @@ def read_side(run_dir: Path, arm: str | None, quant: str | None, exp_dir: Path |
     """The primary judge's per-question scores of one arm and quant of a results folder (the run's first arm and
     first quant when not named), keyed by the sha256 of each question's text."""
     f = load(run_dir, exp_dir)  # every check of a results folder and its experiment, as review reads it
-    runs = f.run["arms"]
+    runs = f.run.arms
     arm = arm or runs[0]
     if arm not in runs:
-        raise BadInput(f.run_dir / "run.json", f"has no arm {arm!r} (it ran {', '.join(runs)})", field="arms")
+        raise BadInput(f.run_dir / RUN, f"has no arm {arm!r} (it ran {', '.join(runs)})", field="arms")
     quants = list(f.exp.arm(arm).quants)
     quant = quant or quants[0]
     if quant not in quants:
-        raise BadInput(f.run_dir / "run.json", f"arm {arm!r} has no quant {quant!r} (registered: "
+        raise BadInput(f.run_dir / RUN, f"arm {arm!r} has no quant {quant!r} (registered: "
                        f"{', '.join(quants)})", field="arms")
-    primary = f.run["judge"]["primary"]
+    primary = f.run.judge.primary
     questions = {text_sha256(q): q for q in f.questions.values()}
     sha_of = {q.id: sha for sha, q in questions.items()}
     mine = per_question(f.raw.keys, f.raw.judgments, primary).get((arm, quant), {})
     scores = {sha_of[qid]: s for qid, s in mine.items() if qid in sha_of}
-    return Side(f.run_dir, anchor(f.run_dir), arm, quant, primary, f.run["judge"].get("rubric"), f.scale,
+    return Side(f.run_dir, anchor(f.run_dir), arm, quant, primary, f.run.judge.rubric, f.scale,
                 f.exp.arm(arm).samples, questions, scores, f.exp)
 
 
@@ -97,7 +97,7 @@ def same_questions(sides: list[Side]) -> None:
         wrong = mismatches(sides[0], other)
         if wrong:
             shown = "; ".join(wrong[:20]) + (f"; and {len(wrong) - 20} more" if len(wrong) > 20 else "")
-            raise BadInput(other.folder / "run.json", f"is not over the same questions as {sides[0].folder} "
+            raise BadInput(other.folder / RUN, f"is not over the same questions as {sides[0].folder} "
                            f"(matched by the sha256 of each question's text): {shown}", field="question_ids")
 
 
@@ -115,7 +115,7 @@ def compare_sides(a: Side, b: Side) -> Result:
     """b against a on the questions both scored (d = b - a), with b's registered [analysis] settings."""
     same_questions([a, b])
     if a.points != b.points:
-        raise BadInput(b.folder / "run.json", f"its rubric's scale {list(b.points)} is not {a.folder}'s "
+        raise BadInput(b.folder / RUN, f"its rubric's scale {list(b.points)} is not {a.folder}'s "
                        f"{list(a.points)}: scores on different scales cannot be paired", field="judge.rubric")
     both = [sha for sha in a.questions if sha in a.scores and sha in b.scores]
     if len(both) < 2:

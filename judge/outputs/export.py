@@ -32,7 +32,7 @@ from registration.prereg import load_experiment
 from registration.questions import load_questions
 
 from ..gold.sources import run_gold
-from ..results.files import RAW_FILES, load_raw
+from ..results.files import RAW_FILES, RUN, load_raw
 
 COLUMNS = ("question", "cluster", "arm", "quant", "sample", "answer", "judge", "label", "status", "score",
            "raw_sha256", "gold", "gold_scores", "gold_design")
@@ -42,13 +42,13 @@ FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r")  # OWASP's CSV-injection charact
 
 def table(run_dir: Path, exp_dir: Path | None = None) -> pd.DataFrame:
     run_dir = Path(run_dir)
-    for name in ("run.json", *RAW_FILES):
+    for name in (RUN, *RAW_FILES):
         if not (run_dir / name).is_file():
             raise BadInput(run_dir / name, "missing: not a results folder of `judge run`")
-    run = RunInfo.read_file(run_dir / "run.json")
+    run = RunInfo.read_file(run_dir / RUN)
     arms, qids = run.arms, run.question_ids
     if exp_dir is None and run.experiment_dir is None:
-        raise BadInput(run_dir / "run.json", "missing: the experiment folder is not recorded; pass it with --exp",
+        raise BadInput(run_dir / RUN, "missing: the experiment folder is not recorded; pass it with --exp",
                        field="experiment_dir")
     exp = load_experiment(Path(exp_dir or run.experiment_dir))
     clusters = {q.id: q.cluster or q.id for q in load_questions(exp.set_paths(), exp.set_formats_by_path())}

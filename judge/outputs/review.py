@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from core.errors import BadInput
-from core.records import Judgment, Numbers, PairKey
+from core.records import Judgment, Numbers, PairKey, RunInfo
 from registration.questions import Question
 
 from ..gold.labels import run_key
 from ..judging.blinding import BlindItem
-from ..results.files import Folder, anchor, load
+from ..results.files import BLINDING, Folder, anchor, load, read_numbers
 
 
 class GoldShown(Protocol):
@@ -126,8 +126,8 @@ class HypothesisPairs:
 
 @dataclass(frozen=True)
 class Review:
-    run: dict[str, Any]  # run.json
-    numbers: dict[str, Any] | None  # numbers.json, when the run finished
+    run: RunInfo  # run.json
+    numbers: Numbers | None  # numbers.json, when the run finished
     judges: tuple[str, ...]  # the panel, primary first, then any other judge found in judgments.jsonl
     scale: tuple[int, ...]  # the rubric's scale
     hypotheses: tuple[HypothesisPairs, ...]
@@ -147,9 +147,8 @@ class BlindView:
 def joined(d: Folder, gold: dict[str, list[GoldShown]]) -> Review:
     """Every registered hypothesis of a loaded folder, each question of its subset with both arms' answers, their
     verdicts and their gold scores (`gold`: by blinded label, judge.gold.sources.folder_gold of the same load)."""
-    path = d.run_dir / "numbers.json"
-    numbers = Numbers.read_file(path).to_dict() if path.is_file() else None
-    panel = list(d.run["judge"].get("panel") or [d.run["judge"].get("primary")])
+    numbers = read_numbers(d.run_dir)
+    panel = list(d.run.judge.panel or [d.run.judge.primary])
     judges = tuple(panel + sorted({j.judge for j in d.raw.judgments} - set(panel)))
     order = {name: i for i, name in enumerate(judges)}
     single: dict[str, list[Judgment]] = {}
@@ -167,7 +166,7 @@ def joined(d: Folder, gold: dict[str, list[GoldShown]]) -> Review:
             k.scrubbed if k else 0, k.injection if k else 0, a.truncated, a.error,
             tuple(single.get(label, ())) if label else (), tuple(gold.get(label, ())) if label else ()))
     hyps = []
-    for h in (h for h in d.exp.hypotheses if h.a in d.run["arms"] and h.b in d.run["arms"]):
+    for h in (h for h in d.exp.hypotheses if h.a in d.run.arms and h.b in d.run.arms):
         pairs = []
         for q in (q for q in d.questions.values() if all(t in q.tags for t in h.subset)):
             orders = [(k, v) for k in d.raw.pkeys if k.hypothesis == h.id and k.question_id == q.id
@@ -184,7 +183,7 @@ def blind_view(run_dir: Path, exp_dir: Path | None = None) -> BlindView:
     scores blind."""
     d = load(run_dir, exp_dir)
     if not d.items:
-        raise BadInput(d.run_dir / "blinding.jsonl", "holds no blinding key of a single answer (a pairwise-only "
+        raise BadInput(d.run_dir / BLINDING, "holds no blinding key of a single answer (a pairwise-only "
                        "run, or every answer failed): there is nothing to score blind")
-    rubric = d.run["judge"].get("rubric") or d.exp.rubric
+    rubric = d.run.judge.rubric or d.exp.rubric
     return BlindView(run_key(d.label_key), rubric, d.scale, tuple(d.items))

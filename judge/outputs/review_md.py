@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from core.atomic import write_text
-from core.records import Judgment
+from core.records import Comparison, Judgment
 
 from ..gold.sources import GoldScore, folder_gold
+from ..results.files import REVIEW
 from .review import Answer, HypothesisPairs, Pair, Review, joined, load
 
-REVIEW = "review.md"
 MAX_QUESTIONS = 20  # per hypothesis: the appendix stays readable; review.html has every question
 LINE_BREAKS = re.compile("\r\n|\r|\n")  # CommonMark's line endings (a U+2028 or a form feed is text to it)
 BACKTICKS = re.compile("`+")
@@ -78,9 +78,9 @@ def ordered(h: HypothesisPairs, judge: str) -> tuple[list[Pair], list[Pair], lis
 
 def render_review(r: Review, limit: int = MAX_QUESTIONS) -> str:
     """review.md from the join (judge.outputs.review.joined), gold scores included."""
-    run, primary = r.run, r.run["judge"]["primary"]
-    definitions = {c["id"]: c for c in (r.numbers or {"comparisons": []})["comparisons"]}
-    out = [f"# Review: {code(run.get('experiment') or run['name'])}, run {code(run['name'])}", "",
+    run, primary = r.run, r.run.judge.primary
+    definitions = {c.id: c for c in (r.numbers.comparisons if r.numbers else ())}
+    out = [f"# Review: {code(run.experiment or run.name)}, run {code(run.name)}", "",
            f"Per registered hypothesis, the questions on which the two arms' scores differ, the largest difference "
            f"first, then the ties, then the questions an arm has no score on: at most {limit} per hypothesis (every "
            f"question is in review.html: `python -m judge view RESULTS_DIR`). A difference is by the primary judge, "
@@ -93,7 +93,7 @@ def render_review(r: Review, limit: int = MAX_QUESTIONS) -> str:
     if not r.hypotheses:
         out += ["No registered hypothesis compares two arms of this run.", ""]
     for h in r.hypotheses:
-        out += _hypothesis(h, definitions.get(h.id, {}), primary, r.judges, limit)
+        out += _hypothesis(h, definitions.get(h.id), primary, r.judges, limit)
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -108,13 +108,14 @@ def _gold_sources(r: Review) -> str:
             "has several, their mean and count come first.")
 
 
-def _hypothesis(h: HypothesisPairs, c: dict[str, Any], primary: str, judges: tuple[str, ...],
+def _hypothesis(h: HypothesisPairs, c: Comparison | None, primary: str, judges: tuple[str, ...],
                 limit: int) -> list[str]:
+    """One hypothesis's questions; `c`: its decision in numbers.json, whose definition heads them (None: the run has
+    not finished, or did not decide it)."""
     differ, ties, unpaired = ordered(h, primary)
     shown = (differ + ties + unpaired)[:limit]
-    kind = str(c.get("kind", "")).replace("_", "-")
-    definition = ", ".join(x for x in (kind and f"{code(kind)}", "margin " + code(c["margin"]) if "margin" in c
-                                       else "", "alpha " + code(c["alpha"]) if "alpha" in c else "") if x)
+    definition = "" if c is None else (f"{code(c.kind.replace('_', '-'))}, margin {code(c.margin)}, "
+                                       f"alpha {code(c.alpha)}")
     out = [f"## {code(h.id)}: {code(h.b)} vs {code(h.a)} at {code(h.quant)}", ""]
     if definition:
         out += [f"Registered: {definition}" + (f"; subset {code('+'.join(h.subset))}" if h.subset else "") + ".", ""]

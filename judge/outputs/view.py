@@ -29,14 +29,23 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template
 
 from core.atomic import write_text
 from core.errors import BadInput
-from core.records import HumanLabel, Judgment
+from core.records import HumanLabel, Judgment, Numbers, RunInfo
+from core.records.conform import violation
+from core.records.schema import schema
 
+from ..results.files import NUMBERS, RUN
 from .review import Answer, BlindView, Review, blind_view
 from .review_md import folder_review
 from .summary import summary
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 GENERATOR = "blindeval judge view"  # in every page's <meta name="generator">: only such a file is overwritten
+# the documents the review page embeds, each by its key in the page's data, with its contract and its file
+EMBEDDED = {"numbers": (Numbers, NUMBERS), "run": (RunInfo, RUN)}
+# the contracts whose fields head the page's tables: each field's description in the JSON Schema emitted from them is
+# its header's help, so the page's help is the contracts' own and never written twice
+HELP = {"Comparison": "numbers", "Result": "numbers", "StabilityCell": "numbers",
+        "RunInfo": "run", "RunJudge": "run"}
 
 
 def _finite(x: Any) -> Any:
@@ -122,16 +131,43 @@ def review_data(r: Review) -> dict[str, Any]:
                 "gold": any(a.gold_scored for a in p.answers),
                 "pairwise": [{"first": k.first, "second": k.second, **_verdict(v)} for k, v in p.pairwise],
             })
-    run = r.run
     return {
-        "run": {"name": run.get("name"), "experiment": run.get("experiment"), "finished": run.get("finished"),
-                "primary": run["judge"].get("primary"), "rubric": run["judge"].get("rubric"), "anchor": r.anchor},
-        "numbers": r.numbers, "judges": list(r.judges), "scale": list(r.scale),
+        # run.json and numbers.json embedded as written: the page reads their fields as the files name them
+        "run": r.run.to_dict(), "numbers": None if r.numbers is None else r.numbers.to_dict(), "anchor": r.anchor,
+        "help": help_text(), "judges": list(r.judges), "scale": list(r.scale),
         "summary": [] if r.numbers is None else [asdict(line) for line in summary(r.numbers)],  # as report.md opens
         "hypotheses": [{"id": h.id, "text": h.text, "a": h.a, "b": h.b, "quant": h.quant, "subset": list(h.subset)}
                        for h in r.hypotheses],
         "questions": questions, "answers": answers, "rows": rows,
     }
+
+
+@cache
+def schemas() -> dict[str, dict[str, Any]]:
+    """The JSON Schema of each document the page embeds, emitted from its contract (core.records.schema)."""
+    return {key: schema(contract) for key, (contract, _) in EMBEDDED.items()}
+
+
+def help_text() -> dict[str, dict[str, str]]:
+    """Each field's description, by contract, for the contracts whose fields head the page's tables (HELP)."""
+    out = {}
+    for name, key in HELP.items():
+        doc = schemas()[key]
+        body = doc if name == EMBEDDED[key][0].__name__ else doc["$defs"][name]  # the document itself, or a section
+        out[name] = {f: p["description"] for f, p in body["properties"].items() if p.get("description")}
+    return out
+
+
+def conforming(data: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """`data`, once each document it embeds conforms, as the page will hold it (NaN and infinities null), to the
+    schema emitted from its contract: else bad input naming the file and the field."""
+    for key, (_, name) in EMBEDDED.items():
+        found = violation(_finite(data[key]), schemas()[key])
+        if found:
+            where, what = found
+            raise BadInput(Path(run_dir) / name, f"{what}: the review page embeds it as its schema (the contract's) "
+                           "describes it, and this does not conform", field=where or None)
+    return data
 
 
 def blind_data(b: BlindView) -> dict[str, Any]:
@@ -165,7 +201,7 @@ def view(run_dir: Path, blind: bool = False, out: Path | None = None, exp_dir: P
     else:
         r = folder_review(run_dir, exp_dir)
         if r.numbers is None:
-            raise BadInput(run_dir / "numbers.json", "missing: the run has not finished, so there are no decisions "
+            raise BadInput(run_dir / NUMBERS, "missing: the run has not finished, so there are no decisions "
                            "to show (re-run `judge run` to finish it)")
-        data = review_data(r)
+        data = conforming(review_data(r), run_dir)
     return write_text(out, render_page(data, blind))

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from arms import folder
-from arms.folder import BINDING, commit
+from arms.folder import BINDING, JUDGMENTS, changed, commit
 from arms.folder import read_binding as _read
 from arms.folder import short as _short
 from core import jsonl
 from core.errors import BadInput
+from core.records import Binding
 from registration.prereg import Experiment
 from registration.seal import manifest_sha256, verify_amendments
 
@@ -26,7 +27,7 @@ def _sha(path: Path) -> str:
 
 
 def bind(run_dir: Path, exp: Experiment, arms: list[str], limit: int | None, panel: list, mode: str,
-         rubrics: dict) -> dict[str, Any]:
+         rubrics: dict) -> Binding:
     """The folder's binding for this run (arms.folder.bind over every entry a judged run depends on); once
     judging began in the folder, refused too when an amendment cannot govern it."""
     out = folder.bind(run_dir, exp, arms, limit, folder.registration(exp, arms, panel, mode, rubrics))
@@ -38,7 +39,7 @@ def bind(run_dir: Path, exp: Experiment, arms: list[str], limit: int | None, pan
 
 
 def _judging_began(run_dir: Path) -> bool:
-    path = Path(run_dir) / "judgments.jsonl"
+    path = Path(run_dir) / JUDGMENTS
     return path.exists() and any(True for _ in jsonl.read(path))
 
 
@@ -48,29 +49,29 @@ def chain_head(exp_dir: Path) -> dict[str, Any]:
     return {"count": len(rows), "head": head}
 
 
-def start_judging(run_dir: Path, doc: dict[str, Any], exp: Experiment) -> dict[str, Any]:
+def start_judging(run_dir: Path, doc: Binding, exp: Experiment) -> Binding:
     """Bind the amendment chain as it stands when judging starts (while no verdict exists yet)."""
     if _judging_began(run_dir):
         return doc
-    doc = {**doc, "amendments": chain_head(exp.dir)}
+    doc = changed(run_dir, doc, amendments=chain_head(exp.dir))
     commit(run_dir, doc)
     return doc
 
 
-def amendment_findings(exp_dir: Path, doc: dict[str, Any]) -> list[dict[str, Any]]:
+def amendment_findings(exp_dir: Path, doc: Binding) -> list[dict[str, Any]]:
     """Amendments that cannot govern this folder: the chain bound when judging began was rewritten, or an
     amendment was appended after it without being marked post hoc. Each names file line and field."""
-    bound = doc.get("amendments")
+    bound = doc.amendments
     if not bound:
         return []
     rows = verify_amendments(exp_dir)
-    n = bound["count"]
+    n = bound.count
     head = hashlib.sha256(jsonl.dumps(rows[n - 1]).encode()).hexdigest() if 0 < n <= len(rows) else \
         manifest_sha256(exp_dir) if n == 0 else None
-    if head != bound["head"]:
+    if head != bound.head:
         return [{"line": min(n, len(rows)) or None, "field": "prev",
                  "message": f"the amendment chain was rewritten after judging began in this results folder: "
-                            f"{BINDING} binds its first {n} amendment(s) to head {bound['head'][:12]}…, the chain "
+                            f"{BINDING} binds its first {n} amendment(s) to head {bound.head[:12]}…, the chain "
                             f"now holds {len(rows)} whose first {n} do not hash to it"}]
     return [{"line": i, "field": "date",
              "message": f"amendment {i} (dated {r['date']}) was added to the chain after judging began in this "
@@ -88,7 +89,7 @@ def binding_findings(run_dir: Path, exp: Experiment, now: dict[str, str], unchec
     if doc is None:
         return []  # written before folders were bound: verify names that
     out = []
-    bound = doc["registration"]
+    bound = doc.registration
     for k in sorted((set(bound) | set(now)) - set(unchecked)):
         if bound.get(k) != now.get(k):
             out.append(f"{BINDING}: {k}: bound {_short(str(bound.get(k)))}, the experiment folder gives "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arms.folder import read_binding
+from arms.folder import ANSWERS, BINDING, BLINDING, JUDGMENTS, RUN, read_binding
 from core import jsonl
 from core.errors import BadInput
 from core.records import (
@@ -21,8 +21,10 @@ from core.records import (
     JUDGMENT_KEY,
     RETEST_KEY,
     AnswerRow,
+    Binding,
     Judgment,
     KeyRow,
+    Numbers,
     PairKey,
     Retest,
     RunInfo,
@@ -34,14 +36,20 @@ from registration.rubric import load_rubric, rubric_dir
 
 from ..judging.blinding import BlindItem, blind
 
-RAW_FILES = ("answers.jsonl", "blinding.jsonl", "judgments.jsonl")
+# the folder's files by name (the binding's, the raw files' and run.json's are named in arms.folder, which writes them
+# first and may not import this module): every reader names a file through these
+RAW_FILES = (ANSWERS, BLINDING, JUDGMENTS)
 RETESTS = "retests.jsonl"  # the verdicts asked again ([judge] retest): present only when registered
+NUMBERS = "numbers.json"
+REPORT = "report.md"
+REVIEW = "review.md"  # every answer beside its verdicts (judge.outputs.review_md)
+INVOCATIONS = "invocations.jsonl"  # one record per finished `judge run`: a log, outside the anchor
 
 
 def raw_sha256(run_dir: Path) -> dict[str, str]:
     """The raw files' sha256, and the folder's binding.json (absent from folders written before binding)."""
     return {name: hashlib.sha256((run_dir / name).read_bytes()).hexdigest()
-            for name in (*RAW_FILES, RETESTS, "binding.json") if (run_dir / name).exists()}
+            for name in (*RAW_FILES, RETESTS, BINDING) if (run_dir / name).exists()}
 
 
 # What a decision depends on, in the anchor's canonical order: the registration as the folder bound it (binding.json:
@@ -49,7 +57,7 @@ def raw_sha256(run_dir: Path) -> dict[str, str]:
 # template, and the amendment chain's head when judging began), the run's record, the raw evidence, and the numbers
 # (which hold every amendment's text and date). report.md and the plots are rendered from these and re-rendered by
 # verify; invocations.jsonl (when each `judge run` finished, on what) is a log, not evidence.
-ANCHOR_FILES = ("binding.json", "run.json", *RAW_FILES, "numbers.json")
+ANCHOR_FILES = (BINDING, RUN, *RAW_FILES, NUMBERS)
 
 
 def anchor(run_dir: Path) -> str | None:
@@ -78,19 +86,18 @@ class Raw:
 
 
 def load_raw(run_dir: Path) -> Raw:
-    answers = jsonl.current(run_dir / "answers.jsonl", ANSWER_KEY, required=("arm",), make=AnswerRow.from_dict).values()
+    answers = jsonl.current(run_dir / ANSWERS, ANSWER_KEY, required=("arm",), make=AnswerRow.from_dict).values()
     keys, pkeys = [], []
-    for no, r in jsonl.read(run_dir / "blinding.jsonl"):
-        k = blinding_key(r, run_dir / "blinding.jsonl", no)
+    for no, r in jsonl.read(run_dir / BLINDING):
+        k = blinding_key(r, run_dir / BLINDING, no)
         (pkeys if isinstance(k, PairKey) else keys).append(k)
-    judgments = [c.record for c in jsonl.current(run_dir / "judgments.jsonl", JUDGMENT_KEY,
-                                                  make=Judgment.from_dict).values()]
-    times = [r["time"] for _, r in jsonl.read(run_dir / "judgments.jsonl") if r.get("time")]
+    judgments = [c.record for c in jsonl.current(run_dir / JUDGMENTS, JUDGMENT_KEY, make=Judgment.from_dict).values()]
+    times = [r["time"] for _, r in jsonl.read(run_dir / JUDGMENTS) if r.get("time")]
     retests = ([c.record for c in jsonl.current(run_dir / RETESTS, RETEST_KEY, make=Retest.from_dict).values()]
                if (run_dir / RETESTS).exists() else [])
     return Raw([c.record for c in answers], keys, pkeys, judgments,
                frozenset(c.record.row for c in answers if c.superseded),
-               min(times, key=lambda t: utc(t, run_dir / "judgments.jsonl", "time")) if times else None, retests)
+               min(times, key=lambda t: utc(t, run_dir / JUDGMENTS, "time")) if times else None, retests)
 
 
 def utc(text: str, file: Path | str, field: str) -> dt.datetime:
@@ -109,7 +116,7 @@ class Folder:
     """A results folder as a review reads it."""
 
     run_dir: Path
-    run: dict[str, Any]
+    run: RunInfo
     exp: Experiment
     questions: dict[str, Question]  # the run's questions, in its order
     raw: Raw
@@ -120,13 +127,11 @@ class Folder:
     label_key: str
 
 
-
-
-def labels_name(doc: dict[str, Any] | None, label_key: str) -> str:
+def labels_name(doc: Binding | None, label_key: str) -> str:
     """What labels files name a results folder's run by (judge.gold.labels.run_key of it): the sha256 of its blinding
     secret that binding.json records (public, random, and no label derives from it), or, in a folder bound before
     blinding secrets, its label key, as its labels files were written."""
-    sha = (doc or {}).get("blinding_secret_sha256")
+    sha = doc.blinding_secret_sha256 if doc else None
     return f"blinding secret sha256:{sha}" if sha else label_key
 
 
@@ -137,30 +142,44 @@ def load(run_dir: Path, exp_dir: Path | None = None, questions: list[Question] |
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise BadInput(run_dir, "not a results folder (no such directory)")
-    if not (run_dir / "run.json").is_file():
-        raise BadInput(run_dir / "run.json", "missing: not a results folder written by `judge run`")
-    run = RunInfo.read_file(run_dir / "run.json").to_dict()
-    if exp_dir is None and not isinstance(run.get("experiment_dir"), str):
-        raise BadInput(run_dir / "run.json", "missing: the experiment folder is not recorded; pass it with --exp",
+    if not (run_dir / RUN).is_file():
+        raise BadInput(run_dir / RUN, "missing: not a results folder written by `judge run`")
+    run = RunInfo.read_file(run_dir / RUN)
+    if exp_dir is None and run.experiment_dir is None:
+        raise BadInput(run_dir / RUN, "missing: the experiment folder is not recorded; pass it with --exp",
                        field="experiment_dir")
     for name in RAW_FILES:
         if not (run_dir / name).is_file():
             raise BadInput(run_dir / name, "missing: not a results folder written by `judge run`")
-    exp = load_experiment(Path(exp_dir or run["experiment_dir"]))
-    wanted = set(run["question_ids"])
+    exp = load_experiment(Path(exp_dir or run.experiment_dir))
+    wanted = set(run.question_ids)
     questions = {q.id: q for q in (questions or load_questions(exp.set_paths(), exp.set_formats_by_path()))
                  if q.id in wanted}
-    missing = [q for q in run["question_ids"] if q not in questions]
+    missing = [q for q in run.question_ids if q not in questions]
     if missing:
-        raise BadInput(run_dir / "run.json", f"names question {missing[0]!r}, which no set of the experiment at "
+        raise BadInput(run_dir / RUN, f"names question {missing[0]!r}, which no set of the experiment at "
                        f"{exp.dir} holds (pass the experiment it was run on with --exp)", field="question_ids")
-    questions = {q: questions[q] for q in run["question_ids"]}
+    questions = {q: questions[q] for q in run.question_ids}
     raw = load_raw(run_dir)
-    answers = [a for a in raw.answers if a.arm in run["arms"] and a.question_id in questions]
+    answers = [a for a in raw.answers if a.arm in run.arms and a.question_id in questions]
     # the blinded order, as judge run derives it, with the labels blinding.jsonl keys (judge verify re-derives them
     # from the folder's secret): nothing that reads a folder for people needs the secret
-    label_key = labels_name(read_binding(run_dir), run.get("label_key") or f"blinding:{exp.seed}:{run['name']}")
+    label_key = labels_name(read_binding(run_dir), run.label_key or f"blinding:{exp.seed}:{run.name}")
     items = blind(answers, questions, b"", exp.seed, exp.scrub, labels={k.row: k.label for k in raw.keys})[0]
-    rubric = run["judge"].get("rubric") or exp.rubric
+    rubric = run.judge.rubric or exp.rubric
     scale = load_rubric(rubric, rubric_dir(rubric, exp.dir)).scale
     return Folder(run_dir, run, exp, questions, raw, answers, items, scale, label_key)
+
+
+def last_invocation(run_dir: Path) -> dict[str, Any]:
+    """The record of the last `judge run` into `run_dir` that finished (invocations.jsonl: pipeline.invocation)."""
+    records = [r for _, r in jsonl.read(Path(run_dir) / INVOCATIONS)]
+    if not records:
+        raise BadInput(Path(run_dir) / INVOCATIONS, "no `judge run` has finished in this results folder")
+    return records[-1]
+
+
+def read_numbers(run_dir: Path) -> Numbers | None:
+    """The folder's numbers.json, read through its contract; None before the run finished (no numbers yet)."""
+    path = Path(run_dir) / NUMBERS
+    return Numbers.read_file(path) if path.is_file() else None

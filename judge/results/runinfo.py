@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import BadInput
+from core.records import Binding, CostRow, RunAnalysis, RunInfo, RunJudge, RunRuntime
 from registration.prereg import Experiment, JudgeSpec
 from registration.questions import Question, load_questions
 from registration.rubric import Rubric
@@ -42,12 +43,12 @@ class Scope:
     label_key: str
 
 
-def bound_scope(doc: dict[str, Any], exp: Experiment, path: Path, questions: list[Question] | None = None) -> Scope:
+def bound_scope(doc: Binding, exp: Experiment, path: Path, questions: list[Question] | None = None) -> Scope:
     """The scope binding.json `doc` (at `path`) registered, resolved against the experiment (its registered
     `questions`, by default read from its sets); BadInput naming the field when it does not resolve (an arm or judge
     the registration does not have)."""
-    reg, scope = doc["registration"], doc["scope"]
-    arms = scope["arms"]  # typed by its contract (core.records.Binding)
+    reg, scope = doc.registration, doc.scope
+    arms = scope.arms
     if not arms:
         raise BadInput(path, "reads []: the bound arms must name at least one arm", field="scope.arms")
     registered = [a.name for a in exp.arms]
@@ -55,7 +56,7 @@ def bound_scope(doc: dict[str, Any], exp: Experiment, path: Path, questions: lis
         if a not in registered:
             raise BadInput(path, f"binds arm {a!r}, which the registration does not have ({', '.join(registered)})",
                            field="scope.arms")
-    limit = scope["limit"]
+    limit = scope.limit
     if limit is not None and limit <= 0:
         raise BadInput(path, f"reads {limit!r}: the bound --limit must be a positive number or null",
                        field="scope.limit")
@@ -70,7 +71,7 @@ def bound_scope(doc: dict[str, Any], exp: Experiment, path: Path, questions: lis
         raise BadInput(path, f"reads {mode!r}, not single, pairwise or both", field="registration.judge mode")
     questions = load_questions(exp.set_paths(), exp.set_formats_by_path()) if questions is None else questions
     return Scope(arms, limit, [q.id for q in (questions[:limit] if limit else questions)],
-                 [judges[n] for n in names], mode, doc["label_key"])
+                 [judges[n] for n in names], mode, doc.label_key)
 
 
 def run_name(exp: Experiment, arms: list[str], limit: int | None) -> str:
@@ -115,6 +116,19 @@ def registered(exp: Experiment, scope: Scope, rubric: Rubric) -> dict[str, Any]:
                   "warnings": list(dict.fromkeys(w for j in scope.panel for w in judge_warnings(exp, j.name,
                                                                                                 scope.arms)))},
     }
+
+
+def record(exp: Experiment, scope: Scope, rubric: Rubric, file: Path, *, judge: dict[str, Any], audit_gate: str,
+           cost: list[dict[str, Any]], **read_back: Any) -> RunInfo:
+    """run.json as `judge run` writes it: its registered part (`registered`) and what the run read back (`judge`: the
+    judges' identities and settings; `read_back`: the other fields, by name), each section checked by its contract."""
+    reg = registered(exp, scope, rubric)
+    return RunInfo.built(**{
+        "version": RunInfo.VERSION, **reg, **read_back,
+        "runtime": RunRuntime.read(reg["runtime"], file, prefix="runtime"),
+        "analysis": RunAnalysis.read(reg["analysis"], file, prefix="analysis"),
+        "judge": RunJudge.read({**reg["judge"], **judge}, file, prefix="judge"), "audit_gate": audit_gate,
+        "cost": [CostRow.read(c, file, prefix=f"cost[{i}]") for i, c in enumerate(cost)]})
 
 
 def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

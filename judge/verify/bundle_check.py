@@ -157,7 +157,7 @@ def scope_findings(folder: Path, results: Path, exp: Experiment, questions: list
             if c.record.arm in scope.arms and c.record.question_id in ids]
     out = missing_answers(results / "answers.jsonl", exp, scope, {r.row for r in rows})
     # labels derive from the folder's blinding secret, which a bundle never holds (legacy folders: the label key)
-    secret = None if doc.get("blinding_secret_sha256") else label_secret(scope.label_key)
+    secret = None if doc.blinding_secret_sha256 else label_secret(scope.label_key)
     path = results / "blinding.jsonl"
     keyed, pairs, label_of = set(), [], {}
     for no, rec in jsonl.read(folder / "blinding.jsonl"):

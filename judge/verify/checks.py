@@ -163,7 +163,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     exp = load_experiment(exp_dir)
     scope, unbound = folder_scope(run_dir, run, exp, published and published.questions)
     problems += unbound
-    now, skipped, unchecked = bound_registration(exp, scope, (read_binding(run_dir) or {}).get("registration"))
+    bound = read_binding(run_dir)
+    now, skipped, unchecked = bound_registration(exp, scope, bound.registration if bound else None)
     problems += binding_findings(run_dir, exp, now, skipped, amend["late"])
     expected = registered(exp, scope, load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)))
     edited_run = record_findings(run, expected, run_dir / "run.json")
@@ -198,7 +199,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                              "recomputed as errors")
         earlier = earlier_intervals(numbers)
         interval = agreement_interval(numbers)
-        main = compute_numbers(exp, all_q, run_dir, run, gold, earlier, interval).to_dict()
+        computed = compute_numbers(exp, all_q, run_dir, run, gold, earlier, interval)
+        main = computed.to_dict()
     except BadRecord:  # a record missing a field cannot be read by either path: bad input, not a finding
         raise
     except BadInput as e:  # the main path refuses the raw files (e.g. the retry rule): nothing to compare with
@@ -219,7 +221,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     problems += diff_numbers(numbers, main, "recomputation from raw files")
     problems += amend["problems"]
     problems += disagreement("which amendments are dated after the first judgment and not marked post hoc",
-                              sorted(a["n"] for a in late_amendments(main)), sorted(amend["late"]))
+                              sorted(a.n for a in late_amendments(computed)), sorted(amend["late"]))
     ind = second_path.independent(numbers, run, run_dir, questions, exp, clusters, answer_rows, verdicts,
                                   lambda *args, scale, **kw: calibrate(*args, scale=Scale(*scale), **kw))
     ind["judges"] = independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
@@ -271,7 +273,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         unchecked.append(f"report.md: written before reports opened with a summary ({SUMMARY_HEADING!r}); the rest "
                          "is checked line by line, and `judge run` into the folder renders it with one, without any "
                          "model call")
-    expected_report = render(numbers, run if edited_run else as_written, digest, review, summarised).splitlines()
+    expected_report = render(Numbers.from_dict(numbers, run_dir / "numbers.json"), RunInfo.from_dict(
+        run if edited_run else as_written, run_dir / "run.json"), digest, review, summarised).splitlines()
     for i in range(max(len(expected_report), len(actual))):
         e = expected_report[i] if i < len(expected_report) else "<missing>"
         a = actual[i] if i < len(actual) else "<missing>"

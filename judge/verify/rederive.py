@@ -101,7 +101,7 @@ def label_derivation(run_dir: Path, scope: Scope, withheld: bool) -> tuple[bytes
     notes on it: None when it cannot be had (the secret missing or not the one binding.json binds: a finding; withheld
     from a published bundle: a note), and the labels are then taken as blinding.jsonl keys them."""
     doc = read_binding(run_dir)
-    if doc is None or doc.get("blinding_secret_sha256") is None:
+    if doc is None or doc.blinding_secret_sha256 is None:
         return label_secret(scope.label_key), [], [
             f"{run_dir / 'blinding.jsonl'}: the labels derive from the label key {scope.label_key!r} (the folder was "
             "bound before blinding secrets): re-derived from it, but anyone holding the registration can derive them "
@@ -122,7 +122,8 @@ def _kind(rec: dict[str, Any]) -> str:
 
 
 def _secret_bound(run_dir: Path) -> bool:
-    return (read_binding(run_dir) or {}).get("blinding_secret_sha256") is not None
+    doc = read_binding(run_dir)
+    return doc is not None and doc.blinding_secret_sha256 is not None
 
 
 def blinding(run_dir: Path, scope: Scope, exp: Experiment, answers: list[AnswerRow], qmap: dict[str, Question],

@@ -10,9 +10,8 @@ from core import jsonl
 from judge.gold.sources import run_gold
 from judge.judging.blinding import folder_label_secret
 from judge.numbers.analysis import compute_numbers, write_numbers
-from judge.outputs.report import render
+from judge.outputs.report import folder_report
 from judge.outputs.review_md import write_review
-from judge.results.files import anchor
 from registration.prereg import load_experiment
 from registration.questions import load_questions
 
@@ -32,11 +31,11 @@ def reanalyse(out: Path) -> dict:
     numbers = compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, e.dir)
-    (out / "report.md").write_text(render(numbers.to_dict(), run, anchor(out)))
+    (out / "report.md").write_text(folder_report(out))
     return numbers.to_dict()
 
 
 def label_key(out: Path) -> bytes:
     """The key the folder's labels derive from: a forger holding the folder holds its blinding secret too."""
     doc = read_binding(out)
-    return folder_label_secret(blinding_secret(out, doc), doc["label_key"])
+    return folder_label_secret(blinding_secret(out, doc), doc.label_key)
