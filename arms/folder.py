@@ -239,7 +239,7 @@ def bind(run_dir: Path, exp: Experiment, arms: list[str], limit: int | None, reg
             raise BadInput(path, f"this results folder holds {', '.join(written)} but no {BINDING}: it was written "
                            "before results folders were bound to one registration, so a new run cannot tell what "
                            "it holds. It still reads and verifies; pick another folder with --out")
-        return Binding.built(schema=1, created=now(), experiment=exp.name, experiment_dir=str(exp.dir),
+        return Binding(schema=1, created=now(), experiment=exp.name, experiment_dir=str(exp.dir),
                              label_key=label_key(exp), blinding_secret_sha256=new_secret(run_dir), registration=reg,
                              scope=BindingScope(**scope), amendments=None,
                              history=[ScopeChange(time=now(), **scope)])

@@ -1,4 +1,4 @@
-"""run.json and binding.json built by their writers (`Entry.built`), not read: the same fields give the bytes an
+"""run.json and binding.json constructed by their writers, not read: the same fields give the bytes an
 earlier version wrote, field for field in the file's order; a field whose type allows None is written null, one whose
 type does not is left out when None (absent, as older files have it)."""
 from __future__ import annotations
@@ -20,7 +20,7 @@ def rebuilt(cls, path: Path):
     """The document at `path` built again from the values its contract reads, its sections as read."""
     doc = cls.read_file(path)
     written = json.loads(path.read_text())
-    return cls.built(**{f.name: getattr(doc, f.name) for f in fields(cls) if f.name in written})
+    return cls(**{f.name: getattr(doc, f.name) for f in fields(cls) if f.name in written})
 
 
 def test_run_json_built_from_its_fields_is_the_file_an_earlier_version_wrote():
@@ -32,7 +32,7 @@ def test_run_json_built_from_its_fields_is_the_file_an_earlier_version_wrote():
 def test_a_field_absent_when_none_is_left_out_and_one_null_when_none_is_written_null():
     doc = RunInfo.read_file(LEGACY / "run.json")
     values = {f.name: getattr(doc, f.name) for f in fields(RunInfo) if f.name != "written"}
-    out = json.loads(RunInfo.built(**{**values, "contamination": None, "cost_estimate": None, "limit": None}).text())
+    out = json.loads(RunInfo(**{**values, "contamination": None, "cost_estimate": None, "limit": None}).text())
     assert "contamination" not in out and "cost_estimate" not in out and out["limit"] is None
     assert list(out) == [f.name for f in fields(RunInfo) if f.name in out]  # in the contract's, the file's, order
 

@@ -193,17 +193,6 @@ class Entry:
                             field=prefix or None)
         return cls(**_checked(cls, d, file, line, prefix + "." if prefix else "", cls.WHAT), written=dict(d))
 
-    @classmethod
-    def built(cls, **values: Any):
-        """The entry a writer makes (not one read from a file): `to_dict` gives its fields in the order the contract
-        declares them, which is the order its file holds them; a field whose type has no None is left out when None
-        (absent, as the reader reads it), one whose type allows None is written null."""
-        entry = cls(**values)
-        kept = {name: values[name] for name, hint, _, _, _ in _contract(cls)
-                if name in values and (values[name] is not None or _nullable(hint))}
-        object.__setattr__(entry, "written", kept)  # to_dict writes each kept field, in this order, as plain JSON
-        return entry
-
     def to_dict(self) -> dict[str, Any]:
         if self.written is None:
             return {name: _plain(getattr(self, name)) for name, hint, required, _, _ in _contract(type(self))

@@ -97,7 +97,7 @@ class RunInfo(Document):
     WHAT: ClassVar[str] = "a run record (run.json)"
     VERSION: ClassVar[int] = 2  # what this blindeval writes; raise it with a step in core.records.migrate
 
-    version: int = 1  # this document's version (absent: 1), first in the file
+    version: int = None  # this document's version, first in the file (absent: version 1)
     name: str  # the run's name: the experiment's, + "-" and the arms when a subset, + "-limitN" with --limit
     experiment: str | None = None  # the experiment's name in prereg.toml
     seed: int | None = None  # the experiment's registered seed

@@ -123,7 +123,7 @@ def record(exp: Experiment, scope: Scope, rubric: Rubric, file: Path, *, judge: 
     """run.json as `judge run` writes it: its registered part (`registered`) and what the run read back (`judge`: the
     judges' identities and settings; `read_back`: the other fields, by name), each section checked by its contract."""
     reg = registered(exp, scope, rubric)
-    return RunInfo.built(**{
+    return RunInfo(**{
         "version": RunInfo.VERSION, **reg, **read_back,
         "runtime": RunRuntime.read(reg["runtime"], file, prefix="runtime"),
         "analysis": RunAnalysis.read(reg["analysis"], file, prefix="analysis"),
