@@ -12,9 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from core import jsonl
+from core.records.conform import violation
 from core.records.schema import CONTRACTS, schema
 
 SCHEMAS_DIR = "schemas"
@@ -22,7 +21,6 @@ SINCE = 3  # the first BUNDLE.json version whose bundles carry them
 # each schema a bundle carries, by its name in core.records.schema.CONTRACTS: the file it describes, in the bundle
 DESCRIBED = {"bundle": "BUNDLE.json", "binding": "results/binding.json", "run": "results/run.json",
              "numbers": "results/numbers.json", "question": "questions.jsonl"}
-SHOWN = 5  # violations named per document; the rest counted
 
 
 def schema_file(name: str) -> str:
@@ -53,17 +51,17 @@ def _documents(path: Path) -> list[tuple[str, Any]]:
 
 
 def _violations(where: str, doc: Any, carried: dict[str, Any]) -> list[str]:
+    """The first place `doc` breaks the schema the bundle carries for it (core.records.conform, the check the review
+    page makes too), as a finding."""
     try:
-        errors = sorted(jsonschema.Draft202012Validator(carried).iter_errors(doc),
-                        key=lambda e: [str(p) for p in e.absolute_path])
-    except Exception as e:  # noqa: BLE001 - a carried schema that cannot be applied (a $ref to nowhere): a finding
+        found = violation(doc, carried)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:  # a carried schema that cannot be applied
         return [f"{where}: the JSON Schema the bundle carries for it cannot be applied ({type(e).__name__}: "
-                f"{str(e).splitlines()[0][:200] if str(e) else ''})"]
-    out = [f"{where}: field {'.'.join(map(str, e.absolute_path)) or '(the document)'!r}: {e.message[:200]}, against "
-           f"the JSON Schema the bundle carries" for e in errors[:SHOWN]]
-    if len(errors) > SHOWN:
-        out.append(f"{where}: {len(errors) - SHOWN} more violations of the JSON Schema the bundle carries")
-    return out
+                f"{str(e)[:200]})"]
+    if found is None:
+        return []
+    path, what = found
+    return [f"{where}: field {path or '(the document)'!r}: {what[:200]}, against the JSON Schema the bundle carries"]
 
 
 def schema_findings(bundle: Path, version: int) -> tuple[list[str], list[str]]:
@@ -80,9 +78,11 @@ def schema_findings(bundle: Path, version: int) -> tuple[list[str], list[str]]:
             continue
         try:
             carried = json.loads(path.read_text(encoding="utf-8"))
-            jsonschema.Draft202012Validator.check_schema(carried)
-        except (ValueError, UnicodeDecodeError, jsonschema.SchemaError) as e:
+        except (ValueError, UnicodeDecodeError) as e:
             out.append(f"{path}: not a JSON Schema ({str(e).splitlines()[0][:200]})")
+            continue
+        if not isinstance(carried, dict):
+            out.append(f"{path}: not a JSON Schema (an object)")
             continue
         if carried != schema(CONTRACTS[name]):
             out.append(f"{path}: differs from the JSON Schema this blindeval generates from the contract of "
