@@ -1,12 +1,28 @@
-"""Rows of a parquet file as plain Python values, for every reader of a user's table (training logs, training data)."""
+"""Rows of a user's table, for every reader of one: a parquet file's as plain Python values (training logs, training
+data), a CSV reader's with the line each row starts at (question sets, people's labels)."""
 from __future__ import annotations
 
+import csv
 import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .errors import BadInput
+
+
+def csv_rows(reader: Any, path: Path, refusal: str) -> Iterator[tuple[int, list[str]]]:
+    """(the line a row starts at, its cells) of a `csv.reader`, blank rows included: a row the csv module cannot read
+    is bad input naming the file and that line, `refusal` saying what it is not."""
+    while True:
+        line = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise BadInput(path, f"{refusal}: {e}", line=line) from None
+        yield line, row
 
 
 def parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -8,8 +8,7 @@ from typing import Any
 
 from core.errors import BadInput
 
-from .seal import inside
-from .settings import bounded, check_keys, setting
+from .settings import bounded, check_keys, sealed_files, setting
 from .spec import ArmSpec
 
 AUDIT_KEYS = ("log", "arms", "gate", "k", "max_gamed", "gate_on_detectors", "override")
@@ -78,15 +77,9 @@ def parse_contamination(c: Any, file: Path, exp_dir: Path, arms: dict[str, ArmSp
     hold is read by `python -m audit contamination` and again by `judge run` (audit.contamination)."""
     where = "[contamination]"
     check_keys(c, CONTAMINATION_KEYS, file, where)
-    training = setting(c, "training", "strings", file, where)
+    training = sealed_files(c, "training", file, where, exp_dir)
     if not training:
         raise BadInput(file, f"{where} training must name at least one training data file", field="training")
-    for rel in training:
-        if not rel.strip():
-            raise BadInput(file, f"{where} training names an empty path", field="training")
-        inside(exp_dir, rel, file, "training")
-    if len(set(training)) != len(training):
-        raise BadInput(file, f"{where} training lists a file twice: {training}", field="training")
     columns = setting(c, "columns", "strings", file, where, ["prompt", "completion"])
     if not columns or not all(columns) or len(set(columns)) != len(columns):
         raise BadInput(file, f"{where} columns must name one or more distinct, non-empty columns, got {columns!r}",

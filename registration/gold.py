@@ -17,7 +17,7 @@ from typing import Any, Callable
 from core.errors import BadInput
 
 from .seal import inside
-from .settings import bounded, check_keys, setting
+from .settings import bounded, check_keys, sealed_files, setting
 from .spec import CODE_TIMEOUT_S
 from .toml_lines import KeyLines
 
@@ -93,14 +93,7 @@ def parse_gold(g: Any, file: Path, exp_dir: Path) -> Gold:
 
 def _labels(g: dict, file: Path, exp_dir: Path, where: str) -> tuple[str, ...]:
     """[gold] labels: sealed labels files, each named once."""
-    labels = setting(g, "labels", "strings", file, where, [])
-    for rel in labels:
-        if not rel.strip():
-            raise BadInput(file, f"{where} labels names an empty path", field="labels")
-        inside(exp_dir, rel, file, "labels")
-    if len(set(labels)) != len(labels):
-        raise BadInput(file, f"{where} labels lists a file twice: {labels}", field="labels")
-    return tuple(labels)
+    return tuple(sealed_files(g, "labels", file, where, exp_dir, []))
 
 
 def _program(g: dict, file: Path, exp_dir: Path, where: str) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Iterator, Mapping
 from core import jsonl
 from core import text as input_text
 from core.errors import BadInput
+from core.tables import csv_rows
 
 FIELDS = ("id", "question", "reference", "tags", "cluster")  # a question's fields, as a JSONL set names them
 TABULAR = (".csv", ".parquet")  # set files read through a column mapping
@@ -148,17 +149,9 @@ def _csv_records(path: Path, fmt: SetFormat) -> Iterator[tuple[dict[str, Any], _
     # newline="\n": nothing translated (a quoted cell keeps its line breaks, as with newline=""), and lines end at LF
     # only, so a row's line is counted as every input's is (CRLF is LF); a bare CR outside quotes is refused
     reader = csv.reader(io.StringIO(text, newline="\n"), strict=True)
-    start = 1
     header: list[str] | None = None
     columns: dict[str, int] = {}
-    while True:
-        start = reader.line_num + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as e:
-            raise BadInput(path, f"is not CSV the csv module reads at this row: {e}", line=start) from None
+    for start, row in csv_rows(reader, path, "is not CSV the csv module reads at this row"):
         if not row or (len(row) == 1 and not row[0].strip()):
             continue  # a blank line, as a JSONL set skips one
         if header is None:

@@ -11,6 +11,8 @@ from urllib.parse import urlsplit
 
 from core.errors import BadInput
 
+from .seal import inside
+
 
 def check_keys(table: Any, known: tuple[str, ...], file: Path | str, where: str) -> None:
     """A misspelt setting must not be silently ignored: refuse any key the table does not define."""
@@ -137,3 +139,15 @@ def http_url(url: str, file: Path | str, where: str, key: str = "base_url") -> s
         raise BadInput(file, f"in {where} must be an http:// or https:// URL with a host, got {url!r}; {example}",
                        field=key)
     return url
+
+
+def sealed_files(table: dict, key: str, file: Path, where: str, exp_dir: Path, default: Any = REQUIRED) -> list[str]:
+    """A registered list of files inside the experiment folder (the seal covers them): none empty, none twice."""
+    files = setting(table, key, "strings", file, where, default)
+    for rel in files:
+        if not rel.strip():
+            raise BadInput(file, f"{where} {key} names an empty path", field=key)
+        inside(exp_dir, rel, file, key)
+    if len(set(files)) != len(files):
+        raise BadInput(file, f"{where} {key} lists a file twice: {files}", field=key)
+    return files

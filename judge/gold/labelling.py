@@ -50,6 +50,7 @@ from typing import Callable, TextIO
 from core import jsonl
 from core.errors import BadInput
 from core.records import HumanLabel, LabelSample
+from core.tables import csv_rows
 from core.text import decode
 from registration.rubric import load_rubric, rubric_dir
 
@@ -312,14 +313,7 @@ def csv_labels(path: Path, labels: set[str], scale: tuple[int, ...], labeller: s
     stamp = now()
     out: list[Incoming] = []
     seen: dict[tuple[str, str], int] = {}
-    while True:
-        line = reader.line_num + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as e:
-            raise BadInput(path, f"not a CSV row: {e}", line=line) from None
+    for line, row in csv_rows(reader, path, "not a CSV row"):
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
