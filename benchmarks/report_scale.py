@@ -128,7 +128,8 @@ def main() -> None:
         # the demo registers both quants; restrict hypotheses to what was written
         timings = {}
         t0 = time.perf_counter()
-        numbers = compute_numbers(e, load_questions(e.set_paths()), run_dir, run, run_gold(e, run_dir))
+        numbers = compute_numbers(e, load_questions(e.set_paths()), run_dir, RunInfo.from_dict(run, "run.json"),
+                                  run_gold(e, run_dir))
         timings["numbers_s"] = time.perf_counter() - t0
         write_numbers(numbers, run_dir / "numbers.json")
         numbers, run = Numbers.read_file(run_dir / "numbers.json"), RunInfo.read_file(run_dir / "run.json")

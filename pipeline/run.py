@@ -336,7 +336,7 @@ def _run(plan: RunPlan, judges: JudgeBackends, cache: CallCache) -> Path:
                   cost=costs(exp, arms, [j.name for j in panel], qids, run_dir), cost_estimate=plan.cost_plan)
     write_text(run_json, info.text())
     computed = compute_numbers(exp, load_questions(exp.set_paths(), exp.set_formats_by_path()), run_dir,
-                               info.to_dict(), run_gold(exp, run_dir))  # judge.numbers reads a dict still
+                               info, run_gold(exp, run_dir))
     for a in late_amendments(computed):
         raise BadInput(exp_dir / "amendments.jsonl", f"amendment {a.n} is dated {a.date}, after the first "
                        "judgment of this run: it cannot govern it (record it with `judge amend --post-hoc`)",

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import jsonl
+from core.records import RunInfo
 from judge.gold.sources import run_gold
 from judge.numbers.analysis import compute_numbers, write_numbers
 from judge.outputs.report import folder_report
@@ -85,7 +86,8 @@ def _reanalyse(exp, out) -> None:
     """numbers.json and report.md recomputed with our own code, as a careful forger would."""
     info = json.loads((out / "run.json").read_text())
     e = load_experiment(exp)
-    write_numbers(compute_numbers(e, load_questions(e.set_paths()), out, info, run_gold(e, out)), out / "numbers.json")
+    write_numbers(compute_numbers(e, load_questions(e.set_paths()), out, RunInfo.from_dict(info, "run.json"),
+                                  run_gold(e, out)), out / "numbers.json")
     write_review(out, exp)
     (out / "report.md").write_text(folder_report(out))
 

@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.errors import BadInput
+from core.records import RunInfo
 from judge.gold.sources import gold_scores
 from judge.outputs.export import table
 from judge.outputs.report import folder_report
@@ -340,7 +341,8 @@ def test_a_folder_whose_agreement_intervals_resampled_answers_verifies_as_writte
     shutil.copytree(out, copy)
     e = load_experiment(exp)
     run = json.loads((copy / "run.json").read_text())
-    numbers = compute_numbers(e, load_questions(e.set_paths()), copy, run, run_gold(e, copy), earlier_intervals=True)
+    numbers = compute_numbers(e, load_questions(e.set_paths()), copy, RunInfo.from_dict(run, "run.json"),
+                              run_gold(e, copy), earlier_intervals=True)
     write_numbers(numbers, copy / "numbers.json")
     (copy / "report.md").write_text(folder_report(copy))
     old = json.loads((copy / "numbers.json").read_text())
@@ -370,7 +372,8 @@ def test_a_folder_whose_agreement_intervals_were_percentile_verifies_as_written_
     shutil.copytree(out, copy)
     e = load_experiment(exp)
     run = json.loads((copy / "run.json").read_text())
-    numbers = compute_numbers(e, load_questions(e.set_paths()), copy, run, run_gold(e, copy), interval="percentile")
+    numbers = compute_numbers(e, load_questions(e.set_paths()), copy, RunInfo.from_dict(run, "run.json"),
+                              run_gold(e, copy), interval="percentile")
     write_numbers(numbers, copy / "numbers.json")
     (copy / "report.md").write_text(folder_report(copy))
     agreement = json.loads((copy / "numbers.json").read_text())["judge_validity"]["judges"][0]["agreement"]

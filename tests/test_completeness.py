@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import jsonl
-from core.records import AnswerRow, Binding
+from core.records import AnswerRow, Binding, RunInfo
 from judge.gold.sources import run_gold
 from judge.judging.blinding import blind
 from judge.judging.calls import build_request, prompt_sha256
@@ -55,7 +55,8 @@ def reanalyse(out: Path) -> None:
     e = load_experiment(info["experiment_dir"])
     info["cost"] = costs(e, info["arms"], info["judge"]["panel"], set(info["question_ids"]), out)
     (out / "run.json").write_text(json.dumps(info, indent=1) + "\n")
-    numbers = compute_numbers(e, load_questions(e.set_paths()), out, info, run_gold(e, out))
+    numbers = compute_numbers(e, load_questions(e.set_paths()), out, RunInfo.from_dict(info, "run.json"),
+                              run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, e.dir)
     (out / "report.md").write_text(folder_report(out))

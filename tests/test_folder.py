@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from core import jsonl
+from core.records import RunInfo
 from judge.gold.sources import run_gold
 from judge.numbers.analysis import amendments as amendment_rows
 from judge.numbers.analysis import compute_numbers, write_numbers
@@ -433,7 +434,8 @@ def reanalyse(exp: Path, out: Path) -> None:
     """Recompute numbers.json and report.md from the raw files, as a careful forger would."""
     info = json.loads((out / "run.json").read_text())
     e = load_experiment(exp)
-    numbers = compute_numbers(e, load_questions(e.set_paths()), out, info, run_gold(e, out))
+    numbers = compute_numbers(e, load_questions(e.set_paths()), out, RunInfo.from_dict(info, "run.json"),
+                              run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, exp)
     (out / "report.md").write_text(folder_report(out))

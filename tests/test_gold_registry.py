@@ -97,7 +97,7 @@ def test_a_toy_source_is_parsed_bound_scored_and_counted_end_to_end(tmp_path, to
     assert sorted((s.question_id, s.source, s.score) for s in g.scores) == [
         ("q01", "toy", 2), ("q01", "toy", 2), ("q03", "toy", 0), ("q03", "toy", 0)]
     run = json.loads((out / "run.json").read_text())
-    numbers = compute_numbers(exp, load_questions(exp.set_paths()), out, run, g)
+    numbers = compute_numbers(exp, load_questions(exp.set_paths()), out, RunInfo.from_dict(run, "run.json"), g)
     assert numbers.judge_validity.gold.sources == {"labels": 0, "program": 0, "human": 0, "toy": 4}
     report = render(numbers, RunInfo.read_file(out / "run.json"), None)
     assert "(4 scores: program 0, sealed labels 0, people 0, toy file 4)" in report

@@ -15,7 +15,7 @@ import pytest
 
 from core import jsonl
 from core.errors import BadInput
-from core.records import AnswerRow, Judgment, KeyRow, PairKey, blinding_key
+from core.records import AnswerRow, Judgment, KeyRow, PairKey, RunInfo, blinding_key
 from judge.gold.sources import run_gold
 from judge.numbers.analysis import compute_numbers
 from registration.prereg import load_experiment
@@ -112,7 +112,8 @@ def test_every_raw_record_has_a_type_and_a_version(helpfulness):
 def _numbers(exp, out) -> dict:
     run = json.loads((out / "run.json").read_text())
     e = load_experiment(exp)
-    return compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out)).to_dict()
+    return compute_numbers(e, load_questions(e.set_paths()), out, RunInfo.from_dict(run, "run.json"),
+                           run_gold(e, out)).to_dict()
 
 
 def test_a_folder_written_before_records_carried_type_version_and_kind_reads_the_same(helpfulness, tmp_path):

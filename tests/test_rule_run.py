@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import pytest
 
+from core.records import RunInfo
 from registration.seal import seal
 
 from conftest import ROOT, cli, http_prereg
@@ -174,7 +175,8 @@ def test_a_folder_decided_by_the_previous_default_fails_verify_until_judge_run_r
     exp = load_experiment(exp_dir)
     old = replace(exp, analysis=replace(exp.analysis, rule="bootstrap_and_t"))
     run = json.loads((out / "run.json").read_text())
-    numbers = compute_numbers(old, load_questions(exp.set_paths()), out, run, run_gold(old, out))
+    numbers = compute_numbers(old, load_questions(exp.set_paths()), out, RunInfo.from_dict(run, "run.json"),
+                              run_gold(old, out))
     write_numbers(numbers, out / "numbers.json")
     (out / "report.md").write_text(folder_report(out))
     raw = {name: (out / name).read_bytes() for name in ("answers.jsonl", "judgments.jsonl", "blinding.jsonl")}

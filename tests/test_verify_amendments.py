@@ -14,6 +14,7 @@ import judge.verify.amendments
 import judge.verify.checks
 import registration.seal
 from core import jsonl
+from core.records import RunInfo
 from judge.gold.sources import run_gold
 from judge.numbers.analysis import compute_numbers, write_numbers
 from judge.outputs.report import folder_report
@@ -58,7 +59,8 @@ def reanalyse(exp, out):
     """Recompute numbers.json and report.md from the raw files, as a careful forger would after editing them."""
     run = json.loads((out / "run.json").read_text())
     e = load_experiment(exp)
-    numbers = compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out))
+    numbers = compute_numbers(e, load_questions(e.set_paths()), out, RunInfo.from_dict(run, "run.json"),
+                              run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, exp)
     (out / "report.md").write_text(folder_report(out))

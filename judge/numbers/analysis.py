@@ -26,6 +26,7 @@ from core.records import (
     KeyRow,
     Numbers,
     PairwiseRow,
+    RunInfo,
     judgment_kind,
 )
 from registration.prereg import Experiment, Hypothesis
@@ -88,7 +89,7 @@ def amendments(exp: Experiment, first: str | None) -> list[Amendment]:
             for a in verify_amendments(exp.dir)]
 
 
-def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: dict[str, Any],
+def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, run: RunInfo,
                     gold=None, earlier_intervals: bool = False, interval: str = "bca") -> Numbers:
     """`gold`: the run's gold scores (judge.gold.sources.gold_scores), when the experiment registers any: then the judge
     is measured against them and each decision gets its gold-corrected interval (judge.numbers.validity).
@@ -98,10 +99,10 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     points = exp_scale(exp)
     refuse_off_scale(run_dir, points)
     answers, keys, pkeys, judgments = raw.answers, raw.keys, raw.pkeys, raw.judgments
-    judge = run["judge"]["primary"]
-    panel = run["judge"].get("panel", [judge])
-    arms = run["arms"]
-    wanted = set(run["question_ids"])
+    judge = run.judge.primary
+    panel = run.judge.panel or [judge]
+    arms = run.arms
+    wanted = set(run.question_ids)
     qmap = {q.id: q for q in questions if q.id in wanted}
     contaminated = found(exp)
 

@@ -199,7 +199,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                              "recomputed as errors")
         earlier = earlier_intervals(numbers)
         interval = agreement_interval(numbers)
-        computed = compute_numbers(exp, all_q, run_dir, run, gold, earlier, interval)
+        computed = compute_numbers(exp, all_q, run_dir, RunInfo.from_dict(run, run_dir / "run.json"), gold, earlier,
+                                    interval)
         main = computed.to_dict()
     except BadRecord:  # a record missing a field cannot be read by either path: bad input, not a finding
         raise

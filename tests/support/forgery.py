@@ -7,6 +7,7 @@ from pathlib import Path
 
 from arms.folder import blinding_secret, read_binding
 from core import jsonl
+from core.records import RunInfo
 from judge.gold.sources import run_gold
 from judge.judging.blinding import folder_label_secret
 from judge.numbers.analysis import compute_numbers, write_numbers
@@ -28,7 +29,8 @@ def reanalyse(out: Path) -> dict:
     """Recompute numbers.json and report.md from the raw files, as a careful forger would after editing them."""
     run = json.loads((out / "run.json").read_text())
     e = load_experiment(run["experiment_dir"])
-    numbers = compute_numbers(e, load_questions(e.set_paths()), out, run, run_gold(e, out))
+    numbers = compute_numbers(e, load_questions(e.set_paths()), out, RunInfo.from_dict(run, "run.json"),
+                              run_gold(e, out))
     write_numbers(numbers, out / "numbers.json")
     write_review(out, e.dir)
     (out / "report.md").write_text(folder_report(out))
