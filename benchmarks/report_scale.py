@@ -106,7 +106,7 @@ def build(tmp: Path, n: int, quants: int) -> tuple[Path, Path, dict]:
                               [{"raw": raw, "finish_reason": "stop", "error": None, "repaired": False}],
                               0.1, 10, 5, 0, calls=[call_key(identity, request)]).to_dict())
     scope = Scope(arms, None, [q.id for q in load_questions(e.set_paths())], panel, "single", binding.label_key)
-    run = merged(registered(e, scope, rubric), {
+    run = merged({"version": RunInfo.VERSION, **registered(e, scope, rubric)}, {
         "experiment_dir": str(exp), "audit_gate": "not checked",
         "judge": {"identity": identity, "identities": {"local": identity},
                   "effective_settings": {"local/correctness": read_back}}})
@@ -134,11 +134,11 @@ def main() -> None:
         write_numbers(numbers, run_dir / "numbers.json")
         numbers, run = Numbers.read_file(run_dir / "numbers.json"), RunInfo.read_file(run_dir / "run.json")
         t0 = time.perf_counter()
-        write_plots(numbers.to_dict(), run_dir)
+        write_plots(numbers, run_dir)
         timings["plots_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         write_review(run_dir, exp)
-        (run_dir / "report.md").write_text(render(numbers.to_dict(), run, anchor(run_dir)))
+        (run_dir / "report.md").write_text(render(numbers, run, anchor(run_dir)))
         timings["report_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         problems = verify(run_dir, caches=[]).problems  # no call cache: the judge calls were never made

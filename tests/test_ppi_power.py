@@ -229,7 +229,7 @@ def test_judge_label_sample_states_each_hypothesis_power_with_the_draw_before_th
     h1 = Hypothesis("H1", "a", "b", "q", "non_inferiority", 1.0, ALPHA)
     h2 = Hypothesis("H2", "a", "b", "q", "superiority", 0.0, ALPHA, subset=("nowhere",))  # no question: no line
     folder = SimpleNamespace(exp=SimpleNamespace(analysis=Analysis(judge_error="decide"), hypotheses=[h1, h2]),
-                             run={"arms": ["a", "b"], "judge": {"primary": "J"}},
+                             run=SimpleNamespace(arms=["a", "b"], judge=SimpleNamespace(primary="J")),
                              raw=SimpleNamespace(keys=keys, judgments=verdicts),
                              questions={f"q{i:02d}": SimpleNamespace(id=f"q{i:02d}", tags=()) for i in range(30)},
                              scale=(0, 1, 2))
