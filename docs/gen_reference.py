@@ -277,6 +277,16 @@ def _read_keys(func: ast.FunctionDef, function: str, table: str) -> dict[str, Ke
                 bound = next((_const(k.value, env) for k in call.keywords if k.arg == "bound"), None)
                 info.bound = bound or key
             info.read_by = function
+        elif name == "sealed_files" and len(call.args) >= 5:  # (table, key, file, where, exp_dir[, default])
+            key, where = _const(call.args[1], env), _const(call.args[3], env)
+            if not isinstance(key, str) or (isinstance(where, str) and where != table):
+                continue
+            info = found.setdefault(key, KeyInfo())
+            info.kind, info.read_by = "strings", function
+            if len(call.args) <= 5:
+                info.required = True
+            else:
+                info.default = _source(call.args[5], env)
         elif name == "_one_of" and len(call.args) >= 3:
             key = _const(call.args[1], env)
             if isinstance(key, str):
