@@ -149,7 +149,7 @@ def registration_tables() -> dict[str, tuple[tuple[str, ...], str, str]]:
     """Each table of prereg.toml: its known keys (the parser's own tuple), the module and the function that reads
     them."""
     from models.backends.base import Generation
-    from registration import analysis, gates, gold, hypotheses, judges, prereg, rubric, spec
+    from registration import analysis, comparisons, gates, gold, hypotheses, judges, prereg, rubric, spec
 
     return {
         "[experiment]": (prereg.EXPERIMENT_KEYS, "registration/prereg.py", "_experiment"),
@@ -163,6 +163,7 @@ def registration_tables() -> dict[str, tuple[tuple[str, ...], str, str]]:
         "[judges.NAME]": (judges.JUDGE_TABLE_KEYS, "registration/judges.py", "parse_judge"),
         "[analysis]": (analysis.ANALYSIS_KEYS, "registration/analysis.py", "parse_analysis"),
         "[[hypotheses]]": (hypotheses.HYPOTHESIS_KEYS, "registration/hypotheses.py", "parse_hypothesis"),
+        "[[comparisons]]": (comparisons.COMPARISON_KEYS, "registration/comparisons.py", "parse_comparison"),
         "[audit]": (gates.AUDIT_KEYS, "registration/gates.py", "parse_audit"),
         "[gold]": (gold.gold_keys(), "registration/gold.py", "parse_gold, _labels, _program"),
         "[contamination]": (gates.CONTAMINATION_KEYS, "registration/gates.py", "parse_contamination"),
