@@ -75,6 +75,7 @@ from .earlier_versions import (
     unstated_power,
     version_findings,
 )
+from .previous_runs import main_path_only, previous_anchors
 from .rederive import rederive
 from .replies import Replies
 from .scope import bound_registration, cost_findings, folder_scope, record_findings, refuse_withheld
@@ -161,6 +162,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     if published is None:
         refuse_withheld(exp_dir)
     exp = load_experiment(exp_dir)
+    problems += previous_anchors(exp)
     scope, unbound = folder_scope(run_dir, run, exp, published and published.questions)
     problems += unbound
     bound = read_binding(run_dir)
@@ -207,6 +209,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         problems.append(f"the main path refuses the raw files: {e}")
         return Verification(list(dict.fromkeys(problems + amend["problems"])), unchecked, digest, migrated=migrated)
     unchecked += unstated_power(numbers, main)
+    unchecked += main_path_only(numbers)
     unchecked += unmeasured_stability(numbers, main)
     if published:  # the raw files the numbers were computed from are the originals the bundle stands in for
         main["raw_sha256"] = dict(published.raw_sha256)
