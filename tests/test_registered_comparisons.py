@@ -92,7 +92,9 @@ def test_a_registered_comparison_is_decided_on_the_planted_differences(runs, tra
     exp, out, prev, anchor = runs
     plant(out, "trained", trained)
     register(exp, comparison(prev, anchor))
-    c, = numbers(exp, out).run_comparisons
+    computed = numbers(exp, out)
+    assert computed.text() == numbers(exp, out).text()  # the same bytes for the same inputs (the anchor's)
+    c, = computed.run_comparisons
     before = {"q01": 0, "q02": 1, "q03": 0}
     d = [trained[q] - before[q] for q in ("q01", "q02", "q03")]
     assert (c.id, c.anchor, c.arm, c.previous_arm, c.n) == ("C1", anchor, "trained", "base", 3)

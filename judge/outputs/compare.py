@@ -7,7 +7,8 @@ same text is bad input naming it (exit 2). Scores are the primary judge's, each 
 samples, exact; the paired statistics are the ones a registered hypothesis is decided by (judge.numbers.stats.paired,
 with the later run's registered [analysis] settings and clusters), at 95% two-sided. Nothing here was registered, so
 nothing is decided: the table is labelled exploratory, and a comparison made after seeing both runs is a look, not a
-test. A different judge, rubric or scale on the two sides is named above the table.
+test (its registered form is [[comparisons]]: judge.numbers.registered_comparisons). A different judge, rubric
+or scale on the two sides is named above the table.
 """
 from __future__ import annotations
 
@@ -63,8 +64,8 @@ def render_comparison(a: Side, b: Side, p: Result) -> str:
               f"| {p.n} | {p.diff:+.3f} | [{p.ci_low:+.3f}, {p.ci_high:+.3f}] | [{p.t_low:+.3f}, {p.t_high:+.3f}] "
               f"| {p.up} | {p.down} | {p.ties} | {p.sign_p:.3g} |", "",
               f"The interval is a {p.method} bootstrap over {p.units} resampled {p.resampling} ({p.resamples} "
-              f"resamples, seed {p.seed}), B's registered settings. To decide this comparison, register it as a "
-              "hypothesis before the next run."]
+              f"resamples, seed {p.seed}), B's registered settings. To decide a comparison, register it in "
+              "prereg.toml's [[comparisons]] (naming A's folder by its anchor) before the next run."]
     return "\n".join(lines) + "\n"
 
 
