@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import BadInput
-from judge.numbers.analysis import compute_numbers
+from judge.numbers.analysis import compute_numbers, write_numbers
 from judge.verify.checks import verify
 from registration.prereg import load_experiment
 from registration.questions import load_questions
@@ -167,3 +167,21 @@ def test_verify_finds_a_previous_folder_edited_after_registration(runs):
     edited = anchor_by_hand(prev)
     v = verify(out, exp, [])
     assert any(p.startswith("comparison C1:") and anchor in p and edited in p for p in v.problems), v.problems
+
+
+@pytest.mark.unit
+def test_verify_recomputes_the_section_by_both_paths(runs):
+    exp, out, prev, anchor = runs
+    plant(out, "trained", {"q01": 2, "q02": 2, "q03": 2})
+    register(exp, comparison(prev, anchor))
+    seal(exp)
+    write_numbers(numbers(exp, out), out / "numbers.json")
+    assert not [p for p in verify(out, exp, []).problems if "run_comparisons" in p]
+    doc = json.loads((out / "numbers.json").read_text())
+    doc["run_comparisons"][0]["result"]["diff"] = 1.0  # by hand: (2 + 1 + 2) / 3, never 1
+    doc["run_comparisons"][0]["verdict"] = "not shown"
+    (out / "numbers.json").write_text(json.dumps(doc, indent=1) + "\n")
+    found = [p for p in verify(out, exp, []).problems if "run_comparisons" in p]
+    assert any("result.diff" in p and "independent" in p for p in found), found
+    assert any("verdict" in p and "independent" in p for p in found), found
+    assert any("result.diff" in p and "recomputation from raw files" in p for p in found), found

@@ -75,7 +75,7 @@ from .earlier_versions import (
     unstated_power,
     version_findings,
 )
-from .previous_runs import main_path_only, previous_anchors
+from .previous_runs import previous_anchors
 from .rederive import rederive
 from .replies import Replies
 from .scope import bound_registration, cost_findings, folder_scope, record_findings, refuse_withheld
@@ -86,6 +86,7 @@ from .second_path.judge_error import corrected_verdicts, drawn_questions
 from .second_path.judge_error import decide as decide_with_gold
 from .second_path.judge_error import recompute as recompute_validity
 from .second_path.judges import independent_judges
+from .second_path.previous_runs import recompute as recompute_previous_runs
 from .second_path.stability import recompute as recompute_stability
 
 
@@ -209,7 +210,6 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
         problems.append(f"the main path refuses the raw files: {e}")
         return Verification(list(dict.fromkeys(problems + amend["problems"])), unchecked, digest, migrated=migrated)
     unchecked += unstated_power(numbers, main)
-    unchecked += main_path_only(numbers)
     unchecked += unmeasured_stability(numbers, main)
     if published:  # the raw files the numbers were computed from are the originals the bundle stands in for
         main["raw_sha256"] = dict(published.raw_sha256)
@@ -229,6 +229,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                                   lambda *args, scale, **kw: calibrate(*args, scale=Scale(*scale), **kw))
     ind["judges"] = independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
     judged = list(verdicts.last.values())
+    if "run_comparisons" in numbers:
+        ind["run_comparisons"] = recompute_previous_runs(numbers, run, run_dir, exp, clusters)
     if "stability" in numbers:
         ind["stability"] = recompute_stability(run, run_dir, exp, questions, clusters, judged)
     blinded = ({r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}

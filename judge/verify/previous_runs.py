@@ -3,8 +3,6 @@ registered for it. A previous folder edited after registration (its raw files, i
 comparison was registered against, whatever this folder's own files say."""
 from __future__ import annotations
 
-from typing import Any
-
 from registration.prereg import Experiment
 
 from ..results.files import anchor
@@ -22,11 +20,3 @@ def previous_anchors(exp: Experiment) -> list[str]:
                        "it changed (or was replaced) after the comparison was registered")
     return out
 
-
-def main_path_only(numbers: dict[str, Any]) -> list[str]:
-    """The comparisons with previous runs are re-derived by the main path (numbers.json recomputed), not by the
-    second path: said, never silently passed."""
-    if not numbers.get("run_comparisons"):
-        return []
-    return ["run_comparisons: each comparison with a previous run is recomputed by the main path only (numbers.json "
-            "recomputed from both folders); the second path does not recompute it"]
