@@ -20,6 +20,8 @@ from registration.prereg import load_experiment
 from registration.questions import load_questions
 from registration.seal import seal
 
+from conftest import cli
+
 VERSION1 = Path(__file__).parent / "data" / "version1"
 ANCHORED = ("binding.json", "run.json", "answers.jsonl", "blinding.jsonl", "judgments.jsonl", "numbers.json")
 
@@ -185,3 +187,15 @@ def test_verify_recomputes_the_section_by_both_paths(runs):
     assert any("result.diff" in p and "independent" in p for p in found), found
     assert any("verdict" in p and "independent" in p for p in found), found
     assert any("result.diff" in p and "recomputation from raw files" in p for p in found), found
+
+
+@pytest.mark.integration
+def test_judge_run_refuses_a_previous_folder_of_another_anchor_before_any_call(runs, tmp_path):
+    exp, _, prev, anchor = runs
+    register(exp, comparison(prev, "f" * 64))
+    seal(exp)
+    new = tmp_path / "new"
+    r = cli("judge", "run", "--exp", str(exp), "--out", str(new), env={"OPENAI_API_KEY": "unused"})
+    assert r.returncode == 2, r.stderr
+    assert "f" * 64 in r.stderr and anchor in r.stderr and str(prev) in r.stderr and "Traceback" not in r.stderr
+    assert not new.exists()  # refused before the folder, let alone a call
