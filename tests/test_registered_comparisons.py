@@ -199,3 +199,16 @@ def test_judge_run_refuses_a_previous_folder_of_another_anchor_before_any_call(r
     assert r.returncode == 2, r.stderr
     assert "f" * 64 in r.stderr and anchor in r.stderr and str(prev) in r.stderr and "Traceback" not in r.stderr
     assert not new.exists()  # refused before the folder, let alone a call
+
+
+@pytest.mark.unit
+def test_a_margin_outside_the_rubrics_range_is_refused_before_any_call(runs):
+    from judge.judging.preflight import check_margins
+    from registration.rubric import load_rubric, rubric_dir
+
+    exp, _, prev, anchor = runs
+    register(exp, comparison(prev, anchor, kind="non_inferiority", margin=2.0))  # the rubric's scale is 0..2
+    e = load_experiment(exp)
+    with pytest.raises(BadInput) as err:
+        check_margins(e, [load_rubric(e.rubric, rubric_dir(e.rubric, e.dir))])
+    assert err.value.field == "margin" and err.value.line is not None and "comparison 'C1'" in str(err.value)
