@@ -212,3 +212,25 @@ def test_a_margin_outside_the_rubrics_range_is_refused_before_any_call(runs):
     with pytest.raises(BadInput) as err:
         check_margins(e, [load_rubric(e.rubric, rubric_dir(e.rubric, e.dir))])
     assert err.value.field == "margin" and err.value.line is not None and "comparison 'C1'" in str(err.value)
+
+
+@pytest.mark.unit
+def test_too_many_unscored_answers_leave_it_inconclusive_by_both_paths(runs):
+    exp, out, prev, anchor = runs
+    plant(out, "trained", {"q01": 2, "q02": 2, "q03": 2})
+    keys = {r["label"]: r for r in map(json.loads, (out / "blinding.jsonl").read_text().splitlines()) if "arm" in r}
+    lines = []
+    for r in map(json.loads, (out / "judgments.jsonl").read_text().splitlines()):
+        k = keys.get(r["label"])
+        if r["judge"] == "openai" and k and (k["arm"], k["question_id"]) == ("trained", "q03"):
+            r.update(status="unscored", score=None)  # 1 of trained's 3 answers: 33% > the registered 10%
+        lines.append(json.dumps(r, sort_keys=True, separators=(",", ":")))
+    (out / "judgments.jsonl").write_text("\n".join(lines) + "\n")
+    register(exp, comparison(prev, anchor))
+    seal(exp)
+    computed = numbers(exp, out)
+    c, = computed.run_comparisons
+    assert (c.n, c.unscored_rate["this"]) == (2, pytest.approx(1 / 3))
+    assert c.verdict == "inconclusive" and "exceed the registered 10%" in c.reason and "superior" in c.reason
+    write_numbers(computed, out / "numbers.json")
+    assert not [p for p in verify(out, exp, []).problems if "run_comparisons" in p]

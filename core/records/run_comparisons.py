@@ -30,6 +30,8 @@ class RunComparison(Entry):
     judge: str  # this run's primary judge, whose scores are b's
     n: int  # questions scored in both runs
     paired_questions: list[str]  # their ids in this run
+    # "previous", "this": the share of the arm's answers without a score (answer errors, unscored, judge errors)
+    unscored_rate: dict[str, float]
     result: Result | None  # the paired result; None below two paired questions
     calibration: Calibration | None  # the rule's false-claim rate at the boundary; None below two paired questions
     cautions: list[str]  # what may explain a difference besides the arms (a different judge or rubric)

@@ -230,7 +230,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     ind["judges"] = independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
     judged = list(verdicts.last.values())
     if "run_comparisons" in numbers:
-        ind["run_comparisons"] = recompute_previous_runs(numbers, run, run_dir, exp, clusters)
+        ind["run_comparisons"] = recompute_previous_runs(numbers, run, run_dir, exp, clusters, ind["cells"])
     if "stability" in numbers:
         ind["stability"] = recompute_stability(run, run_dir, exp, questions, clusters, judged)
     blinded = ({r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}

@@ -39,9 +39,19 @@ def _text_sha(exp: Experiment, ids: list[str]) -> dict[str, str]:
             for q in load_questions(exp.set_paths(), exp.set_formats_by_path()) if q.id in wanted}
 
 
-def recompute(numbers: dict, run: dict, run_dir: Path, exp: Experiment,
-              clusters: dict[str, str | None]) -> list[dict[str, Any]]:
-    """Each comparison with a previous run: its paired questions, result (the fields numbers.json holds) and verdict."""
+def _rate(cells: list[dict], arm: str, quant: str) -> float:
+    """(answer errors + unscored + judge errors) / answers of the cell; 1 without the cell or an answer."""
+    c = next((x for x in cells if (x["arm"], x["quant"]) == (arm, quant)), None)
+    if not c or not c["answers"]:
+        return 1.0
+    return (c["answer_errors"] + c["unscored"] + c["judge_errors"]) / c["answers"]
+
+
+def recompute(numbers: dict, run: dict, run_dir: Path, exp: Experiment, clusters: dict[str, str | None],
+              cells: list[dict]) -> list[dict[str, Any]]:
+    """Each comparison with a previous run: its paired questions, result (the fields numbers.json holds), the share of
+    each side's answers without a score (this run's from this path's `cells`, the previous run's from its
+    numbers.json, anchored with it) and verdict."""
     stored = {c["id"]: c for c in numbers.get("run_comparisons") or []}
     mine = _text_sha(exp, run["question_ids"])
     lo, hi = min(rubric_scale(exp)), max(rubric_scale(exp))
@@ -54,7 +64,10 @@ def recompute(numbers: dict, run: dict, run_dir: Path, exp: Experiment,
         a_m = _means(folder, prev_run["judge"]["primary"], c.previous_arm, c.quant)
         b_m = _means(Path(run_dir), run["judge"]["primary"], c.arm, c.quant)
         ids = [q for q in run["question_ids"] if q in b_m and theirs.get(mine.get(q)) in a_m]
-        entry: dict[str, Any] = {"id": c.id, "n": len(ids), "paired_questions": ids, "verdict": "inconclusive"}
+        rates = {"previous": _rate(json.loads((folder / "numbers.json").read_text())["cells"], c.previous_arm,
+                                   c.quant), "this": _rate(cells, c.arm, c.quant)}
+        entry: dict[str, Any] = {"id": c.id, "n": len(ids), "paired_questions": ids, "unscored_rate": rates,
+                                 "verdict": "inconclusive"}
         if len(ids) >= 2:
             labels = ([("cluster", clusters[q]) if clusters[q] else ("question", q) for q in ids]
                       if any(clusters[q] for q in ids) else None)
@@ -65,6 +78,7 @@ def recompute(numbers: dict, run: dict, run_dir: Path, exp: Experiment,
             entry["result"] = {k: v for k, v in chk.items() if k in ((stored.get(c.id) or {}).get("result") or {})}
             registered = len({clusters[q] for q in ids if clusters[q]})
             too_few = labels is not None and registered < exp.analysis.min_clusters
-            entry["verdict"] = "inconclusive" if too_few else verdict(c.kind, c.margin, chk)
+            missing = max(rates.values()) > an["max_unscored"]
+            entry["verdict"] = "inconclusive" if too_few or missing else verdict(c.kind, c.margin, chk)
         out.append(entry)
     return out
