@@ -149,7 +149,7 @@ def registration_tables() -> dict[str, tuple[tuple[str, ...], str, str]]:
     """Each table of prereg.toml: its known keys (the parser's own tuple), the module and the function that reads
     them."""
     from models.backends.base import Generation
-    from registration import analysis, gates, gold, hypotheses, judges, prereg, rubric, spec
+    from registration import analysis, comparisons, gates, gold, hypotheses, judges, prereg, rubric, spec
 
     return {
         "[experiment]": (prereg.EXPERIMENT_KEYS, "registration/prereg.py", "_experiment"),
@@ -162,7 +162,10 @@ def registration_tables() -> dict[str, tuple[tuple[str, ...], str, str]]:
         "[judge]": (prereg.JUDGE_KEYS, "registration/prereg.py", "_experiment"),
         "[judges.NAME]": (judges.JUDGE_TABLE_KEYS, "registration/judges.py", "parse_judge"),
         "[analysis]": (analysis.ANALYSIS_KEYS, "registration/analysis.py", "parse_analysis"),
-        "[[hypotheses]]": (hypotheses.HYPOTHESIS_KEYS, "registration/hypotheses.py", "parse_hypothesis"),
+        "[[hypotheses]]": (hypotheses.HYPOTHESIS_KEYS, "registration/hypotheses.py",
+                             "parse_hypothesis, decision_settings"),
+        "[[comparisons]]": (comparisons.COMPARISON_KEYS, "registration/comparisons.py",
+                              "parse_comparison, registration/hypotheses.py:decision_settings"),
         "[audit]": (gates.AUDIT_KEYS, "registration/gates.py", "parse_audit"),
         "[gold]": (gold.gold_keys(), "registration/gold.py", "parse_gold, _labels, _program"),
         "[contamination]": (gates.CONTAMINATION_KEYS, "registration/gates.py", "parse_contamination"),
@@ -244,7 +247,8 @@ def read_keys(path: str, function: str, table: str) -> dict[str, KeyInfo]:
     constant of accepted values it is checked against."""
     found: dict[str, KeyInfo] = {}
     for name in function.split(", "):  # a table read by several functions (one per registered source) names each
-        for key, info in _read_keys(_functions(path)[name], name, table).items():
+        where, _, name = name.rpartition(":")  # a function of another module: "registration/hypotheses.py:name"
+        for key, info in _read_keys(_functions(where or path)[name], name, table).items():
             found.setdefault(key, info)
     return found
 

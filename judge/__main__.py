@@ -118,7 +118,8 @@ def parser() -> argparse.ArgumentParser:
 def _compare(args: argparse.Namespace) -> None:
     from core.atomic import write_text
 
-    from .outputs.compare import compare_sides, history, plot_history, read_side, render_comparison, render_history
+    from .numbers.matched import read_side
+    from .outputs.compare import compare_sides, history, plot_history, render_comparison, render_history
 
     runs = args.results
     if args.history:

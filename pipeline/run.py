@@ -33,6 +33,7 @@ from judge.judging.cost import costs
 from judge.judging.pairwise import pair_items
 from judge.judging.preflight import check_answers, preflight
 from judge.numbers.analysis import compute_numbers, late_amendments, write_numbers
+from judge.numbers.registered_comparisons import previous_folder
 from judge.outputs.plots import write_plots
 from judge.outputs.report import folder_report
 from judge.outputs.review_md import write_review
@@ -210,6 +211,8 @@ def run(exp_dir: Path = DEMO, arm_names: str | None = None, limit: int | None = 
     rubrics = judge_rubrics(exp, panel, rubric, mode)  # refused here, before any answer is collected
     # the gold program imports and scores a reference answer without ending or hanging, the sealed gold labels read
     check_gold(exp, registered, rubric.scale)
+    for c in exp.comparisons:  # a previous folder not of its registered anchor is refused before any call is paid
+        previous_folder(exp, c)
     preflight(exp, arms, registered, questions, panel, rubrics)  # and everything else checkable before paying
     run_dir = Path(out) if out else ROOT / "results" / run_name(exp, arms, limit)
     run_dir.mkdir(parents=True, exist_ok=True)

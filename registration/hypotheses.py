@@ -44,6 +44,15 @@ def parse_hypothesis(where: str, t: Any, file: Path, arms: dict[str, ArmSpec], b
             raise BadInput(file, f"{where}: arm {arm!r} has no quant {quant!r}", field="quant")
     if t["a"] == t["b"]:
         raise BadInput(file, f"{where} compares arm {t['a']!r} with itself", field="b")
+    kind, margin, alpha = decision_settings(t, file, where)
+    subset = setting(t, "subset", "strings", file, where, [])
+    return Hypothesis(id=hid, a=t["a"], b=t["b"], quant=quant, kind=kind, margin=margin, alpha=alpha,
+                      subset=tuple(subset), text=setting(t, "text", "string", file, where, ""))
+
+
+def decision_settings(t: dict, file: Path, where: str) -> tuple[str, float, float]:
+    """A registered decision's kind, margin and one-sided alpha (a hypothesis's, a comparison with a previous
+    run's), each checked."""
     kind = setting(t, "kind", "string", file, where)
     if kind not in KINDS:
         raise BadInput(file, f"{where} kind must be one of {KINDS}", field="kind")
@@ -54,6 +63,4 @@ def parse_hypothesis(where: str, t: Any, file: Path, arms: dict[str, ArmSpec], b
     alpha = setting(t, "alpha", "number", file, where)
     if not 0 < alpha < 0.5:
         raise BadInput(file, f"{where} alpha (one-sided) must be in (0, 0.5), got {alpha!r}", field="alpha")
-    subset = setting(t, "subset", "strings", file, where, [])
-    return Hypothesis(id=hid, a=t["a"], b=t["b"], quant=quant, kind=kind, margin=float(margin), alpha=float(alpha),
-                      subset=tuple(subset), text=setting(t, "text", "string", file, where, ""))
+    return kind, float(margin), float(alpha)

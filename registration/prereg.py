@@ -18,6 +18,7 @@ from models.spec import AdapterSpec, ModelSpec, Runtime
 
 from . import renamed, toml_lines
 from .analysis import Analysis, parse_analysis
+from .comparisons import RegisteredComparison, parse_comparison
 from .gates import AuditGate, Contamination, parse_audit, parse_contamination
 from .gold import Gold, parse_gold
 from .hypotheses import Hypothesis, parse_hypothesis
@@ -42,7 +43,7 @@ SET_KEYS = ("columns", "tag_separator")  # [sets."FILE"]: how a CSV or parquet s
 # What each top-level key must be: a table, a table of tables ([models.NAME]) or an array of tables ([[arms]]).
 SHAPES = {"experiment": "table", "runtime": "table", "models": "tables", "adapters": "tables", "arms": "array",
           "judge": "table", "judges": "tables", "analysis": "table", "hypotheses": "array", "audit": "table",
-          "gold": "table", "sets": "tables", "contamination": "table"}
+          "gold": "table", "sets": "tables", "contamination": "table", "comparisons": "array"}
 TABLES = tuple(SHAPES)
 MODES = ("single", "pairwise", "both")
 PANELS = ("first-available", "all-available")
@@ -79,6 +80,7 @@ class Experiment:
     # an old key read under its new name (registration.renamed): one notice each, naming file, line and old -> new
     renamed_keys: tuple[str, ...] = ()
     contamination: Contamination | None = None  # [contamination]: None when not registered
+    comparisons: tuple[RegisteredComparison, ...] = ()  # [[comparisons]]: this run's arms against previous runs'
 
     def arm(self, name: str) -> ArmSpec:
         return next(a for a in self.arms if a.name == name)
@@ -251,6 +253,10 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
     for i, t in enumerate(doc.get("hypotheses") or []):
         with table("hypotheses", i):
             hyps.append(parse_hypothesis(f"[[hypotheses]] #{i + 1}", t, file, arm_names, hyps))
+    registered: list[RegisteredComparison] = []
+    for i, t in enumerate(doc.get("comparisons") or []):
+        with table("comparisons", i):
+            registered.append(parse_comparison(f"[[comparisons]] #{i + 1}", t, file, arm_names, registered))
     with table("analysis"):
         analysis = parse_analysis(doc.get("analysis") or {}, file, seed)
     if (check := PANEL_RULES[panel_rule].check) is not None:
@@ -278,7 +284,7 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
         rubric=rubric, judges=judges, judge_attempts=attempts, judge_mode=mode, judge_panel=panel, scrub=tuple(scrub),
         hypotheses=hyps, analysis=analysis, audit=audit, runtime=runtime, gold=gold, judge_panel_rule=panel_rule,
         judge_retest=retest, min_gold_agreement=None if floor is None else float(floor), set_formats=formats,
-        contamination=contamination,
+        contamination=contamination, comparisons=tuple(registered),
     )
 
 

@@ -118,14 +118,15 @@ def test_every_command_and_option_is_in_the_reference():
 
 def test_every_registration_key_is_in_the_reference_under_its_table():
     from models.backends.base import Generation
-    from registration import analysis, gates, gold, hypotheses, judges, prereg, rubric, spec
+    from registration import analysis, comparisons, gates, gold, hypotheses, judges, prereg, rubric, spec
 
     tables = {"[experiment]": prereg.EXPERIMENT_KEYS, "[runtime]": prereg.RUNTIME_KEYS,
               "[models.NAME]": spec.MODEL_KEYS, "[adapters.NAME]": spec.ADAPTER_KEYS, "[[arms]]": spec.ARM_KEYS,
               "[judge]": prereg.JUDGE_KEYS,
               "generation (of an arm or a judge)": tuple(f.name for f in dataclasses.fields(Generation)),
               "[judges.NAME]": judges.JUDGE_TABLE_KEYS, "[analysis]": analysis.ANALYSIS_KEYS,
-              "[[hypotheses]]": hypotheses.HYPOTHESIS_KEYS, "[audit]": gates.AUDIT_KEYS, "[gold]": gold.gold_keys(),
+              "[[hypotheses]]": hypotheses.HYPOTHESIS_KEYS, "[[comparisons]]": comparisons.COMPARISON_KEYS,
+              "[audit]": gates.AUDIT_KEYS, "[gold]": gold.gold_keys(),
               '[sets."FILE"]': prereg.SET_KEYS, "[contamination]": gates.CONTAMINATION_KEYS,
               "rubrics/NAME.toml (a rubric)": rubric.RUBRIC_KEYS}
     text = (ROOT / "docs" / "reference" / "registration.md").read_text()

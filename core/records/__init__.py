@@ -72,6 +72,7 @@ from .raw import (
     row_id,
 )
 from .run import BackendIdentity, CostRow, RunAnalysis, RunInfo, RunJudge, RunRuntime
+from .run_comparisons import RunComparison
 from .stability import Stability, StabilityCell, StabilityEstimate
 
 # in the order the contracts were declared: docs/gen_reference.py lists the documents in it
@@ -79,7 +80,7 @@ __all__ = [
     "ANSWER_KEY", "JUDGMENT_KEY", "RETEST_KEY", "row_id", "Record", "AnswerRow", "KeyRow", "PairKey", "blinding_key",
     "judgment_kind", "Judgment", "Retest", "HumanLabel", "GoldLabel", "LabelSample", "PublicQuestion", "Entry",
     "Document", "BackendIdentity", "RunJudge", "CostRow", "RunRuntime", "RunAnalysis", "RunInfo", "Result", "Cell",
-    "Subset", "Calibration",
+    "Subset", "Calibration", "RunComparison",
     "FamilyTest", "ComparisonFamily", "FamilyStep", "FamilySection", "Stratum", "Estimate", "CorrectedPower",
     "JudgeError", "JudgeEstimate", "Lift", "SelfPreference", "Style", "QuantCheck", "JudgeTotal", "Amendment",
     "LengthRow", "LengthBias", "PairwiseRow", "AgreementPair", "Agreement", "RetestRow", "DecisionChanged",

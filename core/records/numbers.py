@@ -9,6 +9,7 @@ from .check import Document, Entry
 from .comparisons import Comparison, Result
 from .gold import JudgeValidity
 from .judges import JudgesSection, JudgeTotal
+from .run_comparisons import RunComparison
 from .stability import Stability
 
 
@@ -142,7 +143,7 @@ class ContaminationSection(Entry):
 class Numbers(Document):
     """numbers.json (judge.numbers.analysis.compute_numbers): its version is `schema` (VERSION; a file of version 1 is
     migrated by core.records.migrate). Sections added since the first version (family, panel_rule, judge_validity,
-    stability, contamination) are optional. Each section is an Entry of
+    stability, contamination, run_comparisons) are optional. Each section is an Entry of
     its own, read and written by the same contract: a field missing or of another type at any depth is bad input naming
     its path
     (`comparisons[2].judge_error.ppi.low`). The fields are in the order the file holds them."""
@@ -169,3 +170,5 @@ class Numbers(Document):
     stability: Stability = None  # absent in folders written before stability across samples was measured
     judge_validity: JudgeValidity = None  # the judges measured against gold; absent without registered gold
     contamination: ContaminationSection = None  # absent unless [contamination] is registered
+    # each registered comparison with a previous run ([[comparisons]]); absent unless one is registered
+    run_comparisons: list[RunComparison] = None

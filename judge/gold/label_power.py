@@ -10,7 +10,7 @@ from typing import Any
 
 from registration.prereg import Hypothesis
 
-from ..numbers.analysis import per_question
+from ..numbers.cells import per_question
 from ..numbers.stats.rule import Scale
 from ..numbers.stats.t_bounds import guard_step
 from ..numbers.validity import planning_alpha, power_plan

@@ -130,11 +130,13 @@ def check_margins(exp: Experiment, rubrics: list[Rubric]) -> None:
     file = exp.dir / "prereg.toml"
     for r in rubrics:
         width = max(r.scale) - min(r.scale)
-        for i, h in enumerate(exp.hypotheses):
-            if h.margin >= width:
-                raise BadInput(file, f"hypothesis {h.id!r} margin {h.margin:g} is not below the range of rubric "
-                               f"{r.name!r} ({min(r.scale)}..{max(r.scale)}: {width} point(s))",
-                               line=KeyLines(input_text.read(file)).find(("hypotheses", i), "margin"), field="margin")
+        for table, what, decided in (("hypotheses", "hypothesis", exp.hypotheses),
+                                     ("comparisons", "comparison", exp.comparisons)):
+            for i, h in enumerate(decided):
+                if h.margin >= width:
+                    raise BadInput(file, f"{what} {h.id!r} margin {h.margin:g} is not below the range of rubric "
+                                   f"{r.name!r} ({min(r.scale)}..{max(r.scale)}: {width} point(s))",
+                                   line=KeyLines(input_text.read(file)).find((table, i), "margin"), field="margin")
 
 
 def check_pass_score(exp: Experiment, rubrics: list[Rubric]) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ from core.records import (
     Comparison,
     JudgesSection,
     Judgment,
-    KeyRow,
     Numbers,
     PairwiseRow,
     RunInfo,
@@ -38,10 +36,11 @@ from . import validity
 from .agreement import agreement, length_bias
 from .bias_checks import apply_family, retest_section, self_preference, style_check
 from .cells import cells as count_cells
-from .cells import exp_scale, judge_totals
+from .cells import exp_scale, judge_totals, per_question
 from .comparisons import compare, paired_block, quant_check, rubric_scale, subset_analyses
 from .contamination import contamination_section, found, left_out
 from .panel_rules import PANEL_RULES
+from .registered_comparisons import registered_comparisons
 from .stability import stability_section
 
 
@@ -54,23 +53,6 @@ def refuse_off_scale(run_dir: Path, points: tuple[int, ...]) -> None:
             if judgment_kind(r) == "single" and r.get("status") == "scored" and r.get("score") not in points:
                 raise BadInput(path, f"reads {r.get('score')!r}, which is not a point of the rubric's scale "
                                f"{list(points)}", line=no, field="score")
-
-
-def per_question(keys: list[KeyRow], judgments: list[Judgment],
-                 judge: str) -> dict[tuple[str, str], dict[str, Fraction]]:
-    """(arm, quant) -> question id -> mean score over that question's scored samples, exact (a Fraction: with K
-    samples a mean such as 1/3 must not round before the decision compares a bound with its margin). Only
-    single-answer verdicts count, whatever their rubric is called."""
-    by_label = {k.label: k for k in keys}
-    acc: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for j in judgments:
-        if j.judge != judge or j.kind != "single" or j.status != "scored":
-            continue
-        k = by_label.get(j.label)
-        if k is None:
-            raise BadInput("judgments.jsonl", f"label {j.label} is not in blinding.jsonl", field="label")
-        acc[(k.arm, k.quant)][k.question_id].append(j.score)
-    return {cell: {q: Fraction(sum(v), len(v)) for q, v in qs.items()} for cell, qs in acc.items()}
 
 
 def late_amendments(numbers: Numbers) -> list[Amendment]:
@@ -176,6 +158,8 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         panel_rule=rule.name,
         stability=stability_section(exp, arms, keys, judgments, judge, qmap, points),
         judge_validity=checked,
+        run_comparisons=registered_comparisons(exp, run_dir, arms, judge, run["judge"].get("rubric"), points, qmap,
+                                               scores, cells),
         contamination=contamination_section(exp, contaminated, hyps, qmap, comparisons, lambda h, qs: paired_block(
             exp, scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {}), qs, h.alpha, h.margin,
             rubric_scale(exp, h, points))),

@@ -5,9 +5,11 @@ retry rule (core.jsonl), so an error retried into an answer is not an error.
 from __future__ import annotations
 
 from collections import defaultdict
+from fractions import Fraction
 from typing import Any
 
-from core.records import Cell, JudgeTotal, Judgment
+from core.errors import BadInput
+from core.records import Cell, JudgeTotal, Judgment, KeyRow
 from registration.prereg import Experiment
 
 
@@ -97,3 +99,20 @@ def judge_totals(judgments: list[Judgment]) -> dict[str, JudgeTotal]:
         t[j.status] += 1
         t["repaired"] += bool(j.repaired)
     return {name: JudgeTotal(**t) for name, t in out.items()}
+
+
+def per_question(keys: list[KeyRow], judgments: list[Judgment],
+                 judge: str) -> dict[tuple[str, str], dict[str, Fraction]]:
+    """(arm, quant) -> question id -> mean score over that question's scored samples, exact (a Fraction: with K
+    samples a mean such as 1/3 must not round before the decision compares a bound with its margin). Only
+    single-answer verdicts count, whatever their rubric is called."""
+    by_label = {k.label: k for k in keys}
+    acc: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for j in judgments:
+        if j.judge != judge or j.kind != "single" or j.status != "scored":
+            continue
+        k = by_label.get(j.label)
+        if k is None:
+            raise BadInput("judgments.jsonl", f"label {j.label} is not in blinding.jsonl", field="label")
+        acc[(k.arm, k.quant)][k.question_id].append(j.score)
+    return {cell: {q: Fraction(sum(v), len(v)) for q, v in qs.items()} for cell, qs in acc.items()}

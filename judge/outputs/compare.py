@@ -7,108 +7,27 @@ same text is bad input naming it (exit 2). Scores are the primary judge's, each 
 samples, exact; the paired statistics are the ones a registered hypothesis is decided by (judge.numbers.stats.paired,
 with the later run's registered [analysis] settings and clusters), at 95% two-sided. Nothing here was registered, so
 nothing is decided: the table is labelled exploratory, and a comparison made after seeing both runs is a look, not a
-test. A different judge, rubric or scale on the two sides is named above the table.
+test (its registered form is [[comparisons]]: judge.numbers.registered_comparisons). A different judge, rubric
+or scale on the two sides is named above the table.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
 from core.errors import BadInput
 from core.records import Result
-from registration.prereg import Experiment
-from registration.questions import Question
 
-from ..numbers.analysis import per_question
 from ..numbers.comparisons import cluster_labels
+from ..numbers.matched import Side, cautions, same_questions
 from ..numbers.stats.bootstrap import bootstrap_means, percentile_interval, resample_indices
 from ..numbers.stats.paired import paired
 from ..numbers.stats.rule import Scale
-from ..results.files import RUN, anchor, load
+from ..results.files import RUN
 
 ALPHA = 0.025  # one-sided: the two-sided interval is 95%
-
-
-@dataclass(frozen=True)
-class Side:
-    """One arm and quant of one results folder, as the comparison reads it."""
-
-    folder: Path
-    anchor: str | None
-    arm: str
-    quant: str
-    judge: str
-    rubric: str | None
-    points: tuple[int, ...]
-    samples: int
-    questions: dict[str, Question]  # text sha256 -> the question (the run's own id and set)
-    scores: dict[str, Fraction]  # text sha256 -> the question's mean score, exact
-    exp: Experiment
-
-
-def text_sha256(q: Question) -> str:
-    return hashlib.sha256(q.question.encode("utf-8")).hexdigest()
-
-
-def read_side(run_dir: Path, arm: str | None, quant: str | None, exp_dir: Path | None = None) -> Side:
-    """The primary judge's per-question scores of one arm and quant of a results folder (the run's first arm and
-    first quant when not named), keyed by the sha256 of each question's text."""
-    f = load(run_dir, exp_dir)  # every check of a results folder and its experiment, as review reads it
-    runs = f.run.arms
-    arm = arm or runs[0]
-    if arm not in runs:
-        raise BadInput(f.run_dir / RUN, f"has no arm {arm!r} (it ran {', '.join(runs)})", field="arms")
-    quants = list(f.exp.arm(arm).quants)
-    quant = quant or quants[0]
-    if quant not in quants:
-        raise BadInput(f.run_dir / RUN, f"arm {arm!r} has no quant {quant!r} (registered: "
-                       f"{', '.join(quants)})", field="arms")
-    primary = f.run.judge.primary
-    questions = {text_sha256(q): q for q in f.questions.values()}
-    sha_of = {q.id: sha for sha, q in questions.items()}
-    mine = per_question(f.raw.keys, f.raw.judgments, primary).get((arm, quant), {})
-    scores = {sha_of[qid]: s for qid, s in mine.items() if qid in sha_of}
-    return Side(f.run_dir, anchor(f.run_dir), arm, quant, primary, f.run.judge.rubric, f.scale,
-                f.exp.arm(arm).samples, questions, scores, f.exp)
-
-
-def mismatches(a: Side, b: Side) -> list[str]:
-    """Each question that is not in both runs with the same text, named by its id on the side that has it."""
-    out = []
-    ids_b = {q.id: sha for sha, q in b.questions.items()}
-    for sha, q in a.questions.items():
-        if sha in b.questions:
-            continue
-        why = "has other text in" if q.id in ids_b else "is not in"
-        out.append(f"{q.id} (in {a.folder}) {why} {b.folder}")
-    ids_a = {q.id for q in a.questions.values()}
-    out += [f"{q.id} (in {b.folder}) is not in {a.folder}" for sha, q in b.questions.items()
-            if sha not in a.questions and q.id not in ids_a]
-    return out
-
-
-def same_questions(sides: list[Side]) -> None:
-    """Every run holds the first run's questions, by text: else bad input naming each question that differs."""
-    for other in sides[1:]:
-        wrong = mismatches(sides[0], other)
-        if wrong:
-            shown = "; ".join(wrong[:20]) + (f"; and {len(wrong) - 20} more" if len(wrong) > 20 else "")
-            raise BadInput(other.folder / RUN, f"is not over the same questions as {sides[0].folder} "
-                           f"(matched by the sha256 of each question's text): {shown}", field="question_ids")
-
-
-def cautions(a: Side, b: Side) -> list[str]:
-    out = []
-    if a.judge != b.judge:
-        out.append(f"the runs were graded by different judges ({a.judge}, {b.judge}): a difference may be the "
-                   "judges'")
-    if a.rubric != b.rubric:
-        out.append(f"the runs were graded against different rubrics ({a.rubric}, {b.rubric})")
-    return out
 
 
 def compare_sides(a: Side, b: Side) -> Result:
@@ -145,8 +64,8 @@ def render_comparison(a: Side, b: Side, p: Result) -> str:
               f"| {p.n} | {p.diff:+.3f} | [{p.ci_low:+.3f}, {p.ci_high:+.3f}] | [{p.t_low:+.3f}, {p.t_high:+.3f}] "
               f"| {p.up} | {p.down} | {p.ties} | {p.sign_p:.3g} |", "",
               f"The interval is a {p.method} bootstrap over {p.units} resampled {p.resampling} ({p.resamples} "
-              f"resamples, seed {p.seed}), B's registered settings. To decide this comparison, register it as a "
-              "hypothesis before the next run."]
+              f"resamples, seed {p.seed}), B's registered settings. To decide a comparison, register it in "
+              "prereg.toml's [[comparisons]] (naming A's folder by its anchor) before the next run."]
     return "\n".join(lines) + "\n"
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from core.records import Comparison, Numbers
+from core.records import Comparison, Numbers, RunComparison
 
 # Landis and Koch's (1977) conventional words for Cohen's kappa, highest first: (lowest kappa, words)
 KAPPA_WORDS = ((0.8, "almost perfectly"), (0.6, "substantially"), (0.4, "moderately"), (0.2, "only fairly"),
@@ -31,7 +31,8 @@ class Line:
 
 def summary(numbers: Numbers) -> list[Line]:
     """The summary of a numbers.json document: one line per registered comparison, then the judge's."""
-    return [*(decision_line(c) for c in numbers.comparisons), judge_line(numbers)]
+    return [*(decision_line(c) for c in numbers.comparisons),
+            *(previous_run_line(c) for c in numbers.run_comparisons or ()), judge_line(numbers)]
 
 
 def markdown(lines: list[Line]) -> str:
@@ -222,6 +223,17 @@ def _kappa_words(kappa: float) -> str:
     if kappa < 0:
         return "worse than chance"
     return next(words for low, words in KAPPA_WORDS if kappa >= low)
+
+
+def previous_run_line(c: RunComparison) -> Line:
+    """One registered comparison with a previous run in a sentence."""
+    what = (f"{c.arm} here against {c.previous_arm} in {c.folder} (anchor {c.anchor[:12]}…), {c.quant}, on "
+            f"{c.n} questions matched by text")
+    if c.result is None:
+        return Line(f"{c.id}: {c.verdict}.", f"{what}: {c.reason}.")
+    r = c.result
+    return Line(f"{c.id}: {c.verdict}.", f"{what}: estimate {_signed(r.diff)}, one-sided bound {_signed(r.bound)} "
+                f"against the margin {c.margin:.2f} ({c.kind.replace('_', '-')}, α = {c.alpha}).")
 
 
 def judge_line(numbers: Numbers) -> Line:

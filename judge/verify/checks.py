@@ -75,6 +75,7 @@ from .earlier_versions import (
     unstated_power,
     version_findings,
 )
+from .previous_runs import previous_anchors
 from .rederive import rederive
 from .replies import Replies
 from .scope import bound_registration, cost_findings, folder_scope, record_findings, refuse_withheld
@@ -85,6 +86,7 @@ from .second_path.judge_error import corrected_verdicts, drawn_questions
 from .second_path.judge_error import decide as decide_with_gold
 from .second_path.judge_error import recompute as recompute_validity
 from .second_path.judges import independent_judges
+from .second_path.previous_runs import recompute as recompute_previous_runs
 from .second_path.stability import recompute as recompute_stability
 
 
@@ -161,6 +163,7 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
     if published is None:
         refuse_withheld(exp_dir)
     exp = load_experiment(exp_dir)
+    problems += previous_anchors(exp)
     scope, unbound = folder_scope(run_dir, run, exp, published and published.questions)
     problems += unbound
     bound = read_binding(run_dir)
@@ -227,6 +230,8 @@ def verify(run_dir: Path, exp_dir: Path | None = None, caches: list[Path] | None
                                   lambda *args, scale, **kw: calibrate(*args, scale=Scale(*scale), **kw))
     ind["judges"] = independent_judges(numbers, run, run_dir, questions, exp, answer_rows, verdicts)
     judged = list(verdicts.last.values())
+    if "run_comparisons" in numbers:
+        ind["run_comparisons"] = recompute_previous_runs(numbers, run, run_dir, exp, clusters, ind["cells"])
     if "stability" in numbers:
         ind["stability"] = recompute_stability(run, run_dir, exp, questions, clusters, judged)
     blinded = ({r["label"]: r for _, r in jsonl.read(run_dir / "blinding.jsonl") if r.get("type") == "blinding"}
