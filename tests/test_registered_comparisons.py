@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import BadInput
+from core.records import RunInfo
 from judge.numbers.analysis import compute_numbers, write_numbers
 from judge.verify.checks import verify
 from registration.prereg import load_experiment
@@ -75,7 +76,7 @@ def register(exp: Path, body: str) -> None:
 
 def numbers(exp: Path, out: Path):
     e = load_experiment(exp)
-    return compute_numbers(e, load_questions(e.set_paths()), out, json.loads((out / "run.json").read_text()))
+    return compute_numbers(e, load_questions(e.set_paths()), out, RunInfo.read_file(out / "run.json"))
 
 
 def comparison(folder: Path, anchor: str, kind: str = "superiority", margin: float = 0.0) -> str:

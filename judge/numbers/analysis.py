@@ -158,7 +158,7 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         panel_rule=rule.name,
         stability=stability_section(exp, arms, keys, judgments, judge, qmap, points),
         judge_validity=checked,
-        run_comparisons=registered_comparisons(exp, run_dir, arms, judge, run["judge"].get("rubric"), points, qmap,
+        run_comparisons=registered_comparisons(exp, run_dir, arms, judge, run.judge.rubric, points, qmap,
                                                scores, cells),
         contamination=contamination_section(exp, contaminated, hyps, qmap, comparisons, lambda h, qs: paired_block(
             exp, scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {}), qs, h.alpha, h.margin,
