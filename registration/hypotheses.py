@@ -9,9 +9,9 @@ from core.errors import BadInput
 
 from .settings import bounded, check_keys, setting
 from .spec import ArmSpec
-from .vocabulary import KINDS
+from .vocabulary import DEFAULT_STATISTIC, KINDS, PASS_HAT_K, STATISTICS
 
-HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset")
+HYPOTHESIS_KEYS = ("id", "text", "a", "b", "quant", "kind", "margin", "alpha", "subset", "statistic")
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class Hypothesis:
     alpha: float
     subset: tuple[str, ...] = ()  # question tags; empty = all questions
     text: str = ""
+    statistic: str = DEFAULT_STATISTIC  # registration.vocabulary.STATISTICS: what each question contributes
 
 
 def parse_hypothesis(where: str, t: Any, file: Path, arms: dict[str, ArmSpec], before: list[Hypothesis]) -> Hypothesis:
@@ -55,5 +56,16 @@ def parse_hypothesis(where: str, t: Any, file: Path, arms: dict[str, ArmSpec], b
     if not 0 < alpha < 0.5:
         raise BadInput(file, f"{where} alpha (one-sided) must be in (0, 0.5), got {alpha!r}", field="alpha")
     subset = setting(t, "subset", "strings", file, where, [])
+    statistic = setting(t, "statistic", "string", file, where, DEFAULT_STATISTIC)
+    if statistic not in STATISTICS:
+        raise BadInput(file, f"{where} statistic must be one of {STATISTICS}, got {statistic!r}", field="statistic")
     return Hypothesis(id=hid, a=t["a"], b=t["b"], quant=quant, kind=kind, margin=float(margin), alpha=float(alpha),
-                      subset=tuple(subset), text=setting(t, "text", "string", file, where, ""))
+                      subset=tuple(subset), text=setting(t, "text", "string", file, where, ""), statistic=statistic)
+
+
+def check_statistic(where: str, h: Hypothesis, pass_score: float | None, file: Path) -> None:
+    """A pass^k hypothesis needs the registered pass score its indicator is taken at ([analysis] pass_score): the
+    rubric's highest score is a default for a description, not for a registered claim."""
+    if h.statistic == PASS_HAT_K and pass_score is None:
+        raise BadInput(file, f'{where} statistic = "{PASS_HAT_K}" needs [analysis] pass_score: register the score '
+                       "a sample must reach to pass", field="statistic")

@@ -20,7 +20,7 @@ from . import renamed, toml_lines
 from .analysis import Analysis, parse_analysis
 from .gates import AuditGate, Contamination, parse_audit, parse_contamination
 from .gold import Gold, parse_gold
-from .hypotheses import Hypothesis, parse_hypothesis
+from .hypotheses import Hypothesis, check_statistic, parse_hypothesis
 from .judges import JudgeSpec, parse_judge
 from .panel import DEFAULT_PANEL_RULE, PANEL_RULES
 from .questions import DEFAULT_TAG_SEPARATOR, FIELDS, TABULAR, SetFormat
@@ -253,6 +253,9 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
             hyps.append(parse_hypothesis(f"[[hypotheses]] #{i + 1}", t, file, arm_names, hyps))
     with table("analysis"):
         analysis = parse_analysis(doc.get("analysis") or {}, file, seed)
+    for i, h in enumerate(hyps):
+        with table("hypotheses", i):
+            check_statistic(f"[[hypotheses]] #{i + 1}", h, analysis.pass_score, file)
     if (check := PANEL_RULES[panel_rule].check) is not None:
         with table("judge"):
             check(hyps, arm_names, judges, models, file)
