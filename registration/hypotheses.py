@@ -63,9 +63,20 @@ def parse_hypothesis(where: str, t: Any, file: Path, arms: dict[str, ArmSpec], b
                       subset=tuple(subset), text=setting(t, "text", "string", file, where, ""), statistic=statistic)
 
 
-def check_statistic(where: str, h: Hypothesis, pass_score: float | None, file: Path) -> None:
+def check_statistic(where: str, h: Hypothesis, pass_score: float | None, judge_error: str, panel_rule: str,
+                    file: Path) -> None:
     """A pass^k hypothesis needs the registered pass score its indicator is taken at ([analysis] pass_score): the
-    rubric's highest score is a default for a description, not for a registered claim."""
-    if h.statistic == PASS_HAT_K and pass_score is None:
+    rubric's highest score is a default for a description, not for a registered claim. It is decided on the primary
+    judge's samples by the judge's own interval: a gold-corrected decision ([analysis] judge_error = "decide") and a
+    panel rule other than "primary" decide on mean scores, so they are refused beside it."""
+    if h.statistic != PASS_HAT_K:
+        return
+    if pass_score is None:
         raise BadInput(file, f'{where} statistic = "{PASS_HAT_K}" needs [analysis] pass_score: register the score '
                        "a sample must reach to pass", field="statistic")
+    other = ("[analysis] judge_error = \"decide\"" if judge_error == "decide"
+             else f"[judge] panel_rule = {panel_rule!r}" if panel_rule != "primary" else None)
+    if other is not None:
+        raise BadInput(file, f'{where} statistic = "{PASS_HAT_K}" is decided on the primary judge\'s own samples, '
+                       f"but {other} decides on mean scores: register the mean, or that setting's default",
+                       field="statistic")

@@ -255,7 +255,8 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
         analysis = parse_analysis(doc.get("analysis") or {}, file, seed)
     for i, h in enumerate(hyps):
         with table("hypotheses", i):
-            check_statistic(f"[[hypotheses]] #{i + 1}", h, analysis.pass_score, file)
+            check_statistic(f"[[hypotheses]] #{i + 1}", h, analysis.pass_score, analysis.judge_error, panel_rule,
+                            file)
     if (check := PANEL_RULES[panel_rule].check) is not None:
         with table("judge"):
             check(hyps, arm_names, judges, models, file)

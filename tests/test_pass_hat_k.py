@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
+from scipy import stats
 from test_k_samples import run_planted
 from test_stability import _experiment, _records
 
@@ -50,6 +52,21 @@ def test_an_unknown_statistic_is_refused_naming_file_line_and_field(tmp_path):
     with pytest.raises(BadInput) as e:
         load_experiment(exp)
     assert (e.value.field, e.value.line) == ("statistic", line) and "'median'" in e.value.message
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("where, line, named", [
+    ("[analysis]\n", 'judge_error = "decide"', 'judge_error = "decide"'),
+    ("\n[judge]\n", 'panel_rule = "unrelated-mean"', "panel_rule = 'unrelated-mean'"),
+])
+def test_pass_hat_k_beside_a_decision_on_mean_scores_is_refused(tmp_path, where, line, named):
+    # a gold-corrected decision and a panel of judges decide on mean scores, never on one judge's samples
+    exp, at = _demo(tmp_path, "pass_score = 2", "pass^k")
+    text = (exp / "prereg.toml").read_text()
+    (exp / "prereg.toml").write_text(text.replace(where, f"{where}{line}\n", 1))
+    with pytest.raises(BadInput) as e:
+        load_experiment(exp)
+    assert (e.value.field, e.value.line) == ("statistic", at + 1) and named in e.value.message
 
 
 @pytest.mark.unit
@@ -100,6 +117,10 @@ def test_a_pass_hat_k_hypothesis_is_decided_on_the_indicators_by_hand_and_verifi
     assert r["diff"] == pytest.approx(16 / 19, abs=1e-12) and r["scale"] == [0, 1, 1]
     # 16 wins of the scale's full range, no loss: the sign test alone gives 2^-16, far below alpha 0.025 / 2 (Holm)
     assert h2["verdict"] == "superior"
+    # its paired t interval is on the indicators: scipy's, on 16 ones and 3 zeros, two-sided 1 - 2 alpha = 0.95
+    d = [1.0] * 16 + [0.0] * 3
+    lo, hi = stats.t.interval(0.95, 18, loc=np.mean(d), scale=stats.sem(d))
+    assert (r["t_low"], r["t_high"]) == pytest.approx((lo, hi), abs=1e-9)
     # the mean hypothesis on the same scores: no statistic recorded, 20 paired questions, difference 17 x (1/3) / 20
     assert "statistic" not in h1
     assert h1["result"]["n"] == 20 and h1["result"]["diff"] == pytest.approx(17 / 60, abs=1e-12)
