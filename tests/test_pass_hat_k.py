@@ -11,6 +11,7 @@ import shutil
 import numpy as np
 import pytest
 from scipy import stats
+from test_contamination_run import PLANTED_SEEN, planted_run
 from test_k_samples import run_planted
 from test_stability import _experiment, _records
 
@@ -127,3 +128,24 @@ def test_a_pass_hat_k_hypothesis_is_decided_on_the_indicators_by_hand_and_verifi
     assert h1["result"]["scale"] == [0, 2, 3]
     report = (out / "report.md").read_text()
     assert "| H2 (decided on pass^k) | trained vs base |" in report and "| H1 | trained vs base |" in report
+
+
+@pytest.mark.integration
+def test_the_contamination_re_decision_of_a_pass_hat_k_hypothesis_is_on_the_indicators_and_verifies(tmp_path):
+    # K = 1 at pass score 2: base scores 0 on the six seen questions and 1 on the rest -> every indicator 0; trained
+    # scores 2 on the seen ones (indicator 1) and 1 on the rest (0). All questions: six wins of the full range, six
+    # ties; on the six clean questions every pair ties (0 - 0), so superiority is not shown there.
+    out = planted_run(tmp_path, "both", lambda text: text.replace(
+        'margin = 0.0\n', 'margin = 0.0\nstatistic = "pass^k"\n').replace(
+        "max_unscored = 0.10\n", "max_unscored = 0.10\npass_score = 2\n"))
+    numbers = json.loads((out / "numbers.json").read_text())
+    [h1] = numbers["comparisons"]
+    assert h1["statistic"] == "pass^k" and h1["result"]["scale"] == [0, 1, 1]
+    assert (h1["result"]["up"], h1["result"]["ties"], h1["result"]["diff"]) == (6, 6, 0.5)
+    assert h1["verdict"] == "superior"
+    [clean] = numbers["contamination"]["comparisons"]
+    assert clean["paired_questions"] == [f"q{i:02d}" for i in range(12) if i not in PLANTED_SEEN]
+    assert clean["result"]["scale"] == [0, 1, 1] and clean["result"]["diff"] == 0
+    assert (clean["verdict"], clean["differs"]) == ("not shown", True)
+    v = cli("judge", "verify", str(out), timeout=600)
+    assert v.returncode == 0, v.stdout + v.stderr

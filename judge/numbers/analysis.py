@@ -39,7 +39,7 @@ from .agreement import agreement, length_bias
 from .bias_checks import apply_family, retest_section, self_preference, style_check
 from .cells import cells as count_cells
 from .cells import exp_scale, judge_totals
-from .comparisons import compare, paired_block, quant_check, rubric_scale, subset_analyses
+from .comparisons import compare, decided_scale, paired_block, quant_check, rubric_scale, subset_analyses
 from .contamination import contamination_section, found, left_out
 from .panel_rules import PANEL_RULES
 from .stability import pass_hat_k_scores, stability_section
@@ -181,8 +181,9 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         stability=stability_section(exp, arms, keys, judgments, judge, qmap, points),
         judge_validity=checked,
         contamination=contamination_section(exp, contaminated, hyps, qmap, comparisons, lambda h, qs: paired_block(
-            exp, scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {}), qs, h.alpha, h.margin,
-            rubric_scale(exp, h, points))),
+            exp, statistic(h, scores, judgments).get((h.a, h.quant), {}),
+            statistic(h, scores, judgments).get((h.b, h.quant), {}), qs, h.alpha, h.margin,
+            decided_scale(h, rubric_scale(exp, h, points)))),
     )
 
 

@@ -247,7 +247,7 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         clean = []
         again = exp.contamination.decide == "both"  # under "clean_only" the comparisons above are the clean ones
         for h in (h for h in hyps if again and {h.a, h.b} & set(exp.contamination.arms)):
-            a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
+            a_m, b_m = decided_on(h).get((h.a, h.quant), {}), decided_on(h).get((h.b, h.quant), {})
             qs = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q not in bad]
             ids = [q for q in qs if q in a_m and q in b_m]
             chk = check(a_m, b_m, ids, h.alpha, h.margin, h)
