@@ -21,7 +21,7 @@ from .analysis import Analysis, parse_analysis
 from .comparisons import RegisteredComparison, parse_comparison
 from .gates import AuditGate, Contamination, parse_audit, parse_contamination
 from .gold import Gold, parse_gold
-from .hypotheses import Hypothesis, parse_hypothesis
+from .hypotheses import Hypothesis, check_statistic, parse_hypothesis
 from .judges import JudgeSpec, parse_judge
 from .panel import DEFAULT_PANEL_RULE, PANEL_RULES
 from .questions import DEFAULT_TAG_SEPARATOR, FIELDS, TABULAR, SetFormat
@@ -259,6 +259,10 @@ def _experiment(exp_dir: Path, file: Path, doc: dict) -> Experiment:
             registered.append(parse_comparison(f"[[comparisons]] #{i + 1}", t, file, arm_names, registered))
     with table("analysis"):
         analysis = parse_analysis(doc.get("analysis") or {}, file, seed)
+    for i, h in enumerate(hyps):
+        with table("hypotheses", i):
+            check_statistic(f"[[hypotheses]] #{i + 1}", h, analysis.pass_score, analysis.judge_error, panel_rule,
+                            file)
     if (check := PANEL_RULES[panel_rule].check) is not None:
         with table("judge"):
             check(hyps, arm_names, judges, models, file)

@@ -12,6 +12,16 @@ from typing import Any
 KINDS = ("non_inferiority", "superiority", "equivalence")
 """What a hypothesis claims of the mean difference b - a: above -margin, above 0, or inside (-margin, +margin)."""
 
+STATISTICS = ("mean", "pass^k")
+"""What a hypothesis is decided on, per question ([[hypotheses]] statistic). "mean" (the default): the question's mean
+score over its scored samples. "pass^k": 1 when every one of its K samples is scored at or above [analysis]
+pass_score, else 0 (a question with a sample without a score is left out, as stability leaves it out), decided on the
+scale (0, 1, samples=1)."""
+DEFAULT_STATISTIC = "mean"
+PASS_HAT_K = "pass^k"
+PASS_HAT_K_SCALE = (0, 1, 1)
+"""The scale (lowest, highest, samples) a pass^k hypothesis is decided on: one 0/1 indicator per question."""
+
 RULES = ("score", "bootstrap", "bootstrap_and_t")
 """The decision rule a registration may name ([analysis] decision_rule). "score" (the default): the score test anchored
 to the rubric's scale (judge.numbers.stats.rule). "bootstrap": the bootstrap interval alone. "bootstrap_and_t": the

@@ -26,10 +26,10 @@ ANSWER = re.compile(r"Reply (alpha|beta) (\d\d)\.")
 PLANTED_SEEN = range(6)  # the training log holds questions q00..q05 verbatim
 
 
-def planted_run(tmp_path, decide: str):
+def planted_run(tmp_path, decide: str, edit=lambda text: text):
     """`judge run` on 12 questions whose first six the training log holds verbatim: on those the judge scores trained
     2 and base 0, on the other six both 1; H1 registers trained superior to base. The run is refused until the
-    contamination record exists. Returns the results folder."""
+    contamination record exists (`edit`: a change to the registration's text). Returns the results folder."""
     exp, out = tmp_path / "exp", tmp_path / "out"
     shutil.copytree(ROOT / "sealed" / "demo", exp)
     jsonl_file(exp / "sets" / "exam.jsonl", [{"id": f"q{i:02d}", "question": f"What is item {i:02d}?",
@@ -59,7 +59,7 @@ def planted_run(tmp_path, decide: str):
         text = text.replace("max_unscored = 0.10\n", "max_unscored = 0.10\ncalibration_sims = 20\n")
         text += (f'\n[contamination]\ntraining = ["training/planted.jsonl"]\narms = ["trained"]\n'
                  f'record = "{record}"\ndecide = "{decide}"\n')
-        (exp / "prereg.toml").write_text(text)
+        (exp / "prereg.toml").write_text(edit(text))
         seal(exp)
         run = ("judge", "run", "--exp", str(exp), "--arms", "--out", str(out), "--quiet")
         r = cli(*run, env={"OPENAI_API_KEY": "sentinel"}, timeout=600)

@@ -269,6 +269,8 @@ class Comparison(Entry):
     margin: float  # the registered margin, in rubric points
     alpha: float  # the registered one-sided level
     subset: list[str]  # the registered tags a question must all carry to count
+    # "pass^k": decided on each question's pass^k indicator (registration.vocabulary.STATISTICS); absent: its mean
+    statistic: str = None
     questions_in_subset: int | None = None  # the run's questions carrying every subset tag
     paired_questions: list[str]  # ids of the subset's questions scored in both arms, in the run's question order
     unscored_rate: dict[str, float]  # per arm: (answer errors + unscored + judge errors) / answers of its cell

@@ -29,6 +29,7 @@ from core.records import (
 )
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
+from registration.vocabulary import PASS_HAT_K
 
 from ..judging.pairwise import summarise
 from ..results.files import RETESTS, load_raw, raw_sha256, utc
@@ -37,11 +38,11 @@ from .agreement import agreement, length_bias
 from .bias_checks import apply_family, retest_section, self_preference, style_check
 from .cells import cells as count_cells
 from .cells import exp_scale, judge_totals, per_question
-from .comparisons import compare, paired_block, quant_check, rubric_scale, subset_analyses
+from .comparisons import compare, decided_scale, paired_block, quant_check, rubric_scale, subset_analyses
 from .contamination import contamination_section, found, left_out
 from .panel_rules import PANEL_RULES
 from .registered_comparisons import registered_comparisons
-from .stability import stability_section
+from .stability import pass_hat_k_scores, stability_section
 
 
 def refuse_off_scale(run_dir: Path, points: tuple[int, ...]) -> None:
@@ -103,8 +104,11 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
 
     gold_decides = gold is not None and exp.analysis.judge_error == "decide"
 
-    def decide(h: Hypothesis, s: dict, alpha: float | None = None) -> Comparison:
-        return compare(h if alpha is None else replace(h, alpha=alpha), exp, qs_for(h), s, cells,
+    def statistic(h: Hypothesis, s: dict, judged: list[Judgment]) -> dict:  # each question's value h is decided on
+        return pass_hat_k_scores(exp, keys, judged, judge) if h.statistic == PASS_HAT_K else s
+
+    def decide(h: Hypothesis, s: dict, alpha: float | None = None, judged: list[Judgment] = judgments) -> Comparison:
+        return compare(h if alpha is None else replace(h, alpha=alpha), exp, qs_for(h), statistic(h, s, judged), cells,
                        rubric_scale(exp, h, points))
 
     judges = judges_section(exp, panel, answers, keys, pkeys, judgments, hyps)
@@ -120,8 +124,8 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         comparisons.append(style_check(c, h, exp.analysis.style, decided_on(h), answers))
     retests = retest_section(
         raw.retests, judgments, points, exp.analysis.seed,
-        lambda swap: {h.id: decide(h, per_question(keys, swapped(judgments, judge, swap), judge)).verdict
-                      for h in hyps},
+        lambda swap: {h.id: decide(h, per_question(keys, swapped(judgments, judge, swap), judge),
+                                   judged=swapped(judgments, judge, swap)).verdict for h in hyps},
         judge, {c.id: c.verdict for c in comparisons} if rule.primary_alone
         else {h.id: decide(h, scores).verdict for h in hyps})  # the primary judge's own decisions, compared alike
     if retests is not None:
@@ -139,7 +143,8 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
     if gold is not None:
         checked, comparisons = validity.apply(exp, gold, keys, judgments, panel, judge, hyps, qmap, scores,
                                               comparisons, earlier_intervals, interval)
-    subsets = [s for h in hyps for s in subset_analyses(h, exp, qs_for(h), scores, rubric_scale(exp, h, points))]
+    subsets = [s for h in hyps for s in subset_analyses(h, exp, qs_for(h), statistic(h, scores, judgments),
+                                                        rubric_scale(exp, h, points))]
     by_quant, comparisons = quant_check(exp, arms, scores, comparisons)
     return Numbers(
         schema=Numbers.VERSION,
@@ -161,8 +166,9 @@ def compute_numbers(exp: Experiment, questions: list[Question], run_dir: Path, r
         run_comparisons=registered_comparisons(exp, run_dir, arms, judge, run.judge.rubric, points, qmap,
                                                scores, cells),
         contamination=contamination_section(exp, contaminated, hyps, qmap, comparisons, lambda h, qs: paired_block(
-            exp, scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {}), qs, h.alpha, h.margin,
-            rubric_scale(exp, h, points))),
+            exp, statistic(h, scores, judgments).get((h.a, h.quant), {}),
+            statistic(h, scores, judgments).get((h.b, h.quant), {}), qs, h.alpha, h.margin,
+            decided_scale(h, rubric_scale(exp, h, points)))),
     )
 
 

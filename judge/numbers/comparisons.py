@@ -8,6 +8,7 @@ from dataclasses import replace
 from core.records import Cell, Comparison, QuantCheck, Result, Subset
 from registration.prereg import Experiment, Hypothesis
 from registration.questions import Question
+from registration.vocabulary import PASS_HAT_K, PASS_HAT_K_SCALE
 
 from .cells import unscored_rate
 from .stats.decide import decide
@@ -51,18 +52,25 @@ def rubric_scale(exp: Experiment, h: Hypothesis, points: tuple[int, ...]) -> Sca
     return Scale(min(points), max(points), max(exp.arm(h.a).samples, exp.arm(h.b).samples))
 
 
+def decided_scale(h: Hypothesis, scale: Scale) -> Scale:
+    """The scale `h` is decided on: the rubric's (``scale``) for a mean, (0, 1, 1) for a pass^k indicator."""
+    return Scale(*PASS_HAT_K_SCALE) if h.statistic == PASS_HAT_K else scale
+
+
 def compare(h: Hypothesis, exp: Experiment, questions: dict[str, Question], scores, cells: list[Cell],
             scale: Scale) -> Comparison:
     """One hypothesis decided on the judge's scores (under ``judge_error = "decide"`` with gold, judge.numbers.validity
-    .decide_by_gold then puts the gold-corrected verdict in its place)."""
-    an = exp.analysis
+    .decide_by_gold then puts the gold-corrected verdict in its place). ``scores``: each question's value of the
+    hypothesis's statistic (its mean score, or its pass^k indicator: judge.numbers.stability.pass_hat_k_scores)."""
+    an, scale = exp.analysis, decided_scale(h, scale)
     a_scores, b_scores = scores.get((h.a, h.quant), {}), scores.get((h.b, h.quant), {})
     wanted = [q for q in questions.values() if all(t in q.tags for t in h.subset)]
     cell = {(c.arm, c.quant): c for c in cells}
     rates = {h.a: unscored_rate(cell[(h.a, h.quant)]), h.b: unscored_rate(cell[(h.b, h.quant)])}
     ids = [q.id for q in wanted if q.id in a_scores and q.id in b_scores]
     out = Comparison(id=h.id, text=h.text, a=h.a, b=h.b, quant=h.quant, kind=h.kind, margin=h.margin, alpha=h.alpha,
-                     subset=list(h.subset), questions_in_subset=len(wanted), paired_questions=ids,
+                     subset=list(h.subset), statistic=h.statistic if h.statistic == PASS_HAT_K else None,
+                     questions_in_subset=len(wanted), paired_questions=ids,
                      unscored_rate=rates, result=None, clusters=None, clustered_se=None, calibration=None,
                      quant_notes=[], length_notes=[], verdict="inconclusive",
                      reason=f"only {len(ids)} question(s) scored in both arms")
@@ -90,6 +98,7 @@ def subset_analyses(h: Hypothesis, exp: Experiment, questions: dict[str, Questio
 
     Exploratory: they never change the registered verdict, and the report says so.
     """
+    scale = decided_scale(h, scale)
     base = [q for q in questions.values() if all(t in q.tags for t in h.subset)]
     tags = sorted({t for q in base for t in q.tags} - set(h.subset))
     out = []
@@ -126,13 +135,13 @@ def _quant_notes(c: Comparison, comparisons: list[Comparison], scores) -> list[s
     notes = []
     effect = c.result.diff
     for o in comparisons:
-        if o is c or (o.a, o.b, o.subset) != (c.a, c.b, c.subset) or o.result is None:
+        if o is c or (o.a, o.b, o.subset, o.statistic) != (c.a, c.b, c.subset, c.statistic) or o.result is None:
             continue
         other = o.result.diff
         if effect * other < 0:
             notes.append(f"the effect changes sign at {o.quant} ({other:+.3f})")
         common = set(c.paired_questions) & set(o.paired_questions)
-        if effect == 0 or not common:
+        if effect == 0 or not common or c.statistic is not None:  # a pass^k effect is not in score points
             continue
         own, there = scores[(c.a, c.quant)], scores[(c.a, o.quant)]
         ma, mo = (float(sum(s[q] for q in common) / len(common)) for s in (own, there))

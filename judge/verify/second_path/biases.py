@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from core import jsonl
 from registration.rubric import load_rubric, rubric_dir
+from registration.vocabulary import PASS_HAT_K
 
 from . import agreement, bootstrap, contamination, score_test
 from . import decisions as second_path
@@ -184,12 +185,14 @@ def _family(method: str, comparisons: list[dict], stored: dict[str, dict],
 
 
 def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], questions: dict[str, list[str]],
-                  clusters: dict[str, str | None], gold_decides: bool = False) -> list[str]:
+                  clusters: dict[str, str | None], gold_decides: bool = False,
+                  indicators: dict[tuple, dict[str, Fraction]] | None = None) -> list[str]:
     """Under the score rule, each claim the family recorded at an adjusted alpha must be one the score test makes
     at that alpha by verify's own implementation (judge.verify.second_path) on the primary judge's scores: a claim it
     does not make is a finding. (Withdrawn claims may be the clusters', checked by the main path.) None where a
     gold-corrected interval decides (``gold_decides``): its claims are checked by this path's own corrected
-    interval at each level (``_family``), and the judge's score test does not decide them."""
+    interval at each level (``_family``), and the judge's score test does not decide them. A pass^k hypothesis is
+    tested on ``indicators`` (second_path.decisions.pass_hat_k), on the range 1."""
     if exp.analysis.rule != "score" or not PANEL_RULES[exp.judge_panel_rule].claims_checked or gold_decides:
         return []
     points = second_path.rubric_scale(exp)
@@ -200,7 +203,8 @@ def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], q
         h = hyps.get(c["id"])
         if h is None:  # an id no hypothesis registers: the recomputations name it (it is not one they produce)
             continue
-        a, b = means.get((h.a, h.quant), {}), means.get((h.b, h.quant), {})
+        on, width = (indicators, 1) if h.statistic == PASS_HAT_K else (means, span)
+        a, b = on.get((h.a, h.quant), {}), on.get((h.b, h.quant), {})
         ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a and q in b
                and q not in contamination.left_out(exp, h)]
         for t in _tests(c):
@@ -209,7 +213,7 @@ def forged_claims(numbers: dict, exp, means: dict[tuple, dict[str, Fraction]], q
             units = ([("cluster", clusters[q]) if clusters.get(q) else ("question", q) for q in ids]
                      if any(clusters.get(q) for q in ids) else None)
             m = Fraction(repr(float(h.margin))) if h.margin else Fraction(0)
-            found = score_test.boundary_tests([b[q] - a[q] for q in ids], m, span, t["alpha"], units)
+            found = score_test.boundary_tests([b[q] - a[q] for q in ids], m, width, t["alpha"], units)
             own = score_test.tests_verdict(h.kind, h.margin, found) if found else "inconclusive"
             if own not in _CLAIMS[h.kind]:
                 out.append(f"numbers.json comparisons[{c['id']}].family.tests: a claim ({t['verdict']!r}) at "
@@ -374,5 +378,7 @@ def recheck(numbers: dict, run: dict, run_dir: Path, exp, questions: dict[str, l
                           "kappa_ci95": retest_kappa_interval(test, again, scale, an.seed) if len(pairs) >= 2
                           else None}
         ind["judges"]["retest"] = {"judges": rows}
-    return (forged_claims(numbers, exp, means[run["judge"]["primary"]], questions, clusters, corrected is not None)
+    primary = run["judge"]["primary"]
+    return (forged_claims(numbers, exp, means[primary], questions, clusters, corrected is not None,
+                          second_path.pass_hat_k(keys, single, primary, exp))
             + caution_findings(numbers, ind, exp))

@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 from core import jsonl
 from registration.rubric import load_rubric, rubric_dir
-from registration.vocabulary import KINDS, METHODS
+from registration.vocabulary import KINDS, METHODS, PASS_HAT_K, PASS_HAT_K_SCALE
 
 from . import contamination
 from .bootstrap import check_paired, draw
@@ -86,6 +86,24 @@ def rubric_scale(exp) -> tuple[int, ...]:
     """The registered rubric's scale points: the scores a verdict can take, from the registration, never from the
     numbers being checked."""
     return tuple(load_rubric(exp.rubric, rubric_dir(exp.rubric, exp.dir)).scale)
+
+
+def pass_hat_k(keys: dict[str, dict], verdicts, judge: str, exp) -> dict[tuple, dict[str, Fraction]]:
+    """(arm, quant) -> question -> 1 when the lowest of its K registered samples' scores is >= [analysis] pass_score,
+    else 0: what a ``statistic = "pass^k"`` hypothesis is decided on. A question missing a sample's score is left
+    out (docs/statistics-reference.md, "Stability across samples")."""
+    if exp.analysis.pass_score is None:  # no hypothesis can be registered on pass^k
+        return {}
+    got: dict[tuple, dict[int, int]] = defaultdict(dict)
+    for j in verdicts:
+        if j["judge"] == judge and kind_of(j) == "single" and j["status"] == "scored" and j["label"] in keys:
+            k = keys[j["label"]]
+            got[(k["arm"], k["quant"], k["question_id"])][k["sample"]] = j["score"]
+    out: dict[tuple, dict[str, Fraction]] = defaultdict(dict)
+    for (arm, quant, q), s in got.items():
+        if len([i for i in range(exp.arm(arm).samples) if i in s]) == exp.arm(arm).samples:
+            out[(arm, quant)][q] = Fraction(1 if min(s.values()) >= exp.analysis.pass_score else 0)
+    return out
 
 
 def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, list[str]], exp,
@@ -164,17 +182,23 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
     def check(a_m: dict, b_m: dict, ids: list[str], alpha: float, margin: float, h) -> dict | None:
         if len(ids) < 2:
             return None
+        scale = (PASS_HAT_K_SCALE if h.statistic == PASS_HAT_K
+                 else (lo, hi, max(exp.arm(h.a).samples, exp.arm(h.b).samples)))
         return comparison([a_m[q] for q in ids], [b_m[q] for q in ids], alpha=alpha, margin=margin,
                                       rule=rule, method=an["method"], resamples=an["resamples"], seed=an["seed"],
-                                      scale=(lo, hi, max(exp.arm(h.a).samples, exp.arm(h.b).samples)),
-                                      labels=labels(ids))
+                                      scale=scale, labels=labels(ids))
+
+    indicators = pass_hat_k(keys, verdicts.last.values(), judge, exp)
+
+    def decided_on(h) -> dict:  # each question's value of the hypothesis's statistic
+        return indicators if h.statistic == PASS_HAT_K else qmeans
 
     hyps = [h for h in exp.hypotheses if h.a in run["arms"] and h.b in run["arms"]]
     stored_subsets = {s["id"]: s for s in numbers["subsets"]}
     stored = {c["id"]: c for c in numbers["comparisons"]}
     by_cell = {(x["arm"], x["quant"]): x for x in out["cells"]}
     for h in hyps:
-        a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
+        a_m, b_m = decided_on(h).get((h.a, h.quant), {}), decided_on(h).get((h.b, h.quant), {})
         out_ = contamination.left_out(exp, h)
         tags = sorted({t for q, ts in questions.items() if all(x in ts for x in h.subset) and q not in out_
                        for t in ts} - set(h.subset))
@@ -187,10 +211,12 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
                                                   "result": chk and {k: v for k, v in chk.items() if k in shown}})
     for h in hyps:
         c = stored.get(h.id) or {}
-        a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
+        a_m, b_m = decided_on(h).get((h.a, h.quant), {}), decided_on(h).get((h.b, h.quant), {})
         ids = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q in a_m and q in b_m
                and q not in contamination.left_out(exp, h)]
         entry: dict[str, Any] = {"id": h.id, "paired_questions": ids}
+        if h.statistic == PASS_HAT_K:
+            entry["statistic"] = h.statistic
         if len(ids) >= 2:
             chk = check(a_m, b_m, ids, h.alpha, h.margin, h)
             entry["result"] = {k: v for k, v in chk.items() if k in (c.get("result") or {})}
@@ -221,7 +247,7 @@ def independent(numbers: dict, run: dict, run_dir: Path, questions: dict[str, li
         clean = []
         again = exp.contamination.decide == "both"  # under "clean_only" the comparisons above are the clean ones
         for h in (h for h in hyps if again and {h.a, h.b} & set(exp.contamination.arms)):
-            a_m, b_m = qmeans.get((h.a, h.quant), {}), qmeans.get((h.b, h.quant), {})
+            a_m, b_m = decided_on(h).get((h.a, h.quant), {}), decided_on(h).get((h.b, h.quant), {})
             qs = [q for q, tags in questions.items() if all(t in tags for t in h.subset) and q not in bad]
             ids = [q for q in qs if q in a_m and q in b_m]
             chk = check(a_m, b_m, ids, h.alpha, h.margin, h)
