@@ -151,7 +151,7 @@ def test_every_key_the_parser_reads_is_documented():
     import tomllib
 
     from models.backends.base import Generation
-    from registration import analysis, gates, gold, hypotheses, judges, prereg, spec
+    from registration import analysis, comparisons, gates, gold, hypotheses, judges, prereg, spec
 
     doc = tomllib.loads(_example())
     generations = [a.get("generation", {}) for a in doc["arms"]] + [j.get("generation", {}) for j in
@@ -168,6 +168,7 @@ def test_every_key_the_parser_reads_is_documented():
         "[judges.*]": (judges.JUDGE_TABLE_KEYS, doc["judges"].values()),
         "[analysis]": (analysis.ANALYSIS_KEYS, [doc["analysis"]]),
         "[[hypotheses]]": (hypotheses.HYPOTHESIS_KEYS, doc["hypotheses"]),
+        "[[comparisons]]": (comparisons.COMPARISON_KEYS, doc["comparisons"]),
         "[audit]": (gates.AUDIT_KEYS, [doc["audit"]]),
         "[gold]": (gold.gold_keys(), [doc["gold"]]),
         "[sets.*]": (prereg.SET_KEYS, doc["sets"].values()),
