@@ -15,7 +15,6 @@ rewrites run.json byte for byte.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,8 +136,3 @@ def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     for k, v in extra.items():
         out[k] = merged(out[k], v) if isinstance(out.get(k), dict) and isinstance(v, dict) else v
     return out
-
-
-def canonical(run: dict[str, Any]) -> str:
-    """run.json's text: the same record always gives the same bytes (it is part of the anchor)."""
-    return json.dumps(run, indent=1) + "\n"
